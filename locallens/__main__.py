@@ -1,0 +1,3 @@
+from locallens.cli import main
+
+main()

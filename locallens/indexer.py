@@ -1,0 +1,402 @@
+"""`index`: walk roots → plan against the store → chunk → embed (reusing vectors) → write.
+
+Safety:
+- One writer per database: an advisory lock on `<db>.lock` (fcntl), taken before anything is
+  written and released by the kernel even on SIGKILL. A second run waits up to `wait` seconds
+  and then raises LockedError (exit 5). Readers never take it.
+- Every document is replaced in one `BEGIN IMMEDIATE` transaction (chunks, vectors and FTS rows
+  together), so a run killed at any point leaves each document either old or new, never half.
+  The rerun finds the unfinished documents still changed on disk and completes the job.
+- A file that fails to read (permission, vanished, changed while read) keeps its previous version.
+- `--rebuild` builds into a hidden brain and swaps it in at the end in one transaction, so the old
+  index serves (and survives) until the new one is complete.
+
+Speed:
+- (size, mtime_ns) unchanged → the file is not even opened. Unchanged trees cost a walk and one
+  query.
+- Chunks are embedded in batches across files; vectors are reused by exact chunk text within the
+  brain (renames, duplicates and untouched paragraphs cost nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from locallens.chunking import get_chunker, make_chunks
+from locallens.config import ChunkSettings
+from locallens.domain import Chunk, Document, FileStat, Skipped
+from locallens.errors import LockedError, ModelMismatchError, StoreError, UsageError
+from locallens.sources import DEFAULT_MAX_BYTES, read_document, walk
+from locallens.store import Brain, Store, StoredDocument, content_hash
+
+if TYPE_CHECKING:
+    from locallens.embedding import Embedder
+
+EMBED_BATCH_CHUNKS = 1024  # chunks gathered across files before one encode() call
+
+
+class Progress(Protocol):
+    """What the indexer reports while it works; the CLI draws it (or not)."""
+
+    def files(self, total: int) -> None: ...
+    def file_done(self, n: int = 1) -> None: ...
+    def embedding(self, total: int) -> None: ...
+    def embedded(self, n: int) -> None: ...
+
+
+class NoProgress:
+    def files(self, total: int) -> None: ...
+    def file_done(self, n: int = 1) -> None: ...
+    def embedding(self, total: int) -> None: ...
+    def embedded(self, n: int) -> None: ...
+
+
+@dataclass(slots=True)
+class IndexReport:
+    brain: str
+    db: str
+    model: str
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_total: int = 0
+    over_length: int = 0  # chunks longer than the embedder's max sequence length
+    skipped: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    @property
+    def had_errors(self) -> bool:
+        return any(s.error for s in self.skipped)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "brain": self.brain,
+            "db": self.db,
+            "model": self.model,
+            "dry_run": self.dry_run,
+            "files": {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
+                      "removed": self.removed, "skipped": len(self.skipped)},
+            "chunks": {"embedded": self.chunks_embedded, "reused": self.chunks_reused,
+                       "total": self.chunks_total, "over_max_length": self.over_length},
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexRequest:
+    paths: Sequence[Path]
+    db: Path
+    brain: str = "default"
+    chunking: ChunkSettings = ChunkSettings()
+    model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
+    device: str = "auto"
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    max_bytes: int = DEFAULT_MAX_BYTES
+    rebuild: bool = False
+    dry_run: bool = False
+    wait: float = 0.0
+
+
+@contextlib.contextmanager
+def write_lock(db: Path, wait: float) -> Iterator[None]:
+    """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
+    lock_path = Path(f"{db}.lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+    try:
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
+                if time.monotonic() >= deadline:
+                    raise LockedError(
+                        f"{db} is being indexed by another run; waited {wait:g}s "
+                        f"(raise --wait to wait longer)"
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def _resolve_roots(paths: Sequence[Path]) -> list[Path]:
+    roots = []
+    for path in paths:
+        path = Path(path).expanduser()
+        if not path.exists() and not path.is_symlink():
+            raise UsageError(f"no such file or directory: {path}")
+        roots.append(path.resolve())
+    return roots
+
+
+@dataclass(slots=True)
+class _Pending:
+    document: Document
+    chunks: list[Chunk]
+
+
+class _Run:
+    """One index run against an open store (or none, for a dry run of a new database)."""
+
+    def __init__(self, request: IndexRequest, store: Store | None, progress: Progress, model_name: str) -> None:
+        self.request = request
+        self.store = store
+        self.progress = progress
+        self.model_name = model_name
+        self.chunker = get_chunker("paragraph", request.chunking.chunk_size, request.chunking.chunk_overlap)
+        self.embedder: Embedder | None = None
+        self.brain: Brain | None = None
+        self.target_name = request.brain
+        self.root_keys: list[str] = []  # what `roots` records: folders, or single files as given
+        self.pending: list[_Pending] = []
+        self.pending_chunks = 0
+
+    def _get_embedder(self) -> Embedder:
+        # Loaded only when something needs embedding: an unchanged reindex starts no model.
+        if self.embedder is None:
+            from locallens.embedding import load_embedder
+
+            self.embedder = load_embedder(self.model_name, device=self.request.device)
+            if self.embedder.name != self.model_name or (
+                self.brain is not None and self.embedder.dim != self.brain.dim
+            ):
+                dim = self.brain.dim if self.brain is not None else "?"
+                raise ModelMismatchError(
+                    f"brain {self.request.brain!r} was built with {self.model_name} ({dim} dimensions) but "
+                    f"{self.embedder.name} loaded with {self.embedder.dim}; rerun with --rebuild"
+                )
+        return self.embedder
+
+    def run(self, report: IndexReport, brain: Brain | None) -> None:
+        self.brain = brain
+        writing = self.store is not None and not self.request.dry_run
+        stored: dict[tuple[str, str], StoredDocument] = (
+            self.store.documents(brain) if (self.store is not None and brain is not None) else {}
+        )
+        rechunk_all = brain is not None and (brain.chunk_size, brain.chunk_overlap) != (
+            self.request.chunking.chunk_size, self.request.chunking.chunk_overlap
+        )
+        found: list[FileStat] = []
+        seen: set[tuple[str, str]] = set()
+        dir_roots: set[str] = set()  # deletions are looked for only under folders walked whole
+        for root in _resolve_roots(self.request.paths):
+            self.root_keys.append(str(root))
+            base = str(root) if root.is_dir() else str(root.parent)
+            if root.is_dir():
+                dir_roots.add(base)
+            for item in walk(root, self.request.include, self.request.exclude):
+                if isinstance(item, Skipped):
+                    report.skipped.append(item)
+                    # A file we could not read keeps its previous version (never lose data).
+                    seen.add((base, item.path))
+                else:
+                    found.append(item)
+                    seen.add((item.root, item.relative_path))
+        self.progress.files(len(found))
+        for stat in found:
+            old = stored.get((stat.root, stat.relative_path))
+            if old is not None and not rechunk_all and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns):
+                report.unchanged += 1
+                self.progress.file_done()
+                continue
+            read = read_document(stat, self.request.max_bytes)
+            if isinstance(read, Skipped):
+                report.skipped.append(read)
+                self.progress.file_done()
+                continue
+            if old is not None and not rechunk_all and old.checksum == read.checksum:
+                # Touched but identical: remember the new stat so the next run skips reading it.
+                report.unchanged += 1
+                if writing:
+                    assert self.store is not None
+                    self.store.update_document_stat(old.id, read.size, read.mtime_ns)
+                self.progress.file_done()
+                continue
+            if old is None:
+                report.new += 1
+            else:
+                report.changed += 1
+            if not writing:
+                self.progress.file_done()
+                continue
+            texts = self.chunker.chunk(read.text) if read.text else []
+            chunks = make_chunks(read, self.request.brain, texts)
+            self.pending.append(_Pending(read, chunks))
+            self.pending_chunks += len(chunks)
+            if self.pending_chunks >= EMBED_BATCH_CHUNKS:
+                self._flush(report)
+        if writing:
+            self._flush(report)
+        gone = [doc for key, doc in stored.items() if doc.root in dir_roots and key not in seen]
+        report.removed = len(gone)
+        if gone and writing and brain is not None:
+            assert self.store is not None
+            self.store.delete_documents(brain, [doc.id for doc in gone])
+
+    def _flush(self, report: IndexReport) -> None:
+        if not self.pending:
+            return
+        assert self.store is not None
+        brain = self.ensure_brain()
+        hashes = [[content_hash(c.content) for c in item.chunks] for item in self.pending]
+        vectors = self.store.reusable_vectors(brain, {h for doc_hashes in hashes for h in doc_hashes})
+        # Unique texts not stored yet: duplicates within the batch are embedded once.
+        todo: dict[bytes, str] = {}
+        for item, doc_hashes in zip(self.pending, hashes):
+            for chunk, h in zip(item.chunks, doc_hashes):
+                if h not in vectors and h not in todo:
+                    todo[h] = chunk.content
+        if todo:
+            embedder = self._get_embedder()
+            texts = list(todo.values())
+            report.over_length += embedder.count_over_length(texts)
+            self.progress.embedding(len(texts))
+            vectors.update(zip(todo.keys(), embedder.encode(texts, progress=self.progress.embedded)))
+        report.chunks_embedded += len(todo)
+        report.chunks_reused += sum(len(h) for h in hashes) - len(todo)
+        for item, doc_hashes in zip(self.pending, hashes):
+            doc = item.document
+            matrix = (np.stack([vectors[h] for h in doc_hashes]) if doc_hashes
+                      else np.zeros((0, brain.dim), dtype=np.float32))
+            self.store.write_document(
+                brain, root=doc.root, relative_path=doc.relative_path, size=doc.size,
+                mtime_ns=doc.mtime_ns, checksum=doc.checksum, chunks=item.chunks, vectors=matrix,
+            )
+            self.progress.file_done()
+        self.pending.clear()
+        self.pending_chunks = 0
+
+    def ensure_brain(self) -> Brain:
+        """The brain is created on first write, with the dimension of the model actually loaded."""
+        if self.brain is None:
+            assert self.store is not None
+            embedder = self._get_embedder()
+            self.brain = self.store.create_brain(
+                self.target_name, embedder.name, embedder.dim,
+                self.request.chunking.chunk_size, self.request.chunking.chunk_overlap,
+            )
+        return self.brain
+
+
+def index(request: IndexRequest, progress: Progress | None = None) -> IndexReport:
+    """Bring brain `request.brain` in `request.db` up to date with `request.paths`."""
+    progress = progress or NoProgress()
+    started = time.perf_counter()
+    _resolve_roots(request.paths)  # fail on a bad path before taking any lock
+    if request.dry_run:
+        return _dry_run(request, progress, started)
+
+    with write_lock(request.db, request.wait):
+        store = Store(request.db, create=True)
+        try:
+            report = _index_locked(request, store, progress)
+        finally:
+            store.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
+    """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
+    from locallens.embedding import resolve_model
+
+    requested = None if request.model in (None, "", "auto") else request.model
+    if existing is None or request.rebuild:
+        return resolve_model(requested).name
+    if requested is not None:
+        name = resolve_model(requested).name
+        if name != existing.model:
+            raise ModelMismatchError(
+                f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "
+                f"not {name}; rerun with --rebuild to re-embed it with {name}, or use another --brain"
+            )
+    return existing.model
+
+
+def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> IndexReport:
+    existing = store.find_brain(request.brain)
+    # Leftovers of an interrupted --rebuild were never swapped in: drop them.
+    for leftover in store.brains():
+        if leftover.name.startswith(f".rebuild:{request.brain}:"):
+            store.delete_brain(leftover)
+    model_name = _pinned_model(request, existing)
+    report = IndexReport(brain=request.brain, db=str(request.db), model=model_name)
+    run = _Run(request, store, progress, model_name)
+    if request.rebuild:
+        # Build beside the old brain, then swap in one transaction: the old one serves until then.
+        run.target_name = f".rebuild:{request.brain}:{os.getpid()}"
+        run.run(report, None)
+        store.replace_brain(existing, run.ensure_brain(), request.brain)
+    else:
+        run.target_name = request.brain
+        run.run(report, existing)
+        brain = run.ensure_brain()  # an empty folder still makes a brain: `ask` then says "nothing found"
+        if (brain.chunk_size, brain.chunk_overlap) != (request.chunking.chunk_size, request.chunking.chunk_overlap):
+            store.set_chunking(brain, request.chunking.chunk_size, request.chunking.chunk_overlap)
+    final = store.get_brain(request.brain)
+    store.touch_brain(final, run.root_keys)
+    report.chunks_total = store.stats(final).chunks
+    return report
+
+
+def _dry_run(request: IndexRequest, progress: Progress, started: float) -> IndexReport:
+    """Report what would change; opens the database read-only-ish (never creates it)."""
+    store = Store(request.db, create=False) if request.db.exists() else None
+    try:
+        brain = store.find_brain(request.brain) if store is not None else None
+        model_name = _pinned_model(request, brain)
+        if request.rebuild:
+            brain = None  # everything would be built anew
+        report = IndexReport(brain=request.brain, db=str(request.db), model=model_name, dry_run=True)
+        _Run(request, store, progress, model_name).run(report, brain)
+        if brain is not None and store is not None:
+            report.chunks_total = store.stats(brain).chunks
+    finally:
+        if store is not None:
+            store.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def stale_files(store: Store, brain: Brain) -> int:
+    """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing."""
+    stored = store.documents(brain)
+    seen: set[tuple[str, str]] = set()
+    stale = 0
+    for root in store.roots(brain):
+        if not Path(root).exists():
+            continue
+        for item in walk(Path(root)):
+            if isinstance(item, Skipped):
+                seen.add((root, item.path))
+                continue
+            key = (item.root, item.relative_path)
+            seen.add(key)
+            old = stored.get(key)
+            if old is None or old.size != item.size or old.mtime_ns != item.mtime_ns:
+                stale += 1
+    stale += sum(1 for key in stored if key not in seen)
+    return stale
+

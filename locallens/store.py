@@ -1,0 +1,492 @@
+"""The SQLite store: brains, documents, chunks, vectors (sqlite-vec) and full text (FTS5).
+
+Binding: `apsw`. This machine's Python (like many distro and pyenv builds) has no
+`sqlite3.Connection.enable_load_extension`, so the stdlib module cannot load sqlite-vec. Of the
+bindings that bundle their own SQLite, apsw is chosen because it tracks SQLite releases closely
+(3.54 at the time of writing: FTS5 and WAL fixes arrive quickly), ships wheels for every platform,
+and leaves transactions entirely to us: no implicit BEGIN, so `BEGIN IMMEDIATE` means what it says
+and a document's chunks, vectors and FTS rows change together or not at all. (`sqlean.py` and
+`pysqlite3-binary` are DB-API clones that inherit the stdlib's implicit-transaction behaviour, and
+pysqlite3-binary only ships Linux x86-64 wheels.)
+
+Layout: one file, many *brains* (named indexes). Each brain pins the embedding model and
+dimension it was built with and owns one vec0 table `vec_<brain id>` (a vec0 column has a fixed
+dimension, so brains of different models live side by side). `chunks.id` (an integer rowid) is
+the key shared by the chunk row, its vector row and its FTS row; the seed's chunk id
+(`checksum[:12]-index`) is `chunks.chunk_id`, which is not unique across files (two copies of a
+file have the same ids, by design of SPEC §1).
+
+sqlite-vec quirks handled here: `INSERT OR REPLACE` into vec0 fails, so vectors are deleted then
+inserted; deleted rows do not shrink the file (`status` reports free pages; `VACUUM` reclaims).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from locallens.domain import Chunk, Hit
+from locallens.errors import ModelMismatchError, NoIndexError, StoreError
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS brains(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    chunk_size INTEGER NOT NULL,
+    chunk_overlap INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    last_indexed REAL
+);
+CREATE TABLE IF NOT EXISTS roots(
+    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    PRIMARY KEY(brain_id, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS documents(
+    id INTEGER PRIMARY KEY,
+    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
+    root TEXT NOT NULL,
+    relative_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    checksum TEXT NOT NULL,
+    indexed_at REAL NOT NULL,
+    UNIQUE(brain_id, root, relative_path)
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    brain_id INTEGER NOT NULL,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    chunk_id TEXT NOT NULL,
+    relative_path TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    content_hash BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
+CREATE INDEX IF NOT EXISTS chunks_brain_hash ON chunks(brain_id, content_hash);
+CREATE INDEX IF NOT EXISTS chunks_brain_path ON chunks(brain_id, relative_path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    content, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TABLE IF NOT EXISTS sentence_cache(
+    model TEXT NOT NULL,
+    text_hash BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(model, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+def content_hash(text: str) -> bytes:
+    """Key of the embedding reuse: sha256 of the exact text that is embedded."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class Brain:
+    id: int
+    name: str
+    model: str
+    dim: int
+    chunk_size: int
+    chunk_overlap: int
+    created_at: float
+    last_indexed: float | None
+
+    @property
+    def vec_table(self) -> str:
+        return f"vec_{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    id: int
+    root: str
+    relative_path: str
+    size: int
+    mtime_ns: int
+    checksum: str
+
+
+@dataclass(frozen=True, slots=True)
+class BrainStats:
+    brain: Brain
+    roots: list[str]
+    documents: int
+    chunks: int
+    vectors: int
+    fts_rows: int
+
+
+@contextlib.contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """Turn SQLite failures into one-line StoreErrors that say what was being done."""
+    import apsw
+
+    try:
+        yield
+    except apsw.FullError as exc:
+        raise StoreError(f"{action}: disk full ({exc}); nothing from the failed step was committed") from exc
+    except apsw.ReadOnlyError as exc:
+        raise StoreError(f"{action}: the database is read-only ({exc})") from exc
+    except apsw.CantOpenError as exc:
+        raise StoreError(f"{action}: cannot open the database ({exc}); check the folder exists and is writable") from exc
+    except apsw.BusyError as exc:
+        raise StoreError(f"{action}: the database stayed busy for {BUSY_TIMEOUT_MS // 1000}s ({exc})") from exc
+    except (apsw.CorruptError, apsw.NotADBError) as exc:
+        raise StoreError(f"{action}: the database file is damaged or not a locallens index ({exc})") from exc
+    except apsw.IOError as exc:
+        raise StoreError(f"{action}: I/O error ({exc})") from exc
+
+
+class Store:
+    """One open database. Not thread-safe; one per process and command."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
+        import apsw
+        import sqlite_vec
+
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
+        if create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder {self.path.parent}: {exc.strerror}") from exc
+        flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+        with _translated(f"opening {self.path}"):
+            self.conn = apsw.Connection(str(self.path), flags=flags)
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            self.conn.enable_load_extension(True)
+            self.conn.load_extension(sqlite_vec.loadable_path())
+            self.conn.enable_load_extension(False)
+            self._migrate()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens"
+            )
+        # WAL: readers (ask, status) keep working while an index run writes.
+        mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode.lower() != "wal" and self.path.name != ":memory:":
+            raise StoreError(f"cannot switch {self.path} to WAL mode (got {mode})")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        if version < SCHEMA_VERSION:
+            with self.transaction():
+                self.conn.execute(_SCHEMA)
+                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT; any exception (Ctrl-C included) rolls back."""
+        with _translated(f"writing {self.path}"):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        with _translated(f"reading {self.path}"):
+            return self.conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- brains -------------------------------------------------------------------------------
+
+    def brains(self) -> list[Brain]:
+        return [Brain(*row) for row in self.execute(
+            "SELECT id, name, model, dim, chunk_size, chunk_overlap, created_at, last_indexed"
+            " FROM brains ORDER BY name"
+        )]
+
+    def find_brain(self, name: str) -> Brain | None:
+        rows = self.execute(
+            "SELECT id, name, model, dim, chunk_size, chunk_overlap, created_at, last_indexed"
+            " FROM brains WHERE name = ?",
+            (name,),
+        )
+        return Brain(*rows[0]) if rows else None
+
+    def get_brain(self, name: str) -> Brain:
+        brain = self.find_brain(name)
+        if brain is None:
+            known = ", ".join(b.name for b in self.brains() if not b.name.startswith(".")) or "none"
+            raise NoIndexError(f"no brain named {name!r} in {self.path} (brains: {known})")
+        return brain
+
+    def create_brain(self, name: str, model: str, dim: int, chunk_size: int, chunk_overlap: int) -> Brain:
+        with self.transaction():
+            self.conn.execute(
+                "INSERT INTO brains(name, model, dim, chunk_size, chunk_overlap, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (name, model, dim, chunk_size, chunk_overlap, time.time()),
+            )
+            brain_id = self.conn.last_insert_rowid()
+            self.conn.execute(
+                f"CREATE VIRTUAL TABLE vec_{brain_id} USING vec0(embedding float[{dim}] distance_metric=cosine)"
+            )
+        return self.get_brain(name)
+
+    def check_model(self, brain: Brain, model: str, dim: int) -> None:
+        if brain.model != model or brain.dim != dim:
+            raise ModelMismatchError(
+                f"brain {brain.name!r} was built with {brain.model} ({brain.dim} dimensions), not "
+                f"{model} ({dim}); rerun `locallens index` with --rebuild to re-embed it with {model}, "
+                f"or use another --brain"
+            )
+
+    def set_chunking(self, brain: Brain, chunk_size: int, chunk_overlap: int) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE brains SET chunk_size = ?, chunk_overlap = ? WHERE id = ?",
+                (chunk_size, chunk_overlap, brain.id),
+            )
+
+    def delete_brain(self, brain: Brain) -> None:
+        with self.transaction():
+            self._delete_brain_rows(brain)
+
+    def _delete_brain_rows(self, brain: Brain) -> None:
+        # Chunks first through their own path so the FTS trigger removes their rows.
+        self.conn.execute("DELETE FROM chunks WHERE brain_id = ?", (brain.id,))
+        self.conn.execute(f"DROP TABLE IF EXISTS {brain.vec_table}")
+        self.conn.execute("DELETE FROM brains WHERE id = ?", (brain.id,))
+
+    def replace_brain(self, old: Brain | None, new: Brain, name: str) -> None:
+        """Atomically swap a freshly built brain in under `name` (used by --rebuild)."""
+        with self.transaction():
+            if old is not None:
+                self._delete_brain_rows(old)
+            self.conn.execute("UPDATE brains SET name = ? WHERE id = ?", (name, new.id))
+
+    def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
+        with self.transaction():
+            self.conn.execute("UPDATE brains SET last_indexed = ? WHERE id = ?", (time.time(), brain.id))
+            for root in roots:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root)
+                )
+
+    def roots(self, brain: Brain) -> list[str]:
+        return [r[0] for r in self.execute("SELECT path FROM roots WHERE brain_id = ? ORDER BY path", (brain.id,))]
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
+        rows = self.execute(
+            "SELECT id, root, relative_path, size, mtime_ns, checksum FROM documents WHERE brain_id = ?",
+            (brain.id,),
+        )
+        return {(r[1], r[2]): StoredDocument(*r) for r in rows}
+
+    def update_document_stat(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id)
+            )
+
+    def write_document(
+        self,
+        brain: Brain,
+        *,
+        root: str,
+        relative_path: str,
+        size: int,
+        mtime_ns: int,
+        checksum: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+    ) -> None:
+        """Replace one document's chunks, vectors and FTS rows in a single transaction."""
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        with self.transaction():
+            row = self.conn.execute(
+                "SELECT id FROM documents WHERE brain_id = ? AND root = ? AND relative_path = ?",
+                (brain.id, root, relative_path),
+            ).fetchone()
+            if row is not None:
+                self._delete_document_rows(brain, row[0])
+            self.conn.execute(
+                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+            )
+            doc_id = self.conn.last_insert_rowid()
+            vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+            for chunk, vector in zip(chunks, vectors):
+                self.conn.execute(
+                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index,"
+                    " content, checksum, content_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (brain.id, doc_id, chunk.id, chunk.relative_path, chunk.chunk_index,
+                     chunk.content, chunk.checksum, content_hash(chunk.content)),
+                )
+                self.conn.execute(
+                    f"INSERT INTO {brain.vec_table}(rowid, embedding) VALUES (?, ?)",
+                    (self.conn.last_insert_rowid(), vector.tobytes()),
+                )
+
+    def _delete_document_rows(self, brain: Brain, doc_id: int) -> None:
+        self.conn.execute(
+            f"DELETE FROM {brain.vec_table} WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
+            (doc_id,),
+        )
+        self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+        self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+    def delete_documents(self, brain: Brain, doc_ids: Sequence[int]) -> None:
+        with self.transaction():
+            for doc_id in doc_ids:
+                self._delete_document_rows(brain, doc_id)
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def reusable_vectors(self, brain: Brain, hashes: Iterable[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors already stored in this brain for chunks with these exact texts.
+
+        The brain pins one model, so a vector stored for the same text is the vector the model
+        would compute again: renames, duplicates and unchanged paragraphs cost no embedding.
+        """
+        found: dict[bytes, np.ndarray] = {}
+        with _translated(f"reading {self.path}"):
+            for h in set(hashes):
+                row = self.conn.execute(
+                    f"SELECT v.embedding FROM chunks c JOIN {brain.vec_table} v ON v.rowid = c.id"
+                    " WHERE c.brain_id = ? AND c.content_hash = ? LIMIT 1",
+                    (brain.id, h),
+                ).fetchone()
+                if row is not None:
+                    found[h] = np.frombuffer(row[0], dtype=np.float32)
+        return found
+
+    def knn(
+        self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None
+    ) -> list[Hit]:
+        """The k nearest chunks by cosine similarity; a path filter is applied inside the search."""
+        if k <= 0:
+            return []
+        params: list[Any] = [np.ascontiguousarray(query, dtype=np.float32).tobytes(), min(k, 4096)]
+        where = ""
+        if path_glob:
+            where = " AND rowid IN (SELECT id FROM chunks WHERE brain_id = ? AND relative_path GLOB ?)"
+            params += [brain.id, path_glob]
+        rows = self.execute(
+            f"SELECT v.rowid, v.distance, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+            f" FROM (SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?{where}) v"
+            " JOIN chunks c ON c.id = v.rowid ORDER BY v.distance, v.rowid",
+            params,
+        )
+        return [
+            Hit(Chunk(id=r[2], brain=brain.name, relative_path=r[3], chunk_index=r[4], content=r[5],
+                      checksum=r[6]), score=1.0 - float(r[1]))
+            for r in rows
+        ]
+
+    # -- sentence vectors (trimming) ----------------------------------------------------------
+
+    def cached_sentence_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        with _translated(f"reading {self.path}"):
+            for h in set(hashes):
+                row = self.conn.execute(
+                    "SELECT vector FROM sentence_cache WHERE model = ? AND text_hash = ?", (model, h)
+                ).fetchone()
+                if row is not None:
+                    found[h] = np.frombuffer(row[0], dtype=np.float32)
+        return found
+
+    def cache_sentence_vectors(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self.transaction():
+            for h, vector in items:
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO sentence_cache(model, text_hash, vector) VALUES (?, ?, ?)",
+                    (model, h, np.ascontiguousarray(vector, dtype=np.float32).tobytes()),
+                )
+
+    def try_cache_sentence_vectors(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> bool:
+        """Cache if the database is free within 200 ms; a reader never waits on an index run."""
+        import apsw
+
+        self.conn.set_busy_timeout(200)
+        try:
+            self.cache_sentence_vectors(model, items)
+            return True
+        except StoreError as exc:
+            if isinstance(exc.__cause__, (apsw.BusyError, apsw.ReadOnlyError, apsw.CantOpenError)):
+                return False
+            raise
+        finally:
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    def stats(self, brain: Brain) -> BrainStats:
+        (documents,), = self.execute("SELECT count(*) FROM documents WHERE brain_id = ?", (brain.id,))
+        (chunks,), = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        (vectors,), = self.execute(f"SELECT count(*) FROM {brain.vec_table}")
+        # The FTS index is shared by all brains: count this brain's rows through its doc sizes.
+        (fts_rows,), = self.execute(
+            "SELECT count(*) FROM chunks_fts_docsize WHERE id IN (SELECT id FROM chunks WHERE brain_id = ?)",
+            (brain.id,),
+        )
+        return BrainStats(brain, self.roots(brain), documents, chunks, vectors, fts_rows)
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.stat(f"{self.path}{suffix}").st_size
+        return total
+
+    def free_bytes(self) -> int:
+        (pages,), = self.execute("PRAGMA freelist_count")
+        (page_size,), = self.execute("PRAGMA page_size")
+        return int(pages) * int(page_size)
+
+    def integrity_check(self) -> str:
+        return str(self.execute("PRAGMA integrity_check")[0][0])
+
+    def fts_integrity_check(self) -> None:
+        """Raises if the FTS index disagrees with the chunks table."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")

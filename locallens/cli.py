@@ -234,6 +234,160 @@ def index(
             raise typer.Exit(EXIT_SKIPPED)
 
 
+def _read_question(question: str) -> str:
+    if question == "-":
+        question = sys.stdin.read()
+    return question.strip()
+
+
+def _trim_settings(trim: Optional[bool], threshold: Optional[float], window: int, min_sentences: int = 1):  # type: ignore[no-untyped-def]
+    from locallens.retrieval import trim_settings_from_env
+
+    return trim_settings_from_env(trim, threshold, window, min_sentences)
+
+
+@app.command(epilog="Examples:\n\n  locallens ask \"How long is parental leave?\"\n\n"
+             "  echo \"¿Qué puerto usa la VPN?\" | locallens ask - --json\n\n"
+             "  locallens ask \"deploy steps\" --path 'engineering/*' --context-only\n\n"
+             "  locallens ask \"...\" --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --trim")
+def ask(
+    question: str = typer.Argument(..., help="The question, or - to read it from stdin.", show_default=False),
+    brain: str = BrainOpt,
+    db: Optional[Path] = DbOpt,
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop excerpts with a cosine similarity below this."),
+    path: Optional[str] = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
+    llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct]."),
+    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 is deterministic."),
+    ctx: int = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."),
+    gpu_layers: int = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all)."),
+    context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
+    trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
+    window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
+    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Answer a question from your indexed files, citing the excerpts it used."""
+    with handled():
+        from locallens.answer import AskRequest
+        from locallens.answer import ask as run_ask
+
+        request = AskRequest(
+            question=_read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
+            path_glob=path, llm=llm, max_tokens=max_tokens, temperature=temperature, n_ctx=ctx,
+            gpu_layers=gpu_layers, context_only=context_only,
+            trim=_trim_settings(trim, threshold, window), device=device,
+        )
+        streaming = not json_out and not context_only
+        on_text = None
+        if streaming:
+            def on_text(piece: str) -> None:
+                sys.stdout.write(piece)
+                sys.stdout.flush()
+
+        result = run_ask(request, on_text)
+        if result.dropped:
+            warn(f"{len(result.dropped)} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
+                 + ", ".join(f"{h.chunk.relative_path}#chunk-{h.chunk.chunk_index}" for h in result.dropped))
+        if result.invalid_citations:
+            warn("the answer cites excerpts that do not exist: "
+                 + ", ".join(f"[{n}]" for n in result.invalid_citations))
+        if json_out:
+            print_json(result.as_json())
+            return
+        if context_only:
+            sys.stdout.write(result.context + "\n")
+            return
+        out = stdout_console()
+        sys.stdout.write("\n")
+        if result.retrieval.trimmed:
+            r = result.retrieval
+            out.print(f"\n(trimmed context: {r.tokens_before} → {r.tokens_in_context} tokens)", markup=False, style="dim")
+        out.print("\nSources:", markup=False, style="bold")
+        cited = set(result.citations)
+        for n, hit in enumerate(result.sources, start=1):
+            mark = "" if n in cited or not result.citations else "  (not cited)"
+            out.print(f"[{n}] {hit.chunk.relative_path}#chunk-{hit.chunk.chunk_index} ({hit.score:.2f}){mark}", markup=False)
+        for n in result.invalid_citations:
+            out.print(f"[{n}] (cited by the answer, but there is no such excerpt)", markup=False, style="red")
+
+
+@app.command(epilog="Examples:\n\n  locallens trim \"how do I roll back a deploy?\"\n\n"
+             "  locallens trim \"VPN port\" --threshold 0.45 --window 1 --verbose\n\n"
+             "  cat notes.md | locallens trim \"budget\" --text - --json")
+def trim(
+    query: str = typer.Argument(..., help="The question to trim against.", show_default=False),
+    brain: str = BrainOpt,
+    db: Optional[Path] = DbOpt,
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep sentences scoring at least this [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
+    min_sentences: int = typer.Option(1, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."),
+    window: int = typer.Option(0, "--window", min=0, help="Also keep this many neighbours of every kept sentence."),
+    text: Optional[str] = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
+    model: str = typer.Option("auto", "--model", "-m", help="Embedding model for --text (with an index, the brain's own)."),
+    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every sentence with its score, kept or dropped."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
+    with handled():
+        from locallens.errors import UsageError
+        from locallens.retrieval import trim_from_index, trim_given_text
+
+        settings = _trim_settings(True, threshold, window, min_sentences)
+        if text is not None:
+            if text == "-":
+                body = sys.stdin.read()
+            else:
+                try:
+                    body = Path(text).expanduser().read_text(encoding="utf-8-sig")
+                except (OSError, UnicodeDecodeError) as exc:
+                    raise UsageError(f"cannot read --text {text}: {exc}") from exc
+            result = trim_given_text(body, query, settings, model=model, device=device)
+        else:
+            result = trim_from_index(_db(db), brain, query, top_k, settings, device=device)
+        if not result.hits:
+            fail(f"nothing relevant found in brain {brain!r}", 4)
+        reduction = (100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
+                     if result.tokens_before else 0.0)
+        if json_out:
+            print_json({
+                "query": query,
+                "chunks": [
+                    {"id": d.original.id, "path": d.original.chunk.relative_path,
+                     "chunk_index": d.original.chunk.chunk_index, "score": round(d.original.score, 4),
+                     "content": d.original.content, "trimmed": d.hit.content, "kept": d.kept,
+                     "sentences": d.sentences, "sentence_scores": [round(x, 4) for x in d.scores]}
+                    for d in result.trim_details
+                ],
+                "tokens_before": result.tokens_before,
+                "tokens_in_context": result.tokens_in_context,
+                "tiktoken_before": result.tiktoken_before,
+                "tiktoken_in_context": result.tiktoken_in_context,
+                "reduction_pct": round(reduction, 1),
+                "threshold": settings.threshold, "window": settings.window, "min_sentences": settings.min_sentences,
+            })
+            return
+        out = stdout_console()
+        for n, d in enumerate(result.trim_details, start=1):
+            c = d.original.chunk
+            out.print(f"[{n}] {c.relative_path}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
+                      f"{len(d.kept)}/{len(d.sentences)} sentences kept", markup=False, style="bold")
+            if verbose:
+                kept = set(d.kept)
+                for i, (sentence, score) in enumerate(zip(d.sentences, d.scores)):
+                    flag = "keep" if i in kept else "drop"
+                    out.print(f"  {flag} {score:+.3f}  {sentence}", markup=False,
+                              style=None if i in kept else "dim")
+            else:
+                out.print(d.hit.content, markup=False)
+            out.print("", markup=False)
+        out.print(f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
+                  f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})", markup=False)
+
+
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
     brain: Optional[str] = typer.Option(None, "--brain", "-b", help="Only this brain."),

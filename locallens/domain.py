@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from locallens.trim import TrimmedHit
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,3 +90,4 @@ class RetrievalResult:
     tiktoken_in_context: int
     trimmed: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
+    trim_details: list["TrimmedHit"] = field(default_factory=list)  # per chunk, when trimmed

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -116,5 +117,35 @@ def retrieve(
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
     after, tik_after = count_context(out)
-    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings)
+    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed)
+
+
+def trim_from_index(
+    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = "auto"
+) -> RetrievalResult:
+    """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
+    from locallens.embedding import load_embedder
+
+    with Store(db, create=False) as store:
+        brain = store.get_brain(brain_name)
+        embedder = load_embedder(brain.model, device=device)
+        return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True))
+
+
+def trim_given_text(
+    text: str, query: str, settings: TrimSettings, *, model: str | None = None, device: str = "auto"
+) -> RetrievalResult:
+    """`locallens trim QUERY --text FILE`: trim one text against the query; no index needed."""
+    from locallens.embedding import load_embedder
+    from locallens.trim import trim_text
+
+    embedder = load_embedder(model, device=device)
+    started = time.perf_counter()
+    qvec = embedder.encode_query(query)
+    detail = trim_text(qvec, text, settings.threshold, settings.min_sentences, settings.window,
+                       encode=SentenceEncoder(embedder, None))
+    before, tik_before = count_context([detail.original])
+    after, tik_after = count_context([detail.hit])
+    return RetrievalResult([detail.hit], before, after, tik_before, tik_after, True,
+                           {"trim_ms": (time.perf_counter() - started) * 1000}, [detail])
 

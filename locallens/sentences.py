@@ -119,7 +119,7 @@ _CANDIDATE = re.compile(
 # Only words that are usually followed by a capitalised word need to be here: abbreviations that
 # come before numbers (`p. 5`, `art. 3`, `No. 7`) are safe anyway, because a digit never starts
 # a sentence under SPEC §3.4. Words that often end real sentences are left out on purpose
-# (English `art`, `fig` is kept for "Fig."; Spanish `mar`, `col`...).
+# (English `art`, `min`; Spanish `mar`, `col`), so that their dot keeps ending sentences.
 ABBREVIATIONS: frozenset[str] = frozenset(
     {
         # titles (en)

@@ -1,0 +1,155 @@
+"""`ask`: retrieve → (trim) → fit the context → grounded prompt → llama.cpp → answer + sources.
+
+The code, not the (tiny) model, guarantees the two promises of a grounded answer:
+- no excerpts means no model call at all (NothingFoundError, exit 4): the model is never handed
+  an empty context as a chance to invent;
+- every `[N]` of the answer is checked against the numbered excerpts that were actually sent
+  (after context fitting), and the sources are listed whether or not the model cited them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from locallens.domain import Hit, RetrievalResult
+from locallens.errors import NothingFoundError, UsageError
+from locallens.prompt import build_grounded_history, fit_hits_to_context, format_hits, parse_citations
+from locallens.retrieval import TrimSettings, retrieve
+from locallens.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class AskRequest:
+    question: str
+    db: Path
+    brain: str = "default"
+    top_k: int = 5
+    min_score: float | None = None
+    path_glob: str | None = None
+    llm: str | None = None  # GGUF path; None: $LOCALLENS_LLM, then the packaged SmolLM2
+    max_tokens: int = 512
+    temperature: float = 0.0
+    n_ctx: int = 4096
+    gpu_layers: int = 0
+    context_only: bool = False
+    trim: TrimSettings = TrimSettings()
+    device: str = "auto"
+    seed: int = 0
+
+
+@dataclass(slots=True)
+class AskResult:
+    question: str
+    retrieval: RetrievalResult
+    sources: list[Hit]  # the excerpts sent to the model, numbered from 1 in this order
+    dropped: list[Hit] = field(default_factory=list)  # lowest-ranked hits that did not fit
+    answer: str | None = None
+    citations: list[int] = field(default_factory=list)
+    invalid_citations: list[int] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    models: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def context(self) -> str:
+        """Exactly the numbered excerpts the model gets (what --context-only prints)."""
+        return format_hits(self.sources)
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"question": self.question}
+        if self.answer is not None:
+            out["answer"] = self.answer
+            out["citations"] = self.citations
+            out["invalid_citations"] = self.invalid_citations
+        out["sources"] = [
+            {"n": n, "id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
+             "score": round(h.score, 4), "content": h.content}
+            for n, h in enumerate(self.sources, start=1)
+        ]
+        out["dropped"] = [
+            {"id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
+             "score": round(h.score, 4)}
+            for h in self.dropped
+        ]
+        r = self.retrieval
+        out["tokens"] = {
+            "prompt": self.prompt_tokens,
+            "completion": self.completion_tokens,
+            "context_before_trim": r.tokens_before,
+            "context_in_prompt": r.tokens_in_context,
+            "context_before_trim_tiktoken": r.tiktoken_before,
+            "context_in_prompt_tiktoken": r.tiktoken_in_context,
+        }
+        out["trimmed"] = r.trimmed
+        out["timings"] = {k: round(v, 1) for k, v in self.timings.items()}
+        out["models"] = self.models
+        return out
+
+
+def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, dict[str, float]]:
+    from locallens.embedding import load_embedder
+
+    brain = store.get_brain(request.brain)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    embedder = load_embedder(brain.model, device=request.device)
+    timings["embed_load_ms"] = (time.perf_counter() - t0) * 1000
+    result = retrieve(store, brain, embedder, request.question, request.top_k,
+                      min_score=request.min_score, path_glob=request.path_glob, trim=request.trim)
+    timings.update(result.timings_ms)
+    return result, brain.model, timings
+
+
+def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> AskResult:
+    """Answer `request.question` from the brain; `on_text` receives the answer as it streams."""
+    question = request.question.strip()
+    if not question:
+        raise UsageError("the question is empty")
+    if request.max_tokens < 1:
+        raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
+    with Store(request.db, create=False) as store:
+        retrieval, embedding_model, timings = _retrieve(request, store)
+    if not retrieval.hits:
+        where = f" under {request.path_glob!r}" if request.path_glob else ""
+        floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
+        raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
+    result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
+                       timings=timings, models={"embedding": embedding_model, "llm": None})
+    if request.context_only:
+        return result
+
+    from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+
+    path = resolve_llm_path(request.llm)
+    check_gguf(path)
+    llm = LocalLLM(path, n_ctx=request.n_ctx, n_gpu_layers=request.gpu_layers, seed=request.seed)
+    try:
+        result.timings["llm_load_ms"] = llm.load_ms
+        result.models["llm"] = llm.model_name
+        kept, dropped = fit_hits_to_context(
+            question, retrieval.hits, count_prompt_tokens=llm.count_prompt_tokens,
+            n_ctx=llm.n_ctx, max_tokens=request.max_tokens,
+        )
+        result.sources, result.dropped = kept, dropped
+        pieces: list[str] = []
+        for piece in llm.stream_chat(build_grounded_history(question, kept),
+                                     max_tokens=request.max_tokens, temperature=request.temperature):
+            pieces.append(piece)
+            if on_text is not None:
+                on_text(piece)
+        usage = llm.last_usage
+    finally:
+        llm.close()
+    result.answer = "".join(pieces).strip()
+    citations = parse_citations(result.answer, len(kept))
+    result.citations, result.invalid_citations = citations.cited, citations.invalid
+    if usage is not None:
+        result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        result.timings["prompt_ms"] = usage.prompt_ms
+        result.timings["generate_ms"] = usage.generate_ms
+    return result

@@ -118,6 +118,7 @@ def write_lock(db: Path, wait: float) -> Iterator[None]:
     """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
     lock_path = Path(f"{db}.lock")
     try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc

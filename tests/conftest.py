@@ -39,6 +39,34 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+_VECTORS: dict[tuple[str, str], "object"] = {}
+
+
+@pytest.fixture(autouse=True)
+def _memoised_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real model computes each distinct text once per session, not once per test.
+
+    Tests index sample_docs/ many times; recomputing identical vectors is most of the suite's
+    time on 2 cores. Vectors are the model's own (memoised by model name and exact text), and the
+    pipeline's own reuse counters (`embedded`, `reused`) are unaffected: they are decided before
+    the encoder is called.
+    """
+    import numpy as np
+
+    from locallens.embedding import Embedder
+
+    real = Embedder._encode
+
+    def encode(self: Embedder, texts: list[str]):  # type: ignore[no-untyped-def]
+        missing = list(dict.fromkeys(t for t in texts if (self.name, t) not in _VECTORS))
+        if missing:
+            for text, vector in zip(missing, real(self, missing)):
+                _VECTORS[(self.name, text)] = vector
+        return np.stack([_VECTORS[(self.name, t)] for t in texts]).astype(np.float32)
+
+    monkeypatch.setattr(Embedder, "_encode", encode)
+
+
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
     from locallens.embedding import load_embedder

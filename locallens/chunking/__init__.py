@@ -1,0 +1,104 @@
+"""Chunking: Document text → chunk texts → Chunk records (SPEC §1 and §7).
+
+Three strategies behind one small protocol, each in its own module:
+
+* ``paragraph`` (default): paragraphs packed into token-bounded chunks with overlap (seed 03).
+* ``percentile``: semantic breakpoints at a percentile of neighbour distances (seed 04).
+* ``maxmin``: Max-Min semantic grouping of sentences (seed 05).
+
+A chunker only turns text into chunk texts; `make_chunks` turns those into `Chunk` records with
+the stable ids of seed 03, so every strategy numbers and names its chunks the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+from locallens.chunking.maxmin import MaxMinChunker, is_garbage_chunk
+from locallens.chunking.paragraph import ParagraphTokenChunker, split_paragraphs
+from locallens.chunking.percentile import Encode, PercentileChunker
+from locallens.domain import Chunk, Document
+from locallens.errors import UsageError
+
+__all__ = [
+    "STRATEGIES",
+    "Chunker",
+    "Encode",
+    "MaxMinChunker",
+    "ParagraphTokenChunker",
+    "PercentileChunker",
+    "chunk_document",
+    "get_chunker",
+    "is_garbage_chunk",
+    "make_chunks",
+    "split_paragraphs",
+]
+
+STRATEGIES = ("paragraph", "percentile", "maxmin")
+
+
+@runtime_checkable
+class Chunker(Protocol):
+    def chunk(self, text: str) -> list[str]:
+        """The chunk texts of `text`, in document order."""
+        ...
+
+
+def make_chunks(document: Document, brain: str, texts: Iterable[str]) -> list[Chunk]:
+    """Chunk records for `document` (SPEC §1, seed 03).
+
+    Contents are stripped and empty ones dropped *before* numbering, so the survivors are
+    numbered 0..n-1 without gaps, and the id is ``f"{checksum[:12]}-{chunk_index}"``: the same
+    bytes give the same ids; one changed byte changes the checksum and so every id of the file.
+    """
+    contents = [stripped for text in texts if (stripped := text.strip())]
+    prefix = document.checksum[:12]
+    return [
+        Chunk(
+            id=f"{prefix}-{chunk_index}",
+            brain=brain,
+            relative_path=document.relative_path,
+            chunk_index=chunk_index,
+            content=content,
+            checksum=document.checksum,
+        )
+        for chunk_index, content in enumerate(contents)
+    ]
+
+
+def chunk_document(document: Document, brain: str, chunker: Chunker) -> list[Chunk]:
+    """`make_chunks` over `chunker.chunk(document.text)`. An empty document gives no chunks."""
+    return make_chunks(document, brain, chunker.chunk(document.text))
+
+
+def get_chunker(
+    strategy: str,
+    chunk_size: int = 220,
+    chunk_overlap: int = 40,
+    encode: Encode | None = None,
+    **options: Any,
+) -> Chunker:
+    """The chunker for `strategy` ("paragraph", "percentile" or "maxmin").
+
+    `chunk_size` and `chunk_overlap` configure the paragraph chunker; the semantic chunkers keep
+    their own defaults (SPEC §7), which `options` may override (e.g. ``max_tokens=250``), and
+    need `encode` (sentences → L2-normalised rows, e.g. ``Embedder.encode``).
+    """
+    name = strategy.strip().lower()
+    if name == "paragraph":
+        if options:
+            raise UsageError(
+                f"the paragraph chunker takes no options besides size and overlap (got {sorted(options)})"
+            )
+        return ParagraphTokenChunker(chunk_size, chunk_overlap)
+    if name in ("percentile", "maxmin"):
+        if encode is None:
+            raise UsageError(f"the {name} chunker needs an embedding model to compare sentences")
+        try:
+            if name == "percentile":
+                return PercentileChunker(encode, **options)
+            return MaxMinChunker(encode, **options)
+        except TypeError as exc:  # an option the chunker does not have
+            raise UsageError(f"bad option for the {name} chunker: {exc}") from exc
+    raise UsageError(f"unknown chunking strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")

@@ -189,6 +189,7 @@ def index(
     db: Optional[Path] = DbOpt,
     chunk_size: int = typer.Option(220, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."),
     chunk_overlap: int = typer.Option(40, "--chunk-overlap", min=0, envvar="LOCALLENS_CHUNK_OVERLAP", help="Tokens shared by consecutive chunks."),
+    chunker: str = typer.Option("paragraph", "--chunker", envvar="LOCALLENS_CHUNKER", help="paragraph (token packing), percentile or maxmin (semantic)."),
     model: str = typer.Option("auto", "--model", "-m", envvar="LOCALLENS_MODEL", help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
@@ -207,7 +208,7 @@ def index(
 
         request = IndexRequest(
             paths=paths, db=_db(db), brain=brain,
-            chunking=ChunkSettings(chunk_size, chunk_overlap), model=model, device=device,
+            chunking=ChunkSettings(chunk_size, chunk_overlap, chunker), model=model, device=device,
             include=include, exclude=exclude, max_bytes=int(max_file_mb * 1024 * 1024),
             rebuild=rebuild, dry_run=dry_run, wait=wait,
         )

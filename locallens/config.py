@@ -80,8 +80,11 @@ def env_flag(name: str) -> bool:
 class ChunkSettings:
     chunk_size: int = 220
     chunk_overlap: int = 40
+    strategy: str = "paragraph"  # paragraph | percentile | maxmin (SPEC §1, §7)
 
     def __post_init__(self) -> None:
+        if self.strategy not in ("paragraph", "percentile", "maxmin"):
+            raise UsageError(f"--chunker must be paragraph, percentile or maxmin (got {self.strategy!r})")
         if self.chunk_size <= 0:
             raise UsageError(f"--chunk-size must be positive (got {self.chunk_size})")
         if self.chunk_overlap < 0:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from locallens.chunking import get_chunker, make_chunks
+from locallens.chunking import Chunker, get_chunker, make_chunks
 from locallens.config import ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
 from locallens.errors import LockedError, ModelMismatchError, StoreError, UsageError
@@ -166,7 +166,7 @@ class _Run:
         self.store = store
         self.progress = progress
         self.model_name = model_name
-        self.chunker = get_chunker("paragraph", request.chunking.chunk_size, request.chunking.chunk_overlap)
+        self.chunker: Chunker | None = None  # built on first use: semantic chunkers need the model
         self.embedder: Embedder | None = None
         self.brain: Brain | None = None
         self.target_name = request.brain
@@ -190,15 +190,20 @@ class _Run:
                 )
         return self.embedder
 
+    def _get_chunker(self) -> Chunker:
+        if self.chunker is None:
+            c = self.request.chunking
+            encode = self._get_embedder().encode if c.strategy != "paragraph" else None
+            self.chunker = get_chunker(c.strategy, c.chunk_size, c.chunk_overlap, encode)
+        return self.chunker
+
     def run(self, report: IndexReport, brain: Brain | None) -> None:
         self.brain = brain
         writing = self.store is not None and not self.request.dry_run
         stored: dict[tuple[str, str], StoredDocument] = (
             self.store.documents(brain) if (self.store is not None and brain is not None) else {}
         )
-        rechunk_all = brain is not None and (brain.chunk_size, brain.chunk_overlap) != (
-            self.request.chunking.chunk_size, self.request.chunking.chunk_overlap
-        )
+        rechunk_all = brain is not None and _chunking_of(brain) != self.request.chunking
         found: list[FileStat] = []
         seen: set[tuple[str, str]] = set()
         dir_roots: set[str] = set()  # deletions are looked for only under folders walked whole
@@ -242,7 +247,7 @@ class _Run:
             if not writing:
                 self.progress.file_done()
                 continue
-            texts = self.chunker.chunk(read.text) if read.text else []
+            texts = self._get_chunker().chunk(read.text) if read.text else []
             chunks = make_chunks(read, self.request.brain, texts)
             self.pending.append(_Pending(read, chunks))
             self.pending_chunks += len(chunks)
@@ -294,9 +299,9 @@ class _Run:
         if self.brain is None:
             assert self.store is not None
             embedder = self._get_embedder()
+            c = self.request.chunking
             self.brain = self.store.create_brain(
-                self.target_name, embedder.name, embedder.dim,
-                self.request.chunking.chunk_size, self.request.chunking.chunk_overlap,
+                self.target_name, embedder.name, embedder.dim, c.strategy, c.chunk_size, c.chunk_overlap
             )
         return self.brain
 
@@ -317,6 +322,10 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
             store.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _chunking_of(brain: Brain) -> ChunkSettings:
+    return ChunkSettings(brain.chunk_size, brain.chunk_overlap, brain.chunker)
 
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
@@ -354,8 +363,9 @@ def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> In
         run.target_name = request.brain
         run.run(report, existing)
         brain = run.ensure_brain()  # an empty folder still makes a brain: `ask` then says "nothing found"
-        if (brain.chunk_size, brain.chunk_overlap) != (request.chunking.chunk_size, request.chunking.chunk_overlap):
-            store.set_chunking(brain, request.chunking.chunk_size, request.chunking.chunk_overlap)
+        if _chunking_of(brain) != request.chunking:
+            c = request.chunking
+            store.set_chunking(brain, c.strategy, c.chunk_size, c.chunk_overlap)
     final = store.get_brain(request.brain)
     store.touch_brain(final, run.root_keys)
     report.chunks_total = store.stats(final).chunks

@@ -309,7 +309,10 @@ def check_gguf(path: Path) -> None:
 # additionally points fds 1/2 at /dev/null around the load itself; that covers stray C printf's
 # that bypass the logger, so together the load is silent.
 
-_LOG_LEVEL_ERROR = 3
+# ggml.h's levels: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5. (llama-cpp-python's own
+# _logger.py still documents an older numbering in which 3 was ERROR.)
+_LOG_LEVEL_WARN = 3
+_LOG_LEVEL_ERROR = 4
 _LOG_LEVEL_CONT = 5
 _log_lock = threading.Lock()
 _log_tail: collections.deque[tuple[int, str]] = collections.deque(maxlen=64)
@@ -332,18 +335,23 @@ def _install_log_capture() -> None:
             if level == _LOG_LEVEL_CONT:
                 level = _log_state["last_level"]
             _log_state["last_level"] = level
-            _log_tail.append((level, text.decode("utf-8", "replace")))
+            if level >= _LOG_LEVEL_WARN:  # debug/info chatter is dropped on the floor
+                _log_tail.append((level, text.decode("utf-8", "replace")))
 
         # The ctypes callback object must outlive every call into llama.cpp: keep it referenced.
         _log_state["callback"] = _capture
         llama_cpp.llama_log_set(_capture, ctypes.c_void_p(0))
 
 
-def _last_llama_error() -> str | None:
-    """The last error-level line llama.cpp logged, for an error message."""
-    for level, text in reversed(_log_tail):
+def _first_llama_error() -> str | None:
+    """The first error line llama.cpp logged since the buffer was cleared, without its prefix.
+
+    The first is the cause ("tensor 'blk.2.ffn_up.weight' data is not within the file bounds");
+    the lines after it only repeat that loading failed.
+    """
+    for level, text in list(_log_tail):
         if level == _LOG_LEVEL_ERROR and text.strip():
-            return text.strip()
+            return text.strip().rpartition("error loading model: ")[2]
     return None
 
 
@@ -430,7 +438,7 @@ class LocalLLM:
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError, AssertionError) as exc:
-            reason = _last_llama_error() or str(exc)
+            reason = _first_llama_error() or str(exc)
             raise ModelUnavailableError(
                 f"llama.cpp could not load the GGUF ({reason}): {self.path}"
             ) from None

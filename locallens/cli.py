@@ -268,6 +268,9 @@ def ask(
     trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
     window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
+    rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
+    candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
+    min_relevance: float = typer.Option(0.4, "--min-relevance", help="Drop reranked excerpts scoring below this (0..1)."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -275,12 +278,14 @@ def ask(
     with handled():
         from locallens.answer import AskRequest
         from locallens.answer import ask as run_ask
+        from locallens.retrieval import RerankSettings
 
         request = AskRequest(
             question=_read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
             path_glob=path, llm=llm, max_tokens=max_tokens, temperature=temperature, n_ctx=ctx,
             gpu_layers=gpu_layers, context_only=context_only,
             trim=_trim_settings(trim, threshold, window), device=device,
+            rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
         )
         streaming = not json_out and not context_only
         on_text = None

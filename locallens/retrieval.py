@@ -46,6 +46,64 @@ def trim_settings_from_env(flag: bool | None, threshold: float | None, window: i
     return TrimSettings(enabled=enabled, threshold=threshold, min_sentences=min_sentences, window=window)
 
 
+@dataclass(frozen=True, slots=True)
+class RerankSettings:
+    """Stage 2 of SPEC §8: a cross-encoder re-scores the bi-encoder's candidates."""
+
+    model: str  # a CrossEncoder hub id (from the local cache) or folder
+    candidates: int = 50  # stage-1 recall
+    min_relevance: float = 0.4  # drop candidates the cross-encoder scores below this (0..1)
+    device: str = "auto"
+
+
+_rerankers: dict[str, object] = {}
+
+
+def load_reranker(model: str, device: str = "auto"):  # type: ignore[no-untyped-def]
+    """A sentence-transformers CrossEncoder, loaded offline once per process; exit 6 if missing."""
+    from locallens.embedding import cached_snapshot, hf_cache_dir, pick_device
+
+    if model in _rerankers:
+        return _rerankers[model]
+    folder = Path(model).expanduser()
+    source = str(folder) if folder.is_dir() else (str(cached_snapshot(model) or ""))
+    if not source:
+        from locallens.errors import ModelUnavailableError
+
+        raise ModelUnavailableError(
+            f"reranker {model} not found: not a folder, and not in the Hugging Face cache {hf_cache_dir()}"
+        )
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import warnings
+
+    from sentence_transformers import CrossEncoder
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reranker = CrossEncoder(source, device=pick_device(device))
+    except Exception as exc:  # the hub stack raises many types; all mean "not available"
+        from locallens.errors import ModelUnavailableError
+
+        raise ModelUnavailableError(f"reranker {model} could not be loaded from {source}: {exc}") from exc
+    _rerankers[model] = reranker
+    return reranker
+
+
+def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k: int) -> list[Hit]:
+    """Re-score (query, chunk) pairs with the cross-encoder; best `top_k` above min_relevance."""
+    if not hits:
+        return []
+    reranker = load_reranker(settings.model, settings.device)
+    raw = np.asarray(reranker.predict([(query, h.content) for h in hits], show_progress_bar=False),
+                     dtype=np.float64).reshape(len(hits), -1)[:, -1]
+    # Models with one output and no activation give logits: squash them to 0..1 so that the
+    # seed's minimum relevance (0.4) means the same thing for every model.
+    scores = raw if (raw.min() >= 0.0 and raw.max() <= 1.0) else 1.0 / (1.0 + np.exp(-raw))
+    ranked = sorted(zip(hits, scores), key=lambda pair: -pair[1])
+    return [replace(h, rerank_score=float(s)) for h, s in ranked if s >= settings.min_relevance][:top_k]
+
+
 class SentenceEncoder:
     """Embeds sentences for trimming through a cache in the store keyed by (model, sha256).
 
@@ -92,6 +150,7 @@ def retrieve(
     path_glob: str | None = None,
     trim: TrimSettings = TrimSettings(),
     query_vector: np.ndarray | None = None,
+    rerank: RerankSettings | None = None,
 ) -> RetrievalResult:
     if top_k < 1:
         raise UsageError(f"--top-k must be at least 1 (got {top_k})")
@@ -99,9 +158,13 @@ def retrieve(
     t0 = time.perf_counter()
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
     t1 = time.perf_counter()
-    hits = store.knn(brain, qvec, top_k, path_glob=path_glob)
+    hits = store.knn(brain, qvec, max(top_k, rerank.candidates) if rerank else top_k, path_glob=path_glob)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
+    if rerank is not None:
+        t_rerank = time.perf_counter()
+        hits = rerank_hits(query, hits, rerank, top_k)
+        timings["rerank_ms"] = (time.perf_counter() - t_rerank) * 1000
     t2 = time.perf_counter()
     timings["embed_ms"] = (t1 - t0) * 1000
     timings["search_ms"] = (t2 - t1) * 1000

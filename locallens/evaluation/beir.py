@@ -30,7 +30,6 @@ from typing import Any
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean, ndcg_at_k, recall_at_k
 from locallens.evaluation.progress import EvalProgress, IndexProgressAdapter, NoProgress
-from locallens.evaluation.retrieval_eval import search
 
 DEFAULT_CHUNKS_PER_QUERY = 300
 RANKED_DOCUMENTS = 100  # recall@100 needs this many distinct documents per query
@@ -330,7 +329,7 @@ def evaluate_beir(
         progress.start(SEARCHING, len(judged))
         results: list[BeirQueryResult] = []
         for (qid, _, rels), vector in zip(judged, vectors):
-            hits = search(store, brain, vector, chunks_per_query)
+            hits = store.knn(brain, vector, chunks_per_query)
             ranked = rank_documents([h.chunk.relative_path for h in hits], files.names)
             results.append(BeirQueryResult(
                 query_id=qid,

@@ -20,49 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import numpy as np
-
-from locallens.domain import Chunk, Hit
+from locallens.domain import Hit
 from locallens.evaluation.metrics import dedupe, hit_at_k, mean, ndcg_at_k, recall_at_k, reciprocal_rank
 from locallens.evaluation.questions import normalise_path
 
-if TYPE_CHECKING:
-    from locallens.store import Brain, Store
-
 RANKING_DEPTH = 50  # chunks searched per question: enough to rank 10 distinct files
 RANK_CUTOFF = 10  # MRR@10 and nDCG@10
-
-
-def search(store: "Store", brain: "Brain", vector: np.ndarray, k: int) -> list[Hit]:
-    """`store.knn`, with a fallback for the sqlite-vec versions that reject its query.
-
-    sqlite-vec 0.1.9 (the installed one) refuses `Store.knn`'s SQL with "Only a single 'ORDER BY
-    distance' clause is allowed on vec0 KNN queries": SQLite flattens the KNN subquery into the
-    outer query and hands vec0 the outer `ORDER BY distance, rowid`. The fallback runs the same
-    search with the KNN step in a MATERIALIZED common table expression, which SQLite never
-    flattens, so the outer ORDER BY (with its rowid tie-break) stays outside vec0. Same rows, same
-    order, same scores (1 - cosine distance). Delete this once `Store.knn` is fixed.
-    """
-    import apsw
-
-    try:
-        return store.knn(brain, vector, k)
-    except apsw.SQLError as exc:
-        if "ORDER BY" not in str(exc):
-            raise
-    rows = store.execute(
-        f"WITH v AS MATERIALIZED (SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?)"
-        " SELECT v.rowid, v.distance, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
-        " FROM v JOIN chunks c ON c.id = v.rowid ORDER BY v.distance, v.rowid",
-        [np.ascontiguousarray(vector, dtype=np.float32).tobytes(), min(k, 4096)],
-    )
-    return [
-        Hit(Chunk(id=r[2], brain=brain.name, relative_path=r[3], chunk_index=r[4], content=r[5], checksum=r[6]),
-            score=1.0 - float(r[1]))
-        for r in rows
-    ]
 
 
 def path_matches(path: str, expected: str) -> bool:

@@ -47,10 +47,6 @@ def _db(db: Optional[Path]) -> Path:
 # -- output -------------------------------------------------------------------------------------
 
 
-def _color() -> bool:
-    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
-
-
 def stderr_console():  # type: ignore[no-untyped-def]
     from rich.console import Console
 
@@ -92,7 +88,8 @@ def handled() -> Iterator[None]:
         print("locallens: interrupted; committed work is kept, rerun to complete", file=sys.stderr)
         raise typer.Exit(130) from None
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        _silence_stdout()
+        raise typer.Exit(0) from None
     except typer.Exit:
         raise
     except Exception as exc:  # noqa: BLE001 - the last line of defence
@@ -102,15 +99,13 @@ def handled() -> Iterator[None]:
         fail(f"unexpected {type(exc).__name__}: {first} (set LOCALLENS_DEBUG=1 for a traceback)", EXIT_UNEXPECTED)
 
 
-def _quiet_broken_pipe() -> NoReturn:
-    # The reader went away (`| head`): point stdout at /dev/null so the interpreter's final flush
-    # cannot raise again, and leave quietly.
+def _silence_stdout() -> None:
+    """The reader went away (`| head`): point stdout at /dev/null so the interpreter's final
+    flush cannot raise again, and the caller leaves quietly."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except (OSError, ValueError):
         pass
-    raise typer.Exit(0)
 
 
 # -- progress -----------------------------------------------------------------------------------
@@ -437,9 +432,6 @@ def main() -> None:
     try:
         app(default_map=default_map)
     except BrokenPipeError:
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
+        _silence_stdout()
         sys.exit(0)
 

@@ -209,8 +209,8 @@ class Embedder:
         if progress is None:
             return self._encode(list(texts))
         # Feed sentence-transformers in slices so a progress bar can move; each slice is large
-        # enough (8 batches) that its own length-sorting still groups similar lengths.
-        step = self.batch_size * 8
+        # enough (2 batches) that its own length-sorting still groups similar lengths.
+        step = self.batch_size * 2
         parts = []
         for start in range(0, len(texts), step):
             part = self._encode(list(texts[start:start + step]))

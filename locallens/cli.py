@@ -392,6 +392,68 @@ def trim(
                   f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})", markup=False)
 
 
+class RichStages:
+    """One rich bar per stage of a long evaluation, on stderr; silent off a terminal."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+        self.tasks: dict[str, Any] = {}
+
+    def start(self, stage: str, total: int) -> None:
+        self.tasks[stage] = self.bar.progress.add_task(stage, total=total)
+
+    def advance(self, stage: str, n: int = 1) -> None:
+        if stage in self.tasks:
+            self.bar.progress.advance(self.tasks[stage], n)
+
+
+@app.command("eval", epilog="Examples:\n\n  locallens eval tests/data/questions.jsonl\n\n"
+             "  locallens eval questions.txt --thresholds 0.3,0.4,0.5 --windows 0,1 --csv sweep.csv --plot sweep.png\n\n"
+             "  locallens eval questions.jsonl --answers --judge ~/models/qwen2.5-3b-instruct-q4_k_m.gguf --json\n\n"
+             "  locallens eval --beir ../shared/data/beir-scifact")
+def eval_(
+    questions: Optional[Path] = typer.Argument(None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False),
+    brain: str = BrainOpt,
+    db: Optional[Path] = DbOpt,
+    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Excerpts per question."),
+    thresholds: str = typer.Option("0.3,0.38,0.45", "--thresholds", help="Trimming thresholds to sweep (comma-separated)."),
+    windows: str = typer.Option("0,1,2", "--windows", help="Trimming windows to sweep (comma-separated)."),
+    answers: bool = typer.Option(False, "--answers", help="Also generate answers and judge faithfulness, context precision and citations."),
+    llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."),
+    beir: Optional[Path] = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    model: str = typer.Option("auto", "--model", "-m", help="Embedding model for the --beir brain."),
+    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the sweep as CSV."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Draw token reduction against overlap/retention (PNG)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Measure trimming (token reduction vs. loss), retrieval quality and answer quality."""
+    with handled():
+        from locallens.errors import UsageError
+        from locallens.evaluation import EvalRequest, parse_thresholds, parse_windows, run_beir, run_eval
+
+        if (questions is None) == (beir is None):
+            raise UsageError("give either a QUESTIONS file or --beir DIR")
+        request = EvalRequest(
+            db=_db(db), brain=brain, questions=questions, beir=beir, top_k=top_k,
+            thresholds=parse_thresholds(thresholds), windows=parse_windows(windows), answers=answers,
+            llm=llm, judge=judge, device=device, model=None if model == "auto" else model,
+        )
+        with progress_for_stderr() as bar:
+            stages = RichStages(bar) if isinstance(bar, RichProgress) else None
+            report: Any = run_beir(request, stages) if beir is not None else run_eval(request, stages)
+        if beir is None:
+            if csv_out is not None:
+                report.write_csv(csv_out)
+            if plot is not None:
+                report.plot(plot)
+        if json_out:
+            print_json(report.as_json())
+        else:
+            stdout_console().print(report.render_text(), markup=False)
+
+
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
     brain: Optional[str] = typer.Option(None, "--brain", "-b", help="Only this brain."),

@@ -400,7 +400,11 @@ class RichStages:
         self.tasks: dict[str, Any] = {}
 
     def start(self, stage: str, total: int) -> None:
-        self.tasks[stage] = self.bar.progress.add_task(stage, total=total)
+        # A stage may be announced again with a larger total as work is discovered.
+        if stage in self.tasks:
+            self.bar.progress.update(self.tasks[stage], total=total)
+        else:
+            self.tasks[stage] = self.bar.progress.add_task(stage, total=total)
 
     def advance(self, stage: str, n: int = 1) -> None:
         if stage in self.tasks:

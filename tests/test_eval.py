@@ -41,7 +41,7 @@ from locallens.evaluation.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
-from locallens.evaluation.questions import load_questions, parse_questions
+from locallens.evaluation.questions import Question, load_questions, parse_questions
 from locallens.evaluation.retrieval_eval import path_matches, score_question
 from locallens.evaluation.trimming import (
     Baseline,
@@ -51,7 +51,6 @@ from locallens.evaluation.trimming import (
     mark_best,
     sweep,
 )
-from locallens.evaluation.questions import Question
 from locallens.trim import TrimmedHit
 
 from .conftest import ROOT

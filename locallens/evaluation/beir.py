@@ -225,11 +225,13 @@ class BeirReport:
     recall_at_10: float
     recall_at_100: float
     chunks_per_query: int
-    index_seconds: float
-    query_seconds: float
+    index_seconds: float  # writing the files and indexing them
+    query_seconds: float  # encoding the queries and searching (model load excluded)
+    load_seconds: float = 0.0  # loading the embedding model for the queries (0 when indexing had)
     files_written: int = 0
     files_embedded: int = 0  # new or changed files the indexer had to embed
     chunks_embedded: int = 0
+    chunks_over_length: int = 0  # of those, longer than the model's max sequence (truncated)
     queries_skipped: int = 0  # judged queries missing from queries.jsonl or with no relevant doc
     short_rankings: int = 0  # queries with fewer than 100 distinct documents ranked
     per_query: list[BeirQueryResult] = field(default_factory=list)
@@ -249,9 +251,11 @@ class BeirReport:
             "chunks_per_query": self.chunks_per_query,
             "queries_skipped": self.queries_skipped,
             "short_rankings": self.short_rankings,
-            "timings": {"index_s": round(self.index_seconds, 2), "query_s": round(self.query_seconds, 2)},
+            "timings": {"index_s": round(self.index_seconds, 2), "model_load_s": round(self.load_seconds, 2),
+                        "query_s": round(self.query_seconds, 2)},
             "index": {"files_written": self.files_written, "files_embedded": self.files_embedded,
-                      "chunks_embedded": self.chunks_embedded},
+                      "chunks_embedded": self.chunks_embedded,
+                      "chunks_over_max_length": self.chunks_over_length},
             "per_query": [
                 {"query_id": q.query_id, "ndcg_at_10": round(q.ndcg_at_10, 4),
                  "recall_at_10": round(q.recall_at_10, 4), "recall_at_100": round(q.recall_at_100, 4),
@@ -272,7 +276,7 @@ class BeirReport:
             f"  recall@100  {self.recall_at_100:.4f}",
             "",
             f"index {self.index_seconds:.1f}s ({self.files_embedded} files, {self.chunks_embedded} chunks "
-            f"embedded), queries {self.query_seconds:.1f}s",
+            f"embedded), model load {self.load_seconds:.1f}s, queries {self.query_seconds:.1f}s",
         ]
         if self.queries_skipped:
             lines.append(f"{self.queries_skipped} judged queries skipped (missing text or no relevant document)")
@@ -318,10 +322,12 @@ def evaluate_beir(
     if not judged:
         raise UsageError(f"no judged {split} query of {folder} has a text and a relevant document")
 
-    started = time.perf_counter()
     with Store(db, create=False) as store:
         brain = store.get_brain(brain_name)
-        embedder = load_embedder(brain.model, device=device)
+        loading = time.perf_counter()
+        embedder = load_embedder(brain.model, device=device)  # already loaded if the index embedded
+        started = time.perf_counter()
+        load_seconds = started - loading
         # One batch for all queries, with the model's query prefix (what encode_query adds).
         texts = [embedder.spec.query_prefix + text for _, text, _ in judged]
         progress.start(ENCODING, len(texts))
@@ -355,9 +361,11 @@ def evaluate_beir(
         chunks_per_query=chunks_per_query,
         index_seconds=index_seconds,
         query_seconds=query_seconds,
+        load_seconds=load_seconds,
         files_written=files.written,
         files_embedded=indexed.new + indexed.changed,
         chunks_embedded=indexed.chunks_embedded,
+        chunks_over_length=indexed.over_length,
         queries_skipped=skipped,
         short_rankings=sum(1 for r in results if r.ranked < RANKED_DOCUMENTS),
         per_query=results,

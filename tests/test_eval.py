@@ -526,3 +526,36 @@ def test_beir_bad_corpus_line(tiny_beir: Path) -> None:
         handle.write("{broken\n")
     with pytest.raises(UsageError, match="corpus.jsonl line 6"):
         load_beir(tiny_beir)
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_eval_cli_json_csv_plot(sample_index: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from locallens.cli import app
+
+    csv_path, png_path = tmp_path / "sweep.csv", tmp_path / "sweep.png"
+    result = CliRunner().invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--windows", "0,1",
+                                      "--json", "--csv", str(csv_path), "--plot", str(png_path)])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out) >= {"questions", "sweep", "retrieval", "answers", "per_question"}
+    assert len(out["sweep"]) == 6 and out["answers"] is None
+    assert out["retrieval"]["hit_at_k"] >= 0.8
+    assert csv_path.read_text(encoding="utf-8").count("\n") == 7
+    assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    text = CliRunner().invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--windows", "0"])
+    assert "<- best" in text.stdout and "nDCG@10" in text.stdout
+
+
+def test_eval_cli_usage_errors(sample_index: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from locallens.cli import app
+
+    runner = CliRunner()
+    assert runner.invoke(app, ["eval", "--db", str(sample_index)]).exit_code == 2
+    assert runner.invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--thresholds", "x"]).exit_code == 2
+    assert runner.invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(tmp_path / "none.db")]).exit_code == 3

@@ -436,40 +436,38 @@ class LocalLLM:
         _install_log_capture()
 
         threads = n_threads or default_n_threads()
-        started = time.perf_counter()
-        _log_tail.clear()
-        try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(self.path),
-                n_ctx=self.n_ctx,
-                n_batch=min(n_batch, self.n_ctx),
-                n_ubatch=min(n_ubatch, n_batch, self.n_ctx),
-                n_threads=threads,
-                n_threads_batch=threads,
-                n_gpu_layers=n_gpu_layers,
-                seed=seed,
-                flash_attn=flash_attn,
-                verbose=False,
-            )
-        except (ValueError, RuntimeError, OSError, AssertionError) as exc:
-            reason = _first_llama_error() or str(exc)
-            raise ModelUnavailableError(
-                f"llama.cpp could not load the GGUF ({reason}): {self.path}"
-            ) from None
-        self.load_ms = (time.perf_counter() - started) * 1000
 
+        def load(n_ctx: int) -> Any:
+            _log_tail.clear()
+            try:
+                return llama_cpp.Llama(
+                    model_path=str(self.path),
+                    n_ctx=n_ctx,
+                    n_batch=min(n_batch, n_ctx),
+                    n_ubatch=min(n_ubatch, n_batch, n_ctx),
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=n_gpu_layers,
+                    seed=seed,
+                    flash_attn=flash_attn,
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError, OSError, AssertionError) as exc:
+                reason = _first_llama_error() or str(exc)
+                raise ModelUnavailableError(
+                    f"llama.cpp could not load the GGUF ({reason}): {self.path}"
+                ) from None
+
+        started = time.perf_counter()
+        self._llm = load(self.n_ctx)
         # The header check covers nearly every GGUF; if the trained context was not in it,
         # llama.cpp knows it now. Reload once, clamped, rather than run past it.
         trained_now = self._llm._model.n_ctx_train()
         if trained is None and 0 < trained_now < self.n_ctx:
             self._llm.close()
             self.n_ctx = trained_now
-            self._llm = llama_cpp.Llama(
-                model_path=str(self.path), n_ctx=self.n_ctx, n_batch=min(n_batch, self.n_ctx),
-                n_ubatch=min(n_ubatch, n_batch, self.n_ctx), n_threads=threads,
-                n_threads_batch=threads, n_gpu_layers=n_gpu_layers, seed=seed,
-                flash_attn=flash_attn, verbose=False,
-            )
+            self._llm = load(self.n_ctx)
+        self.load_ms = (time.perf_counter() - started) * 1000
         self.n_threads = threads
         self._formatter = self._make_formatter()
 

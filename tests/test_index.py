@@ -218,22 +218,29 @@ def test_bad_inputs_are_counted_skips(tmp_path: Path, db: Path) -> None:
         assert store.stats(brain).vectors == len(rows)
 
 
-def test_permission_denied_is_a_counted_skip_with_exit_7(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def deny_reading(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Opening `name` fails with EACCES (chmod cannot deny root, which runs these tests)."""
     import locallens.sources as sources
 
     real_open = sources.os.open
 
     def guarded_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(path).endswith("leave-policy.md"):
+        if str(path).endswith(name):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(sources.os, "open", guarded_open)
+
+
+def test_permission_denied_is_a_counted_skip_with_exit_7(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    deny_reading(monkeypatch, "leave-policy.md")
     result = cli("index", str(docs), "--db", str(db), "--json")
     assert result.exit_code == 7, result.output
+    assert "skipped hr/leave-policy.md: permission denied" in result.stderr
     out = json.loads(result.stdout)
     assert out["skipped"] == [{"path": "hr/leave-policy.md", "reason": "permission denied"}]
-    assert out["files"]["new"] == out["files"]["new"]  # the rest is indexed
+    n_files = sum(1 for p in docs.rglob("*") if p.is_file())
+    assert out["files"]["new"] == n_files - 1  # the rest is indexed
     assert out["chunks"]["total"] > 0
 
 
@@ -242,16 +249,7 @@ def test_file_that_fails_to_read_keeps_its_previous_version(docs: Path, db: Path
     before = {k for k in snapshot(db) if k[0] == "hr/leave-policy.md"}
     target = docs / "hr/leave-policy.md"
     target.write_text(target.read_text(encoding="utf-8") + "\nNew paragraph.\n", encoding="utf-8")
-    import locallens.sources as sources
-
-    real_open = sources.os.open
-
-    def guarded_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
-        if str(path).endswith("leave-policy.md"):
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path, flags, *args, **kwargs)
-
-    monkeypatch.setattr(sources.os, "open", guarded_open)
+    deny_reading(monkeypatch, "leave-policy.md")
     result = cli("index", str(docs), "--db", str(db), "--json")
     assert result.exit_code == 7
     assert json.loads(result.stdout)["files"]["removed"] == 0

@@ -1,0 +1,288 @@
+"""Index benchmark (issue 2): pipeline throughput against raw encoding, reindex, edit, peak RSS.
+
+    .venv/bin/python benchmarks/bench_index.py [--quick] [--files N] [--with-slices]
+
+A corpus of 2,000 markdown files (200 with --quick) is generated from the paragraphs of
+sample_docs/, recombined, each file made unique by a numbered sentence; file 0 is a long file
+(every paragraph of the largest sample document) for the one-paragraph edit. Then:
+
+(a) raw `Embedder.encode()` throughput on exactly the chunk texts the pipeline embeds (the same
+    chunker, the same de-duplication by exact text), with the model loaded and warmed;
+    with --with-slices, also the same texts fed the way the indexer feeds them (slices of 8
+    batches for the progress bar), to attribute part of the overhead;
+(b) `index()` in-process on a fresh database with the model already loaded: pipeline throughput
+    and the overhead ratio index time / raw encode time - 1 (target <= 15%);
+(c) reindex of the unchanged tree: in-process (target <= 1 s) and as a CLI process;
+(d) one paragraph edited in the long file: time and chunks embedded (3 rounds, 1 with --quick);
+(e) a full `locallens index` CLI run on a fresh database in a subprocess: wall time and its peak
+    RSS (target <= 1.5 GB).
+
+Targets are stated for the full size; a smaller run (--quick, or --files N below 2,000) prints
+them beside its figures for reference. Cost: three encoding passes over the corpus (raw, index,
+CLI), about 2,000 chunks each at full size: ~10 chunks/s on 2 loaded cores means ~10 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import _common as c
+
+FULL_FILES = 2000
+QUICK_FILES = 40
+FILE_TOKENS = 200  # generated files stay under one chunk where their paragraphs allow
+FOLDERS = 20  # files spread over this many sub-folders, as a real tree would be
+TARGET_OVERHEAD = 0.15
+TARGET_REINDEX_S = 1.0
+TARGET_RSS_BYTES = 1.5e9
+
+
+@dataclass(frozen=True, slots=True)
+class SourceDoc:
+    relative_path: str
+    paragraphs: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    root: Path
+    files: int
+    bytes: int
+    long_file: Path  # the file the edit step changes
+
+
+def sample_paragraphs() -> list[SourceDoc]:
+    """The paragraphs of every readable file in sample_docs/ (PDF and HTML as their text)."""
+    from locallens.chunking import split_paragraphs
+    from locallens.domain import Skipped
+    from locallens.sources import read_document, walk
+
+    docs = []
+    for item in walk(c.SAMPLE_DOCS):
+        if isinstance(item, Skipped):
+            continue
+        doc = read_document(item)
+        if isinstance(doc, Skipped):
+            continue
+        paragraphs = [p.strip() for p in split_paragraphs(doc.text) if p.strip()]
+        if paragraphs:
+            docs.append(SourceDoc(item.relative_path, paragraphs))
+    return docs
+
+
+def generate_corpus(root: Path, n_files: int, seed: int = 20250) -> Corpus:
+    """`n_files` markdown files under `root`, deterministic for a given seed.
+
+    Each file takes 2-4 paragraphs of one sample document (in their original order, so
+    headings stay above their text) under a heading and a numbered sentence that makes the
+    file unique, dropping paragraphs from the end while the file is over FILE_TOKENS: most
+    files are one chunk, so nearly every chunk carries its file's unique sentence and is
+    embedded (a paragraph longer than a chunk still gives windows that other files share).
+    File 0 holds every paragraph of the largest sample document: a long file with many chunks,
+    for the edit step.
+    """
+    from locallens.tokens import count_tokens
+
+    rng = random.Random(seed)
+    sources = sample_paragraphs()
+    longest = max(sources, key=lambda d: sum(len(p) for p in d.paragraphs))
+    total = 0
+    long_file = root / "team-00" / "note-00000.md"
+    for i in range(n_files):
+        src = longest if i == 0 else rng.choice(sources)
+        if i == 0:
+            picked = src.paragraphs
+        else:
+            k = min(len(src.paragraphs), rng.randint(2, 4))
+            picked = [src.paragraphs[j] for j in sorted(rng.sample(range(len(src.paragraphs)), k))]
+        stem = Path(src.relative_path).stem.replace("-", " ")
+        head = [
+            f"# Note {i:05d}: {stem}",
+            f"Benchmark note {i:05d} of {n_files} was generated from {src.relative_path} for the indexing benchmark.",
+        ]
+        text = "\n\n".join([*head, *picked]) + "\n"
+        while i > 0 and len(picked) > 1 and count_tokens(text) > FILE_TOKENS:
+            picked.pop()
+            text = "\n\n".join([*head, *picked]) + "\n"
+        path = root / f"team-{i % FOLDERS:02d}" / f"note-{i:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = text.encode("utf-8")
+        path.write_bytes(data)
+        total += len(data)
+    return Corpus(root, n_files, total, long_file)
+
+
+def pipeline_chunk_texts(root: Path) -> tuple[list[str], float]:
+    """Every chunk text the indexer stores for `root`, in walk order, and the read+chunk time."""
+    from locallens.chunking import get_chunker, make_chunks
+    from locallens.domain import Skipped
+    from locallens.sources import read_document, walk
+
+    chunker = get_chunker("paragraph", 220, 40)
+    texts: list[str] = []
+    start = time.perf_counter()
+    for item in walk(root):
+        if isinstance(item, Skipped):
+            continue
+        doc = read_document(item)
+        if isinstance(doc, Skipped):
+            continue
+        texts.extend(chunk.content for chunk in make_chunks(doc, "default", chunker.chunk(doc.text)))
+    return texts, time.perf_counter() - start
+
+
+def edit_one_paragraph(path: Path, round_: int) -> None:
+    """Append a sentence to the middle paragraph of `path` (paragraphs are joined by blank lines)."""
+    paragraphs = path.read_text(encoding="utf-8").rstrip("\n").split("\n\n")
+    middle = len(paragraphs) // 2
+    paragraphs[middle] += f" Sentence {round_} was added by the edit step of the indexing benchmark."
+    path.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
+
+
+def main() -> None:
+    args = c.parse_args(__doc__.splitlines()[0], extra=[(
+        "--with-slices", "also time encode() fed in the indexer's progress slices (one more encoding pass)")],
+        ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")])
+    c.offline_env()
+    started = time.perf_counter()
+    c.print_machine("locallens index benchmark (issue 2)", args.quick)
+    n_files = args.files or (QUICK_FILES if args.quick else FULL_FILES)
+    if n_files < 1:
+        raise SystemExit("--files must be at least 1")
+    repeats = 1 if args.quick else 3
+    partial = n_files < FULL_FILES
+    table = c.Table("Index benchmark" + (f" ({n_files} files: targets are for the full 2,000-file corpus)" if partial else ""))
+
+    with c.bench_dir("bench-index") as tmp:
+        from locallens.embedding import load_embedder
+        from locallens.indexer import IndexRequest, index
+        from locallens.sources import walk
+
+        c.note(f"generating {n_files} files from sample_docs/ paragraphs")
+        corpus = generate_corpus(tmp / "corpus", n_files)
+        texts, read_chunk_s = pipeline_chunk_texts(corpus.root)
+        unique = list(dict.fromkeys(texts))  # the indexer embeds each distinct text once
+        table.section("corpus")
+        table.add("files", f"{corpus.files:,}", note=f"{c.fmt_bytes(corpus.bytes)} of markdown")
+        table.add("chunks (paragraph, 220/40)", f"{len(texts):,}", "" if partial else ">= 2,000",
+                  None if partial else len(texts) >= 2000,
+                  note=f"{len(unique):,} distinct texts; {len(texts) / corpus.files:.2f} per file")
+        table.add("read + chunk, no embedding", c.fmt_s(read_chunk_s),
+                  note=f"{corpus.files / read_chunk_s:,.0f} files/s, in-process")
+
+        # (a) raw encode of exactly the texts the pipeline will embed.
+        c.note("loading the embedding model")
+        load_s, embedder = c.timed(lambda: load_embedder("auto"))
+        import torch
+
+        embedder.encode(unique[:64])  # warm-up: first batches pay for lazy initialisation
+        c.note(f"raw encode of {len(unique):,} texts with {embedder.name} "
+               f"(torch threads: {torch.get_num_threads()})")
+        raw_s, raw_cpu, _ = c.timed_cpu(lambda: embedder.encode(unique))
+        sliced_s = None
+        if args.with_slices:
+            c.note("encode again, fed in the indexer's progress slices")
+            sliced_s, _ = c.timed(lambda: embedder.encode(unique, progress=lambda n: None))
+        table.section("(a) raw encoding")
+        table.add("model", embedder.name, note=f"dim {embedder.dim}, device {embedder.device}, "
+                  f"torch threads {torch.get_num_threads()}, loaded in {load_s:.1f} s")
+        table.add("raw encode() time", c.fmt_s(raw_s),
+                  note=f"one call on all distinct chunk texts; CPU time {raw_cpu:.1f} s")
+        table.add("raw encode() throughput", f"{len(unique) / raw_s:.1f} chunks/s")
+        if sliced_s is not None:
+            table.add("encode() in progress slices", c.fmt_s(sliced_s),
+                      note=f"{sliced_s / raw_s - 1:+.1%} vs one call (slices of 512 texts, as the indexer calls it)")
+
+        # (b) the whole pipeline, in-process, model already loaded.
+        db = tmp / "index.db"
+        request = IndexRequest(paths=[corpus.root], db=db)
+        c.note("index() in-process on a fresh database")
+        index_s, index_cpu, report = c.timed_cpu(lambda: index(request))
+        overhead = index_s / raw_s - 1
+        overhead_cpu = index_cpu / raw_cpu - 1
+        table.section("(b) full index, in-process, model loaded")
+        table.add("index() wall time", c.fmt_s(index_s),
+                  note=f"{report.chunks_embedded:,} embedded, {report.chunks_reused:,} reused, "
+                  f"{report.chunks_total:,} stored")
+        table.add("pipeline throughput", f"{report.chunks_embedded / index_s:.1f} chunks/s",
+                  note=f"{corpus.files / index_s:.1f} files/s")
+        table.add("overhead vs raw encode", f"{overhead:+.1%}", f"<= {TARGET_OVERHEAD:.0%}",
+                  overhead <= TARGET_OVERHEAD, note="index wall time / raw encode wall time - 1")
+        table.add("overhead, in CPU time", f"{overhead_cpu:+.1%}", f"({TARGET_OVERHEAD:.0%})",
+                  note=f"index {index_cpu:.1f} s CPU / raw {raw_cpu:.1f} s CPU - 1; less sensitive to other jobs")
+        if report.chunks_embedded != len(unique):
+            table.add("check: embedded == distinct texts", f"{report.chunks_embedded} != {len(unique)}",
+                      note="the pipeline embedded a different set than the raw pass measured")
+
+        # (c) unchanged tree.
+        c.note("reindex of the unchanged tree")
+        walk_s, _ = c.timed(lambda: sum(1 for _ in walk(corpus.root)))
+        reindex = [c.timed(lambda: index(request)) for _ in range(repeats)]
+        reindex_s = c.median([s for s, _ in reindex])
+        reembedded = max(r.chunks_embedded for _, r in reindex)
+        cli_runs = [c.run_child(c.cli_command("index", str(corpus.root), "--db", str(db), "--json"))
+                    for _ in range(repeats)]
+        for run in cli_runs:
+            c.check_child(run, "locallens index (unchanged)")
+        cli_s = c.median([r.seconds for r in cli_runs])
+        cli_inner = c.median([json.loads(r.stdout)["seconds"] for r in cli_runs])
+        table.section(f"(c) reindex of the unchanged tree (median of {repeats})")
+        table.add("walk only", c.fmt_s(walk_s), note=f"{corpus.files} files stat'ed")
+        table.add("reindex, in-process", c.fmt_s(reindex_s), f"<= {TARGET_REINDEX_S:g} s",
+                  reindex_s <= TARGET_REINDEX_S, note=f"chunks embedded: {reembedded}")
+        table.add("reindex, CLI process wall", c.fmt_s(cli_s), f"({TARGET_REINDEX_S:g} s)",
+                  note=f"the index work inside it: {cli_inner:.3f} s; the rest is start-up and imports")
+
+        # (d) one paragraph of the long file edited (again in each round: a new sentence each time).
+        c.note(f"reindex after a one-paragraph edit ({repeats} rounds)")
+        edits = []
+        for round_ in range(repeats):
+            edit_one_paragraph(corpus.long_file, round_)
+            edits.append(c.timed(lambda: index(request)))
+        edit_s = c.median([s for s, _ in edits])
+        edit_report = edits[-1][1]
+        table.section(f"(d) one paragraph edited in one file (median of {repeats})")
+        table.add("reindex after the edit", c.fmt_s(edit_s),
+                  note=f"runs {', '.join(f'{s:.2f}' for s, _ in edits)} s; each: {edit_report.changed} changed file, "
+                  f"{'/'.join(str(r.chunks_embedded) for _, r in edits)} chunk(s) embedded, "
+                  f"{edit_report.chunks_reused} reused (the long file has {_chunks_of(corpus.long_file)} chunks)")
+
+        # (e) a full CLI run on a fresh database: wall time and the child's own peak RSS.
+        c.note("full `locallens index` CLI run on a fresh database (peak RSS)")
+        fresh = c.run_child(c.cli_command("index", str(corpus.root), "--db", str(tmp / "fresh.db"), "--json"))
+        c.check_child(fresh, "locallens index (fresh)")
+        fresh_json = json.loads(fresh.stdout)
+        children_max = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        self_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        table.section("(e) full index as a CLI process, fresh database")
+        table.add("CLI wall time", c.fmt_s(fresh.seconds),
+                  note=f"{fresh_json['chunks']['embedded']:,} embedded; index() inside it took "
+                  f"{fresh_json['seconds']:.1f} s (model load included), the rest is start-up and imports")
+        cli_overhead = (fresh_json["seconds"] - load_s) / raw_s - 1
+        table.add("overhead vs raw encode, CLI run", f"{cli_overhead:+.1%}", f"({TARGET_OVERHEAD:.0%})",
+                  note=f"(index() {fresh_json['seconds']:.1f} s - model load {load_s:.1f} s as measured here) "
+                  f"/ raw encode - 1; a fresh process, so approximate")
+        table.add("peak RSS of the CLI process", c.fmt_bytes(fresh.max_rss_bytes), "<= 1.5 GB",
+                  fresh.max_rss_bytes <= TARGET_RSS_BYTES,
+                  note=f"wait4 of that child; RUSAGE_CHILDREN max {c.fmt_bytes(children_max)}")
+        table.add("peak RSS of this benchmark process", c.fmt_bytes(self_max),
+                  note="model + corpus texts + in-process runs (informational)")
+
+    table.print()
+    c.print_end(started)
+
+
+def _chunks_of(path: Path) -> int:
+    from locallens.chunking import get_chunker
+
+    return len(get_chunker("paragraph", 220, 40).chunk(path.read_text(encoding="utf-8")))
+
+
+if __name__ == "__main__":
+    main()

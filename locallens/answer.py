@@ -68,6 +68,7 @@ class AskRequest:
     temperature: float = 0.0
     n_ctx: int = 4096
     gpu_layers: int = 0
+    threads: int | None = None  # llama.cpp threads (None: every available core)
     context_only: bool = False
     trim: TrimSettings = TrimSettings()
     rerank: RerankSettings | None = None
@@ -167,7 +168,8 @@ def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> As
 
     path = resolve_llm_path(request.llm)
     check_gguf(path)
-    llm = LocalLLM(path, n_ctx=request.n_ctx, n_gpu_layers=request.gpu_layers, seed=request.seed)
+    llm = LocalLLM(path, n_ctx=request.n_ctx, n_gpu_layers=request.gpu_layers, seed=request.seed,
+                   n_threads=request.threads)
     try:
         result.timings["llm_load_ms"] = llm.load_ms
         result.models["llm"] = llm.model_name

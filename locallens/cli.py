@@ -259,6 +259,7 @@ def ask(
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 is deterministic."),
     ctx: int = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."),
     gpu_layers: int = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all)."),
+    threads: Optional[int] = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine]."),
     context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
     trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
@@ -278,7 +279,7 @@ def ask(
         request = AskRequest(
             question=_read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
             path_glob=path, llm=llm, max_tokens=max_tokens, temperature=temperature, n_ctx=ctx,
-            gpu_layers=gpu_layers, context_only=context_only,
+            gpu_layers=gpu_layers, threads=threads, context_only=context_only,
             trim=_trim_settings(trim, threshold, window), device=device,
             rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
         )

@@ -55,11 +55,15 @@ MIN_GGUF_BYTES = 1_000_000  # no usable language model is smaller than 1 MB
 #
 # Flash attention is worth ~20% of prefill, the dominant cost of a grounded answer (generation
 # ran at 28-39 tokens/s either way). Batch sizes are within noise; 512/512 means one decode call
-# per 512 prompt tokens. Threads matter most: llama.cpp's OpenMP workers spin at barriers, so
-# asking for every core of a machine that is also busy elsewhere collapses prefill 4-8x (one
-# spinning worker waits on the other, which the OS has descheduled). One core is therefore left
-# to the rest of the system: cores - 1 threads (1 on a 2-core machine), capped at 8 where
-# memory bandwidth, not compute, is the limit. `n_threads=` overrides.
+# per 512 prompt tokens.
+#
+# Threads matter most, and depend on whether the cores are free. The same machine, idle (load
+# average < 1.5, a 1,374-token prompt): 1 thread 149 tok/s, 2 threads 293 tok/s (OMP_WAIT_POLICY
+# made no difference). Busy with other jobs (the table above), 2 threads collapse 2-5x: llama.cpp's
+# OpenMP workers spin at barriers waiting for a descheduled sibling. A user's machine is usually
+# theirs, so the default is every core this process may use (capped at 8, where memory
+# bandwidth rather than compute is the limit); `--threads` / LOCALLENS_THREADS picks fewer on a
+# machine shared with other work.
 DEFAULT_N_BATCH = 512
 DEFAULT_N_UBATCH = 512
 DEFAULT_FLASH_ATTN = True
@@ -67,12 +71,12 @@ MAX_DEFAULT_THREADS = 8
 
 
 def default_n_threads() -> int:
-    """Cores this process may use (affinity-aware) minus one, at least 1, at most 8."""
+    """Cores this process may use (affinity-aware), at least 1, at most 8."""
     try:
         available = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         available = os.cpu_count() or 1
-    return max(1, min(available - 1, MAX_DEFAULT_THREADS))
+    return max(1, min(available, MAX_DEFAULT_THREADS))
 
 
 # --------------------------------------------------------------------------------------------

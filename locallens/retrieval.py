@@ -125,7 +125,9 @@ class SentenceEncoder:
         cached = self.store.cached_sentence_vectors(self.embedder.name, hashes) if self.store else {}
         todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
         if todo:
-            fresh = self.embedder.encode(list(todo.values()))
+            # Small batches: sentences vary in length, and one big batch pads them all to the
+            # longest (measured: 46 sentences in 228 ms with batches of 8, 503 ms in one of 64).
+            fresh = self.embedder.encode(list(todo.values()), batch_size=8)
             self.encoded += len(todo)
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)

@@ -57,10 +57,10 @@ def _memoised_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
 
     real = Embedder._encode
 
-    def encode(self: Embedder, texts: list[str]):  # type: ignore[no-untyped-def]
+    def encode(self: Embedder, texts: list[str], batch_size: int | None = None):  # type: ignore[no-untyped-def]
         missing = list(dict.fromkeys(t for t in texts if (self.name, t) not in _VECTORS))
         if missing:
-            for text, vector in zip(missing, real(self, missing)):
+            for text, vector in zip(missing, real(self, missing, batch_size)):
                 _VECTORS[(self.name, text)] = vector
         return np.stack([_VECTORS[(self.name, t)] for t in texts]).astype(np.float32)
 

@@ -28,11 +28,11 @@ class LoopGuard:
 
     Small models fall into loops ("## 3. The staging database is ... ## 4. The staging database
     is ...") and would fill --max-tokens with them. A line (of some length, markup and numbering
-    ignored) that comes back a third time ends the answer; lines already streamed stay.
+    ignored) that comes back a second time ends the answer; lines already streamed stay.
     """
 
     MIN_LINE = 16
-    MAX_REPEATS = 2
+    MAX_REPEATS = 1
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}

@@ -221,3 +221,17 @@ def test_two_stage_retrieval_with_a_cross_encoder(sample_index: Path, cross_enco
 def test_missing_reranker_is_exit_6(sample_index: Path, tmp_path: Path) -> None:
     result = cli("ask", "q?", "--db", str(sample_index), "--rerank", str(tmp_path / "nope"), "--context-only")
     assert result.exit_code == 6 and "reranker" in result.stderr
+
+
+def test_loop_guard_stops_a_repeating_answer() -> None:
+    from locallens.answer import LoopGuard
+
+    guard = LoopGuard()
+    text = ("The staging database listens on port 5433 [1].\n\n"
+            "## 2. The staging database is shared among all teams.\n\n"
+            "## 3. The staging database is shared among all teams.\n")
+    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+    tripped = [i for i, p in enumerate(pieces) if guard.looping(p)]
+    assert tripped and "".join(pieces[:tripped[0]]).count("shared among all teams") == 1
+    calm = LoopGuard()
+    assert not any(calm.looping(line + "\n") for line in ["- 25 days of leave [1]", "- 3.5 volunteering days [2]", "ok", "ok"])

@@ -14,13 +14,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
-from locallens.prompt import build_grounded_history, fit_hits_to_context, format_hits, parse_citations
+from locallens.prompt import Citations, build_grounded_history, fit_hits_to_context, format_hits, parse_citations
 from locallens.retrieval import RerankSettings, TrimSettings, retrieve
 from locallens.store import Store
+
+if TYPE_CHECKING:
+    from locallens.llm import LocalLLM, Usage
 
 
 class LoopGuard:
@@ -145,6 +148,49 @@ def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, 
     return result, brain.model, timings
 
 
+@dataclass(slots=True)
+class Generation:
+    kept: list[Hit]  # the excerpts sent, numbered from 1
+    dropped: list[Hit]  # lowest-ranked excerpts that did not fit the context
+    answer: str
+    citations: Citations
+    stopped_looping: bool
+    usage: Usage | None
+
+
+def generate_grounded(
+    llm: LocalLLM,
+    question: str,
+    hits: list[Hit],
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    on_text: Callable[[str], None] | None = None,
+) -> Generation:
+    """Fit the excerpts, prompt with them, stream the answer (stopping loops), check citations.
+
+    The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
+    excerpts the model is never called.
+    """
+    kept, dropped = fit_hits_to_context(question, hits, count_prompt_tokens=llm.count_prompt_tokens,
+                                        n_ctx=llm.n_ctx, max_tokens=max_tokens)
+    pieces: list[str] = []
+    guard = LoopGuard()
+    looping = False
+    stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=max_tokens,
+                             temperature=temperature)
+    for piece in stream:
+        if guard.looping(piece):
+            stream.close()  # ends generation; usage is still recorded
+            looping = True
+            break
+        pieces.append(piece)
+        if on_text is not None:
+            on_text(piece)
+    answer = "".join(pieces).strip()
+    return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
+
+
 def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> AskResult:
     """Answer `request.question` from the brain; `on_text` receives the answer as it streams."""
     question = request.question.strip()
@@ -173,29 +219,14 @@ def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> As
     try:
         result.timings["llm_load_ms"] = llm.load_ms
         result.models["llm"] = llm.model_name
-        kept, dropped = fit_hits_to_context(
-            question, retrieval.hits, count_prompt_tokens=llm.count_prompt_tokens,
-            n_ctx=llm.n_ctx, max_tokens=request.max_tokens,
-        )
-        result.sources, result.dropped = kept, dropped
-        pieces: list[str] = []
-        guard = LoopGuard()
-        stream = llm.stream_chat(build_grounded_history(question, kept),
-                                 max_tokens=request.max_tokens, temperature=request.temperature)
-        for piece in stream:
-            if guard.looping(piece):
-                stream.close()  # ends generation; usage is still recorded
-                result.stopped_looping = True
-                break
-            pieces.append(piece)
-            if on_text is not None:
-                on_text(piece)
-        usage = llm.last_usage
+        gen = generate_grounded(llm, question, retrieval.hits, max_tokens=request.max_tokens,
+                                temperature=request.temperature, on_text=on_text)
     finally:
         llm.close()
-    result.answer = "".join(pieces).strip()
-    citations = parse_citations(result.answer, len(kept))
-    result.citations, result.invalid_citations = citations.cited, citations.invalid
+    result.sources, result.dropped = gen.kept, gen.dropped
+    result.answer, result.stopped_looping = gen.answer, gen.stopped_looping
+    result.citations, result.invalid_citations = gen.citations.cited, gen.citations.invalid
+    usage = gen.usage
     if usage is not None:
         result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
         result.timings["prompt_ms"] = usage.prompt_ms

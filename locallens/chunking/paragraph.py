@@ -268,7 +268,7 @@ class ParagraphTokenChunker:
         be stored (stripped) and shortened by the excess in the rare case re-encoding the slice
         gives more tokens than the slice had.
         """
-        size, overlap = self.chunk_size, self.chunk_overlap
+        overlap = self.chunk_overlap
         total = len(tokens)
         continues = _continuation_table()[tokens]  # continues[i]: no char boundary before token i
 

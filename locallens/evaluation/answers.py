@@ -38,7 +38,7 @@ from locallens.domain import ChatMessage, Hit
 from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, context_precision, faithfulness, mean
 from locallens.evaluation.progress import EvalProgress, NoProgress
-from locallens.prompt import build_grounded_history, fit_hits_to_context, format_hits, parse_citations
+from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
 
 if TYPE_CHECKING:
@@ -336,28 +336,14 @@ def _generate(llm: "LocalLLM", question: str, hits: list[Hit], settings: AnswerS
         # `ask` never calls the model without excerpts (exit 4); neither does the evaluation.
         result.error = "nothing relevant found"
         return []
+    from locallens.answer import generate_grounded
+
     try:
-        kept, dropped = fit_hits_to_context(question, hits, count_prompt_tokens=llm.count_prompt_tokens,
-                                            n_ctx=llm.n_ctx, max_tokens=settings.max_tokens)
+        gen = generate_grounded(llm, question, hits, max_tokens=settings.max_tokens)
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)
         return []
-    from locallens.answer import LoopGuard
-
-    # As `ask` does: stop a generation that has started repeating itself.
-    guard = LoopGuard()
-    pieces: list[str] = []
-    stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=settings.max_tokens,
-                             temperature=0.0)
-    for piece in stream:
-        if guard.looping(piece):
-            stream.close()
-            result.stopped_looping = True
-            break
-        pieces.append(piece)
-    answer = "".join(pieces).strip()
-    citations = parse_citations(answer, len(kept))
-    result.answer = answer
-    result.excerpts_sent, result.excerpts_dropped = len(kept), len(dropped)
-    result.citations, result.invalid_citations = citations.cited, citations.invalid
-    return kept
+    result.answer, result.stopped_looping = gen.answer, gen.stopped_looping
+    result.excerpts_sent, result.excerpts_dropped = len(gen.kept), len(gen.dropped)
+    result.citations, result.invalid_citations = gen.citations.cited, gen.citations.invalid
+    return gen.kept

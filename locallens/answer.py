@@ -27,35 +27,52 @@ if TYPE_CHECKING:
 
 
 class LoopGuard:
-    """Stops a generation that has started repeating itself.
+    """Stops a generation that has started repeating itself, before the repeat is shown.
 
-    Small models fall into loops ("## 3. The staging database is ... ## 4. The staging database
+    Small models fall into loops ("## 2. The staging database is ... ## 3. The staging database
     is ...") and would fill --max-tokens with them. A line (of some length, markup and numbering
-    ignored) that comes back a second time ends the answer; lines already streamed stay.
+    ignored) that comes back ends the answer. Text streams as it comes, except a line that so far
+    could be a repeat of an earlier one: it is held until it differs (then released) or completes
+    (then the answer ends without it).
     """
 
     MIN_LINE = 16
-    MAX_REPEATS = 1
 
     def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self.partial = ""
+        self.seen: set[str] = set()
+        self.line = ""  # the current line so far
+        self.held = ""  # the part of it not yet released
 
     @staticmethod
     def _key(line: str) -> str:
         return re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", line).strip().lower()
 
-    def looping(self, piece: str) -> bool:
-        self.partial += piece
-        *lines, self.partial = self.partial.split("\n")
-        for line in lines:
-            key = self._key(line)
-            if len(key) < self.MIN_LINE:
+    def feed(self, piece: str) -> tuple[str, bool]:
+        """(text to show now, whether to stop generating)."""
+        out: list[str] = []
+        for part in re.split(r"(\n)", piece):
+            if part == "\n":
+                key = self._key(self.line)
+                if len(key) >= self.MIN_LINE and key in self.seen:
+                    self.line = self.held = ""
+                    return "".join(out), True
+                if len(key) >= self.MIN_LINE:
+                    self.seen.add(key)
+                out.append(self.held + "\n")
+                self.line = self.held = ""
                 continue
-            self.counts[key] = self.counts.get(key, 0) + 1
-            if self.counts[key] > self.MAX_REPEATS:
-                return True
-        return False
+            self.line += part
+            self.held += part
+            key = self._key(self.line)
+            if key and not any(seen.startswith(key) for seen in self.seen):
+                out.append(self.held)
+                self.held = ""
+        return "".join(out), False
+
+    def flush(self) -> str:
+        """What is still held when the generation ends by itself."""
+        held, self.line, self.held = self.held, "", ""
+        return held
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +197,18 @@ def generate_grounded(
     stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=max_tokens,
                              temperature=temperature)
     for piece in stream:
-        if guard.looping(piece):
+        shown, looping = guard.feed(piece)
+        if shown:
+            pieces.append(shown)
+            if on_text is not None:
+                on_text(shown)
+        if looping:
             stream.close()  # ends generation; usage is still recorded
-            looping = True
             break
-        pieces.append(piece)
+    if not looping and (tail := guard.flush()):
+        pieces.append(tail)
         if on_text is not None:
-            on_text(piece)
+            on_text(tail)
     answer = "".join(pieces).strip()
     return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
 

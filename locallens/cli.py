@@ -283,12 +283,19 @@ def ask(
             trim=_trim_settings(trim, threshold, window), device=device,
             rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
         )
-        streaming = not json_out and not context_only
-        on_text = None
-        if streaming:
-            def on_text(piece: str) -> None:
-                sys.stdout.write(piece)
-                sys.stdout.flush()
+        trailing = ""  # whitespace held back so the answer never ends in a run of blank lines
+
+        def show(piece: str) -> None:
+            nonlocal trailing
+            body = piece.rstrip()
+            if not body:
+                trailing += piece
+                return
+            sys.stdout.write(trailing + body)
+            sys.stdout.flush()
+            trailing = piece[len(body):]
+
+        on_text = show if not json_out and not context_only else None
 
         result = run_ask(request, on_text)
         if result.dropped:

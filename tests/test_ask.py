@@ -223,15 +223,35 @@ def test_missing_reranker_is_exit_6(sample_index: Path, tmp_path: Path) -> None:
     assert result.exit_code == 6 and "reranker" in result.stderr
 
 
-def test_loop_guard_stops_a_repeating_answer() -> None:
+def test_loop_guard_stops_before_showing_the_repeat() -> None:
     from locallens.answer import LoopGuard
 
-    guard = LoopGuard()
     text = ("The staging database listens on port 5433 [1].\n\n"
             "## 2. The staging database is shared among all teams.\n\n"
             "## 3. The staging database is shared among all teams.\n")
-    pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
-    tripped = [i for i, p in enumerate(pieces) if guard.looping(p)]
-    assert tripped and "".join(pieces[:tripped[0]]).count("shared among all teams") == 1
-    calm = LoopGuard()
-    assert not any(calm.looping(line + "\n") for line in ["- 25 days of leave [1]", "- 3.5 volunteering days [2]", "ok", "ok"])
+    guard, shown, stopped = LoopGuard(), [], False
+    for i in range(0, len(text), 7):
+        out, stopped = guard.feed(text[i:i + 7])
+        shown.append(out)
+        if stopped:
+            break
+    assert stopped
+    assert "".join(shown) == ("The staging database listens on port 5433 [1].\n\n"
+                              "## 2. The staging database is shared among all teams.\n\n")
+
+
+def test_loop_guard_streams_novel_text_and_releases_near_repeats() -> None:
+    from locallens.answer import LoopGuard
+
+    text = ("- 25 days of leave per year [1]\n- 25 days of leave are pro-rated [2]\nok\nok\n"
+            "The end, without a newline")
+    guard, shown = LoopGuard(), []
+    for ch in text:
+        out, stopped = guard.feed(ch)
+        assert not stopped
+        shown.append(out)
+    shown.append(guard.flush())
+    assert "".join(shown) == text
+    # Novel text is released as it comes, not at the end of its line.
+    first = LoopGuard()
+    assert first.feed("The answer is")[0] == "The answer is"

@@ -92,6 +92,7 @@ class AskRequest:
     context_only: bool = False
     trim: TrimSettings = TrimSettings()
     rerank: RerankSettings | None = None
+    hybrid: bool = False  # fuse keyword (BM25) and vector rankings
     device: str = "auto"
     seed: int = 0
 
@@ -160,7 +161,7 @@ def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, 
     timings["embed_load_ms"] = (time.perf_counter() - t0) * 1000
     result = retrieve(store, brain, embedder, request.question, request.top_k,
                       min_score=request.min_score, path_glob=request.path_glob, trim=request.trim,
-                      rerank=request.rerank)
+                      rerank=request.rerank, hybrid=request.hybrid)
     timings.update(result.timings_ms)
     return result, brain.model, timings
 

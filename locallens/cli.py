@@ -264,6 +264,7 @@ def ask(
     trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
     window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
+    hybrid: bool = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID", help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names."),
     rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
     candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
     min_relevance: float = typer.Option(0.4, "--min-relevance", help="Drop reranked excerpts scoring below this (0..1)."),
@@ -282,6 +283,7 @@ def ask(
             gpu_layers=gpu_layers, threads=threads, context_only=context_only,
             trim=_trim_settings(trim, threshold, window), device=device,
             rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
+            hybrid=hybrid,
         )
         trailing = ""  # whitespace held back so the answer never ends in a run of blank lines
 

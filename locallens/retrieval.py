@@ -104,6 +104,38 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
     return [replace(h, rerank_score=float(s)) for h, s in ranked if s >= settings.min_relevance][:top_k]
 
 
+RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
+HYBRID_CANDIDATES = 50  # taken from each of the two rankings before fusing
+
+
+def hybrid_search(
+    store: Store, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
+) -> list[Hit]:
+    """Vector and keyword (FTS5 BM25) rankings fused by reciprocal rank; best `k`.
+
+    Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
+    Fusion by rank needs no score calibration between the two. Every hit keeps its cosine
+    similarity as `score`, so --min-score means the same as in plain vector search.
+    """
+    depth = max(k, HYBRID_CANDIDATES)
+    dense = store.knn(brain, qvec, depth, path_glob=path_glob)
+    keyword_ids = store.keyword_search(brain, query, depth, path_glob=path_glob)
+    by_id = store.hits_by_id(brain, qvec, keyword_ids)
+    keyword = [by_id[i] for i in keyword_ids if i in by_id]
+
+    def key(hit: Hit) -> tuple[str, int, str]:
+        return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
+
+    fused: dict[tuple[str, int, str], float] = {}
+    hits: dict[tuple[str, int, str], Hit] = {}
+    for ranking in (dense, keyword):
+        for rank, hit in enumerate(ranking, start=1):
+            fused[key(hit)] = fused.get(key(hit), 0.0) + 1.0 / (RRF_K + rank)
+            hits.setdefault(key(hit), hit)
+    order = sorted(fused, key=lambda kk: (-fused[kk], -hits[kk].score, kk))
+    return [hits[kk] for kk in order[:k]]
+
+
 class SentenceEncoder:
     """Embeds sentences for trimming through a cache in the store keyed by (model, sha256).
 
@@ -153,6 +185,7 @@ def retrieve(
     trim: TrimSettings = TrimSettings(),
     query_vector: np.ndarray | None = None,
     rerank: RerankSettings | None = None,
+    hybrid: bool = False,
 ) -> RetrievalResult:
     if top_k < 1:
         raise UsageError(f"--top-k must be at least 1 (got {top_k})")
@@ -160,7 +193,11 @@ def retrieve(
     t0 = time.perf_counter()
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
     t1 = time.perf_counter()
-    hits = store.knn(brain, qvec, max(top_k, rerank.candidates) if rerank else top_k, path_glob=path_glob)
+    depth = max(top_k, rerank.candidates) if rerank else top_k
+    if hybrid:
+        hits = hybrid_search(store, brain, query, qvec, depth, path_glob=path_glob)
+    else:
+        hits = store.knn(brain, qvec, depth, path_glob=path_glob)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     if rerank is not None:

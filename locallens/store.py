@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -420,6 +421,52 @@ class Store:
         # Closest first; equal distances in insertion order, so results are deterministic.
         ranked = sorted(nearest, key=lambda r: (r[1], r[0]))
         return [Hit(chunks[rowid], score=1.0 - float(distance)) for rowid, distance in ranked if rowid in chunks]
+
+    def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
+        """Chunk ids ranked by BM25 (FTS5) for the words of `query`, best first.
+
+        Every term is quoted and the terms OR-ed, so no FTS5 syntax in a question (quotes,
+        `NEAR`, `-`, `:`, `*`) can make the query fail or mean something else.
+        """
+        # One term per whitespace-separated token; a token with inner punctuation (an IP, a
+        # version, a policy number such as NWL-CY-22871) becomes a phrase of its parts, which is
+        # how FTS5's tokenizer indexed it, so it matches only that exact sequence.
+        terms = []
+        for token in query.lower().split():
+            parts = re.findall(r"\w+", token)
+            if len(parts) > 1:
+                terms.append('"' + " ".join(parts) + '"')
+            elif parts and (len(parts[0]) > 1 or parts[0].isdigit()):
+                terms.append(f'"{parts[0]}"')
+        if not terms or k <= 0:
+            return []
+        match = " OR ".join(dict.fromkeys(terms))
+        where, params = "", [match, brain.id]
+        if path_glob:
+            where, params = " AND c.relative_path GLOB ?", params + [path_glob]
+        rows = self.execute(
+            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+            f" WHERE chunks_fts MATCH ? AND c.brain_id = ?{where} ORDER BY bm25(chunks_fts), c.id LIMIT ?",
+            params + [k],
+        )
+        return [r[0] for r in rows]
+
+    def hits_by_id(self, brain: Brain, query: np.ndarray, ids: Sequence[int]) -> dict[int, Hit]:
+        """These chunks as hits, scored by cosine similarity with `query` like knn() scores them."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.execute(
+            "SELECT c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
+            f" vec_distance_cosine(v.embedding, ?) FROM chunks c JOIN {brain.vec_table} v ON v.rowid = c.id"
+            f" WHERE c.id IN ({marks})",
+            [np.ascontiguousarray(query, dtype=np.float32).tobytes(), *ids],
+        )
+        return {
+            r[0]: Hit(Chunk(id=r[1], brain=brain.name, relative_path=r[2], chunk_index=r[3], content=r[4],
+                            checksum=r[5]), score=1.0 - float(r[6]))
+            for r in rows
+        }
 
     # -- sentence vectors (trimming) ----------------------------------------------------------
 

@@ -255,3 +255,26 @@ def test_loop_guard_streams_novel_text_and_releases_near_repeats() -> None:
     # Novel text is released as it comes, not at the end of its line.
     first = LoopGuard()
     assert first.feed("The answer is")[0] == "The answer is"
+
+
+def _sources(db: Path, question: str, *flags: str) -> list[dict]:
+    result = cli("ask", question, "--db", str(db), "--context-only", "--json", *flags)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["sources"]
+
+
+def test_hybrid_search_finds_exact_tokens_that_embeddings_miss(sample_index: Path, no_llm: list[str]) -> None:
+    plain = _sources(sample_index, "10.40.1.50", "--top-k", "3")
+    hybrid = _sources(sample_index, "10.40.1.50", "--top-k", "3", "--hybrid")
+    assert "notas/manual-almacen-zaragoza.md" not in {s["path"] for s in plain}
+    assert hybrid[0]["path"] == "notas/manual-almacen-zaragoza.md" and "10.40.1.50" in hybrid[0]["content"]
+    # Scores stay cosine similarities: the same chunk scores the same in both searches.
+    by_id = {s["id"]: s["score"] for s in _sources(sample_index, "10.40.1.50", "--top-k", "50")}
+    assert all(abs(by_id[s["id"]] - s["score"]) < 1e-3 for s in hybrid if s["id"] in by_id)
+
+
+def test_hybrid_search_is_safe_with_fts_syntax_and_honours_path(sample_index: Path, no_llm: list[str]) -> None:
+    assert len(_sources(sample_index, 'NEAR("x" -y: *) OR', "--hybrid")) == 5
+    filtered = _sources(sample_index, "NWL-CY-22871 insurance", "--hybrid", "--path", "hr/*")
+    assert filtered and all(s["path"].startswith("hr/") for s in filtered)
+    assert _sources(sample_index, "NWL-CY-22871", "--hybrid", "--top-k", "1")[0]["path"] == "operations/vendor-contacts.md"

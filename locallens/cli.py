@@ -489,7 +489,8 @@ def status(
             out.print("no brains yet: run `locallens index PATH`", markup=False)
         for b in info["brains"]:
             out.print(
-                f"\n{b['name']}: {b['model']} ({b['dim']} dims), {b['documents']} documents, "
+                f"\n{b['name']}: {b['model']} ({b['dim']} dims), {b['chunker']} chunks of "
+                f"{b['chunk_size']}/{b['chunk_overlap']} tokens, {b['documents']} documents, "
                 f"{b['chunks']} chunks, last indexed {b['last_indexed'] or 'never'}, "
                 f"{b['stale']} file(s) changed since\n  roots: {', '.join(b['roots']) or '-'}",
                 markup=False,

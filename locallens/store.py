@@ -6,8 +6,7 @@ bindings that bundle their own SQLite, apsw is chosen because it tracks SQLite r
 (3.54 at the time of writing: FTS5 and WAL fixes arrive quickly), ships wheels for every platform,
 and leaves transactions entirely to us: no implicit BEGIN, so `BEGIN IMMEDIATE` means what it says
 and a document's chunks, vectors and FTS rows change together or not at all. (`sqlean.py` and
-`pysqlite3-binary` are DB-API clones that inherit the stdlib's implicit-transaction behaviour, and
-pysqlite3-binary only ships Linux x86-64 wheels.)
+`pysqlite3-binary` are DB-API clones that inherit the stdlib's implicit-transaction behaviour.)
 
 Layout: one file, many *brains* (named indexes). Each brain pins the embedding model and
 dimension it was built with and owns one vec0 table `vec_<brain id>` (a vec0 column has a fixed

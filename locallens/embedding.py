@@ -217,7 +217,7 @@ class Embedder:
         step = self.batch_size * 2
         parts = []
         for start in range(0, len(texts), step):
-            part = self._encode(list(texts[start:start + step]))
+            part = self._encode(list(texts[start:start + step]), batch_size)
             parts.append(part)
             progress(len(part))
         return np.concatenate(parts)

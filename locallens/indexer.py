@@ -301,24 +301,15 @@ class _Run:
 
     def _embed_sentences(self, report: IndexReport, chunks: list[Chunk]) -> None:
         """Fill the sentence cache that trimming reads, so `ask --trim` embeds nothing."""
+        from locallens.retrieval import SentenceEncoder
         from locallens.sentences import split_chunk_prefix, split_sentences
 
-        assert self.store is not None
         sentences = list(dict.fromkeys(
             s for chunk in chunks for s in split_sentences(split_chunk_prefix(chunk.content)[1])
         ))
-        if not sentences:
-            return
-        embedder = self._get_embedder()
-        hashes = [content_hash(s) for s in sentences]
-        cached = self.store.cached_sentence_vectors(embedder.name, hashes)
-        todo = [(h, s) for h, s in zip(hashes, sentences) if h not in cached]
-        if not todo:
-            return
-        self.progress.embedding(len(todo))
-        vectors = embedder.encode([s for _, s in todo], progress=self.progress.embedded)
-        self.store.cache_sentence_vectors(embedder.name, [(h, v) for (h, _), v in zip(todo, vectors)])
-        report.sentences_embedded += len(todo)
+        encoder = SentenceEncoder(self._get_embedder(), self.store, best_effort=False, progress=self.progress)
+        encoder(sentences)
+        report.sentences_embedded += encoder.encoded
 
     def ensure_brain(self) -> Brain:
         """The brain is created on first write, with the dimension of the model actually loaded."""

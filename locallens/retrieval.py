@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -139,13 +140,19 @@ def hybrid_search(
 class SentenceEncoder:
     """Embeds sentences for trimming through a cache in the store keyed by (model, sha256).
 
-    Repeated questions and popular chunks then cost no embedding at all. Writing the cache is
-    best effort: when an `index` run holds the database, the vectors are simply not cached.
+    Repeated questions and popular chunks then cost no embedding at all. At question time
+    writing the cache is best effort: when an `index` run holds the database, the vectors are
+    simply not cached. `index --sentence-vectors` (the writer itself) caches strictly and reports
+    progress.
     """
 
-    def __init__(self, embedder: Embedder, store: Store | None) -> None:
+    def __init__(
+        self, embedder: Embedder, store: Store | None, *, best_effort: bool = True, progress: Any = None
+    ) -> None:
         self.embedder = embedder
         self.store = store
+        self.best_effort = best_effort
+        self.progress = progress  # indexer.Progress: embedding(total), embedded(n)
         self.calls = 0
         self.encoded = 0
 
@@ -159,12 +166,17 @@ class SentenceEncoder:
         if todo:
             # Small batches: sentences vary in length, and one big batch pads them all to the
             # longest (measured: 46 sentences in 228 ms with batches of 8, 503 ms in one of 64).
-            fresh = self.embedder.encode(list(todo.values()), batch_size=8)
+            if self.progress is not None:
+                self.progress.embedding(len(todo))
+            fresh = self.embedder.encode(list(todo.values()), batch_size=8,
+                                         progress=self.progress.embedded if self.progress else None)
             self.encoded += len(todo)
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)
-            if self.store is not None:
+            if self.store is not None and self.best_effort:
                 self.store.try_cache_sentence_vectors(self.embedder.name, new_items)
+            elif self.store is not None:
+                self.store.cache_sentence_vectors(self.embedder.name, new_items)
         return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
 
 

@@ -105,6 +105,15 @@ def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
+_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+
+
+def _chunk(brain: "Brain", row: Sequence[Any]) -> Chunk:
+    """A Chunk from a row that starts with _CHUNK_COLUMNS."""
+    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4],
+                 checksum=row[5])
+
+
 @dataclass(frozen=True, slots=True)
 class Brain:
     id: int
@@ -411,10 +420,9 @@ class Store:
             return []
         ids = [r[0] for r in nearest]
         chunks = {
-            r[0]: Chunk(id=r[1], brain=brain.name, relative_path=r[2], chunk_index=r[3], content=r[4], checksum=r[5])
+            r[0]: _chunk(brain, r)
             for r in self.execute(
-                "SELECT id, chunk_id, relative_path, chunk_index, content, checksum FROM chunks"
-                f" WHERE id IN ({','.join('?' * len(ids))})", ids,
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))})", ids,
             )
         }
         # Closest first; equal distances in insertion order, so results are deterministic.
@@ -456,16 +464,11 @@ class Store:
             return {}
         marks = ",".join("?" * len(ids))
         rows = self.execute(
-            "SELECT c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
-            f" vec_distance_cosine(v.embedding, ?) FROM chunks c JOIN {brain.vec_table} v ON v.rowid = c.id"
-            f" WHERE c.id IN ({marks})",
+            f"SELECT {_CHUNK_COLUMNS}, vec_distance_cosine(v.embedding, ?) FROM chunks c"
+            f" JOIN {brain.vec_table} v ON v.rowid = c.id WHERE c.id IN ({marks})",
             [np.ascontiguousarray(query, dtype=np.float32).tobytes(), *ids],
         )
-        return {
-            r[0]: Hit(Chunk(id=r[1], brain=brain.name, relative_path=r[2], chunk_index=r[3], content=r[4],
-                            checksum=r[5]), score=1.0 - float(r[6]))
-            for r in rows
-        }
+        return {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[6])) for r in rows}
 
     # -- sentence vectors (trimming) ----------------------------------------------------------
 

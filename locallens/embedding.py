@@ -31,6 +31,8 @@ from locallens.errors import ModelUnavailableError, UsageError
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from locallens.npbert import NumpyBert
+
 PACKAGED_MINILM = "all-MiniLM-L6-v2"
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
@@ -151,58 +153,63 @@ def pick_device(device: str) -> str:
     return "cpu"
 
 
+# Up to this many tokens, a job is embedded by the NumPy encoder even on a machine where torch
+# would be faster per token: importing torch and sentence-transformers costs 4-5 s, which NumPy's
+# slower pace (measured: ~1.7x torch on full batches) only catches up with at ~30,000 tokens.
+NUMPY_TOKEN_BUDGET = 8192
+
+
 class Embedder:
-    """A loaded sentence-transformers model producing L2-normalised float32 vectors."""
+    """An embedding model producing L2-normalised float32 vectors, with two backends.
+
+    - NumPy (`locallens.npbert`): BERT-family sentence-transformers folders (the packaged MiniLM,
+      BGE small/base), loaded in ~0.1 s without torch. It embeds questions and any small job
+      (<= NUMPY_TOKEN_BUDGET tokens) on the CPU, so `ask`, `trim` and a small reindex never
+      import torch.
+    - sentence-transformers: loaded on first need, for large jobs, a GPU device, and every
+      model the NumPy encoder does not cover. Once loaded, it does all the work.
+    Both give the same vectors to ~1e-6, so a brain can hold vectors from either.
+    """
 
     # 32, not 64: on CPU throughput is the same within noise, and a batch's activations are most
     # of the peak memory of an index run (64 took it to 1.43 GB on a 2,000-file corpus).
     def __init__(self, spec: ModelSpec, *, device: str = "auto", batch_size: int = 32) -> None:
         self.spec = spec
         self.batch_size = batch_size
-        if spec.offline:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        else:
-            # An explicit opt-in to the hub: allowed to try, never allowed to hang. The hub
-            # client retries file by file with long timeouts; one quick probe answers first.
-            _probe_hub(spec)
-            os.environ.pop("HF_HUB_OFFLINE", None)
-            os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
-            os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        import logging
-        import warnings
+        self.requested_device = pick_device(device) if device not in {"auto", "cpu"} else device
+        self._st: SentenceTransformer | None = None
+        self._np: NumpyBert | None = None
+        if self.requested_device in {"auto", "cpu"} and Path(spec.source).is_dir():
+            from locallens import npbert
 
-        try:
-            import transformers
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:  # pragma: no cover - dependency of the package
-            raise ModelUnavailableError("sentence-transformers is not installed: pip install locallens") from exc
-        # transformers/hub log, warn and draw progress bars liberally on load (and warn about
-        # over-long inputs, which we count and report ourselves): stderr is for our own output.
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
-        for noisy in ("sentence_transformers", "huggingface_hub"):
-            logging.getLogger(noisy).setLevel(logging.ERROR)
-        self.device = pick_device(device)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.model: SentenceTransformer = SentenceTransformer(spec.source, device=self.device)
-        except Exception as exc:  # the hub stack raises many types; all mean "not available"
-            where = spec.source if Path(spec.source).exists() else f"the Hugging Face cache {hf_cache_dir()}"
-            hint = "" if spec.offline else " (downloading needs network access to the model hub)"
-            raise ModelUnavailableError(
-                f"embedding model {spec.name} could not be loaded from {where}{hint}: {type(exc).__name__}: "
-                f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
-            ) from exc
-        dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else None
-        self.dim = int(dim or self.model.get_sentence_embedding_dimension())
-        self.max_seq_length = int(self.model.max_seq_length or 512)
+            self._np = npbert.load(spec.source)
+        if self._np is not None:
+            self.dim, self.max_seq_length = self._np.dim, self._np.max_seq_length
+        else:
+            model = self.model  # loads sentence-transformers now: errors surface at load time
+            dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
+            self.dim = int(dim or model.get_sentence_embedding_dimension())
+            self.max_seq_length = int(model.max_seq_length or 512)
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def device(self) -> str:
+        return str(self._st.device) if self._st is not None else "cpu"
+
+    @property
+    def backend(self) -> str:
+        """What embedded so far: "numpy" until sentence-transformers is loaded."""
+        return "sentence-transformers" if self._st is not None else "numpy"
+
+    @property
+    def model(self) -> SentenceTransformer:
+        """The sentence-transformers model, loaded on first use."""
+        if self._st is None:
+            self._st = _load_sentence_transformer(self.spec, self.requested_device)
+        return self._st
 
     def encode(
         self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
@@ -212,8 +219,10 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if progress is None:
             return self._encode(list(texts), batch_size)
-        # Feed sentence-transformers in slices so a progress bar can move; each slice is large
-        # enough (2 batches) that its own length-sorting still groups similar lengths.
+        if self._st is None and self._np is not None and not self._fits_numpy(texts):
+            _ = self.model  # a large job as a whole: load sentence-transformers before the first slice
+        # Feed the model in slices so a progress bar can move; each slice is large enough
+        # (2 batches) that its own length-sorting still groups similar lengths.
         step = self.batch_size * 2
         parts = []
         for start in range(0, len(texts), step):
@@ -223,24 +232,76 @@ class Embedder:
         return np.concatenate(parts)
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        batch_size = batch_size or self.batch_size
+        if self._st is None and self._np is not None:
+            ids = self._np.token_ids(texts)
+            if sum(map(len, ids)) <= NUMPY_TOKEN_BUDGET:
+                return self._np.encode_ids(ids, batch_size)
         vectors = self.model.encode(
             texts,
-            batch_size=batch_size or self.batch_size,
+            batch_size=batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def _fits_numpy(self, texts: Sequence[str]) -> bool:
+        assert self._np is not None
+        return sum(len(ids) for ids in self._np.token_ids(texts)) <= NUMPY_TOKEN_BUDGET
+
     def encode_query(self, text: str) -> np.ndarray:
         return self._encode([self.spec.query_prefix + text])[0]
 
     def count_over_length(self, texts: Sequence[str]) -> int:
         """How many texts exceed the model's max sequence length (they would be truncated)."""
-        tokenizer = self.model.tokenizer
-        lengths = tokenizer(list(texts), add_special_tokens=True, truncation=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
-        return sum(1 for ids in lengths if len(ids) > self.max_seq_length)
+        if self._np is not None:
+            lengths = [len(ids) for ids in self._np.token_ids(texts, truncate=False)]
+        else:
+            tokenizer = self.model.tokenizer
+            lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                                                     return_attention_mask=False,
+                                                     return_token_type_ids=False)["input_ids"]]
+        return sum(1 for n in lengths if n > self.max_seq_length)
+
+
+def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransformer:
+    if spec.offline:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    else:
+        # An explicit opt-in to the hub: allowed to try, never allowed to hang. The hub
+        # client retries file by file with long timeouts; one quick probe answers first.
+        _probe_hub(spec)
+        os.environ.pop("HF_HUB_OFFLINE", None)
+        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
+        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    import logging
+    import warnings
+
+    try:
+        import transformers
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:  # pragma: no cover - dependency of the package
+        raise ModelUnavailableError("sentence-transformers is not installed: pip install locallens") from exc
+    # transformers/hub log, warn and draw progress bars liberally on load (and warn about
+    # over-long inputs, which we count and report ourselves): stderr is for our own output.
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    for noisy in ("sentence_transformers", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return SentenceTransformer(spec.source, device=pick_device(device))
+    except Exception as exc:  # the hub stack raises many types; all mean "not available"
+        where = spec.source if Path(spec.source).exists() else f"the Hugging Face cache {hf_cache_dir()}"
+        hint = "" if spec.offline else " (downloading needs network access to the model hub)"
+        raise ModelUnavailableError(
+            f"embedding model {spec.name} could not be loaded from {where}{hint}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        ) from exc
 
 
 _loaded: dict[tuple[str, str], Embedder] = {}

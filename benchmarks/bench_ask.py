@@ -16,8 +16,9 @@
 4. Warm retrieval latency (query embedding + k-NN search, k=5, median and p95 over 50 queries)
    at 10k and 100k chunks (10 queries at 2k with --quick). Those brains are written straight into
    the store with random unit vectors (fake documents of 100 chunks each): the search cost of
-   sqlite-vec does not depend on the values. Target: <= 50 ms at 100k chunks. Then a
-   diagnostic: the same query embeddings with torch limited to 1 intra-op thread.
+   sqlite-vec does not depend on the values. Target: <= 50 ms at 100k chunks. The search is
+   exact; from PARALLEL_MIN_VECTORS on it scans the brain's partitions on all cores (see
+   locallens/store.py), so the serial scan is measured beside it.
 """
 
 from __future__ import annotations
@@ -26,14 +27,11 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 import _common as c
 
-if TYPE_CHECKING:
-    from locallens.embedding import Embedder
 
 QUESTION = "Which port does the staging database listen on?"
 TARGET_COLD_S = 8.0
@@ -82,11 +80,13 @@ def import_times(table: c.Table, repeats: int, quick: bool) -> dict[str, float]:
         ("locallens.cli", "import locallens.cli"),
         ("torch", "import torch"),
         ("sentence_transformers", "import sentence_transformers"),
+        ("the NumPy encoder", "import locallens.npbert, tokenizers, safetensors.numpy"),
         ("llama_cpp", "import llama_cpp"),
-        ("all that ask imports", "import locallens.cli, locallens.answer, sentence_transformers, llama_cpp"),
+        ("all that ask imports",
+         "import locallens.cli, locallens.answer, locallens.npbert, tokenizers, safetensors.numpy, llama_cpp"),
     ]
-    if quick:  # the two slowest (several seconds each) only in the full run
-        modules = [m for m in modules if m[0] not in ("sentence_transformers", "all that ask imports")]
+    if quick:  # the slowest (several seconds) only in the full run
+        modules = [m for m in modules if m[0] != "sentence_transformers"]
     for label, code in modules:
         seconds = wall(code) - baseline
         out[label] = seconds
@@ -127,7 +127,7 @@ def cold_ask(table: c.Table, db: Path, repeats: int) -> None:
     table.add("wall, process start to exit", c.fmt_s(wall), f"<= {TARGET_COLD_S:g} s", wall <= TARGET_COLD_S,
               note="runs: " + ", ".join(f"{w:.2f} s" for w in walls))
     table.add("  embedding model load", c.fmt_ms(timings["embed_load_ms"]),
-              note="includes importing torch + sentence-transformers")
+              note="the NumPy encoder: tokenizers + safetensors, no torch")
     table.add("  query embedding", c.fmt_ms(timings["embed_ms"]))
     table.add("  k-NN search", c.fmt_ms(timings["search_ms"]))
     table.add("  LLM load", c.fmt_ms(timings["llm_load_ms"]), note="after `import llama_cpp`")
@@ -217,6 +217,7 @@ def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> flo
 
 
 def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries: int) -> None:
+    import locallens.store as store_module
     from locallens.embedding import load_embedder
     from locallens.retrieval import retrieve
     from locallens.store import Store
@@ -231,7 +232,7 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
         with Store(db, create=False) as store:
             brain = store.get_brain("default")
             n = store.stats(brain).chunks
-            for q in queries[:WARMUP_QUERIES]:  # page cache, model, sqlite-vec: all warm
+            for q in queries[:WARMUP_QUERIES]:  # page cache, memory map, threads: all warm
                 store.knn(brain, embedder.encode_query(q), 5)
             embed_ms: list[float] = []
             search_ms: list[float] = []
@@ -246,20 +247,37 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
                 embed_ms.append((t1 - t0) * 1000)
                 search_ms.append((t2 - t1) * 1000)
                 total_ms.append((t2 - t0) * 1000)
+            parallel = bool(store._readers)
             retrieve_ms = []
             for q in queries[:20]:  # (fewer with --quick: as many as the queries)
                 t0 = time.perf_counter()
                 retrieve(store, brain, embedder, q, 5)
                 retrieve_ms.append((time.perf_counter() - t0) * 1000)
+            # The same searches on one thread, for comparison.
+            vectors = [embedder.encode_query(q) for q in queries]
+            threshold = store_module.PARALLEL_MIN_VECTORS
+            store_module.PARALLEL_MIN_VECTORS = 1 << 62
+            try:
+                serial_ms = []
+                for vector in vectors:
+                    t0 = time.perf_counter()
+                    store.knn(brain, vector, 5)
+                    serial_ms.append((time.perf_counter() - t0) * 1000)
+            finally:
+                store_module.PARALLEL_MIN_VECTORS = threshold
             db_bytes = store.size_bytes()
         median_total = c.median(total_ms)
         p95_total = c.percentile(total_ms, 95)
         judged = size >= 100_000
+        how = (f"parallel over {store_module.PARTITIONS} partitions, {min(store_module.PARTITIONS, c.usable_cores())} threads"
+               if parallel else "one scan")
         table.section(f"warm retrieval at {n:,} chunks ({len(queries)} queries, k=5)")
         table.add("  brain build (not part of the target)", c.fmt_s(build_s),
                   note=f"{n / build_s:,.0f} chunks/s written; database {c.fmt_bytes(db_bytes)}")
-        table.add("  query embedding, median / p95", f"{c.median(embed_ms):.1f} / {c.percentile(embed_ms, 95):.1f} ms")
-        table.add("  k-NN search, median / p95", f"{c.median(search_ms):.1f} / {c.percentile(search_ms, 95):.1f} ms")
+        table.add("  query embedding, median / p95", f"{c.median(embed_ms):.1f} / {c.percentile(embed_ms, 95):.1f} ms",
+                  note=f"{embedder.backend} encoder")
+        table.add("  k-NN search, median / p95", f"{c.median(search_ms):.1f} / {c.percentile(search_ms, 95):.1f} ms",
+                  note=f"exact; {how}")
         table.add("  embed + search, median", c.fmt_ms(median_total),
                   f"<= {TARGET_RETRIEVAL_MS:g} ms" if judged else f"({TARGET_RETRIEVAL_MS:g} ms at 100k)",
                   (median_total <= TARGET_RETRIEVAL_MS) if judged else None)
@@ -268,37 +286,9 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
                   (p95_total <= TARGET_RETRIEVAL_MS) if judged else None)
         table.add("  retrieve() end to end, median", c.fmt_ms(c.median(retrieve_ms)),
                   note=f"{len(retrieve_ms)} queries; adds token counting of the hits")
+        table.add("  k-NN search on one thread, median / p95 (comparison)",
+                  f"{c.median(serial_ms):.1f} / {c.percentile(serial_ms, 95):.1f} ms")
         db.unlink()  # free the disk before the next size
-    threads_diagnostic(table, embedder, queries)
-
-
-def threads_diagnostic(table: c.Table, embedder: "Embedder", queries: list[str]) -> None:
-    """Query embedding with torch limited to 1 thread, beside the default (diagnostic only).
-
-    On a shared 2-core machine under load, torch's 2 intra-op threads wait on each other while
-    the other core is busy; one query's embedding can then take 10x longer than with 1 thread.
-    """
-    import torch
-
-    default_threads = torch.get_num_threads()
-    timings = {}
-    for threads in sorted({default_threads, 1}, reverse=True):
-        torch.set_num_threads(threads)
-        try:
-            for q in queries[:WARMUP_QUERIES]:
-                embedder.encode_query(q)
-            samples = []
-            for q in queries:
-                t0 = time.perf_counter()
-                embedder.encode_query(q)
-                samples.append((time.perf_counter() - t0) * 1000)
-        finally:
-            torch.set_num_threads(default_threads)
-        timings[threads] = samples
-    table.section("diagnostic: query embedding vs torch intra-op threads (same queries, back to back)")
-    for threads, samples in timings.items():
-        label = f"  {threads} thread{'s' if threads > 1 else ''}" + (" (default)" if threads == default_threads else "")
-        table.add(label, f"{c.median(samples):.1f} / {c.percentile(samples, 95):.1f} ms", note="median / p95")
 
 
 def main() -> None:

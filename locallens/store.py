@@ -10,10 +10,20 @@ and a document's chunks, vectors and FTS rows change together or not at all. (`s
 
 Layout: one file, many *brains* (named indexes). Each brain pins the embedding model and
 dimension it was built with and owns one vec0 table `vec_<brain id>` (a vec0 column has a fixed
-dimension, so brains of different models live side by side). `chunks.id` (an integer rowid) is
+dimension, so brains of different models live side by side). The vec0 table is split into
+PARTITIONS partitions by `rowid % PARTITIONS` (a vec0 partition key), so that a large brain is
+scanned by several threads at once. `chunks.id` (an integer rowid) is
 the key shared by the chunk row, its vector row and its FTS row; the seed's chunk id
 (`checksum[:12]-index`) is `chunks.chunk_id`, which is not unique across files (two copies of a
 file have the same ids, by design of SPEC §1).
+
+Search (`knn`) is exact: sqlite-vec's brute-force cosine scan, which costs ~40 ms per 100k
+vectors of 384 dimensions on this class of machine even from a memory map (its distance code
+is scalar). From PARALLEL_MIN_VECTORS on, each core scans its share of the partitions on its own
+connection (apsw releases the GIL while SQLite works) and the results are merged: ~21 ms at
+100k on 2 cores. Approximate alternatives were measured and rejected: a sign-bit prefilter with
+exact rescoring keeps only ~98% recall@5 at 10k SciFact chunks with 100 candidates, and
+sqlite-vec's top-k costs ~0.1 ms per candidate, so it cannot afford the candidates 100k needs.
 
 sqlite-vec quirks handled here: `INSERT OR REPLACE` into vec0 fails, so vectors are deleted then
 inserted; deleted rows do not shrink the file (`status` reports free pages; `VACUUM` reclaims).
@@ -29,15 +39,30 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    import apsw
+
+# 1: first release. 2: vec0 tables partitioned by rowid % PARTITIONS (parallel search).
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000
+# Reads go through a memory map: a vector scan then costs ~40% less than through read() calls.
+# SQLite only maps for reading; writes still go through its journal, so nothing can be corrupted.
+MMAP_BYTES = 1 << 30
+PARTITIONS = 4
+# vec0 stores vectors in blocks of this many per partition (sqlite-vec's default is 1024): with
+# 4 partitions, a small brain then preallocates 1,024 vectors, not 4,096. Scan speed is the same.
+VEC_CHUNK_SIZE = 256
+# Below this many vectors one scan takes a few ms, less than starting threads and connections.
+PARALLEL_MIN_VECTORS = 20_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -98,6 +123,13 @@ CREATE TABLE IF NOT EXISTS sentence_cache(
     PRIMARY KEY(model, text_hash)
 ) WITHOUT ROWID;
 """
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def content_hash(text: str) -> bytes:
@@ -180,6 +212,8 @@ class Store:
         import sqlite_vec
 
         self.path = Path(path)
+        self._readers: list[apsw.Connection] = []  # extra read-only connections of _parallel_scan
+        self._pool: ThreadPoolExecutor | None = None  # and its threads
         if not create and not self.path.exists():
             raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
         if create:
@@ -210,10 +244,34 @@ class Store:
             raise StoreError(f"cannot switch {self.path} to WAL mode (got {mode})")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
+        self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         if version < SCHEMA_VERSION:
             with self.transaction():
-                self.conn.execute(_SCHEMA)
-                self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                # Again under the write lock: another process may have upgraded it meanwhile.
+                version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+                if version < SCHEMA_VERSION:
+                    self.conn.execute(_SCHEMA)
+                    if version == 1:
+                        for brain in self.brains():
+                            self._partition_vectors(brain)
+                    self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if version == 1:
+                # The upgrade rewrote every vector into the WAL; reads from the WAL are not memory-
+                # mapped, so move them into the database file now (best effort: readers may hold it).
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def _partition_vectors(self, brain: Brain) -> None:
+        """Schema 1 → 2: move a brain's vectors into a partitioned vec0 table of the same name."""
+        # Through a plain table: vec0 cannot be renamed (its shadow tables keep their names).
+        self.conn.execute("CREATE TEMP TABLE v1_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        self.conn.execute(f"INSERT INTO v1_vectors SELECT rowid, embedding FROM {brain.vec_table}")
+        self.conn.execute(f"DROP TABLE {brain.vec_table}")
+        self._create_vec_table(brain.id, brain.dim)
+        self.conn.execute(
+            f"INSERT INTO {brain.vec_table}(rowid, part, embedding)"
+            f" SELECT id, id % {PARTITIONS}, embedding FROM v1_vectors ORDER BY id"
+        )
+        self.conn.execute("DROP TABLE v1_vectors")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -232,6 +290,12 @@ class Store:
             return self.conn.execute(sql, params).fetchall()
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        for reader in self._readers:
+            reader.close()
+        self._readers.clear()
         self.conn.close()
 
     def __enter__(self) -> "Store":
@@ -273,10 +337,14 @@ class Store:
                 (name, model, dim, chunker, chunk_size, chunk_overlap, time.time()),
             )
             brain_id = self.conn.last_insert_rowid()
-            self.conn.execute(
-                f"CREATE VIRTUAL TABLE vec_{brain_id} USING vec0(embedding float[{dim}] distance_metric=cosine)"
-            )
+            self._create_vec_table(brain_id, dim)
         return self.get_brain(name)
+
+    def _create_vec_table(self, brain_id: int, dim: int) -> None:
+        self.conn.execute(
+            f"CREATE VIRTUAL TABLE vec_{brain_id} USING vec0(part INTEGER PARTITION KEY,"
+            f" embedding float[{dim}] distance_metric=cosine, chunk_size={VEC_CHUNK_SIZE})"
+        )
 
     def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
         with self.transaction():
@@ -364,9 +432,10 @@ class Store:
                     (brain.id, doc_id, chunk.id, chunk.relative_path, chunk.chunk_index,
                      chunk.content, chunk.checksum, content_hash(chunk.content)),
                 )
+                rowid = self.conn.last_insert_rowid()
                 self.conn.execute(
-                    f"INSERT INTO {brain.vec_table}(rowid, embedding) VALUES (?, ?)",
-                    (self.conn.last_insert_rowid(), vector.tobytes()),
+                    f"INSERT INTO {brain.vec_table}(rowid, part, embedding) VALUES (?, ?, ?)",
+                    (rowid, rowid % PARTITIONS, vector.tobytes()),
                 )
 
     def _delete_document_rows(self, brain: Brain, doc_id: int) -> None:
@@ -402,6 +471,11 @@ class Store:
                     found[h] = np.frombuffer(row[0], dtype=np.float32)
         return found
 
+    def vector_count(self, brain: Brain) -> int:
+        """Vectors in the brain, in O(1): sqlite-vec keeps one row per vector in `<table>_rowids`."""
+        (count,), = self.execute(f"SELECT count(*) FROM {brain.vec_table}_rowids")
+        return int(count)
+
     def knn(
         self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None
     ) -> list[Hit]:
@@ -413,9 +487,12 @@ class Store:
         if path_glob:
             where = " AND rowid IN (SELECT id FROM chunks WHERE brain_id = ? AND relative_path GLOB ?)"
             params += [brain.id, path_glob]
-        nearest = self.execute(
-            f"SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?{where}", params
-        )
+        sql = f"SELECT rowid, distance FROM {brain.vec_table} WHERE embedding MATCH ? AND k = ?{where}"
+        workers = min(PARTITIONS, _usable_cores())
+        if workers > 1 and self.vector_count(brain) >= PARALLEL_MIN_VECTORS:
+            nearest = self._parallel_scan(sql + " AND part = ?", params, workers)
+        else:
+            nearest = self.execute(sql, params)
         if not nearest:
             return []
         ids = [r[0] for r in nearest]
@@ -426,8 +503,49 @@ class Store:
             )
         }
         # Closest first; equal distances in insertion order, so results are deterministic.
-        ranked = sorted(nearest, key=lambda r: (r[1], r[0]))
+        ranked = sorted(nearest, key=lambda r: (r[1], r[0]))[:k]
         return [Hit(chunks[rowid], score=1.0 - float(distance)) for rowid, distance in ranked if rowid in chunks]
+
+    def _parallel_scan(self, sql: str, params: list[Any], workers: int) -> list[tuple[Any, ...]]:
+        """Run `sql` once per partition, `workers` partitions at a time, each on its own connection.
+
+        Each worker's connection reads its own WAL snapshot: a commit landing between them can
+        show one partition before it and another after, which only matters as much as a search
+        that ran a moment earlier or later. Chunks are then read on the main connection.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        while len(self._readers) < workers - 1:
+            self._readers.append(self._open_reader())
+        if self._pool is None:  # threads start on first use and then stay for the next searches
+            self._pool = ThreadPoolExecutor(max_workers=PARTITIONS - 1, thread_name_prefix="locallens-scan")
+        connections = [self.conn, *self._readers[:workers - 1]]
+
+        def scan(worker: int) -> list[tuple[Any, ...]]:
+            conn = connections[worker]
+            with _translated(f"reading {self.path}"):
+                return [row for part in range(worker, PARTITIONS, workers)
+                        for row in conn.execute(sql, [*params, part]).fetchall()]
+
+        # Worker 0 is this thread, on the main connection; the others run in the pool.
+        others = [self._pool.submit(scan, worker) for worker in range(1, workers)]
+        rows = scan(0)
+        for future in others:
+            rows += future.result()
+        return rows
+
+    def _open_reader(self) -> apsw.Connection:
+        import apsw
+        import sqlite_vec
+
+        with _translated(f"opening {self.path}"):
+            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            conn.enable_load_extension(True)
+            conn.load_extension(sqlite_vec.loadable_path())
+            conn.enable_load_extension(False)
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        return conn
 
     def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
         """Chunk ids ranked by BM25 (FTS5) for the words of `query`, best first.

@@ -39,7 +39,9 @@ def cli_json(*args: str) -> dict:
 
 def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
     with Store(db, create=False) as store:
-        stats = store.stats(store.get_brain(brain))
+        b = store.get_brain(brain)
+        stats = store.stats(b)
+        assert store.vector_count(b) == stats.vectors  # what knn sizes its search by
         return stats.documents, stats.chunks, stats.vectors, stats.fts_rows
 
 

@@ -275,7 +275,7 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
         table.add("  brain build (not part of the target)", c.fmt_s(build_s),
                   note=f"{n / build_s:,.0f} chunks/s written; database {c.fmt_bytes(db_bytes)}")
         table.add("  query embedding, median / p95", f"{c.median(embed_ms):.1f} / {c.percentile(embed_ms, 95):.1f} ms",
-                  note=f"{embedder.backend} encoder")
+                  note=f"{embedder.last_backend} encoder")
         table.add("  k-NN search, median / p95", f"{c.median(search_ms):.1f} / {c.percentile(search_ms, 95):.1f} ms",
                   note=f"exact; {how}")
         table.add("  embed + search, median", c.fmt_ms(median_total),

@@ -153,10 +153,14 @@ def pick_device(device: str) -> str:
     return "cpu"
 
 
-# Up to this many tokens, a job is embedded by the NumPy encoder even on a machine where torch
-# would be faster per token: importing torch and sentence-transformers costs 4-5 s, which NumPy's
-# slower pace (measured: ~1.7x torch on full batches) only catches up with at ~30,000 tokens.
+# While sentence-transformers is not loaded, jobs up to this many tokens go to the NumPy encoder:
+# importing torch and sentence-transformers costs 4-5 s, which NumPy's slower pace on batches
+# (measured on 2 cores: ~2,700 tokens/s against torch's ~7,000) only adds up to at ~20,000 tokens.
 NUMPY_TOKEN_BUDGET = 8192
+# Once it is loaded, torch takes every job but a question: NumPy embeds a question in ~9 ms
+# against torch's ~14 ms, and torch's OpenMP threads keep spinning after each call, which slows
+# the parallel search that follows.
+NUMPY_QUERY_TOKENS = 128
 
 
 class Embedder:
@@ -167,7 +171,7 @@ class Embedder:
       (<= NUMPY_TOKEN_BUDGET tokens) on the CPU, so `ask`, `trim` and a small reindex never
       import torch.
     - sentence-transformers: loaded on first need, for large jobs, a GPU device, and every
-      model the NumPy encoder does not cover. Once loaded, it does all the work.
+      model the NumPy encoder does not cover. Once loaded, it does all the work but questions.
     Both give the same vectors to ~1e-6, so a brain can hold vectors from either.
     """
 
@@ -179,6 +183,7 @@ class Embedder:
         self.requested_device = pick_device(device) if device not in {"auto", "cpu"} else device
         self._st: SentenceTransformer | None = None
         self._np: NumpyBert | None = None
+        self.last_backend = ""  # "numpy" or "sentence-transformers": what embedded the last job
         if self.requested_device in {"auto", "cpu"} and Path(spec.source).is_dir():
             from locallens import npbert
 
@@ -198,11 +203,6 @@ class Embedder:
     @property
     def device(self) -> str:
         return str(self._st.device) if self._st is not None else "cpu"
-
-    @property
-    def backend(self) -> str:
-        """What embedded so far: "numpy" until sentence-transformers is loaded."""
-        return "sentence-transformers" if self._st is not None else "numpy"
 
     @property
     def model(self) -> SentenceTransformer:
@@ -233,10 +233,12 @@ class Embedder:
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         batch_size = batch_size or self.batch_size
-        if self._st is None and self._np is not None:
+        if self._np is not None:
             ids = self._np.token_ids(texts)
-            if sum(map(len, ids)) <= NUMPY_TOKEN_BUDGET:
+            if sum(map(len, ids)) <= (NUMPY_TOKEN_BUDGET if self._st is None else NUMPY_QUERY_TOKENS):
+                self.last_backend = "numpy"
                 return self._np.encode_ids(ids, batch_size)
+        self.last_backend = "sentence-transformers"
         vectors = self.model.encode(
             texts,
             batch_size=batch_size,

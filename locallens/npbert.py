@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
-# Jobs up to this many tokens run NumPy's BLAS on one thread. A question's matrices are too small
-# to gain from more, and OpenBLAS's idle threads spin for a while after each call: on 2 cores they
-# then take the CPU from whatever runs next (the parallel vector search measured 52 ms instead of
-# 27 ms right after an embedding; llama.cpp's prefill follows too).
-ONE_THREAD_TOKENS = 2048
+# Jobs up to this many tokens run NumPy's BLAS on one thread. A question gains little from more
+# (~9 ms against ~7 ms), and OpenBLAS's idle threads spin for a while after each call: on 2 cores
+# they then take the CPU from whatever runs next (the parallel vector search measured 52 ms
+# instead of 25 ms right after an embedding; llama.cpp's prefill follows too).
+ONE_THREAD_TOKENS = 256
 _blas_controller = None
 
 

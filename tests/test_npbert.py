@@ -137,27 +137,33 @@ def _cached(folder: Path) -> npbert.NumpyBert:
 
 def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"))
-    assert embedder.backend == "numpy" and embedder.dim == 384 and embedder.max_seq_length == 256
-    query = embedder.encode_query("a question nobody else in the suite asks, about numpy backends")
-    assert embedder.backend == "numpy" and query.shape == (384,)
+    assert embedder._st is None and embedder.dim == 384 and embedder.max_seq_length == 256
+    question = "a question nobody else in the suite asks, about numpy backends"
+    query = embedder.encode_query(question)
+    assert embedder.last_backend == "numpy" and embedder._st is None and query.shape == (384,)
     over = ["word " * 300, "short"]
     assert embedder.count_over_length(over) == 1
-    # A job over the token budget loads sentence-transformers, which then does all the work.
+    # A job over the token budget loads sentence-transformers, which then does all the work...
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
     vectors = embedder.encode(["a passage long enough to go over a ten-token budget for numpy embedding"] * 2)
-    assert embedder.backend == "sentence-transformers" and vectors.shape == (2, 384)
-    again = embedder.encode_query("a question nobody else in the suite asks, about numpy backends")
-    np.testing.assert_allclose(again, query, atol=2e-6)
+    assert embedder.last_backend == "sentence-transformers" and vectors.shape == (2, 384)
+    embedder.encode(["a job of a few hundred tokens, no question " * 20] * 2)
+    assert embedder.last_backend == "sentence-transformers"
+    # ...but questions, which NumPy embeds faster. (A new text: the suite memoises vectors by text.)
+    again = embedder.encode_query(question + "?")
+    assert embedder.last_backend == "numpy"
+    np.testing.assert_allclose(again, embedder.model.encode([question + "?"], normalize_embeddings=True)[0], atol=2e-6)
     assert embedder.count_over_length(over) == 1
 
 
 def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=1)
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
+    monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 0)
     done: list[int] = []
     # Each 2-text slice (batch_size * 2) fits the budget; the 6 texts together do not.
     embedder.encode(["three tokens"] * 6, progress=done.append)
-    assert embedder.backend == "sentence-transformers" and sum(done) == 6
+    assert embedder.last_backend == "sentence-transformers" and sum(done) == 6
 
 
 def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:

@@ -17,11 +17,11 @@ the key shared by the chunk row, its vector row and its FTS row; the seed's chun
 (`checksum[:12]-index`) is `chunks.chunk_id`, which is not unique across files (two copies of a
 file have the same ids, by design of SPEC §1).
 
-Search (`knn`) is exact: sqlite-vec's brute-force cosine scan, which costs ~40 ms per 100k
+Search (`knn`) is exact: sqlite-vec's brute-force cosine scan, which costs ~45 ms per 100k
 vectors of 384 dimensions on this class of machine even from a memory map (its distance code
 is scalar). From PARALLEL_MIN_VECTORS on, each core scans its share of the partitions on its own
-connection (apsw releases the GIL while SQLite works) and the results are merged: ~21 ms at
-100k on 2 cores. Approximate alternatives were measured and rejected: a sign-bit prefilter with
+connection (apsw releases the GIL while SQLite works) and the results are merged: ~26 ms at
+100k on 2 cores (benchmarks/bench_ask.py). Approximate alternatives were measured and rejected: a sign-bit prefilter with
 exact rescoring keeps only ~98% recall@5 at 10k SciFact chunks with 100 candidates, and
 sqlite-vec's top-k costs ~0.1 ms per candidate, so it cannot afford the candidates 100k needs.
 

@@ -36,6 +36,8 @@ app = typer.Typer(
 BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
 DbOpt = typer.Option(None, "--db", envvar="LOCALLENS_DB", help="Database file [default: $LOCALLENS_HOME/index.db].")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
+HybridOpt = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID",
+                         help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.")
 
 
 def _db(db: Optional[Path]) -> Path:
@@ -264,7 +266,7 @@ def ask(
     trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
     window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
-    hybrid: bool = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID", help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names."),
+    hybrid: bool = HybridOpt,
     rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
     candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
     min_relevance: float = typer.Option(0.4, "--min-relevance", help="Drop reranked excerpts scoring below this (0..1)."),
@@ -342,6 +344,7 @@ def trim(
     text: Optional[str] = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for --text (with an index, the brain's own)."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    hybrid: bool = HybridOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every sentence with its score, kept or dropped."),
     json_out: bool = JsonOpt,
 ) -> None:
@@ -361,7 +364,7 @@ def trim(
                     raise UsageError(f"cannot read --text {text}: {exc}") from exc
             result = trim_given_text(body, query, settings, model=model, device=device)
         else:
-            result = trim_from_index(_db(db), brain, query, top_k, settings, device=device)
+            result = trim_from_index(_db(db), brain, query, top_k, settings, device=device, hybrid=hybrid)
         if not result.hits:
             fail(f"nothing relevant found in brain {brain!r}", 4)
         reduction = (100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
@@ -438,6 +441,7 @@ def eval_(
     beir: Optional[Path] = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for the --beir brain."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    hybrid: bool = HybridOpt,
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the sweep as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Draw token reduction against overlap/retention (PNG)."),
     json_out: bool = JsonOpt,
@@ -452,7 +456,7 @@ def eval_(
         request = EvalRequest(
             db=_db(db), brain=brain, questions=questions, beir=beir, top_k=top_k,
             thresholds=parse_thresholds(thresholds), windows=parse_windows(windows), answers=answers,
-            llm=llm, judge=judge, device=device, model=None if model == "auto" else model,
+            llm=llm, judge=judge, device=device, model=None if model == "auto" else model, hybrid=hybrid,
         )
         with progress_for_stderr() as bar:
             stages = RichStages(bar) if isinstance(bar, RichProgress) else None

@@ -137,6 +137,16 @@ def hybrid_search(
     return [hits[kk] for kk in order[:k]]
 
 
+def search(
+    store: Store, brain: Brain, query: str, qvec: np.ndarray, k: int, *,
+    path_glob: str | None = None, hybrid: bool = False,
+) -> list[Hit]:
+    """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
+    if hybrid:
+        return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
+    return store.knn(brain, qvec, k, path_glob=path_glob)
+
+
 class SentenceEncoder:
     """Embeds sentences for trimming through a cache in the store keyed by (model, sha256).
 
@@ -206,10 +216,7 @@ def retrieve(
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
     t1 = time.perf_counter()
     depth = max(top_k, rerank.candidates) if rerank else top_k
-    if hybrid:
-        hits = hybrid_search(store, brain, query, qvec, depth, path_glob=path_glob)
-    else:
-        hits = store.knn(brain, qvec, depth, path_glob=path_glob)
+    hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     if rerank is not None:
@@ -235,7 +242,8 @@ def retrieve(
 
 
 def trim_from_index(
-    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = "auto"
+    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = "auto",
+    hybrid: bool = False,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
     from locallens.embedding import load_embedder
@@ -243,7 +251,7 @@ def trim_from_index(
     with Store(db, create=False) as store:
         brain = store.get_brain(brain_name)
         embedder = load_embedder(brain.model, device=device)
-        return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True))
+        return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True), hybrid=hybrid)
 
 
 def trim_given_text(

@@ -295,8 +295,8 @@ def sample_report(sample_index: Path) -> EvalReport:
 
 def test_eval_json_shape(sample_report: EvalReport) -> None:
     data = json.loads(json.dumps(sample_report.as_json()))
-    assert list(data) == ["questions", "sweep", "retrieval", "answers", "per_question"]
-    assert data["questions"] == 20
+    assert list(data) == ["questions", "search", "sweep", "retrieval", "answers", "per_question"]
+    assert data["questions"] == 20 and data["search"] == "vector"
     assert [(row["threshold"], row["window"]) for row in data["sweep"]] == [
         (t, w) for t in (0.3, 0.38, 0.45) for w in (0, 1, 2)]
     assert all(set(row) == SWEEP_KEYS for row in data["sweep"])
@@ -331,6 +331,17 @@ def test_sweep_invariants(sample_report: EvalReport) -> None:
     for t in (0.3, 0.38, 0.45):
         tokens = [r.avg_tokens_trim for r in rows if r.threshold == t]
         assert tokens == sorted(tokens)
+
+
+def test_hybrid_eval_searches_by_keywords_too(sample_index: Path, sample_report: EvalReport) -> None:
+    hybrid = run_eval(EvalRequest(db=sample_index, questions=QUESTIONS_JSONL, device="cpu", hybrid=True,
+                                  thresholds=(0.38,), windows=(1,)))
+    assert hybrid.as_json()["search"] == "hybrid" and "hybrid search" in hybrid.render_text()
+    assert hybrid.retrieval is not None and sample_report.retrieval is not None
+    assert hybrid.retrieval.hit_at_k >= 0.8
+    # The fused rankings differ from the vector rankings for some question.
+    assert any([h.chunk.id for h in a.hits] != [h.chunk.id for h in b.hits]
+               for a, b in zip(hybrid.baselines, sample_report.baselines))
 
 
 def test_retrieval_metrics_on_sample_docs(sample_report: EvalReport) -> None:
@@ -504,6 +515,11 @@ def test_beir_on_a_tiny_dataset(tiny_beir: Path, tmp_path: Path, embedder) -> No
     again = run_beir(EvalRequest(db=db, beir=tiny_beir, device="cpu"))
     assert (again.files_written, again.files_embedded, again.chunks_embedded) == (0, 0, 0)
     assert again.ndcg_at_10 == report.ndcg_at_10
+
+    # Hybrid search on the same brain: keyword and vector rankings fused, same bounds.
+    hybrid = run_beir(EvalRequest(db=db, beir=tiny_beir, device="cpu", hybrid=True))
+    assert hybrid.as_json()["search"] == "hybrid" and "hybrid search" in hybrid.render_text()
+    assert hybrid.chunks_embedded == 0 and hybrid.recall_at_10 == pytest.approx((1 + 1 + 0.5) / 3)
 
 
 def test_beir_reading_and_naming(tiny_beir: Path) -> None:

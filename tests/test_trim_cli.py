@@ -123,3 +123,13 @@ def test_index_sentence_vectors_precomputes_everything(tmp_path: Path, embedder)
         assert encoder.calls == 1 and encoder.encoded == 0
     again = json.loads(cli("index", str(SAMPLE_DOCS / "hr"), "--db", str(db), "--sentence-vectors", "--json").stdout)
     assert again["sentences_embedded"] == 0
+
+
+def test_trim_with_hybrid_search_finds_exact_tokens(sample_index: Path) -> None:
+    plain = json.loads(cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3").stdout)
+    result = cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3", "--hybrid")
+    assert result.exit_code == 0, result.output
+    hybrid = json.loads(result.stdout)
+    assert hybrid["chunks"][0]["path"] == "notas/manual-almacen-zaragoza.md"
+    assert "10.40.1.50" in hybrid["chunks"][0]["content"]
+    assert [c["id"] for c in plain["chunks"]] != [c["id"] for c in hybrid["chunks"]]

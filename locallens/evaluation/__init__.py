@@ -71,6 +71,7 @@ class EvalRequest:
     device: str = "auto"
     model: str | None = None  # embedding model of the BEIR brain (None: auto, or the brain's pin)
     beir_chunks: int = DEFAULT_CHUNKS_PER_QUERY  # chunks searched per BEIR query
+    hybrid: bool = False  # search by vector and keywords fused (retrieval.hybrid_search)
 
 
 def _parse_list(text: str, kind: type, flag: str) -> tuple[Any, ...]:
@@ -115,12 +116,14 @@ class EvalReport:
     answers: AnswerMetrics | None = None
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    search: str = "vector"  # or "hybrid"
 
     # ---------------------------------------------------------------------------- JSON
 
     def as_json(self) -> dict[str, Any]:
         return {
             "questions": len(self.questions),
+            "search": self.search,
             "sweep": [row.as_json() for row in self.sweep.rows],
             "retrieval": self.retrieval.as_json() if self.retrieval else None,
             "answers": self.answers.as_json() if self.answers else None,
@@ -222,7 +225,8 @@ class EvalReport:
     # ---------------------------------------------------------------------------- text
 
     def render_text(self) -> str:
-        lines = [f"{len(self.questions)} questions, brain {self.brain!r} ({self.model}), top-{self.top_k} context", ""]
+        lines = [f"{len(self.questions)} questions, brain {self.brain!r} ({self.model}), top-{self.top_k} context, "
+                 f"{self.search} search", ""]
         lines.append("Trimming sweep (tokens: seed estimate, round(1.3 x words); exact tiktoken in --csv)")
         header = (f"  {'threshold':>9}  {'window':>6}  {'tokens before':>13}  {'tokens after':>12}  "
                   f"{'reduction':>9}  {'overlap':>7}  {'answers kept':>12}")
@@ -276,8 +280,10 @@ def _validate(request: EvalRequest) -> None:
 
 
 def _baselines(store: Any, brain: Any, embedder: Any, questions: Sequence[Question], top_k: int,
-               progress: EvalProgress) -> list[Baseline]:
+               progress: EvalProgress, hybrid: bool = False) -> list[Baseline]:
     """Embed every question once (one batch, with the model's query prefix) and search once."""
+    from locallens.retrieval import search
+
     texts = [embedder.spec.query_prefix + q.text for q in questions]
     progress.start(EMBEDDING_QUESTIONS, len(texts))
     vectors = embedder.encode(texts, progress=lambda n: progress.advance(EMBEDDING_QUESTIONS, n))
@@ -285,7 +291,8 @@ def _baselines(store: Any, brain: Any, embedder: Any, questions: Sequence[Questi
     progress.start(RETRIEVING, len(questions))
     baselines = []
     for question, vector in zip(questions, vectors):
-        baselines.append(Baseline(question, vector, store.knn(brain, vector, depth), top_k))
+        hits = search(store, brain, question.text, vector, depth, hybrid=hybrid)
+        baselines.append(Baseline(question, vector, hits, top_k))
         progress.advance(RETRIEVING)
     return baselines
 
@@ -309,7 +316,7 @@ def run_eval(request: EvalRequest, progress: EvalProgress | None = None) -> Eval
         t0 = time.perf_counter()
         embedder = load_embedder(brain.model, device=request.device)
         t1 = time.perf_counter()
-        baselines = _baselines(store, brain, embedder, questions, request.top_k, progress)
+        baselines = _baselines(store, brain, embedder, questions, request.top_k, progress, request.hybrid)
         t2 = time.perf_counter()
         result = sweep(baselines, request.thresholds, request.windows, min_sentences=request.min_sentences,
                        encode=SentenceEncoder(embedder, store), progress=progress)
@@ -332,7 +339,7 @@ def run_eval(request: EvalRequest, progress: EvalProgress | None = None) -> Eval
     return EvalReport(
         brain=request.brain, db=str(request.db), model=brain.model, top_k=request.top_k,
         questions=questions, baselines=baselines, sweep=result, retrieval=retrieval, answers=answers,
-        seconds=time.perf_counter() - started, timings=timings,
+        seconds=time.perf_counter() - started, timings=timings, search="hybrid" if request.hybrid else "vector",
     )
 
 
@@ -341,4 +348,4 @@ def run_beir(request: EvalRequest, progress: EvalProgress | None = None) -> Beir
     if request.beir is None:
         raise UsageError("--beir needs a BEIR-layout folder")
     return evaluate_beir(request.beir, Path(request.db).expanduser(), model=request.model, device=request.device,
-                         chunks_per_query=request.beir_chunks, progress=progress)
+                         chunks_per_query=request.beir_chunks, hybrid=request.hybrid, progress=progress)

@@ -225,6 +225,7 @@ class BeirReport:
     recall_at_10: float
     recall_at_100: float
     chunks_per_query: int
+    search: str  # "vector" or "hybrid"
     index_seconds: float  # writing the files and indexing them
     query_seconds: float  # encoding the queries and searching (model load excluded)
     load_seconds: float = 0.0  # loading the embedding model for the queries (0 when indexing had)
@@ -249,6 +250,7 @@ class BeirReport:
             "recall_at_10": round(self.recall_at_10, 4),
             "recall_at_100": round(self.recall_at_100, 4),
             "chunks_per_query": self.chunks_per_query,
+            "search": self.search,
             "queries_skipped": self.queries_skipped,
             "short_rankings": self.short_rankings,
             "timings": {"index_s": round(self.index_seconds, 2), "model_load_s": round(self.load_seconds, 2),
@@ -268,8 +270,8 @@ class BeirReport:
         lines = [
             f"BEIR {self.dataset}: {self.documents} documents ({self.chunks} chunks) in brain "
             f"{self.brain!r}, model {self.model}",
-            f"{self.queries} test queries, {self.chunks_per_query} chunks searched per query, "
-            "a document scores as its best chunk",
+            f"{self.queries} test queries, {self.chunks_per_query} chunks searched per query "
+            f"({self.search} search), a document scores as its best chunk",
             "",
             f"  nDCG@10     {self.ndcg_at_10:.4f}",
             f"  recall@10   {self.recall_at_10:.4f}",
@@ -294,11 +296,13 @@ def evaluate_beir(
     device: str = "auto",
     chunks_per_query: int = DEFAULT_CHUNKS_PER_QUERY,
     split: str = "test",
+    hybrid: bool = False,
     progress: EvalProgress | None = None,
 ) -> BeirReport:
     """Index the dataset's corpus into brain `beir-<name>` of `db` and score its `split` queries."""
     from locallens.embedding import load_embedder
     from locallens.indexer import IndexRequest, index
+    from locallens.retrieval import search
     from locallens.store import Store
 
     if chunks_per_query < 1:
@@ -334,8 +338,8 @@ def evaluate_beir(
         vectors = embedder.encode(texts, progress=lambda n: progress.advance(ENCODING, n))
         progress.start(SEARCHING, len(judged))
         results: list[BeirQueryResult] = []
-        for (qid, _, rels), vector in zip(judged, vectors):
-            hits = store.knn(brain, vector, chunks_per_query)
+        for (qid, text, rels), vector in zip(judged, vectors):
+            hits = search(store, brain, text, vector, chunks_per_query, hybrid=hybrid)
             ranked = rank_documents([h.chunk.relative_path for h in hits], files.names)
             results.append(BeirQueryResult(
                 query_id=qid,
@@ -359,6 +363,7 @@ def evaluate_beir(
         recall_at_10=mean(r.recall_at_10 for r in results) or 0.0,
         recall_at_100=mean(r.recall_at_100 for r in results) or 0.0,
         chunks_per_query=chunks_per_query,
+        search="hybrid" if hybrid else "vector",
         index_seconds=index_seconds,
         query_seconds=query_seconds,
         load_seconds=load_seconds,

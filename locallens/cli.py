@@ -215,8 +215,8 @@ def index(
         for skipped in report.skipped:
             warn(f"skipped {skipped.path}: {skipped.reason}")
         if report.over_length:
-            warn(f"{report.over_length} chunk(s) are longer than the embedding model's max sequence "
-                 "length and were embedded truncated; lower --chunk-size to avoid it")
+            print(f"locallens: note: {report.over_length} chunk(s) are longer than the embedding model's "
+                  "window and were embedded in windows (whole, not truncated)", file=sys.stderr, flush=True)
         if json_out:
             print_json(report.as_json())
         else:

@@ -184,6 +184,7 @@ class Embedder:
         self._st: SentenceTransformer | None = None
         self._np: NumpyBert | None = None
         self.last_backend = ""  # "numpy" or "sentence-transformers": what embedded the last job
+        self._specials: int | None = None
         if self.requested_device in {"auto", "cpu"} and Path(spec.source).is_dir():
             from locallens import npbert
 
@@ -232,7 +233,67 @@ class Embedder:
         return np.concatenate(parts)
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Vectors of `texts`; one longer than the model's window is embedded whole, in windows.
+
+        A transformer only sees its first max_seq_length tokens (256 for MiniLM: a 220-token
+        chunk of dense text or Spanish can exceed it), so the rest of such a text would not
+        count. It is cut at token boundaries into the fewest windows that fit, of equal length,
+        and its vector is the token-weighted mean of theirs, normalised.
+        """
         batch_size = batch_size or self.batch_size
+        pieces, owners, weights = self._windows(texts)
+        vectors = self._encode_pieces(pieces, batch_size)
+        if len(pieces) == len(texts):
+            return vectors
+        combined = np.zeros((len(texts), self.dim), dtype=np.float32)
+        np.add.at(combined, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float32)[:, None])
+        return combined / np.maximum(np.linalg.norm(combined, axis=1, keepdims=True), 1e-12)
+
+    def _windows(self, texts: list[str]) -> tuple[list[str], list[int], list[int]]:
+        """(pieces, index of the text each piece belongs to, its token count)."""
+        offsets = self._token_offsets(texts)
+        limit = self.max_seq_length - self._special_tokens()
+        if offsets is None or limit < 1 or all(len(o) <= limit for o in offsets):
+            return texts, list(range(len(texts))), [1] * len(texts)
+        pieces: list[str] = []
+        owners: list[int] = []
+        weights: list[int] = []
+        for i, (text, spans) in enumerate(zip(texts, offsets)):
+            if len(spans) <= limit:
+                pieces.append(text)
+                owners.append(i)
+                weights.append(1)  # its own vector, renormalised
+                continue
+            count = -(-len(spans) // limit)
+            size = -(-len(spans) // count)
+            for start in range(0, len(spans), size):
+                end = min(start + size, len(spans))
+                pieces.append(text[spans[start][0]:spans[end - 1][1]])
+                owners.append(i)
+                weights.append(end - start)
+        return pieces, owners, weights
+
+    def _token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]] | None:
+        """Character spans of every token of every text (no special tokens, no truncation)."""
+        if self._np is not None:
+            return self._np.token_offsets(texts)
+        tokenizer = self.model.tokenizer
+        if not getattr(tokenizer, "is_fast", False):
+            return None  # no offsets: such a model truncates (count_over_length reports it)
+        encoded = tokenizer(list(texts), add_special_tokens=False, truncation=False, return_offsets_mapping=True,
+                            return_attention_mask=False, return_token_type_ids=False)
+        return [list(map(tuple, spans)) for spans in encoded["offset_mapping"]]
+
+    def _special_tokens(self) -> int:
+        """Tokens the model adds around every text ([CLS] and [SEP] for BERT)."""
+        if self._specials is None:
+            if self._np is not None:
+                self._specials = len(self._np.token_ids([""])[0])
+            else:
+                self._specials = len(self.model.tokenizer("")["input_ids"])
+        return self._specials
+
+    def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._np is not None:
             ids = self._np.token_ids(texts)
             if sum(map(len, ids)) <= (NUMPY_TOKEN_BUDGET if self._st is None else NUMPY_QUERY_TOKENS):
@@ -256,7 +317,7 @@ class Embedder:
         return self._encode([self.spec.query_prefix + text])[0]
 
     def count_over_length(self, texts: Sequence[str]) -> int:
-        """How many texts exceed the model's max sequence length (they would be truncated)."""
+        """How many texts exceed the model's max sequence length (they are embedded in windows)."""
         if self._np is not None:
             lengths = [len(ids) for ids in self._np.token_ids(texts, truncate=False)]
         else:

@@ -152,6 +152,15 @@ class NumpyBert:
         finally:
             self.tokenizer.enable_truncation(max_length=self.max_seq_length)
 
+    def token_offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Character spans of each text's tokens, without special tokens or truncation."""
+        self.tokenizer.no_truncation()
+        try:
+            encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=False)
+        finally:
+            self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+        return [list(e.offsets) for e in encodings]
+
     # -- forward ----------------------------------------------------------------------------
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:

@@ -179,3 +179,30 @@ def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stderr
         assert "HEAVY []" in out.stderr
+
+
+LONG = ("The warehouse in Zaragoza opens at seven and closes at nine. " * 30
+        + "The launch code of the pilot project is TANGERINE-42.")
+
+
+def test_a_text_longer_than_the_model_window_is_embedded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    pieces, owners, weights = embedder._windows([LONG, "", "short"])
+    assert owners == [0, 0, 1, 2] and pieces[2:] == ["", "short"]
+    assert pieces[1].endswith("TANGERINE-42.") and LONG.startswith(pieces[0])
+    assert abs(weights[0] - weights[1]) <= 1 and weights[0] + weights[1] == len(embedder._np.token_offsets([LONG])[0])
+    assert all(len(ids) <= 256 for ids in embedder._np.token_ids(pieces[:2], truncate=False))
+    vectors = embedder.encode([LONG, "", "short"])
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
+    windows = embedder._encode_pieces(pieces[:2], 32)
+    mean = weights[0] * windows[0] + weights[1] * windows[1]
+    np.testing.assert_allclose(vectors[0], mean / np.linalg.norm(mean), atol=1e-6)
+    # The end of the text counts: truncated at 256 tokens it would be about the warehouse only.
+    query = embedder.encode_query("What is the launch code of the pilot project?")
+    truncated = embedder._encode_pieces([LONG], 32)[0]
+    assert vectors[0] @ query > truncated @ query + 0.1
+    assert embedder.count_over_length([LONG, "short"]) == 1
+    # sentence-transformers windows the same way.
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 0)
+    np.testing.assert_allclose(embedder.encode([LONG + " "]), vectors[:1], atol=2e-6)
+    assert embedder.last_backend == "sentence-transformers"

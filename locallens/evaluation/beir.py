@@ -232,7 +232,7 @@ class BeirReport:
     files_written: int = 0
     files_embedded: int = 0  # new or changed files the indexer had to embed
     chunks_embedded: int = 0
-    chunks_over_length: int = 0  # of those, longer than the model's max sequence (truncated)
+    chunks_over_length: int = 0  # of those, longer than the model's max sequence (embedded in windows)
     queries_skipped: int = 0  # judged queries missing from queries.jsonl or with no relevant doc
     short_rankings: int = 0  # queries with fewer than 100 distinct documents ranked
     per_query: list[BeirQueryResult] = field(default_factory=list)

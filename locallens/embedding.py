@@ -222,15 +222,18 @@ class Embedder:
             return self._encode(list(texts), batch_size)
         if self._st is None and self._np is not None and not self._fits_numpy(texts):
             _ = self.model  # a large job as a whole: load sentence-transformers before the first slice
-        # Feed the model in slices so a progress bar can move; each slice is large enough
-        # (2 batches) that its own length-sorting still groups similar lengths.
+        # Feed the model in slices so a progress bar can move. Longest first, as
+        # sentence-transformers orders one call: texts of similar length share a batch, so little
+        # is padded. (In the given order, an index run measured +19% over one encode() call of
+        # the same texts; longest first, +1%.)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         step = self.batch_size * 2
-        parts = []
-        for start in range(0, len(texts), step):
-            part = self._encode(list(texts[start:start + step]), batch_size)
-            parts.append(part)
-            progress(len(part))
-        return np.concatenate(parts)
+        for start in range(0, len(order), step):
+            chosen = order[start:start + step]
+            out[chosen] = self._encode([texts[i] for i in chosen], batch_size)
+            progress(len(chosen))
+        return out
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Vectors of `texts`; one longer than the model's window is embedded whole, in windows.

@@ -206,3 +206,13 @@ def test_a_text_longer_than_the_model_window_is_embedded_whole(monkeypatch: pyte
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 0)
     np.testing.assert_allclose(embedder.encode([LONG + " "]), vectors[:1], atol=2e-6)
     assert embedder.last_backend == "sentence-transformers"
+
+
+def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=2)
+    texts = [f"text number {i} " + "padding words " * (i * 7 % 11) for i in range(9)]
+    done: list[int] = []
+    with_progress = embedder.encode(texts, progress=done.append)
+    assert sum(done) == 9 and len(done) == 3
+    np.testing.assert_allclose(with_progress, embedder.encode(texts), atol=2e-6)
+    np.testing.assert_allclose(with_progress[4], embedder.encode([texts[4]])[0], atol=2e-6)

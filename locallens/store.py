@@ -36,6 +36,7 @@ import hashlib
 import os
 import re
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,10 @@ PARTITIONS = 4
 VEC_CHUNK_SIZE = 256
 # Below this many vectors one scan takes a few ms, less than starting threads and connections.
 PARALLEL_MIN_VECTORS = 20_000
+# Keyword search leaves out words found in more than this fraction of the chunks, from this many
+# chunks in the database on (see Store._without_common_words).
+COMMON_WORD_FRACTION = 0.2
+KEYWORD_PRUNE_MIN_CHUNKS = 20_000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
@@ -214,6 +219,7 @@ class Store:
         self.path = Path(path)
         self._readers: list[apsw.Connection] = []  # extra read-only connections of _parallel_scan
         self._pool: ThreadPoolExecutor | None = None  # and its threads
+        self._vocab_ready = False  # temp.chunks_vocab (fts5vocab) created on this connection
         if not create and not self.path.exists():
             raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
         if create:
@@ -565,7 +571,8 @@ class Store:
                 terms.append(f'"{parts[0]}"')
         if not terms or k <= 0:
             return []
-        match = " OR ".join(dict.fromkeys(terms))
+        terms = self._without_common_words(list(dict.fromkeys(terms)))
+        match = " OR ".join(terms)
         where, params = "", [match, brain.id]
         if path_glob:
             where, params = " AND c.relative_path GLOB ?", params + [path_glob]
@@ -575,6 +582,35 @@ class Store:
             params + [k],
         )
         return [r[0] for r in rows]
+
+    def _without_common_words(self, terms: list[str]) -> list[str]:
+        """Drop single words found in more than COMMON_WORD_FRACTION of the chunks (the, of, on).
+
+        BM25 gives them little weight, but FTS5 still scores every chunk that has one: at 100k
+        chunks they made a keyword search take ~67 ms. Applied from KEYWORD_PRUNE_MIN_CHUNKS on,
+        so smaller databases rank exactly as without it. Phrases are always kept, and when every
+        word is common the rarest one stays.
+        """
+        words = [t for t in terms if " " not in t]
+        if len(words) < 2:
+            return terms
+        (total,), = self.execute("SELECT count(*) FROM chunks")
+        if total < KEYWORD_PRUNE_MIN_CHUNKS:
+            return terms
+        if not self._vocab_ready:
+            self.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, 'row')")
+            self._vocab_ready = True
+        frequency = {}
+        for term in words:
+            # The index holds words case- and diacritic-folded (unicode61, remove_diacritics 2).
+            folded = "".join(ch for ch in unicodedata.normalize("NFKD", term.strip('"'))
+                             if not unicodedata.combining(ch))
+            rows = self.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (folded,))
+            frequency[term] = int(rows[0][0]) if rows else 0
+        common = {t for t in words if frequency[t] > COMMON_WORD_FRACTION * total}
+        if common == set(words):
+            common.discard(min(words, key=lambda t: frequency[t]))
+        return [t for t in terms if t not in common]
 
     def hits_by_id(self, brain: Brain, query: np.ndarray, ids: Sequence[int]) -> dict[int, Hit]:
         """These chunks as hits, scored by cosine similarity with `query` like knn() scores them."""

@@ -101,3 +101,21 @@ def test_a_newer_schema_is_refused(sample_copy: Path) -> None:
         store.conn.execute(f"PRAGMA user_version={store_module.SCHEMA_VERSION + 1}")
     with pytest.raises(StoreError, match="newer locallens"):
         Store(sample_copy, create=False)
+
+
+def test_keyword_search_leaves_out_words_most_chunks_have(sample_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "KEYWORD_PRUNE_MIN_CHUNKS", 0)
+    with Store(sample_index, create=False) as store:
+        brain = store.get_brain("default")
+        assert store._without_common_words(['"the"', '"staging"', '"of"']) == ['"staging"']
+        # Phrases stay; when every word is common, the rarest stays.
+        assert store._without_common_words(['"the"', '"10 40 1 50"']) == ['"the"', '"10 40 1 50"']
+        assert len(store._without_common_words(['"the"', '"and"'])) == 1
+        # Diacritics are folded as the index folds them: "qué" is counted as "que".
+        assert store._without_common_words(['"qué"', '"puerto"']) == store._without_common_words(['"que"', '"puerto"'])
+        ids = store.keyword_search(brain, "the port of the staging database", 3)
+        paths = [r[0] for r in store.execute(f"SELECT relative_path FROM chunks WHERE id IN ({','.join(map(str, ids))})")]
+        assert "engineering/staging-environment.md" in paths
+    monkeypatch.setattr(store_module, "KEYWORD_PRUNE_MIN_CHUNKS", 10**9)
+    with Store(sample_index, create=False) as store:
+        assert store._without_common_words(['"the"', '"staging"', '"of"']) == ['"the"', '"staging"', '"of"']

@@ -267,10 +267,9 @@ class Embedder:
                 owners.append(i)
                 weights.append(1)  # its own vector, renormalised
                 continue
-            count = -(-len(spans) // limit)
-            size = -(-len(spans) // count)
-            for start in range(0, len(spans), size):
-                end = min(start + size, len(spans))
+            count = -(-len(spans) // limit)  # the fewest windows that fit, sizes within one token
+            bounds = [j * len(spans) // count for j in range(count + 1)]
+            for start, end in zip(bounds, bounds[1:]):
                 pieces.append(text[spans[start][0]:spans[end - 1][1]])
                 owners.append(i)
                 weights.append(end - start)

@@ -216,3 +216,32 @@ def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
     assert sum(done) == 9 and len(done) == 3
     np.testing.assert_allclose(with_progress, embedder.encode(texts), atol=2e-6)
     np.testing.assert_allclose(with_progress[4], embedder.encode([texts[4]])[0], atol=2e-6)
+
+
+_WINDOWING = embedding.Embedder(embedding.resolve_model("minilm"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefghij .,é日")), max_size=120), min_size=1, max_size=5),
+       st.integers(min_value=3, max_value=12))
+def test_windows_cover_every_token_and_fit_the_model(texts: list[str], window: int) -> None:
+    embedder = _WINDOWING
+    real_max = embedder.max_seq_length
+    embedder.max_seq_length = window + 2  # [CLS] and [SEP] around `window` tokens
+    try:
+        pieces, owners, weights = embedder._windows(texts)
+    finally:
+        embedder.max_seq_length = real_max
+    assert sorted(set(owners)) == list(range(len(texts))) and owners == sorted(owners)
+    for i, text in enumerate(texts):
+        mine = [p for p, o in zip(pieces, owners) if o == i]
+        tokens = embedder._np.token_offsets([text])[0]
+        if len(tokens) <= window:
+            assert mine == [text]
+            continue
+        lengths = [len(embedder._np.token_offsets([p])[0]) for p in mine]
+        # Every window fits (re-tokenising a piece may split its first word differently, so
+        # allow one token), they are as even as possible, and together they hold every token.
+        assert all(n <= window + 1 for n in lengths)
+        counts = [w for w, o in zip(weights, owners) if o == i]
+        assert sum(counts) == len(tokens) and max(counts) - min(counts) <= 1 and max(counts) <= window

@@ -31,12 +31,15 @@ class LoopGuard:
 
     Small models fall into loops ("## 2. The staging database is ... ## 3. The staging database
     is ...") and would fill --max-tokens with them. A line (of some length, markup and numbering
-    ignored) that comes back ends the answer. Text streams as it comes, except a line that so far
-    could be a repeat of an earlier one: it is held until it differs (then released) or completes
-    (then the answer ends without it).
+    ignored) that comes back ends the answer. So does a line that starts the prompt over
+    ("Question:", "Source excerpts:"): the model is writing itself a new question to answer.
+    Text streams as it comes, except a line that so far could be a repeat or such a header: it
+    is held until it differs (then released) or is confirmed (then the answer ends without it).
     """
 
     MIN_LINE = 16
+    # The headers of the user message in prompt.py, as `_key` reduces them.
+    PROMPT_HEADERS = ("question:", "source excerpts:")
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
@@ -64,7 +67,11 @@ class LoopGuard:
             self.line += part
             self.held += part
             key = self._key(self.line)
-            if key and not any(seen.startswith(key) for seen in self.seen):
+            if any(key.startswith(header) for header in self.PROMPT_HEADERS):
+                self.line = self.held = ""
+                return "".join(out), True
+            if key and not any(seen.startswith(key) for seen in self.seen) \
+                    and not any(header.startswith(key) for header in self.PROMPT_HEADERS):
                 out.append(self.held)
                 self.held = ""
         return "".join(out), False

@@ -302,11 +302,14 @@ def ask(
         on_text = show if not json_out and not context_only else None
 
         result = run_ask(request, on_text)
+        if on_text is not None:
+            sys.stdout.write("\n")  # end the streamed answer's line before any warning on stderr
+            sys.stdout.flush()
         if result.dropped:
             warn(f"{len(result.dropped)} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
                  + ", ".join(f"{h.chunk.relative_path}#chunk-{h.chunk.chunk_index}" for h in result.dropped))
         if result.stopped_looping:
-            warn("the model started repeating itself; its answer was cut there")
+            warn("the model started repeating itself (or its prompt); its answer was cut there")
         if result.invalid_citations:
             warn("the answer cites excerpts that do not exist: "
                  + ", ".join(f"[{n}]" for n in result.invalid_citations))
@@ -317,7 +320,6 @@ def ask(
             sys.stdout.write(result.context + "\n")
             return
         out = stdout_console()
-        sys.stdout.write("\n")
         if result.retrieval.trimmed:
             r = result.retrieval
             out.print(f"\n(trimmed context: {r.tokens_before} → {r.tokens_in_context} tokens)", markup=False, style="dim")

@@ -240,6 +240,26 @@ def test_loop_guard_stops_before_showing_the_repeat() -> None:
                               "## 2. The staging database is shared among all teams.\n\n")
 
 
+@pytest.mark.parametrize("step", [1, 5, 100])
+def test_loop_guard_stops_where_the_model_starts_the_prompt_over(step: int) -> None:
+    from locallens.answer import LoopGuard
+
+    text = ("The staging database listens on port 5433 [1].\n\n"
+            "Questions about it go to the platform team.\n\n"
+            "Question:\nWhich team is responsible for the staging database?\n\nThe answer is:")
+    guard, shown, stopped = LoopGuard(), [], False
+    for i in range(0, len(text), step):
+        out, stopped = guard.feed(text[i:i + step])
+        shown.append(out)
+        if stopped:
+            break
+    assert stopped
+    # "Questions about it..." is an answer line: held while it could be the header, then shown.
+    assert "".join(shown) == ("The staging database listens on port 5433 [1].\n\n"
+                              "Questions about it go to the platform team.\n\n")
+    assert LoopGuard().feed("## Source excerpts:\n[1] docs")[1]
+
+
 def test_loop_guard_streams_novel_text_and_releases_near_repeats() -> None:
     from locallens.answer import LoopGuard
 

@@ -319,15 +319,15 @@ class Embedder:
         return self._encode([self.spec.query_prefix + text])[0]
 
     def count_over_length(self, texts: Sequence[str]) -> int:
-        """How many texts exceed the model's max sequence length (they are embedded in windows)."""
-        if self._np is not None:
-            lengths = [len(ids) for ids in self._np.token_ids(texts, truncate=False)]
-        else:
-            tokenizer = self.model.tokenizer
-            lengths = [len(ids) for ids in tokenizer(list(texts), add_special_tokens=True, truncation=False,
-                                                     return_attention_mask=False,
-                                                     return_token_type_ids=False)["input_ids"]]
-        return sum(1 for n in lengths if n > self.max_seq_length)
+        """How many texts are longer than the model's window: they are embedded in windows (or,
+        with a tokenizer that gives no offsets, truncated)."""
+        offsets = self._token_offsets(list(texts))
+        if offsets is not None:
+            limit = self.max_seq_length - self._special_tokens()
+            return sum(1 for spans in offsets if len(spans) > limit)
+        ids = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
+                                   return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        return sum(1 for seq in ids if len(seq) > self.max_seq_length)
 
 
 def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransformer:

@@ -142,15 +142,9 @@ class NumpyBert:
         text = str(text).strip()
         return text.lower() if self.lower else text
 
-    def token_ids(self, texts: Sequence[str], *, truncate: bool = True) -> list[list[int]]:
-        prepared = [self._prepare(t) for t in texts]
-        if truncate:
-            return [e.ids for e in self.tokenizer.encode_batch(prepared)]
-        self.tokenizer.no_truncation()
-        try:
-            return [e.ids for e in self.tokenizer.encode_batch(prepared)]
-        finally:
-            self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """What the model reads of each text: special tokens included, truncated to its window."""
+        return [e.ids for e in self.tokenizer.encode_batch([self._prepare(t) for t in texts])]
 
     def token_offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Character spans of each text's tokens, without special tokens or truncation."""

@@ -214,7 +214,6 @@ class Store:
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
         import apsw
-        import sqlite_vec
 
         self.path = Path(path)
         self._readers: list[apsw.Connection] = []  # extra read-only connections of _parallel_scan
@@ -229,12 +228,21 @@ class Store:
                 raise StoreError(f"cannot create the folder {self.path.parent}: {exc.strerror}") from exc
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         with _translated(f"opening {self.path}"):
-            self.conn = apsw.Connection(str(self.path), flags=flags)
-            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            self.conn.enable_load_extension(True)
-            self.conn.load_extension(sqlite_vec.loadable_path())
-            self.conn.enable_load_extension(False)
+            self.conn = self._connect(flags)
             self._migrate()
+
+    def _connect(self, flags: int) -> apsw.Connection:
+        """A connection with sqlite-vec loaded and memory-mapped reads."""
+        import apsw
+        import sqlite_vec
+
+        conn = apsw.Connection(str(self.path), flags=flags)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+        return conn
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -250,7 +258,6 @@ class Store:
             raise StoreError(f"cannot switch {self.path} to WAL mode (got {mode})")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
-        self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         if version < SCHEMA_VERSION:
             with self.transaction():
                 # Again under the write lock: another process may have upgraded it meanwhile.
@@ -542,16 +549,9 @@ class Store:
 
     def _open_reader(self) -> apsw.Connection:
         import apsw
-        import sqlite_vec
 
         with _translated(f"opening {self.path}"):
-            conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            conn.enable_load_extension(True)
-            conn.load_extension(sqlite_vec.loadable_path())
-            conn.enable_load_extension(False)
-            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-        return conn
+            return self._connect(apsw.SQLITE_OPEN_READONLY)
 
     def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
         """Chunk ids ranked by BM25 (FTS5) for the words of `query`, best first.

@@ -11,8 +11,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# Property tests: the same examples on every run by default, so that `make test` (and CI) cannot
+# fail by chance; HYPOTHESIS_PROFILE=explore draws new random examples, and more of them.
+settings.register_profile("deterministic", derandomize=True)
+settings.register_profile("explore", derandomize=False, max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 SAMPLE_DOCS = ROOT / "sample_docs"
 
 # Offline for the whole session, before anything imports the hub stack.

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from locallens.cli import app
 from locallens.prompt import format_hits
 
-from .conftest import ROOT, SAMPLE_DOCS
+from .conftest import ROOT
 
 runner = CliRunner()
 QUESTIONS = [json.loads(line) for line in (ROOT / "tests/data/questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -223,21 +223,25 @@ def test_missing_reranker_is_exit_6(sample_index: Path, tmp_path: Path) -> None:
     assert result.exit_code == 6 and "reranker" in result.stderr
 
 
-def test_loop_guard_stops_before_showing_the_repeat() -> None:
+def guarded(text: str, step: int) -> tuple[str, bool]:
+    """Stream `text` through a LoopGuard `step` characters at a time: (what is shown, stopped)."""
     from locallens.answer import LoopGuard
 
+    guard, shown = LoopGuard(), []
+    for i in range(0, len(text), step):
+        out, stopped = guard.feed(text[i:i + step])
+        shown.append(out)
+        if stopped:
+            return "".join(shown), True
+    return "".join(shown) + guard.flush(), False
+
+
+def test_loop_guard_stops_before_showing_the_repeat() -> None:
     text = ("The staging database listens on port 5433 [1].\n\n"
             "## 2. The staging database is shared among all teams.\n\n"
             "## 3. The staging database is shared among all teams.\n")
-    guard, shown, stopped = LoopGuard(), [], False
-    for i in range(0, len(text), 7):
-        out, stopped = guard.feed(text[i:i + 7])
-        shown.append(out)
-        if stopped:
-            break
-    assert stopped
-    assert "".join(shown) == ("The staging database listens on port 5433 [1].\n\n"
-                              "## 2. The staging database is shared among all teams.\n\n")
+    assert guarded(text, 7) == ("The staging database listens on port 5433 [1].\n\n"
+                                "## 2. The staging database is shared among all teams.\n\n", True)
 
 
 @pytest.mark.parametrize("step", [1, 5, 100])
@@ -247,16 +251,9 @@ def test_loop_guard_stops_where_the_model_starts_the_prompt_over(step: int) -> N
     text = ("The staging database listens on port 5433 [1].\n\n"
             "Questions about it go to the platform team.\n\n"
             "Question:\nWhich team is responsible for the staging database?\n\nThe answer is:")
-    guard, shown, stopped = LoopGuard(), [], False
-    for i in range(0, len(text), step):
-        out, stopped = guard.feed(text[i:i + step])
-        shown.append(out)
-        if stopped:
-            break
-    assert stopped
     # "Questions about it..." is an answer line: held while it could be the header, then shown.
-    assert "".join(shown) == ("The staging database listens on port 5433 [1].\n\n"
-                              "Questions about it go to the platform team.\n\n")
+    assert guarded(text, step) == ("The staging database listens on port 5433 [1].\n\n"
+                                   "Questions about it go to the platform team.\n\n", True)
     assert LoopGuard().feed("## Source excerpts:\n[1] docs")[1]
 
 
@@ -265,13 +262,7 @@ def test_loop_guard_streams_novel_text_and_releases_near_repeats() -> None:
 
     text = ("- 25 days of leave per year [1]\n- 25 days of leave are pro-rated [2]\nok\nok\n"
             "The end, without a newline")
-    guard, shown = LoopGuard(), []
-    for ch in text:
-        out, stopped = guard.feed(ch)
-        assert not stopped
-        shown.append(out)
-    shown.append(guard.flush())
-    assert "".join(shown) == text
+    assert guarded(text, 1) == (text, False)
     # Novel text is released as it comes, not at the end of its line.
     first = LoopGuard()
     assert first.feed("The answer is")[0] == "The answer is"

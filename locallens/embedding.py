@@ -220,7 +220,7 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if progress is None:
             return self._encode(list(texts), batch_size)
-        if self._st is None and self._np is not None and not self._fits_numpy(texts):
+        if self._st is None and self._np is not None and not self._numpy_takes(self._np.token_ids(texts)):
             _ = self.model  # a large job as a whole: load sentence-transformers before the first slice
         # Feed the model in slices so a progress bar can move. Longest first, as
         # sentence-transformers orders one call: texts of similar length share a batch, so little
@@ -298,7 +298,7 @@ class Embedder:
     def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self._np is not None:
             ids = self._np.token_ids(texts)
-            if sum(map(len, ids)) <= (NUMPY_TOKEN_BUDGET if self._st is None else NUMPY_QUERY_TOKENS):
+            if self._numpy_takes(ids):
                 self.last_backend = "numpy"
                 return self._np.encode_ids(ids, batch_size)
         self.last_backend = "sentence-transformers"
@@ -311,9 +311,9 @@ class Embedder:
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
-    def _fits_numpy(self, texts: Sequence[str]) -> bool:
-        assert self._np is not None
-        return sum(len(ids) for ids in self._np.token_ids(texts)) <= NUMPY_TOKEN_BUDGET
+    def _numpy_takes(self, ids: Sequence[Sequence[int]]) -> bool:
+        """Whether the NumPy encoder embeds a job of these token ids (the budgets above)."""
+        return sum(map(len, ids)) <= (NUMPY_TOKEN_BUDGET if self._st is None else NUMPY_QUERY_TOKENS)
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._encode([self.spec.query_prefix + text])[0]

@@ -97,7 +97,6 @@ class NumpyBert:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from tokenizers import Tokenizer
 
-        self.folder = folder
         self.heads = int(config["num_attention_heads"])
         self.hidden = int(config["hidden_size"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))

@@ -1,10 +1,14 @@
-"""`ask`: retrieve → (trim) → fit the context → grounded prompt → llama.cpp → answer + sources.
+"""`ask`: retrieve → (trim) → fit the context → grounded prompt → llama.cpp → check → answer.
 
-The code, not the (tiny) model, guarantees the two promises of a grounded answer:
+The code, not the (tiny) model, guarantees the promises of a grounded answer:
 - no excerpts means no model call at all (NothingFoundError, exit 4): the model is never handed
   an empty context as a chance to invent;
-- every `[N]` of the answer is checked against the numbered excerpts that were actually sent
-  (after context fitting), and the sources are listed whether or not the model cited them.
+- every sentence of the answer is checked against the numbered excerpts that were actually sent
+  (after context fitting) by `locallens.claims`: only supported sentences are printed, each with
+  a citation of an excerpt that backs it; when none is left, the answer is the plain refusal;
+- the sources are listed whether or not the answer cited them.
+`--extractive` skips the model: the answer is the excerpts' most relevant sentences
+(`locallens.extractive`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from locallens.claims import CheckedAnswer, check_answer
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
-from locallens.prompt import Citations, build_grounded_history, fit_hits_to_context, format_hits, parse_citations
-from locallens.retrieval import RerankSettings, TrimSettings, retrieve
+from locallens.prompt import (
+    CITATION_RE,
+    Citations,
+    build_grounded_history,
+    fit_hits_to_context,
+    format_hits,
+    parse_citations,
+)
+from locallens.extractive import extractive_answer
+from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, retrieve
 from locallens.store import Store
 
 if TYPE_CHECKING:
+    from locallens.embedding import Embedder
     from locallens.llm import LocalLLM, Usage
 
 
@@ -30,25 +44,36 @@ class LoopGuard:
     """Stops a generation that has started repeating itself, before the repeat is shown.
 
     Small models fall into loops ("## 2. The staging database is ... ## 3. The staging database
-    is ...") and would fill --max-tokens with them. A line (of some length, markup and numbering
-    ignored) that comes back ends the answer. So does a line that starts the prompt over
-    ("Question:", "Source excerpts:"): the model is writing itself a new question to answer.
+    is ...", or "The answer is: [6]" twenty times with a new citation each time) and would fill
+    --max-tokens with them. Lines are compared by a key that ignores markup, numbering and
+    citation markers: a line of some length (`MIN_LINE`) that comes back ends the answer, and a
+    shorter one ends it on its `MAX_SHORT_REPEATS + 1`-th appearance (a short line such as "ok"
+    may legitimately recur once). So does a line that starts the prompt over ("Question:",
+    "Source excerpts:"): the model is writing itself a new question to answer.
     Text streams as it comes, except a line that so far could be a repeat or such a header: it
     is held until it differs (then released) or is confirmed (then the answer ends without it).
     """
 
     MIN_LINE = 16
+    MAX_SHORT_REPEATS = 2
     # The headers of the user message in prompt.py, as `_key` reduces them.
     PROMPT_HEADERS = ("question:", "source excerpts:")
 
     def __init__(self) -> None:
-        self.seen: set[str] = set()
+        self.seen: dict[str, int] = {}  # line key -> times seen
         self.line = ""  # the current line so far
         self.held = ""  # the part of it not yet released
 
     @staticmethod
     def _key(line: str) -> str:
-        return re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", line).strip().lower()
+        without_citations = CITATION_RE.sub(" ", line)
+        key = re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", without_citations)
+        return " ".join(key.split()).lower()
+
+    def _repeats(self, key: str) -> bool:
+        """Whether the finished line `key` is one repeat too many."""
+        count = self.seen.get(key, 0)
+        return count >= (1 if len(key) >= self.MIN_LINE else self.MAX_SHORT_REPEATS)
 
     def feed(self, piece: str) -> tuple[str, bool]:
         """(text to show now, whether to stop generating)."""
@@ -56,11 +81,11 @@ class LoopGuard:
         for part in re.split(r"(\n)", piece):
             if part == "\n":
                 key = self._key(self.line)
-                if len(key) >= self.MIN_LINE and key in self.seen:
+                if key and self._repeats(key):
                     self.line = self.held = ""
                     return "".join(out), True
-                if len(key) >= self.MIN_LINE:
-                    self.seen.add(key)
+                if key:
+                    self.seen[key] = self.seen.get(key, 0) + 1
                 out.append(self.held + "\n")
                 self.line = self.held = ""
                 continue
@@ -102,6 +127,9 @@ class AskRequest:
     hybrid: bool = False  # fuse keyword (BM25) and vector rankings
     device: str = "auto"
     seed: int = 0
+    extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
+    show_unsupported: bool = False  # print unsupported sentences too, marked
+    cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
 
 
 @dataclass(slots=True)
@@ -110,14 +138,29 @@ class AskResult:
     retrieval: RetrievalResult
     sources: list[Hit]  # the excerpts sent to the model, numbered from 1 in this order
     dropped: list[Hit] = field(default_factory=list)  # lowest-ranked hits that did not fit
-    answer: str | None = None
-    citations: list[int] = field(default_factory=list)
-    invalid_citations: list[int] = field(default_factory=list)
+    checked: CheckedAnswer | None = None  # the answer after the check (None: --context-only)
+    mode: str = "generate"  # "generate" (the LLM) or "extractive" (no LLM)
+    invalid_citations: list[int] = field(default_factory=list)  # the model's [N] with no excerpt
     prompt_tokens: int = 0
     completion_tokens: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str | None] = field(default_factory=dict)
     stopped_looping: bool = False  # generation ended early because the model repeated itself
+
+    @property
+    def answer(self) -> str | None:
+        """What is printed as the answer (None for --context-only)."""
+        return self.checked.answer if self.checked is not None else None
+
+    @property
+    def citations(self) -> list[int]:
+        """Excerpt numbers cited by the printed answer."""
+        return self.checked.citations if self.checked is not None else []
+
+    @property
+    def refused(self) -> bool:
+        """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
+        return self.checked is not None and self.checked.refused
 
     @property
     def context(self) -> str:
@@ -126,10 +169,17 @@ class AskResult:
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"question": self.question}
-        if self.answer is not None:
-            out["answer"] = self.answer
-            out["citations"] = self.citations
+        checked = self.checked
+        if checked is not None:
+            out["answer"] = checked.answer
+            out["mode"] = self.mode
+            out["refused"] = checked.refused
+            out["withheld"] = checked.withheld
+            out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations
+            out["claims"] = [claim.as_json() for claim in checked.claims]
+            if self.mode == "generate":
+                out["model_answer"] = checked.raw
         out["sources"] = [
             {"n": n, "id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
              "score": round(h.score, 4), "content": h.content,
@@ -151,14 +201,14 @@ class AskResult:
             "context_in_prompt_tiktoken": r.tiktoken_in_context,
         }
         out["trimmed"] = r.trimmed
-        if self.answer is not None:
+        if checked is not None and self.mode == "generate":
             out["stopped_looping"] = self.stopped_looping
         out["timings"] = {k: round(v, 1) for k, v in self.timings.items()}
         out["models"] = self.models
         return out
 
 
-def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, dict[str, float]]:
+def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, Embedder, dict[str, float]]:
     from locallens.embedding import load_embedder
 
     brain = store.get_brain(request.brain)
@@ -170,7 +220,7 @@ def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, str, 
                       min_score=request.min_score, path_glob=request.path_glob, trim=request.trim,
                       rerank=request.rerank, hybrid=request.hybrid)
     timings.update(result.timings_ms)
-    return result, brain.model, timings
+    return result, embedder, timings
 
 
 @dataclass(slots=True)
@@ -183,6 +233,21 @@ class Generation:
     usage: Usage | None
 
 
+def citation_grammar(n_excerpts: int) -> str:
+    """A GBNF grammar for answers whose every sentence ends with a citation `[n]`, n in 1..k.
+
+    A sentence is any run of text without brackets or line breaks; after its citation comes an
+    optional full stop, then a space or a line break and the next sentence, or the end.
+    """
+    numbers = " | ".join(f'"{n}"' for n in range(1, max(1, n_excerpts) + 1))
+    return (
+        'root ::= sentence (sep sentence)*\n'
+        'sentence ::= [^\\[\\]\\n]+ "[" cite "]" "."?\n'
+        f"cite ::= {numbers}\n"
+        'sep ::= " " | "\\n" | "\\n\\n"\n'
+    )
+
+
 def generate_grounded(
     llm: LocalLLM,
     question: str,
@@ -191,19 +256,22 @@ def generate_grounded(
     max_tokens: int,
     temperature: float = 0.0,
     on_text: Callable[[str], None] | None = None,
+    cite_grammar: bool = False,
 ) -> Generation:
-    """Fit the excerpts, prompt with them, stream the answer (stopping loops), check citations.
+    """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
 
     The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
-    excerpts the model is never called.
+    excerpts the model is never called. With `cite_grammar`, sampling is constrained by
+    `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
     """
     kept, dropped = fit_hits_to_context(question, hits, count_prompt_tokens=llm.count_prompt_tokens,
                                         n_ctx=llm.n_ctx, max_tokens=max_tokens)
     pieces: list[str] = []
     guard = LoopGuard()
     looping = False
+    grammar = llm.compile_grammar(citation_grammar(len(kept))) if cite_grammar else None
     stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=max_tokens,
-                             temperature=temperature)
+                             temperature=temperature, grammar=grammar)
     for piece in stream:
         shown, looping = guard.feed(piece)
         if shown:
@@ -221,25 +289,53 @@ def generate_grounded(
     return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
 
 
-def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> AskResult:
-    """Answer `request.question` from the brain; `on_text` receives the answer as it streams."""
+def ask(request: AskRequest) -> AskResult:
+    """Answer `request.question` from the brain, every printed sentence checked and cited.
+
+    Raises NothingFoundError (exit 4) when retrieval finds nothing, before any model is loaded.
+    When nothing the model wrote is supported by the excerpts and relevant to the question, the
+    result is `refused` (the answer is the plain refusal; the CLI exits 4 too).
+    """
     question = request.question.strip()
     if not question:
         raise UsageError("the question is empty")
     if request.max_tokens < 1:
         raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
     with Store(request.db, create=False) as store:
-        retrieval, embedding_model, timings = _retrieve(request, store)
-    if not retrieval.hits:
-        where = f" under {request.path_glob!r}" if request.path_glob else ""
-        floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
-        raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
-    result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
-                       timings=timings, models={"embedding": embedding_model, "llm": None,
-                                                **({"reranker": request.rerank.model} if request.rerank else {})})
-    if request.context_only:
-        return result
+        retrieval, embedder, timings = _retrieve(request, store)
+        if not retrieval.hits:
+            where = f" under {request.path_glob!r}" if request.path_glob else ""
+            floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
+            raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
+        result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
+                           timings=timings, models={"embedding": embedder.name, "llm": None,
+                                                    **({"reranker": request.rerank.model} if request.rerank else {})})
+        if request.context_only:
+            return result
+        encode = SentenceEncoder(embedder, store)
+        question_vector = retrieval.query_vector
+        if question_vector is None:  # retrieve() always sets it; a caller's own result may not
+            question_vector = embedder.encode_query(question)
+        if request.extractive:
+            result.mode = "extractive"
+            result.checked = extractive_answer(question, retrieval.hits, question_vector, encode,
+                                               max_tokens=request.max_tokens)
+            result.timings["extract_ms"] = result.checked.check_ms
+            return result
 
+        gen = _generate_with_packaged_or_given_llm(request, question, retrieval.hits, result)
+        result.sources, result.dropped = gen.kept, gen.dropped
+        result.stopped_looping = gen.stopped_looping
+        result.invalid_citations = gen.citations.invalid
+        result.checked = check_answer(gen.answer, gen.kept, question_vector, encode,
+                                      show_unsupported=request.show_unsupported, question=question)
+        result.timings["check_ms"] = result.checked.check_ms
+    return result
+
+
+def _generate_with_packaged_or_given_llm(request: AskRequest, question: str, hits: list[Hit],
+                                         result: AskResult) -> Generation:
+    """Load the GGUF `request` names (or the packaged one), generate, record usage, unload."""
     from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
 
     path = resolve_llm_path(request.llm)
@@ -249,16 +345,13 @@ def ask(request: AskRequest, on_text: Callable[[str], None] | None = None) -> As
     try:
         result.timings["llm_load_ms"] = llm.load_ms
         result.models["llm"] = llm.model_name
-        gen = generate_grounded(llm, question, retrieval.hits, max_tokens=request.max_tokens,
-                                temperature=request.temperature, on_text=on_text)
+        gen = generate_grounded(llm, question, hits, max_tokens=request.max_tokens,
+                                temperature=request.temperature, cite_grammar=request.cite_grammar)
     finally:
         llm.close()
-    result.sources, result.dropped = gen.kept, gen.dropped
-    result.answer, result.stopped_looping = gen.answer, gen.stopped_looping
-    result.citations, result.invalid_citations = gen.citations.cited, gen.citations.invalid
     usage = gen.usage
     if usage is not None:
         result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
         result.timings["prompt_ms"] = usage.prompt_ms
         result.timings["generate_ms"] = usage.generate_ms
-    return result
+    return gen

@@ -271,9 +271,17 @@ def ask(
     candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
     min_relevance: float = typer.Option(0.4, "--min-relevance", help="Drop reranked excerpts scoring below this (0..1)."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps."),
+    extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
+    show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
+    cite_grammar: bool = typer.Option(False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Answer a question from your indexed files, citing the excerpts it used."""
+    """Answer a question from your indexed files, citing the excerpts it used.
+
+    Every sentence of the model's answer is checked against the excerpts: only sentences they
+    support are printed, each with the number of an excerpt that backs it. When none is left, the
+    answer says the excerpts do not hold it, and the exit code is 4.
+    """
     with handled():
         from locallens.answer import AskRequest
         from locallens.answer import ask as run_ask
@@ -285,51 +293,53 @@ def ask(
             gpu_layers=gpu_layers, threads=threads, context_only=context_only,
             trim=_trim_settings(trim, threshold, window), device=device,
             rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
-            hybrid=hybrid,
+            hybrid=hybrid, extractive=extractive, show_unsupported=show_unsupported,
+            cite_grammar=cite_grammar,
         )
-        trailing = ""  # whitespace held back so the answer never ends in a run of blank lines
-
-        def show(piece: str) -> None:
-            nonlocal trailing
-            body = piece.rstrip()
-            if not body:
-                trailing += piece
-                return
-            sys.stdout.write(trailing + body)
-            sys.stdout.flush()
-            trailing = piece[len(body):]
-
-        on_text = show if not json_out and not context_only else None
-
-        result = run_ask(request, on_text)
-        if on_text is not None:
-            sys.stdout.write("\n")  # end the streamed answer's line before any warning on stderr
-            sys.stdout.flush()
+        result = run_ask(request)
         if result.dropped:
             warn(f"{len(result.dropped)} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
                  + ", ".join(f"{h.chunk.relative_path}#chunk-{h.chunk.chunk_index}" for h in result.dropped))
         if result.stopped_looping:
             warn("the model started repeating itself (or its prompt); its answer was cut there")
-        if result.invalid_citations:
-            warn("the answer cites excerpts that do not exist: "
-                 + ", ".join(f"[{n}]" for n in result.invalid_citations))
+        _answer_notices(result, show_unsupported)
         if json_out:
             print_json(result.as_json())
-            return
-        if context_only:
+        elif context_only:
             sys.stdout.write(result.context + "\n")
-            return
-        out = stdout_console()
-        if result.retrieval.trimmed:
-            r = result.retrieval
-            out.print(f"\n(trimmed context: {r.tokens_before} → {r.tokens_in_context} tokens)", markup=False, style="dim")
-        out.print("\nSources:", markup=False, style="bold")
-        cited = set(result.citations)
-        for n, hit in enumerate(result.sources, start=1):
-            mark = "" if n in cited or not result.citations else "  (not cited)"
-            out.print(f"[{n}] {hit.chunk.relative_path}#chunk-{hit.chunk.chunk_index} ({hit.score:.2f}){mark}", markup=False)
-        for n in result.invalid_citations:
-            out.print(f"[{n}] (cited by the answer, but there is no such excerpt)", markup=False, style="red")
+        else:
+            out = stdout_console()
+            out.print(result.answer or "", markup=False)
+            if result.retrieval.trimmed:
+                r = result.retrieval
+                out.print(f"\n(trimmed context: {r.tokens_before} → {r.tokens_in_context} tokens)", markup=False, style="dim")
+            out.print("\nSources:", markup=False, style="bold")
+            cited = set(result.citations)
+            for n, hit in enumerate(result.sources, start=1):
+                mark = "" if n in cited or result.refused else "  (not cited)"
+                out.print(f"[{n}] {hit.chunk.relative_path}#chunk-{hit.chunk.chunk_index} ({hit.score:.2f}){mark}", markup=False)
+        if result.refused:
+            raise typer.Exit(4)
+
+
+def _answer_notices(result: Any, show_unsupported: bool) -> None:
+    """One line on stderr for what the answer check did to the model's answer."""
+    checked = result.checked
+    if checked is None or result.mode != "generate":
+        return
+    shown = " (shown marked, as asked)" if show_unsupported else " (--show-unsupported shows them)"
+    if checked.refused and checked.claims:
+        supported = sum(1 for c in checked.claims if c.supported)
+        why = ("none of its sentences is supported by the excerpts" if not supported
+               else "its supported sentences do not answer the question")
+        print(f"locallens: note: the model's answer was withheld: {why}{shown}", file=sys.stderr, flush=True)
+    elif checked.withheld:
+        print(f"locallens: note: {checked.withheld} sentence(s) of the model's answer withheld: "
+              f"not supported by the excerpts{shown}", file=sys.stderr, flush=True)
+    wrong = sum(len(c.wrong_citation) for c in checked.claims if c.supported)
+    if wrong and not checked.refused:
+        print(f"locallens: note: {wrong} citation(s) pointed at an excerpt that does not back the sentence "
+              "and were corrected", file=sys.stderr, flush=True)
 
 
 @app.command(epilog="Examples:\n\n  locallens trim \"how do I roll back a deploy?\"\n\n"

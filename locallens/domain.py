@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from locallens.trim import TrimmedHit
 
 
@@ -91,3 +93,4 @@ class RetrievalResult:
     trimmed: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
     trim_details: list["TrimmedHit"] = field(default_factory=list)  # per chunk, when trimmed
+    query_vector: "np.ndarray | None" = None  # the question's embedding, reused by the answer check

@@ -523,7 +523,7 @@ class LocalLLM:
         max_tokens: int = 512,
         temperature: float = 0.0,
         repeat_penalty: float = 1.0,
-        _grammar: Any = None,
+        grammar: Any = None,
     ) -> Iterator[str]:
         """Yield the answer as text pieces. Sets `self.last_usage` when the stream ends.
 
@@ -563,7 +563,7 @@ class LocalLLM:
                 top_p=0.95,
                 min_p=0.05,
                 repeat_penalty=repeat_penalty,
-                grammar=_grammar,
+                grammar=grammar,
             ):
                 if first_token_at is None:
                     first_token_at = time.perf_counter()
@@ -607,6 +607,16 @@ class LocalLLM:
         """The whole answer as one string."""
         return "".join(self.stream_chat(messages, max_tokens=max_tokens, temperature=temperature))
 
+    @staticmethod
+    def compile_grammar(gbnf: str) -> Any:
+        """A llama.cpp grammar from GBNF text, for `stream_chat(grammar=...)`."""
+        from llama_cpp import LlamaGrammar
+
+        try:
+            return LlamaGrammar.from_string(gbnf, verbose=False)
+        except Exception as exc:  # the parser raises plain exceptions on bad grammars
+            raise UsageError(f"invalid grammar: {exc}") from exc
+
     def generate_json(
         self, messages: list[ChatMessage], json_schema: dict[str, Any], *, max_tokens: int = 256
     ) -> dict[str, Any]:
@@ -623,7 +633,7 @@ class LocalLLM:
         except Exception as exc:  # the converter raises plain exceptions for unsupported schemas
             raise UsageError(f"unsupported JSON schema for constrained output: {exc}") from exc
         text = "".join(
-            self.stream_chat(messages, max_tokens=max_tokens, temperature=0.0, _grammar=grammar)
+            self.stream_chat(messages, max_tokens=max_tokens, temperature=0.0, grammar=grammar)
         )
         try:
             value = json.loads(text)

@@ -70,10 +70,13 @@ class Citations:
 # One bracket group: numbers or ranges separated by commas, e.g. [1], [1, 2], [1-3], [2–4, 6].
 # Hyphen, en dash and em dash all make a range (models and typographers use all three).
 # `(?!\()` rejects a markdown link `[1](https://...)`: its text is a label, not a citation.
+# `(?<![^\W\d])(?<!-)` rejects a group glued to a word (a letter, `_` or `-` right before the
+# bracket): `git-log[1]` and `printf[3]` are manual-page references, not citations. A digit or
+# punctuation before it is fine (`port 5433[1]`, `done.[2]`).
 # Anything else inside the brackets (`[a]`, `[see 1]`, `[1.2]`) makes the group no citation at all.
 _NUMBER_OR_RANGE = r"\d+(?:\s*[-\u2013\u2014]\s*\d+)?"
-_CITATION_RE = re.compile(
-    rf"\[\s*({_NUMBER_OR_RANGE}(?:\s*,\s*{_NUMBER_OR_RANGE})*)\s*\](?!\()"
+CITATION_RE = re.compile(
+    rf"(?<![^\W\d])(?<!-)\[\s*({_NUMBER_OR_RANGE}(?:\s*,\s*{_NUMBER_OR_RANGE})*)\s*\](?!\()"
 )
 _RANGE_SPLIT_RE = re.compile(r"\s*[-\u2013\u2014]\s*")
 # A "range" wider than this is not a citation but something like a year span `[1990-2020]`;
@@ -97,20 +100,25 @@ def parse_citations(answer: str, n_excerpts: int) -> Citations:
     """Find the `[N]`-style markers of `answer` and check them against `n_excerpts` excerpts.
 
     Accepted: `[1]`, `[1][2]`, `[1, 2]`, `[1,2,3]`, `[1-3]`, `[1–3]`. Ignored: `[a]`, markdown
-    links `[text](url)` (numeric text included), ranges wider than `MAX_RANGE_SPAN`.
+    links `[text](url)` (numeric text included), ranges wider than `MAX_RANGE_SPAN`, and a group
+    glued to a word (`git-log[1]`, a manual-page reference).
     `[0]` and numbers above `n_excerpts` are reported as invalid.
     """
     cited: list[int] = []
     invalid: list[int] = []
     seen: set[int] = set()
-    for match in _CITATION_RE.finditer(answer):
-        for item in match.group(1).split(","):
-            for number in _expand(item):
-                if number in seen:
-                    continue
-                seen.add(number)
-                (cited if 1 <= number <= n_excerpts else invalid).append(number)
+    for match in CITATION_RE.finditer(answer):
+        for number in citation_numbers(match):
+            if number in seen:
+                continue
+            seen.add(number)
+            (cited if 1 <= number <= n_excerpts else invalid).append(number)
     return Citations(cited=cited, invalid=invalid)
+
+
+def citation_numbers(match: re.Match[str]) -> list[int]:
+    """The excerpt numbers one `CITATION_RE` match names, ranges expanded, in written order."""
+    return [number for item in match.group(1).split(",") for number in _expand(item)]
 
 
 # --------------------------------------------------------------------------------------------

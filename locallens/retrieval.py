@@ -228,7 +228,7 @@ def retrieve(
     timings["search_ms"] = (t2 - t1) * 1000
     before, tik_before = count_context(hits)
     if not trim.enabled or not hits:
-        return RetrievalResult(hits, before, before, tik_before, tik_before, False, timings)
+        return RetrievalResult(hits, before, before, tik_before, tik_before, False, timings, query_vector=qvec)
     from locallens.trim import trim_chunks_by_sentence
 
     trimmed = trim_chunks_by_sentence(
@@ -238,7 +238,7 @@ def retrieve(
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
     after, tik_after = count_context(out)
-    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed)
+    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed, qvec)
 
 
 def trim_from_index(

@@ -16,11 +16,13 @@ Conventions shared by the ranking metrics:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from locallens.errors import UsageError
 
 __all__ = [
+    "contains_answer",
     "citation_validity",
     "context_precision",
     "dedupe",
@@ -34,6 +36,25 @@ __all__ = [
 ]
 
 Relevance = Collection[str] | Mapping[str, float]
+
+_ANSWER_TOKEN = re.compile(r"\w+(?:[.,:/-]\w+)*")
+
+
+def contains_answer(answer: str, expected: Iterable[str]) -> bool:
+    """Whether `answer` states one of the `expected` answers (fact accuracy).
+
+    An expected answer is stated when it occurs in the answer (case and runs of whitespace
+    ignored), or when every one of its tokens (words and numbers, `16.2` and `09:30` whole) is a
+    token of the answer, in any order: "the port is 5433" states "port 5433".
+    """
+    lowered = " ".join(answer.lower().split())
+    have = set(_ANSWER_TOKEN.findall(lowered))
+    for item in expected:
+        wanted = " ".join(item.lower().split())
+        tokens = _ANSWER_TOKEN.findall(wanted)
+        if wanted and (wanted in lowered or (tokens and all(token in have for token in tokens))):
+            return True
+    return False
 
 
 def dedupe(ranked: Iterable[str]) -> list[str]:

@@ -1,0 +1,222 @@
+"""The answer check (locallens.claims) and the extractive answer, with a deterministic fake encoder.
+
+The fake embeds a text as a hashed bag of its lower-cased words, so a sentence copied from an
+excerpt scores 1.0 against it and an unrelated one scores near 0: the check's logic is tested
+without a model. The real model's end-to-end runs are in test_ask.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from locallens.answer import LoopGuard
+from locallens.claims import check_answer, extract_facts, missing_facts, question_language, refusal
+from locallens.domain import Chunk, Hit
+from locallens.extractive import extractive_answer
+from locallens.prompt import CITATION_RE, citation_numbers, parse_citations
+from locallens.sentences import split_sentences
+
+DIM = 256
+
+
+def fake_vector(text: str) -> np.ndarray:
+    vector = np.zeros(DIM)
+    for word in re.findall(r"\w+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % DIM] += 1.0
+    norm = np.linalg.norm(vector)
+    return vector / norm if norm else vector
+
+
+def fake_encode(texts: list[str]) -> np.ndarray:
+    return np.stack([fake_vector(t) for t in texts]) if texts else np.zeros((0, DIM))
+
+
+def hit(content: str, path: str = "notes/a.md", index: int = 0) -> Hit:
+    return Hit(Chunk(f"c-{path}-{index}", "default", path, index, content, "x" * 64), 0.5)
+
+
+HITS = [
+    hit("# Staging\n\nThe staging database runs PostgreSQL 16.2 and listens on port 5433. "
+        "Backups are kept for 14 days.", "engineering/staging.md"),
+    hit("The on-call rotation hands over on Mondays at 09:30 CET. Run `shipctl deploy --dry-run` first.",
+        "operations/on-call.md"),
+    hit("La VPN corporativa usa WireGuard en el puerto 51820. El fichero es /etc/wireguard/wg0.conf.",
+        "notas/vpn.md"),
+]
+
+
+def check(answer: str, question: str = "Which port does the staging database use, and how long are backups kept?", **kw):  # type: ignore[no-untyped-def]
+    # Bag-of-words cosines are lower than a model's: a lower relevance floor for the fake.
+    kw.setdefault("min_relevance", 0.1)
+    return check_answer(answer, HITS, fake_vector(question), fake_encode, question=question, **kw)
+
+
+# -- literal facts ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("claim", "facts"), [
+    ("The database listens on port 5433.", ["5433"]),
+    ("It runs PostgreSQL 16.2 since 2024-10-02.", ["16.2", "2024-10-02", "PostgreSQL"]),
+    ("Use v2.4.1 at 09:30 CET.", ["v2.4.1", "09:30", "CET"]),
+    ("Edit /etc/wireguard/wg0.conf or docs/setup.md then.", ["/etc/wireguard/wg0.conf", "docs/setup.md"]),
+    ("Run `shipctl deploy` with --dry-run and -v.", ["shipctl deploy", "--dry-run", "-v"]),
+    ('The tool is called "Tidewater Planner".', ["Tidewater Planner"]),
+    ("Call __exit__ on the context_manager object.", ["__exit__", "context_manager"]),
+    ("It raises AssertionError when it fails.", ["AssertionError"]),
+    ("The rotation hands over on Mondays.", ["Mondays"]),
+    ("La VPN escucha en el puerto 51820.", ["51820", "VPN"]),
+    ("The limit is 1,200 requests per minute.", ["1,200"]),
+    ("Use it and/or that.", []),
+    ("The database is shared among all teams.", []),
+])
+def test_extract_facts(claim: str, facts: list[str]) -> None:
+    assert extract_facts(claim) == facts
+
+
+def test_facts_match_whole_numbers_and_words_only() -> None:
+    text = "Port 15433 and version v2.4.1; limit 1,200; open on Monday; PostgreSQL 16.2.1"
+    assert missing_facts(["5433"], text) == ["5433"]
+    assert missing_facts(["2.4.1", "1200", "Mondays", "postgresql"], text) == []
+    assert missing_facts(["16.2"], text) == ["16.2"]  # 16.2.1 is another version
+    assert missing_facts(["5434"], "port 5433") == ["5434"]
+
+
+# -- citations -------------------------------------------------------------------------------
+
+
+def test_a_bracketed_number_glued_to_a_word_is_not_a_citation() -> None:
+    cites = parse_citations("See git-send-email[1] and git-log[1], printf[3]; port 5433[2] [3].", 3)
+    assert cites.cited == [2, 3] and cites.invalid == []
+    assert [citation_numbers(m) for m in CITATION_RE.finditer("a [1-3] b [2, 5]")] == [[1, 2, 3], [2, 5]]
+
+
+# -- the check -------------------------------------------------------------------------------
+
+
+def test_a_copied_sentence_is_supported_and_gets_its_citation() -> None:
+    checked = check("The staging database runs PostgreSQL 16.2 and listens on port 5433.")
+    [claim] = checked.claims
+    assert claim.supported and claim.source == 1 and claim.citation_added and claim.citations == [1]
+    assert checked.answer == "The staging database runs PostgreSQL 16.2 and listens on port 5433 [1]."
+    assert checked.withheld == 0 and not checked.refused and checked.citations == [1]
+
+
+def test_a_wrong_number_is_a_missing_fact_whatever_the_similarity() -> None:
+    checked = check("The staging database runs PostgreSQL 16.2 and listens on port 5434 [1].")
+    [claim] = checked.claims
+    assert claim.score > 0.9 and claim.facts_missing == ["5434"] and not claim.supported
+    assert checked.refused and checked.answer == "The answer is not in the excerpts."
+
+
+def test_invented_sentences_are_withheld_and_the_layout_is_kept() -> None:
+    answer = ("1. The staging database runs PostgreSQL 16.2 and listens on port 5433.\n\n"
+              "## 2. The staging database is a server shared among all teams of the company.\n"
+              "Backups are kept for 14 days [2].")
+    checked = check(answer)
+    assert [c.supported for c in checked.claims] == [True, False, True]
+    assert checked.withheld == 1
+    # [2] does not back the backup sentence: removed, reported, and the right excerpt cited.
+    assert checked.claims[2].wrong_citation == [2] and checked.claims[2].citations == [1]
+    assert checked.answer == ("1. The staging database runs PostgreSQL 16.2 and listens on port 5433 [1].\n"
+                              "Backups are kept for 14 days [1].")
+    shown = check(answer, show_unsupported=True).answer
+    assert "(unsupported) ## 2. The staging database is a server" in shown
+
+
+def test_a_citation_after_the_full_stop_stays_with_its_sentence() -> None:
+    checked = check("Backups are kept for 14 days. [1] The rotation hands over on Mondays at 09:30 CET. [2]")
+    assert [c.citations for c in checked.claims] == [[1], [2]]
+    assert not any(c.citation_added or c.wrong_citation for c in checked.claims)
+    assert checked.answer == "Backups are kept for 14 days [1]. The rotation hands over on Mondays at 09:30 CET [2]."
+
+
+def test_invalid_citations_are_dropped_from_the_printed_answer() -> None:
+    checked = check("Backups are kept for 14 days [7].")
+    assert checked.claims[0].invalid_citation == [7] and checked.answer == "Backups are kept for 14 days [1]."
+
+
+def test_supported_but_irrelevant_sentences_are_not_an_answer() -> None:
+    checked = check("The rotation hands over on Mondays at 09:30 CET.", question="What is the dress code?",
+                    min_relevance=0.35)
+    assert checked.claims[0].supported and checked.refused
+    assert checked.answer == "The answer is not in the excerpts."
+
+
+def test_refusal_in_the_questions_language() -> None:
+    assert refusal("¿En qué puerto escucha la VPN?") == "La respuesta no está en los fragmentos."
+    assert refusal("Which port?") == "The answer is not in the excerpts."
+    assert question_language("Який порт використовує VPN?") == "uk"
+    assert question_language("Quel est le port du VPN ?") == "fr"
+    checked = check("La VPN es muy rápida y gratuita.", question="¿Qué puerto usa la VPN corporativa?")
+    assert checked.refused and checked.answer == "La respuesta no está en los fragmentos."
+
+
+def test_spanish_claims_are_checked_too() -> None:
+    question = "¿En qué puerto escucha la VPN corporativa?"
+    ok = check("La VPN corporativa usa WireGuard en el puerto 51820.", question=question)
+    assert ok.claims[0].supported and ok.answer.endswith("51820 [3].")
+    wrong = check("La VPN corporativa usa WireGuard en el puerto 51821.", question=question)
+    assert wrong.claims[0].facts_missing == ["51821"] and wrong.refused
+
+
+def test_decoration_is_not_a_claim() -> None:
+    checked = check("Backups are kept for 14 days.\n\n---\n\n[1]")
+    assert len(checked.claims) == 1 and checked.answer == "Backups are kept for 14 days [1]."
+
+
+EXCERPT_SENTENCES = [s for h in HITS for s in split_sentences(h.content) if not s.startswith("#")]
+INVENTED = ["The database is shared among all teams.", "It costs 300 euros per month.",
+            "Contact Maria Lopez for access.", "The VPN uses port 1194 [2].", "Everything is fine [9]."]
+
+
+@given(st.lists(st.tuples(st.sampled_from(EXCERPT_SENTENCES + INVENTED),
+                          st.sampled_from(["", " [1]", " [2]", " [3]", " [5]", "[1, 3]"]),
+                          st.sampled_from([" ", "\n", "\n\n"])), min_size=1, max_size=8))
+def test_every_printed_sentence_is_supported_and_cited(parts: list[tuple[str, str, str]]) -> None:
+    answer = "".join(sentence.rstrip(".") + cite + "." + sep for sentence, cite, sep in parts)
+    checked = check(answer, question="staging database port backups rotation VPN WireGuard")
+    if checked.refused:
+        assert checked.answer == "The answer is not in the excerpts."
+        return
+    supported = {c.text for c in checked.claims if c.supported}
+    printed = [u for u in split_sentences(checked.answer) if re.search(r"\w", u)]
+    assert printed and all(u in supported for u in printed)
+    for unit in printed:
+        numbers = [n for m in CITATION_RE.finditer(unit) for n in citation_numbers(m)]
+        assert numbers and all(1 <= n <= len(HITS) for n in numbers)
+    assert checked.withheld == sum(1 for c in checked.claims if not c.supported)
+
+
+# -- the loop guard ----------------------------------------------------------------------------
+
+
+def test_loop_guard_stops_short_lines_repeated_with_new_citations() -> None:
+    guard = LoopGuard()
+    shown, stopped = [], False
+    for n in range(1, 21):
+        out, stopped = guard.feed(f"The answer is: [{n}]\n\n")
+        shown.append(out)
+        if stopped:
+            break
+    assert stopped and "".join(shown).count("The answer is:") == 2
+
+
+# -- extractive ------------------------------------------------------------------------------
+
+
+def test_extractive_answer_is_the_most_relevant_sentences_cited() -> None:
+    question = "Which port does the staging database listen on?"
+    checked = extractive_answer(question, HITS, fake_vector("staging database port 5433"), fake_encode,
+                                max_sentences=2, margin=1.0, min_relevance=0.1)
+    lines = checked.answer.splitlines()
+    assert lines[0] == "The staging database runs PostgreSQL 16.2 and listens on port 5433 [1]."
+    assert all(c.supported and c.citations == [c.source] for c in checked.claims)
+    assert not checked.refused and len(lines) <= 2
+    nothing = extractive_answer(question, HITS, fake_vector("zebra giraffe"), fake_encode, min_relevance=0.3)
+    assert nothing.refused and nothing.answer == "The answer is not in the excerpts."

@@ -5,7 +5,8 @@ The code, not the (tiny) model, guarantees the promises of a grounded answer:
   an empty context as a chance to invent;
 - every sentence of the answer is checked against the numbered excerpts that were actually sent
   (after context fitting) by `locallens.claims`: only supported sentences are printed, each with
-  a citation of an excerpt that backs it; when none is left, the answer is the plain refusal;
+  a citation of an excerpt that backs it; when none is left, the answer is the excerpts' most
+  relevant sentences (`checked_answer`), or the plain refusal when none is relevant enough;
 - the sources are listed whether or not the answer cited them.
 `--extractive` skips the model: the answer is the excerpts' most relevant sentences
 (`locallens.extractive`).
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from locallens.claims import CheckedAnswer, check_answer
+import numpy as np
+
+from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
 from locallens.prompt import (
@@ -63,6 +65,8 @@ class LoopGuard:
         self.seen: dict[str, int] = {}  # line key -> times seen
         self.line = ""  # the current line so far
         self.held = ""  # the part of it not yet released
+        self.text = ""  # everything fed so far
+        self.cut_at: int | None = None  # where the answer must end: a loop inside a line starts there
 
     @staticmethod
     def _key(line: str) -> str:
@@ -76,7 +80,16 @@ class LoopGuard:
         return count >= (1 if len(key) >= self.MIN_LINE else self.MAX_SHORT_REPEATS)
 
     def feed(self, piece: str) -> tuple[str, bool]:
-        """(text to show now, whether to stop generating)."""
+        """(text to show now, whether to stop generating).
+
+        A loop inside one line (a sentence said again, or a fragment repeated over and over with
+        no line break) also stops the generation; `cut_at` then says where the answer ends,
+        since part of the loop may have been shown already.
+        """
+        self.text += piece
+        if re.search(r"[\s.!?:;,]", piece) and (cut := loop_start(self.text)) is not None:
+            self.cut_at = cut
+            return "", True
         out: list[str] = []
         for part in re.split(r"(\n)", piece):
             if part == "\n":
@@ -105,6 +118,34 @@ class LoopGuard:
         """What is still held when the generation ends by itself."""
         held, self.line, self.held = self.held, "", ""
         return held
+
+
+# A fragment of 4-60 characters said four times in a row, with only spaces or light punctuation
+# between: "de la nota de la nota de la nota de la nota", "2024-03-20: 2024-03-20: ...".
+_REPEATED_FRAGMENT = re.compile(r"(?<!\w)(\S.{3,59}?)(?:[\s,;:.]*\1){3,}", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def loop_start(text: str) -> int | None:
+    """Where `text` starts looping inside its lines, or None.
+
+    The loop is a sentence whose key (as `LoopGuard._key` makes it) came before, at least
+    `LoopGuard.MIN_LINE` long, or a short fragment repeated four times in a row. The text up to
+    the returned offset keeps the first occurrence and drops the repeats.
+    """
+    match = _REPEATED_FRAGMENT.search(text)
+    cut = match.start() + len(match.group(1)) if match else None
+    seen: set[str] = set()
+    start = 0
+    for boundary in _SENTENCE_END.finditer(text + "\n"):
+        key = LoopGuard._key(text[start : boundary.start()])
+        if len(key) >= LoopGuard.MIN_LINE:
+            if key in seen:
+                cut = start if cut is None else min(cut, start)
+                break
+            seen.add(key)
+        start = boundary.end()
+    return cut
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +213,8 @@ class AskResult:
         checked = self.checked
         if checked is not None:
             out["answer"] = checked.answer
-            out["mode"] = self.mode
+            out["mode"] = "extractive" if checked.fallback else self.mode
+            out["fallback"] = checked.fallback
             out["refused"] = checked.refused
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
@@ -255,7 +297,6 @@ def generate_grounded(
     *,
     max_tokens: int,
     temperature: float = 0.0,
-    on_text: Callable[[str], None] | None = None,
     cite_grammar: bool = False,
 ) -> Generation:
     """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
@@ -274,19 +315,46 @@ def generate_grounded(
                              temperature=temperature, grammar=grammar)
     for piece in stream:
         shown, looping = guard.feed(piece)
-        if shown:
-            pieces.append(shown)
-            if on_text is not None:
-                on_text(shown)
+        pieces.append(shown)
         if looping:
             stream.close()  # ends generation; usage is still recorded
             break
-    if not looping and (tail := guard.flush()):
-        pieces.append(tail)
-        if on_text is not None:
-            on_text(tail)
-    answer = "".join(pieces).strip()
+    if not looping:
+        pieces.append(guard.flush())
+    answer = (guard.text[: guard.cut_at] if guard.cut_at is not None else "".join(pieces)).strip()
     return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
+
+
+def checked_answer(
+    model_answer: str,
+    kept: list[Hit],
+    question: str,
+    question_vector: np.ndarray,
+    encode: Encode,
+    *,
+    max_tokens: int,
+    show_unsupported: bool = False,
+) -> CheckedAnswer:
+    """The model's answer after the check; when none of it is left, the extractive answer.
+
+    A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
+    been shown excerpts that may hold the answer: rather than refuse, the answer is then the
+    excerpts' most relevant sentences, if any reaches `MIN_RELEVANCE`, else the plain refusal.
+    Its claims are the model's (all withheld) followed by the extracted ones (all printed).
+    """
+    checked = check_answer(model_answer, kept, question_vector, encode,
+                           show_unsupported=show_unsupported, question=question)
+    if not checked.refused:
+        return checked
+    extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
+    if extracted.refused:
+        return checked
+    answer = extracted.answer
+    if show_unsupported:  # the model's sentences follow, marked, as after a refusal
+        answer += checked.answer.removeprefix(refusal(question))
+    return CheckedAnswer(raw=model_answer, claims=checked.claims + extracted.claims, answer=answer,
+                         withheld=checked.withheld, refused=False,
+                         check_ms=checked.check_ms + extracted.check_ms, fallback=True)
 
 
 def ask(request: AskRequest) -> AskResult:
@@ -327,8 +395,8 @@ def ask(request: AskRequest) -> AskResult:
         result.sources, result.dropped = gen.kept, gen.dropped
         result.stopped_looping = gen.stopped_looping
         result.invalid_citations = gen.citations.invalid
-        result.checked = check_answer(gen.answer, gen.kept, question_vector, encode,
-                                      show_unsupported=request.show_unsupported, question=question)
+        result.checked = checked_answer(gen.answer, gen.kept, question, question_vector, encode,
+                                        max_tokens=request.max_tokens, show_unsupported=request.show_unsupported)
         result.timings["check_ms"] = result.checked.check_ms
     return result
 

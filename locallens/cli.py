@@ -323,23 +323,10 @@ def ask(
 
 
 def _answer_notices(result: Any, show_unsupported: bool) -> None:
-    """One line on stderr for what the answer check did to the model's answer."""
-    checked = result.checked
-    if checked is None or result.mode != "generate":
-        return
-    shown = " (shown marked, as asked)" if show_unsupported else " (--show-unsupported shows them)"
-    if checked.refused and checked.claims:
-        supported = sum(1 for c in checked.claims if c.supported)
-        why = ("none of its sentences is supported by the excerpts" if not supported
-               else "its supported sentences do not answer the question")
-        print(f"locallens: note: the model's answer was withheld: {why}{shown}", file=sys.stderr, flush=True)
-    elif checked.withheld:
-        print(f"locallens: note: {checked.withheld} sentence(s) of the model's answer withheld: "
-              f"not supported by the excerpts{shown}", file=sys.stderr, flush=True)
-    wrong = sum(len(c.wrong_citation) for c in checked.claims if c.supported)
-    if wrong and not checked.refused:
-        print(f"locallens: note: {wrong} citation(s) pointed at an excerpt that does not back the sentence "
-              "and were corrected", file=sys.stderr, flush=True)
+    """The answer check's one-line notice on stderr, if it changed the model's answer."""
+    if result.checked is not None and result.mode == "generate":
+        for line in result.checked.notices(show_unsupported):
+            print(f"locallens: note: {line}", file=sys.stderr, flush=True)
 
 
 @app.command(epilog="Examples:\n\n  locallens trim \"how do I roll back a deploy?\"\n\n"
@@ -450,6 +437,7 @@ def eval_(
     answers: bool = typer.Option(False, "--answers", help="Also generate answers and judge faithfulness, context precision and citations."),
     llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."),
     judge: Optional[str] = typer.Option(None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."),
+    extractive: bool = typer.Option(False, "--extractive", help="With --answers: answer as `ask --extractive` does (no generator)."),
     beir: Optional[Path] = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for the --beir brain."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
@@ -469,6 +457,7 @@ def eval_(
             db=_db(db), brain=brain, questions=questions, beir=beir, top_k=top_k,
             thresholds=parse_thresholds(thresholds), windows=parse_windows(windows), answers=answers,
             llm=llm, judge=judge, device=device, model=None if model == "auto" else model, hybrid=hybrid,
+            extractive=extractive,
         )
         with progress_for_stderr() as bar:
             stages = RichStages(bar) if isinstance(bar, RichProgress) else None

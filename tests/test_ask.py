@@ -143,32 +143,86 @@ def test_broken_pipe_ends_quietly(sample_index: Path) -> None:
 def test_answer_json_with_the_packaged_llm(sample_index: Path) -> None:
     result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
                  "--json", "--max-tokens", "48")
-    assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert set(out) >= {"question", "answer", "citations", "invalid_citations", "sources", "dropped",
-                        "tokens", "timings", "models"}
-    assert out["answer"].strip()
+                        "tokens", "timings", "models", "claims", "withheld", "mode", "refused", "model_answer"}
+    assert out["mode"] == "generate" and out["model_answer"].strip()
     assert out["models"]["llm"].endswith(".gguf")
     assert 0 < out["tokens"]["completion"] <= 48 and out["tokens"]["prompt"] > 200
     n = len(out["sources"])
     assert all(1 <= c <= n for c in out["citations"])
     assert all(c < 1 or c > n for c in out["invalid_citations"])
-    assert set(out["timings"]) >= {"embed_ms", "search_ms", "generate_ms"}
+    assert set(out["timings"]) >= {"embed_ms", "search_ms", "generate_ms", "check_ms"}
+    assert out["claims"] and all(set(c) >= {"text", "supported", "score", "source", "facts_missing",
+                                            "citation_added", "wrong_citation"} for c in out["claims"])
+    printed = [c for c in out["claims"] if c["supported"]]
+    assert out["withheld"] == (len(out["claims"]) if out["refused"] else len(out["claims"]) - len(printed))
+    if out["refused"]:
+        assert result.exit_code == 4 and out["answer"] == "The answer is not in the excerpts."
+    else:
+        assert result.exit_code == 0, result.output
+        # What is printed is exactly the supported sentences, each with a valid citation.
+        assert all(c["text"] in out["answer"] and c["citations"] for c in printed)
+        assert all(1 <= n_ <= n for c in printed for n_ in c["citations"])
     # Deterministic by default.
     again = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
                            "--json", "--max-tokens", "48").stdout)
-    assert again["answer"] == out["answer"]
+    assert again["answer"] == out["answer"] and again["model_answer"] == out["model_answer"]
 
 
 @pytest.mark.slow
-def test_streamed_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
+def test_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
     result = cli("ask", "How long are the nightly PostgreSQL backups kept?", "--db", str(sample_index), "--max-tokens", "40")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in (0, 4), result.output
     body, sources = result.stdout.split("\nSources:\n")
     assert body.strip()
+    if result.exit_code == 4:
+        assert body.strip() == "The answer is not in the excerpts." and "withheld" in result.stderr
     lines = sources.strip().splitlines()
     assert lines[0].startswith("[1] ") and "#chunk-" in lines[0]
     assert "\x1b[" not in result.stdout
+
+
+@pytest.mark.slow
+def test_show_unsupported_prints_every_sentence_marked(sample_index: Path) -> None:
+    question = "Which port does the staging database listen on?"
+    out = json.loads(cli("ask", question, "--db", str(sample_index), "--json", "--max-tokens", "64",
+                         "--show-unsupported").stdout)
+    for claim in out["claims"]:
+        if not claim["supported"]:
+            assert "(unsupported) " in out["answer"]
+
+
+def test_extractive_answers_without_the_llm(sample_index: Path, no_llm: list[str]) -> None:
+    question = "Which port does the staging database listen on?"
+    result = cli("ask", question, "--db", str(sample_index), "--extractive", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["mode"] == "extractive" and not out["refused"] and out["withheld"] == 0
+    assert "5433" in out["answer"] and "model_answer" not in out
+    lines = out["answer"].splitlines()
+    assert len(lines) == len(out["claims"]) >= 1
+    for line, claim in zip(lines, out["claims"]):
+        assert claim["supported"] and claim["citations"] == [claim["source"]]
+        assert line == claim["text"] and line.rstrip(".").endswith(f"[{claim['source']}]")
+        assert claim["text"].split(" [")[0] in out["sources"][claim["source"] - 1]["content"]
+    assert "extract_ms" in out["timings"] and no_llm == []
+    # Deterministic, and the text output is the same answer followed by the sources.
+    text = cli("ask", question, "--db", str(sample_index), "--extractive")
+    assert text.exit_code == 0 and text.stdout.startswith(out["answer"] + "\n\nSources:\n")
+
+
+@pytest.mark.parametrize(("question", "refusal"), [
+    ("zebra giraffe migration across the savanna", "The answer is not in the excerpts."),
+    ("¿Cuál es la receta tradicional del gazpacho andaluz?", "La respuesta no está en los fragmentos."),
+])
+def test_extractive_refuses_in_the_questions_language(sample_index: Path, no_llm: list[str], question: str,
+                                                      refusal: str) -> None:
+    result = cli("ask", question, "--db", str(sample_index), "--extractive")
+    assert result.exit_code == 4, result.output
+    assert result.stdout.startswith(refusal + "\n\nSources:\n")
+    out = json.loads(cli("ask", question, "--db", str(sample_index), "--extractive", "--json").stdout)
+    assert out["refused"] and out["answer"] == refusal and out["claims"] == []
 
 
 @pytest.mark.slow

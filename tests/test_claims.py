@@ -220,3 +220,48 @@ def test_extractive_answer_is_the_most_relevant_sentences_cited() -> None:
     assert not checked.refused and len(lines) <= 2
     nothing = extractive_answer(question, HITS, fake_vector("zebra giraffe"), fake_encode, min_relevance=0.3)
     assert nothing.refused and nothing.answer == "The answer is not in the excerpts."
+
+
+def test_nothing_supported_falls_back_to_the_excerpts_own_sentences() -> None:
+    from locallens.answer import checked_answer
+
+    vector = fake_vector("Backups are kept for 14 days.")
+    fell = checked_answer("The database is shared among all teams of the company.", HITS,
+                          "How long are backups kept?", vector, fake_encode, max_tokens=64)
+    assert fell.fallback and not fell.refused and fell.withheld == 1
+    assert fell.answer.splitlines()[0] == "Backups are kept for 14 days [1]."
+    assert [c.extracted for c in fell.claims][:2] == [False, True]
+    assert [c.text for c in fell.claims if c.supported] == fell.answer.splitlines()
+    # Nothing relevant among the excerpts either: the plain refusal.
+    refused = checked_answer("The database is shared among all teams.", HITS, "What is the dress code?",
+                             fake_vector("zebra giraffe"), fake_encode, max_tokens=64)
+    assert refused.refused and not refused.fallback and refused.answer == "The answer is not in the excerpts."
+
+
+def test_notices_say_what_the_check_did() -> None:
+    from locallens.answer import checked_answer
+
+    partly = check("Backups are kept for 14 days [2]. The database is shared among all teams of the company.")
+    assert partly.notices() == [
+        "1 sentence(s) of the model's answer withheld: not supported by the excerpts (--show-unsupported shows them)",
+        "1 citation(s) pointed at an excerpt that does not back the sentence and were corrected"]
+    fell = checked_answer("The database is shared among all teams of the company.", HITS, "How long are backups kept?",
+                          fake_vector("Backups are kept for 14 days."), fake_encode, max_tokens=64,
+                          show_unsupported=True)
+    assert fell.notices(True) == ["the model's answer was withheld: none of its sentences is supported by the "
+                                  "excerpts; shown instead: the excerpts' most relevant sentences (shown marked, as asked)"]
+    assert fell.answer.endswith("\n\n(unsupported) The database is shared among all teams of the company.")
+
+
+def test_a_word_found_nowhere_in_the_excerpts_is_not_supported() -> None:
+    checked = check("The staging database secretly runs PostgreSQL 16.2 and listens on port 5433.")
+    [claim] = checked.claims
+    assert claim.score > 0.9 and claim.words_missing == ["secretly"] and not claim.supported
+    # Function words and the question's own words are free; inflections share a stem.
+    ok = check("The staging databases run PostgreSQL 16.2, which listens on port 5433.")
+    assert ok.claims[0].words_missing == []
+
+
+def test_a_sentence_said_twice_is_printed_once() -> None:
+    checked = check("Backups are kept for 14 days. Backups are kept for 14 days [1].")
+    assert len(checked.claims) == 1 and checked.answer == "Backups are kept for 14 days [1]."

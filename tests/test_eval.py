@@ -446,6 +446,34 @@ def test_answers_judged_with_grammar_constrained_output(sample_index: Path, tmp_
     assert "faithfulness" in report.render_text()
 
 
+@pytest.mark.slow
+def test_extractive_answers_measured_by_fact_accuracy_citations_and_refusals(sample_index: Path, tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"question": "How long are the nightly PostgreSQL backups kept?", "answers": ["35 days"]}\n'
+        '{"question": "Which port does the staging database listen on?", "answers": ["5433"]}\n'
+        '{"question": "zebra giraffe migration across the savanna", "answerable": false}\n', encoding="utf-8")
+    report = run_eval(EvalRequest(db=sample_index, questions=questions, device="cpu", answers=True, extractive=True,
+                                  top_k=2, max_tokens=64, thresholds=(0.38,), windows=(0,)))
+    answers = report.answers
+    assert answers is not None and answers.mode == "extractive"
+    per_question = answers.per_question
+    assert [q.refused for q in per_question] == [False, False, True]
+    assert answers.refusal_rate == 1.0 and answers.false_refusals == 0
+    assert answers.citation_coverage == 1.0
+    assert answers.fact_accuracy == sum(bool(q.fact_correct) for q in per_question[:2]) / 2
+    assert "5433" in (per_question[1].answer or "")
+    data = report.as_json()["answers"]
+    assert {"fact_accuracy", "citation_coverage", "refusal_rate", "false_refusals", "withheld", "mode"} <= set(data)
+    assert "fact accuracy" in report.render_text()
+
+
+def test_answerable_must_be_a_boolean() -> None:
+    assert parse_questions('{"question": "q?", "answerable": false}')[0].answerable is False
+    with pytest.raises(UsageError, match="answerable"):
+        parse_questions('{"question": "q?", "answerable": "no"}')
+
+
 # --------------------------------------------------------------------------------------------
 # BEIR on a tiny fixture
 # --------------------------------------------------------------------------------------------

@@ -112,6 +112,8 @@ def test_format_hits_numbers_from_one_and_uses_separator() -> None:
         ("Reversed range [3-1].", 3, [1, 2, 3], []),
         ("No excerpts at all [1].", 0, [], [1]),
         ("No markers.", 2, [], []),
+        ("Manual pages git-send-email[1] and printf[3] are references, not citations.", 3, [], []),
+        ("Glued to a number or a stop it is one: port 5433[1], done.[2]", 2, [1, 2], []),
     ],
 )
 def test_parse_citations(answer: str, n: int, cited: list[int], invalid: list[int]) -> None:

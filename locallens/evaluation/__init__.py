@@ -72,6 +72,7 @@ class EvalRequest:
     model: str | None = None  # embedding model of the BEIR brain (None: auto, or the brain's pin)
     beir_chunks: int = DEFAULT_CHUNKS_PER_QUERY  # chunks searched per BEIR query
     hybrid: bool = False  # search by vector and keywords fused (retrieval.hybrid_search)
+    extractive: bool = False  # --answers without a generator: the extractive answer
 
 
 def _parse_list(text: str, kind: type, flag: str) -> tuple[Any, ...]:
@@ -256,6 +257,9 @@ class EvalReport:
 
             lines.append("")
             lines.append(f"Answers ({a.questions} answered by {a.generator}, judged by {a.judge})")
+            lines.append(f"  fact accuracy {fmt(a.fact_accuracy)}   citation coverage {fmt(a.citation_coverage)}   "
+                         f"refusals {fmt(a.refusal_rate)} (unanswerable questions)   "
+                         f"false refusals {a.false_refusals}   withheld sentences {a.withheld}")
             lines.append(f"  faithfulness {fmt(a.faithfulness)}   context precision {fmt(a.context_precision)}   "
                          f"citation validity {fmt(a.citation_validity)}")
             lines.append(f"  judge calls {a.judge_calls}, unparseable {a.judge_parse_failures}, "
@@ -318,23 +322,24 @@ def run_eval(request: EvalRequest, progress: EvalProgress | None = None) -> Eval
         t1 = time.perf_counter()
         baselines = _baselines(store, brain, embedder, questions, request.top_k, progress, request.hybrid)
         t2 = time.perf_counter()
+        encode = SentenceEncoder(embedder, store)
         result = sweep(baselines, request.thresholds, request.windows, min_sentences=request.min_sentences,
-                       encode=SentenceEncoder(embedder, store), progress=progress)
+                       encode=encode, progress=progress)
         t3 = time.perf_counter()
-    timings.update(embed_load_s=t1 - t0, retrieve_s=t2 - t1, sweep_s=t3 - t2)
+        timings.update(embed_load_s=t1 - t0, retrieve_s=t2 - t1, sweep_s=t3 - t2)
+
+        answers = None
+        if request.answers:
+            answers = evaluate_answers(
+                questions, [b.hits for b in baselines], [b.vector for b in baselines], encode,
+                AnswerSettings(llm=request.llm, judge=request.judge, n_ctx=request.n_ctx,
+                               max_tokens=request.max_tokens, extractive=request.extractive),
+                progress,
+            )
+            timings["answers_s"] = time.perf_counter() - t3
 
     scored = [score_question(b.ranked_hits, request.top_k, q.files) for q, b in zip(questions, baselines) if q.files]
     retrieval = aggregate_retrieval(scored, request.top_k)
-
-    answers = None
-    if request.answers:
-        t4 = time.perf_counter()
-        answers = evaluate_answers(
-            [q.text for q in questions], [b.hits for b in baselines],
-            AnswerSettings(llm=request.llm, judge=request.judge, n_ctx=request.n_ctx, max_tokens=request.max_tokens),
-            progress,
-        )
-        timings["answers_s"] = time.perf_counter() - t4
 
     return EvalReport(
         brain=request.brain, db=str(request.db), model=brain.model, top_k=request.top_k,

@@ -34,10 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from locallens.claims import CheckedAnswer, Encode
 from locallens.domain import ChatMessage, Hit
 from locallens.errors import LocallensError, UsageError
-from locallens.evaluation.metrics import citation_validity, context_precision, faithfulness, mean
+from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
 from locallens.evaluation.progress import EvalProgress, NoProgress
+from locallens.evaluation.questions import Question
+from locallens.extractive import extractive_answer
 from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
 
@@ -83,6 +88,7 @@ class AnswerSettings:
     judge_max_tokens: int = 32  # `{"supported": false}` is ~7 tokens; the grammar bounds whitespace
     gpu_layers: int = 0
     seed: int = 0
+    extractive: bool = False  # answer as `ask --extractive` does (no generator model)
 
 
 def answer_statements(answer: str) -> list[str]:
@@ -166,15 +172,43 @@ class ExcerptVerdict:
 @dataclass(slots=True)
 class QuestionAnswer:
     question: str
-    answer: str | None = None
+    answer: str | None = None  # the printed answer (after the answer check)
+    model_answer: str | None = None  # what the generator wrote, before the check
     excerpts_sent: int = 0
     excerpts_dropped: int = 0  # lowest-ranked hits that did not fit the generator's context
-    citations: list[int] = field(default_factory=list)
-    invalid_citations: list[int] = field(default_factory=list)
+    citations: list[int] = field(default_factory=list)  # cited by the printed answer
+    invalid_citations: list[int] = field(default_factory=list)  # the generator's [N] with no excerpt
     statements: list[StatementVerdict] = field(default_factory=list)
     excerpts: list[ExcerptVerdict] = field(default_factory=list)
     error: str | None = None  # why no answer was generated
     stopped_looping: bool = False  # generation cut short because the model repeated itself
+    checked: CheckedAnswer | None = None
+    expected: tuple[str, ...] | None = None  # the question's `answers`
+    answerable: bool = True
+
+    @property
+    def refused(self) -> bool:
+        """No answer at all, or the plain refusal: the excerpts do not hold the answer."""
+        return self.answer is None or (self.checked is not None and self.checked.refused)
+
+    @property
+    def fact_correct(self) -> bool | None:
+        """Whether the printed answer states an expected answer (None: no `answers` to compare)."""
+        if not self.expected or not self.answerable:
+            return None
+        return not self.refused and contains_answer(self.answer or "", self.expected)
+
+    @property
+    def printed_sentences(self) -> int:
+        if self.checked is None or self.checked.refused:
+            return 0
+        return sum(1 for c in self.checked.claims if c.supported)
+
+    @property
+    def cited_sentences(self) -> int:
+        if self.checked is None or self.checked.refused:
+            return 0
+        return sum(1 for c in self.checked.claims if c.supported and c.citations)
 
     @property
     def faithfulness(self) -> float | None:
@@ -198,9 +232,16 @@ class QuestionAnswer:
         return citation_validity(len(self.citations), len(self.invalid_citations))
 
     def as_json(self) -> dict[str, Any]:
+        checked = self.checked
         return {
             "answer": self.answer,
+            "model_answer": self.model_answer,
             "error": self.error,
+            "refused": self.refused,
+            "answerable": self.answerable,
+            "fact_correct": self.fact_correct,
+            "withheld": checked.withheld if checked else 0,
+            "claims": [c.as_json() for c in checked.claims] if checked else [],
             "stopped_looping": self.stopped_looping,
             "excerpts_sent": self.excerpts_sent,
             "excerpts_dropped": self.excerpts_dropped,
@@ -233,9 +274,50 @@ class AnswerMetrics:
     generate_seconds: float
     judge_seconds: float
     per_question: list[QuestionAnswer] = field(default_factory=list)
+    mode: str = "generate"  # or "extractive"
+
+    def _share(self, hits: int, total: int) -> float | None:
+        return hits / total if total else None
+
+    @property
+    def fact_accuracy(self) -> float | None:
+        """Answerable questions with `answers` whose printed answer states one of them."""
+        verdicts = [q.fact_correct for q in self.per_question if q.fact_correct is not None]
+        return self._share(sum(verdicts), len(verdicts))
+
+    @property
+    def citation_coverage(self) -> float | None:
+        """Printed sentences that carry a valid citation."""
+        return self._share(sum(q.cited_sentences for q in self.per_question),
+                           sum(q.printed_sentences for q in self.per_question))
+
+    @property
+    def refusal_rate(self) -> float | None:
+        """Unanswerable questions answered with the plain refusal."""
+        unanswerable = [q for q in self.per_question if not q.answerable]
+        return self._share(sum(q.refused for q in unanswerable), len(unanswerable))
+
+    @property
+    def false_refusals(self) -> int:
+        return sum(1 for q in self.per_question if q.answerable and q.refused)
+
+    @property
+    def withheld(self) -> int:
+        return sum(q.checked.withheld for q in self.per_question if q.checked is not None)
+
+    @property
+    def check_ms(self) -> float | None:
+        costs = sorted(q.checked.check_ms for q in self.per_question if q.checked is not None)
+        return costs[len(costs) // 2] if costs else None
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "mode": self.mode,
+            "fact_accuracy": _round(self.fact_accuracy),
+            "citation_coverage": _round(self.citation_coverage),
+            "refusal_rate": _round(self.refusal_rate),
+            "false_refusals": self.false_refusals,
+            "withheld": self.withheld,
             "faithfulness": _round(self.faithfulness),
             "context_precision": _round(self.context_precision),
             "citation_validity": _round(self.citation_validity),
@@ -245,7 +327,8 @@ class AnswerMetrics:
             "judge_calls": self.judge_calls,
             "judge_parse_failures": self.judge_parse_failures,
             "judge_errors": self.judge_errors,
-            "timings": {"generate_s": round(self.generate_seconds, 2), "judge_s": round(self.judge_seconds, 2)},
+            "timings": {"generate_s": round(self.generate_seconds, 2), "judge_s": round(self.judge_seconds, 2),
+                        "check_ms_median": _round(self.check_ms, 1)},
         }
 
 
@@ -257,43 +340,51 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def evaluate_answers(
-    questions: Sequence[str],
+    questions: Sequence[Question],
     contexts: Sequence[Sequence[Hit]],
+    question_vectors: Sequence[np.ndarray],
+    encode: Encode,
     settings: AnswerSettings = AnswerSettings(),
     progress: EvalProgress | None = None,
 ) -> AnswerMetrics:
-    """Answer each question from its context with one loaded generator, then judge the answers."""
+    """Answer each question from its context as `ask` does (one loaded generator, the answer
+    check, or the extractive answer), then judge the printed answers."""
     from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
 
-    if len(questions) != len(contexts):
-        raise UsageError("evaluate_answers needs one context per question")
+    if not len(questions) == len(contexts) == len(question_vectors):
+        raise UsageError("evaluate_answers needs one context and one vector per question")
     progress = progress or NoProgress()
-    generator_path = resolve_llm_path(settings.llm)
+    generator_path = None if settings.extractive else resolve_llm_path(settings.llm)
     judge_path = resolve_llm_path(settings.judge)
-    check_gguf(generator_path)
+    if generator_path is not None:
+        check_gguf(generator_path)
     check_gguf(judge_path)
 
-    generator = LocalLLM(generator_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
+    judge_llm = LocalLLM(judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
     # The judge's prompts hold the generator's excerpts plus a statement: the same context size
     # fits them. The same file is loaded once and serves both roles.
-    judge_llm = generator if _same_file(generator_path, judge_path) else LocalLLM(
-        judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
+    generator = None if generator_path is None else judge_llm if _same_file(generator_path, judge_path) else LocalLLM(
+        generator_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
     judge = Judge(judge_llm, settings.judge_max_tokens)
     results: list[QuestionAnswer] = []
     generate_seconds = 0.0
     judge_total = 0
     try:
         progress.start(ANSWERING, len(questions))
-        for question, hits in zip(questions, contexts):
-            result = QuestionAnswer(question=question)
+        for question, hits, vector in zip(questions, contexts, question_vectors):
+            result = QuestionAnswer(question=question.text, expected=question.answers,
+                                    answerable=question.answerable)
             results.append(result)
             started = time.perf_counter()
-            kept = _generate(generator, question, list(hits), settings, result)
+            if generator is None:
+                kept = _extract(question.text, list(hits), vector, encode, settings, result)
+            else:
+                kept = _generate(generator, question.text, list(hits), vector, encode, settings, result)
             generate_seconds += time.perf_counter() - started
             progress.advance(ANSWERING)
             if result.answer is None:
                 continue
-            statements = answer_statements(result.answer)
+            statements = [] if result.refused else answer_statements(result.answer)
             judge_total += len(statements) + len(kept)
             progress.start(JUDGING, judge_total)
             context = format_hits(kept)
@@ -302,13 +393,13 @@ def evaluate_answers(
                 result.statements.append(StatementVerdict(statement, verdict))
                 progress.advance(JUDGING)
             for n, hit in enumerate(kept, start=1):
-                verdict = judge.verdict(relevance_messages(question, hit.content), RELEVANT_SCHEMA, "relevant")
+                verdict = judge.verdict(relevance_messages(question.text, hit.content), RELEVANT_SCHEMA, "relevant")
                 result.excerpts.append(ExcerptVerdict(n, hit.chunk.relative_path, hit.chunk.chunk_index, verdict))
                 progress.advance(JUDGING)
     finally:
-        if judge_llm is not generator:
-            judge_llm.close()
-        generator.close()
+        if generator is not None and generator is not judge_llm:
+            generator.close()
+        judge_llm.close()
 
     answered = [r for r in results if r.answer is not None]
     valid = sum(len(r.citations) for r in answered)
@@ -318,7 +409,7 @@ def evaluate_answers(
         faithfulness=mean(r.faithfulness for r in answered),
         context_precision=mean(r.context_precision for r in answered),
         citation_validity=citation_validity(valid, invalid),
-        generator=generator_path.name,
+        generator="extractive (no LLM)" if generator_path is None else generator_path.name,
         judge=judge_path.name,
         judge_calls=judge.stats.calls,
         judge_parse_failures=judge.stats.parse_failures,
@@ -326,24 +417,43 @@ def evaluate_answers(
         generate_seconds=generate_seconds,
         judge_seconds=judge.stats.seconds,
         per_question=results,
+        mode="extractive" if generator_path is None else "generate",
     )
 
 
-def _generate(llm: "LocalLLM", question: str, hits: list[Hit], settings: AnswerSettings,
-              result: QuestionAnswer) -> list[Hit]:
-    """`ask`'s generation on a loaded model; returns the excerpts actually sent."""
+def _record(result: QuestionAnswer, checked: CheckedAnswer) -> None:
+    result.checked = checked
+    result.answer = checked.answer
+    result.citations = checked.citations
+
+
+def _extract(question: str, hits: list[Hit], vector: np.ndarray, encode: Encode, settings: AnswerSettings,
+             result: QuestionAnswer) -> list[Hit]:
+    """`ask --extractive` on one question; returns the excerpts it drew from."""
+    if not hits:
+        result.error = "nothing relevant found"
+        return []
+    _record(result, extractive_answer(question, hits, vector, encode, max_tokens=settings.max_tokens))
+    result.excerpts_sent = len(hits)
+    return hits
+
+
+def _generate(llm: "LocalLLM", question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
+              settings: AnswerSettings, result: QuestionAnswer) -> list[Hit]:
+    """`ask`'s generation and answer check on a loaded model; returns the excerpts actually sent."""
     if not hits:
         # `ask` never calls the model without excerpts (exit 4); neither does the evaluation.
         result.error = "nothing relevant found"
         return []
-    from locallens.answer import generate_grounded
+    from locallens.answer import checked_answer, generate_grounded
 
     try:
         gen = generate_grounded(llm, question, hits, max_tokens=settings.max_tokens)
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)
         return []
-    result.answer, result.stopped_looping = gen.answer, gen.stopped_looping
+    result.model_answer, result.stopped_looping = gen.answer, gen.stopped_looping
     result.excerpts_sent, result.excerpts_dropped = len(gen.kept), len(gen.dropped)
-    result.citations, result.invalid_citations = gen.citations.cited, gen.citations.invalid
+    result.invalid_citations = gen.citations.invalid
+    _record(result, checked_answer(gen.answer, gen.kept, question, vector, encode, max_tokens=settings.max_tokens))
     return gen.kept

@@ -1,9 +1,11 @@
 """The QUESTIONS file of `locallens eval`: plain text or JSONL.
 
 - Plain text: one question per line. Blank lines and lines starting with `#` are ignored.
-- JSONL: one object per line, `{"question": str, "files"?: [str], "answers"?: [str]}`: the files
-  that hold the answer (relative paths, as `index` stores them) and substrings of the documents
-  that carry it. Blank lines and `#` lines are ignored here too; other keys are allowed (an `id`,
+- JSONL: one object per line, `{"question": str, "files"?: [str], "answers"?: [str],
+  "answerable"?: bool}`: the files that hold the answer (relative paths, as `index` stores them),
+  the answer as a person would state it (any one of the strings; also used to check that
+  trimming keeps it), and `"answerable": false` for a question no document answers (the right
+  answer is then the plain refusal). Blank lines and `#` lines are ignored here too; other keys are allowed (an `id`,
   a note) and ignored.
 
 The format is JSONL when the file is named `*.jsonl` / `*.ndjson`, or when its first meaningful
@@ -29,6 +31,7 @@ class Question:
     files: tuple[str, ...] | None = None  # expected source files; None when not given (or empty)
     answers: tuple[str, ...] | None = None  # answer substrings; None when not given (or empty)
     line: int = 0  # 1-based line in the QUESTIONS file
+    answerable: bool = True  # False: no document holds the answer; the right answer is a refusal
 
 
 def normalise_path(path: str) -> str:
@@ -79,11 +82,15 @@ def parse_questions(text: str, *, source: str = "<questions>", jsonl: bool | Non
         if not isinstance(question, str) or not question.strip():
             raise UsageError(f"{where}: \"question\" must be a non-empty string")
         files = _string_list(value.get("files"), "files", where)
+        answerable = value.get("answerable", True)
+        if not isinstance(answerable, bool):
+            raise UsageError(f"{where}: \"answerable\" must be true or false")
         questions.append(Question(
             text=question.strip(),
             files=tuple(normalise_path(f) for f in files) if files else None,
             answers=_string_list(value.get("answers"), "answers", where),
             line=n,
+            answerable=answerable,
         ))
     return questions
 

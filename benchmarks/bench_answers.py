@@ -89,13 +89,13 @@ def build_index(name: str, workdir: Path) -> Path:
 
 def raw_sentences(answer: str, n_excerpts: int) -> list[dict]:
     """The raw answer's sentences with their citations, as `before` printed them."""
-    from locallens.claims import _claim_text, _move_citations_before_stops
+    from locallens.claims import claim_text, move_citations_before_stops
     from locallens.prompt import parse_citations
     from locallens.sentences import split_sentences
 
     out = []
-    for unit in split_sentences(_move_citations_before_stops(answer)):
-        if re.search(r"\w", _claim_text(unit)):
+    for unit in split_sentences(move_citations_before_stops(answer)):
+        if re.search(r"\w", claim_text(unit)):
             cites = parse_citations(unit, n_excerpts)
             out.append({"text": unit, "cited": bool(cites.cited), "evidence": None, "score": None})
     return out

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,21 +45,24 @@ import numpy as np
 from locallens.domain import Hit
 from locallens.prompt import CITATION_RE, citation_numbers
 from locallens.sentences import split_chunk_prefix, split_sentences
+from locallens.trim import Encode, unit_rows
 
 __all__ = [
     "MIN_RELEVANCE",
     "MIN_SUPPORT",
     "CheckedAnswer",
     "Claim",
+    "Encode",
     "check_answer",
+    "claim_text",
+    "excerpt_sentences",
     "extract_facts",
     "missing_facts",
     "novel_words",
     "refusal",
+    "with_citations",
 ]
 
-# Embeds a list of texts into an (n, d) array of L2-normalised vectors (as in locallens.trim).
-Encode = Callable[[list[str]], np.ndarray]
 
 # Both thresholds were measured with the packaged MiniLM and SmolLM2 (benchmarks/bench_answers.py;
 # the figures are in the README). MIN_SUPPORT: the cosine similarity between a claim and its best
@@ -304,11 +307,12 @@ _HAS_ALNUM = re.compile(r"\w")
 _TRAILING_STOP = re.compile(r"([.!?…:;]+[\"'”’»)\]]*)$")
 
 
-def _move_citations_before_stops(text: str) -> str:
+def move_citations_before_stops(text: str) -> str:
+    """`... 5433. [1] Next` -> `... 5433 [1]. Next`: a citation stays with the sentence it ends."""
     return _CITATION_AFTER_STOP.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}", text)
 
 
-def _claim_text(sentence: str) -> str:
+def claim_text(sentence: str) -> str:
     """The sentence without citation markers, list/heading markup and bold marks."""
     body = CITATION_RE.sub("", sentence)
     body = _MARKUP_LEAD.sub("", body)
@@ -317,7 +321,7 @@ def _claim_text(sentence: str) -> str:
     return _SPACES.sub(" ", body).strip().strip("|").strip()
 
 
-def _rewrite_citations(sentence: str, keep: set[int], add: int | None) -> str:
+def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
     """`sentence` with citation numbers outside `keep` removed, and `[add]` put before its stop."""
 
     def repl(match: re.Match[str]) -> str:
@@ -340,7 +344,8 @@ class _Excerpts:
     texts: list[str]  # the excerpts' full contents, by number - 1
 
 
-def _excerpts(hits: Sequence[Hit]) -> _Excerpts:
+def excerpt_sentences(hits: Sequence[Hit]) -> _Excerpts:
+    """Every sentence of every excerpt (prefix aside, decoration dropped), with its owner."""
     sentences: list[str] = []
     owner: list[int] = []
     for n, hit in enumerate(hits, start=1):
@@ -350,11 +355,6 @@ def _excerpts(hits: Sequence[Hit]) -> _Excerpts:
                 sentences.append(sentence)
                 owner.append(n)
     return _Excerpts(sentences, owner, [hit.content for hit in hits])
-
-
-def _unit(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms > 0.0, norms, 1.0)
 
 
 def check_answer(
@@ -376,7 +376,7 @@ def check_answer(
     (`min_relevance`), the printed answer is the plain refusal in the question's language.
     """
     started = time.perf_counter()
-    normalised = _move_citations_before_stops(answer.strip())
+    normalised = move_citations_before_stops(answer.strip())
     units = split_sentences(normalised)
     # Where each unit sits in the answer, to keep its line layout when printing.
     spans: list[tuple[int, int]] = []
@@ -391,20 +391,20 @@ def check_answer(
     claim_texts: list[str] = []
     said: set[str] = set()
     for i, unit in enumerate(units):
-        text = _claim_text(unit)
+        text = claim_text(unit)
         key = text.lower()
         if _HAS_ALNUM.search(text) and key not in said:  # a sentence said again is dropped
             said.add(key)
             claims_at.append(i)
             claim_texts.append(text)
 
-    excerpts = _excerpts(hits)
+    excerpts = excerpt_sentences(hits)
     n_hits = len(hits)
     claims: list[Claim] = []
     if claim_texts:
-        vectors = _unit(np.asarray(encode(claim_texts + excerpts.sentences), dtype=np.float64))
+        vectors = unit_rows(np.asarray(encode(claim_texts + excerpts.sentences), dtype=np.float64))
         claim_vectors, sentence_vectors = vectors[: len(claim_texts)], vectors[len(claim_texts):]
-        query = _unit(np.asarray(question_vector, dtype=np.float64).reshape(1, -1))[0]
+        query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(1, -1))[0]
         relevance = claim_vectors @ query
         similarity = claim_vectors @ sentence_vectors.T if excerpts.sentences else None
         owners = np.asarray(excerpts.owner)
@@ -438,7 +438,7 @@ def check_answer(
             right = [n for n in valid if backs(n)]
             wrong = [n for n in valid if n not in right]
             add = source if supported and not right else None
-            printed = _rewrite_citations(written, set(right), add) if supported else written
+            printed = with_citations(written, set(right), add) if supported else written
             claims.append(Claim(
                 written=written, text=printed, claim=text, supported=supported, score=score,
                 source=source, evidence=evidence, relevance=float(relevance[row]), facts=facts,

@@ -24,13 +24,14 @@ from locallens.claims import (
     CheckedAnswer,
     Claim,
     Encode,
-    _claim_text,
-    _excerpts,
-    _rewrite_citations,
+    claim_text,
+    excerpt_sentences,
     refusal,
+    with_citations,
 )
 from locallens.domain import Hit
 from locallens.tokens import count_tokens
+from locallens.trim import unit_rows
 
 # Measured on the sample questions (benchmarks/bench_answers.py): 2 and 3 sentences state the
 # expected answer equally often (16 of 20), 1 sentence in 12 of 20; the shorter answer wins.
@@ -55,14 +56,13 @@ def extractive_answer(
 ) -> CheckedAnswer:
     """The most relevant sentences of `hits` (numbered from 1), each cited; see the module doc."""
     started = time.perf_counter()
-    excerpts = _excerpts(hits)
+    excerpts = excerpt_sentences(hits)
     candidates = [(s, n) for s, n in zip(excerpts.sentences, excerpts.owner) if not _is_heading(s)]
     scores: list[float] = []
     if candidates:
-        vectors = np.asarray(encode([s for s, _ in candidates]), dtype=np.float64)
-        query = np.asarray(question_vector, dtype=np.float64).reshape(-1)
-        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
-        scores = [float(x) for x in (vectors @ query) / np.where(norms > 0, norms, 1.0)]
+        vectors = unit_rows(np.asarray(encode([s for s, _ in candidates]), dtype=np.float64))
+        query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(-1))
+        scores = [float(x) for x in vectors @ query]
 
     # Relevance order; equal scores keep the excerpts' order (rank, then position).
     order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
@@ -75,7 +75,7 @@ def extractive_answer(
         if score < min_relevance or score < best - margin or len(claims) >= max_sentences:
             break
         sentence, n = candidates[i]
-        text = _claim_text(sentence)
+        text = claim_text(sentence)
         key = " ".join(text.lower().split())
         if not text or key in seen:
             continue
@@ -85,7 +85,7 @@ def extractive_answer(
         seen.add(key)
         used_tokens += tokens
         claims.append(Claim(
-            written=sentence, text=_rewrite_citations(text, set(), n), claim=text, supported=True, score=1.0, source=n,
+            written=sentence, text=with_citations(text, set(), n), claim=text, supported=True, score=1.0, source=n,
             evidence=sentence, relevance=score, citations=[n], citation_added=True, extracted=True,
         ))
     refused = not claims

@@ -32,6 +32,7 @@ __all__ = [
     "Encode",
     "TrimmedHit",
     "join_kept",
+    "unit_rows",
     "select_sentences",
     "trim_chunks_by_sentence",
     "trim_text",
@@ -142,7 +143,7 @@ def _validate(threshold: float, min_sentences: int, window: int) -> None:
         raise UsageError("threshold must be a number, got NaN")
 
 
-def _unit(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length; a zero row stays zero (its cosine is 0, not NaN)."""
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
     return vectors / np.where(norms > 0.0, norms, 1.0)
@@ -164,7 +165,7 @@ def _score_all(query_vec: np.ndarray | Sequence[float], flat: list[str], encode:
         )
     # Encoders are supposed to normalise; doing it again here costs nothing and makes the dot
     # product a true cosine whatever the encoder did. float64 keeps the scores stable.
-    return _unit(vectors) @ _unit(query)
+    return unit_rows(vectors) @ unit_rows(query)
 
 
 def trim_chunks_by_sentence(

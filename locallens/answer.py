@@ -34,6 +34,7 @@ from locallens.prompt import (
     parse_citations,
 )
 from locallens.extractive import extractive_answer
+from locallens.models import Models
 from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, retrieve
 from locallens.store import Store
 
@@ -184,6 +185,7 @@ class AskResult:
     invalid_citations: list[int] = field(default_factory=list)  # the model's [N] with no excerpt
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens a warm model found in its KV cache
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str | None] = field(default_factory=dict)
     stopped_looping: bool = False  # generation ended early because the model repeated itself
@@ -236,6 +238,7 @@ class AskResult:
         r = self.retrieval
         out["tokens"] = {
             "prompt": self.prompt_tokens,
+            "prompt_cached": self.cached_tokens,
             "completion": self.completion_tokens,
             "context_before_trim": r.tokens_before,
             "context_in_prompt": r.tokens_in_context,
@@ -250,13 +253,11 @@ class AskResult:
         return out
 
 
-def _retrieve(request: AskRequest, store: Store) -> tuple[RetrievalResult, Embedder, dict[str, float]]:
-    from locallens.embedding import load_embedder
-
+def _retrieve(request: AskRequest, store: Store, models: Models) -> tuple[RetrievalResult, Embedder, dict[str, float]]:
     brain = store.get_brain(request.brain)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    embedder = load_embedder(brain.model, device=request.device)
+    embedder = models.embedder(brain.model, request.device)
     timings["embed_load_ms"] = (time.perf_counter() - t0) * 1000
     result = retrieve(store, brain, embedder, request.question, request.top_k,
                       min_score=request.min_score, path_glob=request.path_glob, trim=request.trim,
@@ -357,20 +358,22 @@ def checked_answer(
                          check_ms=checked.check_ms + extracted.check_ms, fallback=True)
 
 
-def ask(request: AskRequest) -> AskResult:
+def ask(request: AskRequest, models: Models | None = None) -> AskResult:
     """Answer `request.question` from the brain, every printed sentence checked and cited.
 
     Raises NothingFoundError (exit 4) when retrieval finds nothing, before any model is loaded.
     When nothing the model wrote is supported by the excerpts and relevant to the question, the
-    result is `refused` (the answer is the plain refusal; the CLI exits 4 too).
+    result is `refused` (the answer is the plain refusal; the CLI exits 4 too). `models` holds
+    the loaded models: by default they are loaded for this call only (`WarmModels` keeps them).
     """
+    models = models or Models()
     question = request.question.strip()
     if not question:
         raise UsageError("the question is empty")
     if request.max_tokens < 1:
         raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
     with Store(request.db, create=False) as store:
-        retrieval, embedder, timings = _retrieve(request, store)
+        retrieval, embedder, timings = _retrieve(request, store, models)
         if not retrieval.hits:
             where = f" under {request.path_glob!r}" if request.path_glob else ""
             floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
@@ -391,7 +394,7 @@ def ask(request: AskRequest) -> AskResult:
             result.timings["extract_ms"] = result.checked.check_ms
             return result
 
-        gen = _generate_with_packaged_or_given_llm(request, question, retrieval.hits, result)
+        gen = _generate(request, question, retrieval.hits, result, models)
         result.sources, result.dropped = gen.kept, gen.dropped
         result.stopped_looping = gen.stopped_looping
         result.invalid_citations = gen.citations.invalid
@@ -401,25 +404,20 @@ def ask(request: AskRequest) -> AskResult:
     return result
 
 
-def _generate_with_packaged_or_given_llm(request: AskRequest, question: str, hits: list[Hit],
-                                         result: AskResult) -> Generation:
-    """Load the GGUF `request` names (or the packaged one), generate, record usage, unload."""
-    from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
-
-    path = resolve_llm_path(request.llm)
-    check_gguf(path)
-    llm = LocalLLM(path, n_ctx=request.n_ctx, n_gpu_layers=request.gpu_layers, seed=request.seed,
-                   n_threads=request.threads)
-    try:
-        result.timings["llm_load_ms"] = llm.load_ms
+def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
+    """Generate with the GGUF `request` names (or the packaged one) and record usage."""
+    started = time.perf_counter()
+    with models.llm(request.llm, n_ctx=request.n_ctx, gpu_layers=request.gpu_layers, seed=request.seed,
+                    threads=request.threads) as llm:
+        # Loading the GGUF (cold), or waiting for the warm model's previous generation to end.
+        result.timings["llm_load_ms"] = (time.perf_counter() - started) * 1000
         result.models["llm"] = llm.model_name
         gen = generate_grounded(llm, question, hits, max_tokens=request.max_tokens,
                                 temperature=request.temperature, cite_grammar=request.cite_grammar)
-    finally:
-        llm.close()
     usage = gen.usage
     if usage is not None:
         result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        result.cached_tokens = usage.cached_tokens
         result.timings["prompt_ms"] = usage.prompt_ms
         result.timings["generate_ms"] = usage.generate_ms
     return gen

@@ -387,6 +387,7 @@ class Usage:
     prompt_ms: float  # prompt processing (prefill) until the first token was sampled
     generate_ms: float  # from the first sampled token to the end
     stop_reason: str = "stop"  # "stop" (end of turn / stop string) or "length" (token limit)
+    cached_tokens: int = 0  # prompt tokens found in the KV cache (not prefilled again)
 
 
 class LocalLLM:
@@ -397,9 +398,10 @@ class LocalLLM:
     llama-cpp-python's default, the llama-2 format. Counting and generation render and tokenise a
     prompt the same way, so `count_prompt_tokens(m)` equals `last_usage.prompt_tokens` for `m`.
 
-    Every generation starts from an empty KV cache: reusing the cache of the previous question
-    would save little (only the system prompt is shared) and would make the output depend on
-    what was asked before, through float differences in batched evaluation.
+    Every generation starts from an empty KV cache unless `reuse_prefix` is set (the warm server,
+    which answers many questions with one model): reusing the cache saves the prefill of the
+    shared prefix, but can make the output depend on what was asked before, through float
+    differences in batched evaluation.
     """
 
     def __init__(
@@ -413,10 +415,15 @@ class LocalLLM:
         n_batch: int = DEFAULT_N_BATCH,
         n_ubatch: int = DEFAULT_N_UBATCH,
         flash_attn: bool = DEFAULT_FLASH_ATTN,
+        reuse_prefix: bool = False,
     ) -> None:
         if n_ctx < 0 or n_batch < 1 or n_ubatch < 1:
             raise UsageError(f"invalid context settings: n_ctx={n_ctx}, n_batch={n_batch}")
         self.path = Path(path).expanduser()
+        # A warm server keeps the KV cache between questions: llama.cpp then prefills only what
+        # follows the longest prefix shared with the previous prompt (the chat template and the
+        # system rules at least).
+        self.reuse_prefix = reuse_prefix
         info = read_gguf_info(self.path)
         self.info = info
         self.seed = seed
@@ -543,7 +550,15 @@ class LocalLLM:
         # Never run past the context: the answer gets what is left, at most max_tokens.
         budget = max(1, min(max_tokens, self.n_ctx - len(prompt)))
         llm = self._llm
-        llm.reset()  # start from an empty cache: output independent of earlier calls
+        cached = 0
+        if self.reuse_prefix:
+            for previous, token in zip(llm._input_ids.tolist(), prompt):
+                if previous != token:
+                    break
+                cached += 1
+            cached = min(cached, len(prompt) - 1)  # llama.cpp re-evaluates at least one token
+        else:
+            llm.reset()  # start from an empty cache: output independent of earlier calls
         llm.set_seed(self.seed)  # set_seed keeps 0 as a real seed (the constructor maps 0 to random)
 
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -594,6 +609,7 @@ class LocalLLM:
             ended = time.perf_counter()
             first = first_token_at or ended
             self.last_usage = Usage(
+                cached_tokens=cached,
                 prompt_tokens=len(prompt),
                 completion_tokens=produced,
                 prompt_ms=(first - started) * 1000,

@@ -403,6 +403,23 @@ class Store:
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
 
+    def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
+        """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
+        rows = self.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.chunk_id = ? LIMIT 1",
+                            (brain.id, chunk_id))
+        return _chunk(brain, rows[0]) if rows else None
+
+    def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
+        """A document's chunks in order (none when the brain has no such path)."""
+        rows = self.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.relative_path = ? "
+                            "ORDER BY c.chunk_index", (brain.id, relative_path))
+        return [_chunk(brain, row) for row in rows]
+
+    def document_paths(self, brain: Brain) -> list[str]:
+        """The relative paths of the brain's documents, sorted."""
+        return [r[0] for r in self.execute(
+            "SELECT DISTINCT relative_path FROM documents WHERE brain_id = ? ORDER BY relative_path", (brain.id,))]
+
     def update_document_stat(self, doc_id: int, size: int, mtime_ns: int) -> None:
         with self.transaction():
             self.conn.execute(

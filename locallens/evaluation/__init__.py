@@ -25,6 +25,7 @@ from typing import Any
 
 from locallens.errors import UsageError
 from locallens.evaluation.answers import AnswerMetrics, AnswerSettings, evaluate_answers
+from locallens.models import Models
 from locallens.evaluation.beir import DEFAULT_CHUNKS_PER_QUERY, BeirReport, evaluate_beir
 from locallens.evaluation.progress import EvalProgress, NoProgress
 from locallens.evaluation.questions import Question, load_questions
@@ -73,6 +74,7 @@ class EvalRequest:
     beir_chunks: int = DEFAULT_CHUNKS_PER_QUERY  # chunks searched per BEIR query
     hybrid: bool = False  # search by vector and keywords fused (retrieval.hybrid_search)
     extractive: bool = False  # --answers without a generator: the extractive answer
+    inline_questions: tuple[Question, ...] | None = None  # instead of a QUESTIONS file (the MCP tool)
 
 
 def _parse_list(text: str, kind: type, flag: str) -> tuple[Any, ...]:
@@ -301,24 +303,24 @@ def _baselines(store: Any, brain: Any, embedder: Any, questions: Sequence[Questi
     return baselines
 
 
-def run_eval(request: EvalRequest, progress: EvalProgress | None = None) -> EvalReport:
+def run_eval(request: EvalRequest, progress: EvalProgress | None = None, models: Models | None = None) -> EvalReport:
     """The QUESTIONS form of `locallens eval` (see the module doc)."""
-    from locallens.embedding import load_embedder
     from locallens.retrieval import SentenceEncoder
     from locallens.store import Store
 
-    if request.questions is None:
+    if request.questions is None and not request.inline_questions:
         raise UsageError("give a QUESTIONS file (or --beir DIR)")
     _validate(request)
     progress = progress or NoProgress()
+    models = models or Models()
     started = time.perf_counter()
-    questions = load_questions(request.questions)
+    questions = list(request.inline_questions or ()) or load_questions(request.questions)  # type: ignore[arg-type]
     timings: dict[str, float] = {}
 
     with Store(Path(request.db).expanduser(), create=False) as store:
         brain = store.get_brain(request.brain)
         t0 = time.perf_counter()
-        embedder = load_embedder(brain.model, device=request.device)
+        embedder = models.embedder(brain.model, request.device)
         t1 = time.perf_counter()
         baselines = _baselines(store, brain, embedder, questions, request.top_k, progress, request.hybrid)
         t2 = time.perf_counter()

@@ -1,0 +1,104 @@
+"""`locallens mcp`: the warm core (`locallens.service`) as a Model Context Protocol server.
+
+Built on the official `mcp` SDK's low-level `Server`, so that each tool's input schema is
+exactly `service.TOOLS`' (with `additionalProperties: false`) and every call goes through
+`service.validate`: an unknown argument or a bad value comes back as a tool error that names it.
+Tool results carry the JSON both as text and as structured content. Every indexed document is
+a resource, `locallens://BRAIN/RELATIVE/PATH`, whose text is the document as stored.
+
+Transports: stdio (what editors and desktop assistants launch), or streamable HTTP on
+`--http HOST:PORT` (loopback by default; the SDK's DNS-rebinding protection stays on there).
+Tool calls run in worker threads: searches run concurrently, generations one at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+from locallens import __version__
+from locallens.errors import LocallensError
+from locallens.service import TOOLS, Service
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+SCHEME = "locallens"
+INSTRUCTIONS = (
+    "locallens answers questions from the user's own indexed files, on this machine. Use `search` to "
+    "get cited excerpts to reason over, `ask` for a checked, cited answer, `get` to read a chunk or "
+    "a whole document, `status` to see what is indexed."
+)
+
+
+def resource_uri(brain: str, path: str) -> str:
+    return f"{SCHEME}://{quote(brain, safe='')}/{quote(path, safe='/')}"
+
+
+def parse_resource_uri(uri: str) -> tuple[str, str]:
+    prefix = f"{SCHEME}://"
+    if not uri.startswith(prefix) or "/" not in uri[len(prefix):]:
+        raise LocallensError(f"not a locallens resource: {uri}")
+    brain, _, path = uri[len(prefix):].partition("/")
+    return unquote(brain), unquote(path)
+
+
+def build_server(service: Service) -> Server[Any]:
+    import anyio
+    import mcp.types as types
+    from mcp.server.lowlevel import Server
+
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=name, description=spec["description"], input_schema=spec["schema"])
+            for name, spec in TOOLS.items()
+        ])
+
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            result = await anyio.to_thread.run_sync(service.call, params.name, params.arguments or {})
+        except LocallensError as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"error: {exc}")],
+                                        is_error=True)
+        text = json.dumps(result, ensure_ascii=False)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=result)
+
+    async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
+        documents = await anyio.to_thread.run_sync(service.documents)
+        return types.ListResourcesResult(resources=[
+            types.Resource(name=f"{brain}/{path}", uri=resource_uri(brain, path), mime_type="text/plain")
+            for brain, path in documents
+        ])
+
+    async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        brain, path = parse_resource_uri(str(params.uri))
+        text = await anyio.to_thread.run_sync(service.document, brain, path)
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=str(params.uri), mime_type="text/plain", text=text)])
+
+    return Server(
+        "locallens", version=__version__, instructions=INSTRUCTIONS,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+        on_list_resources=list_resources, on_read_resource=read_resource,
+    )
+
+
+def serve_stdio(service: Service) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(service)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(service: Service, host: str, port: int) -> None:
+    import uvicorn
+
+    app = build_server(service).streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,85 @@
+"""Where `ask` gets its models: loaded for one call (the CLI), or kept loaded (servers, batches).
+
+`Models` loads the embedder and the GGUF when asked and lets them go after the call: a CLI run
+pays each load once and exits. `WarmModels` keeps them: embedders by (model, device), one
+llama.cpp model per (file, context, GPU layers, threads), created with `reuse_prefix` so that
+each question prefills only what follows the prompt prefix it shares with the previous one.
+
+Thread safety: embedding is pure NumPy (or torch) over read-only weights and may run
+concurrently; the LLM has one context, so generations are serialised by a lock, held for the
+whole generation. A brain is read from the store on every request, so a brain re-pinned to
+another embedding model gets that model on the next request, never stale vectors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from locallens.embedding import Embedder
+    from locallens.llm import LocalLLM
+
+
+class Models:
+    """Load on demand, release after use (one CLI call)."""
+
+    def embedder(self, model: str, device: str = "auto") -> Embedder:
+        from locallens.embedding import load_embedder
+
+        return load_embedder(model, device=device)
+
+    @contextmanager
+    def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
+            threads: int | None = None) -> Iterator[LocalLLM]:
+        from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+
+        resolved = resolve_llm_path(path)
+        check_gguf(resolved)
+        llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads)
+        try:
+            yield llm
+        finally:
+            llm.close()
+
+
+class WarmModels(Models):
+    """Keep every model loaded between calls; one generation at a time."""
+
+    def __init__(self) -> None:
+        self._embedders: dict[tuple[str, str], Embedder] = {}
+        self._llms: dict[tuple[Path, int, int, int, int | None], LocalLLM] = {}
+        self._load_lock = threading.Lock()
+        self.generation_lock = threading.Lock()
+
+    def embedder(self, model: str, device: str = "auto") -> Embedder:
+        key = (model, device)
+        with self._load_lock:
+            if key not in self._embedders:
+                self._embedders[key] = super().embedder(model, device)
+            return self._embedders[key]
+
+    @contextmanager
+    def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
+            threads: int | None = None) -> Iterator[LocalLLM]:
+        from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+
+        resolved = resolve_llm_path(path)
+        key = (resolved.resolve() if resolved.exists() else resolved, n_ctx, gpu_layers, seed, threads)
+        with self.generation_lock:
+            llm = self._llms.get(key)
+            if llm is None:
+                check_gguf(resolved)
+                llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads,
+                               reuse_prefix=True)
+                self._llms[key] = llm
+            yield llm
+
+    def close(self) -> None:
+        with self.generation_lock:
+            for llm in self._llms.values():
+                llm.close()
+            self._llms.clear()

@@ -189,6 +189,7 @@ class AskResult:
     timings: dict[str, float] = field(default_factory=dict)
     models: dict[str, str | None] = field(default_factory=dict)
     stopped_looping: bool = False  # generation ended early because the model repeated itself
+    show_unsupported: bool = False  # as asked: decides the notices' wording
 
     @property
     def answer(self) -> str | None:
@@ -224,6 +225,7 @@ class AskResult:
             out["claims"] = [claim.as_json() for claim in checked.claims]
             if self.mode == "generate":
                 out["model_answer"] = checked.raw
+                out["notices"] = checked.notices(self.show_unsupported)
         out["sources"] = [
             {"n": n, "id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
              "score": round(h.score, 4), "content": h.content,
@@ -379,6 +381,7 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
             floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
             raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
         result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
+                           show_unsupported=request.show_unsupported,
                            timings=timings, models={"embedding": embedder.name, "llm": None,
                                                     **({"reranker": request.rerank.model} if request.rerank else {})})
         if request.context_only:

@@ -233,7 +233,11 @@ def index(
             raise typer.Exit(EXIT_SKIPPED)
 
 
-def _read_question(question: str) -> str:
+def _read_question(question: Optional[str]) -> str:
+    if question is None:
+        from locallens.errors import UsageError
+
+        raise UsageError("give a QUESTION (or - to read it from stdin, or --batch FILE)")
     if question == "-":
         question = sys.stdin.read()
     return question.strip()
@@ -250,7 +254,7 @@ def _trim_settings(trim: Optional[bool], threshold: Optional[float], window: int
              "  locallens ask \"deploy steps\" --path 'engineering/*' --context-only\n\n"
              "  locallens ask \"...\" --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --trim")
 def ask(
-    question: str = typer.Argument(..., help="The question, or - to read it from stdin.", show_default=False),
+    question: Optional[str] = typer.Argument(None, help="The question, or - to read it from stdin.", show_default=False),
     brain: str = BrainOpt,
     db: Optional[Path] = DbOpt,
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
@@ -274,6 +278,9 @@ def ask(
     extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
     show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
     cite_grammar: bool = typer.Option(False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."),
+    batch: Optional[str] = typer.Option(None, "--batch", help="JSONL questions ({\"question\", ...}) from this file or - (stdin); JSONL answers out, one model load for all."),
+    server: Optional[str] = typer.Option(None, "--server", envvar="LOCALLENS_SERVER", help="Ask a running `locallens serve` at this URL (answers locally if it is down)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Answer a question from your indexed files, citing the excerpts it used.
@@ -288,7 +295,7 @@ def ask(
         from locallens.retrieval import RerankSettings
 
         request = AskRequest(
-            question=_read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
+            question="-" if batch is not None else _read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
             path_glob=path, llm=llm, max_tokens=max_tokens, temperature=temperature, n_ctx=ctx,
             gpu_layers=gpu_layers, threads=threads, context_only=context_only,
             trim=_trim_settings(trim, threshold, window), device=device,
@@ -296,37 +303,113 @@ def ask(
             hybrid=hybrid, extractive=extractive, show_unsupported=show_unsupported,
             cite_grammar=cite_grammar,
         )
-        result = run_ask(request)
-        if result.dropped:
-            warn(f"{len(result.dropped)} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
-                 + ", ".join(f"{h.chunk.relative_path}#chunk-{h.chunk.chunk_index}" for h in result.dropped))
-        if result.stopped_looping:
-            warn("the model started repeating itself (or its prompt); its answer was cut there")
-        _answer_notices(result, show_unsupported)
-        if json_out:
-            print_json(result.as_json())
-        elif context_only:
-            sys.stdout.write(result.context + "\n")
-        else:
-            out = stdout_console()
-            out.print(result.answer or "", markup=False)
-            if result.retrieval.trimmed:
-                r = result.retrieval
-                out.print(f"\n(trimmed context: {r.tokens_before} → {r.tokens_in_context} tokens)", markup=False, style="dim")
-            out.print("\nSources:", markup=False, style="bold")
-            cited = set(result.citations)
-            for n, hit in enumerate(result.sources, start=1):
-                mark = "" if n in cited or result.refused else "  (not cited)"
-                out.print(f"[{n}] {hit.chunk.relative_path}#chunk-{hit.chunk.chunk_index} ({hit.score:.2f}){mark}", markup=False)
-        if result.refused:
+        if batch is not None:
+            raise typer.Exit(_ask_batch(batch, request))
+        if context_only:
+            result = run_ask(request)
+            if json_out:
+                print_json(result.as_json())
+            else:
+                sys.stdout.write(result.context + "\n")
+            return
+        data = _ask_via_server(server, token, request) if server else None
+        if data is None:
+            data = run_ask(request).as_json()
+        _print_answer(data, json_out)
+        if data.get("refused"):
             raise typer.Exit(4)
 
 
-def _answer_notices(result: Any, show_unsupported: bool) -> None:
-    """The answer check's one-line notice on stderr, if it changed the model's answer."""
-    if result.checked is not None and result.mode == "generate":
-        for line in result.checked.notices(show_unsupported):
-            print(f"locallens: note: {line}", file=sys.stderr, flush=True)
+def _tool_arguments(request: Any) -> dict[str, Any]:
+    """The `ask` tool's arguments (service.TOOLS) for a request built from the flags."""
+    return {"question": request.question, "brain": request.brain, "top_k": request.top_k,
+            "trim": request.trim.enabled, "hybrid": request.hybrid, "extractive": request.extractive,
+            "max_tokens": request.max_tokens, **({"path": request.path_glob} if request.path_glob else {})}
+
+
+def _ask_via_server(url: str, token: Optional[str], request: Any) -> Optional[dict[str, Any]]:
+    """The server's answer, or None (with a warning) when it cannot be reached."""
+    from locallens.errors import LocallensError
+    from locallens.http_api import ServerUnavailable, post
+
+    try:
+        status, body = post(url, "/ask", _tool_arguments(request), token=token)
+    except ServerUnavailable as exc:
+        warn(f"the server at {url} is not answering ({exc}); answering locally")
+        return None
+    if status != 200:
+        error = LocallensError(f"{body.get('error', f'HTTP {status}')} (from {url})")
+        error.exit_code = int(body.get("exit_code", 1))
+        raise error
+    return body
+
+
+def _print_answer(data: dict[str, Any], json_out: bool) -> None:
+    """Warnings and notes on stderr, then the answer and its sources (or the JSON) on stdout."""
+    if data.get("dropped"):
+        warn(f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
+             + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"]))
+    if data.get("stopped_looping"):
+        warn("the model started repeating itself (or its prompt); its answer was cut there")
+    for line in data.get("notices", []):
+        print(f"locallens: note: {line}", file=sys.stderr, flush=True)
+    if json_out:
+        print_json(data)
+        return
+    out = stdout_console()
+    out.print(data.get("answer") or "", markup=False)
+    if data.get("trimmed"):
+        tokens = data["tokens"]
+        out.print(f"\n(trimmed context: {tokens['context_before_trim']} → {tokens['context_in_prompt']} tokens)",
+                  markup=False, style="dim")
+    out.print("\nSources:", markup=False, style="bold")
+    cited = set(data.get("citations", []))
+    for source in data["sources"]:
+        mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
+        out.print(f"[{source['n']}] {source['path']}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
+                  markup=False)
+
+
+def _ask_batch(path: str, defaults: Any) -> int:
+    """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
+    some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
+    from locallens.errors import LocallensError, UsageError
+    from locallens.service import Service, ServiceSettings
+
+    if path == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        try:
+            lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --batch {path}: {exc}") from None
+    service = Service(ServiceSettings(db=defaults.db, brain=defaults.brain, llm=defaults.llm, n_ctx=defaults.n_ctx,
+                                      gpu_layers=defaults.gpu_layers, threads=defaults.threads,
+                                      device=defaults.device, max_tokens=defaults.max_tokens,
+                                      hybrid=defaults.hybrid))
+    base = {k: v for k, v in _tool_arguments(defaults).items() if k not in ("question", "brain")}
+    failed = 0
+    try:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                item = json.loads(line)
+                if not isinstance(item, dict):
+                    raise UsageError('expected a JSON object such as {"question": "..."}')
+                answer = service.call("ask", {**base, **item})
+                sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
+            except json.JSONDecodeError as exc:
+                failed += 1
+                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
+            except LocallensError as exc:
+                failed += 1
+                sys.stdout.write(json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code},
+                                            ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+    finally:
+        service.close()
+    return EXIT_SKIPPED if failed else 0
 
 
 @app.command(epilog="Examples:\n\n  locallens trim \"how do I roll back a deploy?\"\n\n"
@@ -471,6 +554,91 @@ def eval_(
             print_json(report.as_json())
         else:
             stdout_console().print(report.render_text(), markup=False)
+
+
+ServeHost = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token).")
+
+
+def _service(db: Optional[Path], brain: str, llm: Optional[str], ctx: int, threads: Optional[int],
+             gpu_layers: int, device: str, hybrid: bool) -> Any:
+    from locallens.service import Service, ServiceSettings
+
+    return Service(ServiceSettings(db=_db(db), brain=brain, llm=llm, n_ctx=ctx, threads=threads,
+                                   gpu_layers=gpu_layers, device=device, hybrid=hybrid))
+
+
+LlmOpt = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct].")
+CtxOpt = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
+ThreadsOpt = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM.")
+GpuOpt = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all).")
+DeviceOpt = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps.")
+
+
+@app.command(epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
+             "  curl -s localhost:8765/ask -d '{\"question\": \"Which port does staging use?\"}'\n\n"
+             "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0")
+def serve(
+    host: str = ServeHost,
+    port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."),
+    brain: str = BrainOpt,
+    db: Optional[Path] = DbOpt,
+    llm: Optional[str] = LlmOpt,
+    ctx: int = CtxOpt,
+    threads: Optional[int] = ThreadsOpt,
+    gpu_layers: int = GpuOpt,
+    device: str = DeviceOpt,
+    hybrid: bool = HybridOpt,
+) -> None:
+    """Serve ask and search over a local HTTP JSON API, with the models kept loaded."""
+    with handled():
+        from locallens.http_api import make_server, print_listening
+
+        service = _service(db, brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        httpd = make_server(service, host, port, token)
+        print_listening(host, httpd.server_address[1])
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            httpd.server_close()
+            service.close()
+
+
+@app.command(epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
+             "  locallens mcp --http 127.0.0.1:8766")
+def mcp(
+    http: Optional[str] = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
+    brain: str = BrainOpt,
+    db: Optional[Path] = DbOpt,
+    llm: Optional[str] = LlmOpt,
+    ctx: int = CtxOpt,
+    threads: Optional[int] = ThreadsOpt,
+    gpu_layers: int = GpuOpt,
+    device: str = DeviceOpt,
+    hybrid: bool = HybridOpt,
+) -> None:
+    """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
+    with handled():
+        from locallens.errors import UsageError
+        from locallens.http_api import check_bind
+        from locallens.mcp_server import serve_http, serve_stdio
+
+        service = _service(db, brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        try:
+            if http is None:
+                serve_stdio(service)
+            else:
+                host, _, port = http.rpartition(":")
+                if not host or not port.isdigit():
+                    raise UsageError(f"--http takes HOST:PORT, got {http!r}")
+                check_bind(host, None)
+                serve_http(service, host, int(port))
+        except KeyboardInterrupt:
+            pass
+        finally:
+            service.close()
 
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")

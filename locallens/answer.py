@@ -35,7 +35,7 @@ from locallens.prompt import (
 )
 from locallens.extractive import extractive_answer
 from locallens.models import Models
-from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, retrieve
+from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, check_question, retrieve
 from locallens.store import Store
 
 if TYPE_CHECKING:
@@ -374,6 +374,10 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
         raise UsageError("the question is empty")
     if request.max_tokens < 1:
         raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
+    # Before any model loads: a question that can never fit is refused in milliseconds, not after
+    # it has been embedded. The LLM's context only matters when the LLM will read the question.
+    generates = not (request.context_only or request.extractive)
+    check_question(question, n_ctx=request.n_ctx if generates else 0)
     with Store(request.db, create=False) as store:
         retrieval, embedder, timings = _retrieve(request, store, models)
         if not retrieval.hits:

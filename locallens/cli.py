@@ -9,7 +9,9 @@ are imported by the core only when a command needs them, so `--help` is instant.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +23,43 @@ import typer
 from locallens import __version__
 from locallens.errors import EXIT_UNEXPECTED, EXIT_SKIPPED, LocallensError
 
+
+class _Commands(typer.core.TyperGroup):
+    """The command group; a bad value is blamed on where it came from.
+
+    Click checks every value the same way whatever its source (a flag, a LOCALLENS_* variable,
+    the config file), but its message names the flag and the variable even when the config file
+    gave the value. This names the one source the value really came from.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.BadParameter as exc:
+            _blame_source(exc)
+            raise
+
+
+def _blame_source(exc: Any) -> None:
+    param, sub = exc.param, exc.ctx
+    if param is None or sub is None or exc.param_hint is not None or not param.name:
+        return
+    source = getattr(sub.get_parameter_source(param.name), "name", None)
+    flags = " / ".join(f"'{o}'" for o in getattr(param, "opts", [])) or f"'{param.name}'"
+    if source == "DEFAULT_MAP":
+        from locallens.config import config_path
+
+        exc.param_hint = f"'{param.name}' in the config file {config_path()}"
+    elif source == "ENVIRONMENT":
+        names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or [])
+        name = next((n for n in names if os.environ.get(n)), names[0] if names else "?")
+        exc.param_hint = f"the environment variable {name} ({flags})"
+    elif source == "COMMANDLINE":
+        exc.param_hint = flags
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="locallens",
     help="Chat with your files, locally. Index a folder, then ask questions answered from it "
     "with numbered citations. Nothing leaves the machine.",
@@ -38,6 +76,23 @@ DbOpt = typer.Option(None, "--db", envvar="LOCALLENS_DB", help="Database file [d
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
 HybridOpt = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID",
                          help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.")
+QuietOpt = typer.Option(False, "--quiet", "-q",
+                        help="Print only what needs a person (errors, skipped files): for cron and scripts.")
+
+
+def _number(low: Optional[float] = None, high: Optional[float] = None, allow_inf: bool = False) -> Any:
+    """A click callback: the value must be a number (not NaN; not infinite unless `allow_inf`)
+    within low..high. The same check runs whether the value came from the flag, its environment
+    variable or the config file; `_blame_source` names which one it was."""
+
+    def check(value: Optional[float]) -> Optional[float]:
+        from locallens.config import number_problem
+
+        if value is not None and (problem := number_problem(value, low, high, allow_inf)):
+            raise typer.BadParameter(problem)
+        return value
+
+    return check
 
 
 def _db(db: Optional[Path]) -> Path:
@@ -60,13 +115,44 @@ def stdout_console():  # type: ignore[no-untyped-def]
 
     # Not a TTY (a pipe, cron): plain text, no ANSI codes, no wrapping at 80 columns.
     if not sys.stdout.isatty():
-        return Console(file=sys.stdout, no_color=True, color_system=None, highlight=False,
-                       soft_wrap=True, width=10_000)
-    return Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+        console = Console(file=sys.stdout, no_color=True, color_system=None, highlight=False,
+                          soft_wrap=True, width=10_000)
+    else:
+        console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+    console.on_broken_pipe = _pipe_closed  # type: ignore[method-assign]
+    return console
+
+
+def _pipe_closed() -> NoReturn:
+    # rich's own handler exits 1; a reader that went away (`| head`) is not a failure: `handled`
+    # turns this into a quiet exit 0.
+    raise BrokenPipeError
+
+
+# Control characters (C0, DEL, C1): ESC starts terminal escape sequences (colours, window titles,
+# OSC 52 clipboard writes), BEL rings, CR overwrites the line. File names and document text may
+# hold any of them; plain-text output shows them escaped, never raw (--json is exact: JSON escapes
+# them itself).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def clean(text: object, multiline: bool = False) -> str:
+    """`text` safe for a terminal: control characters escaped (`\\x1b`, `\\n`, ...).
+
+    With `multiline` (text that is itself several lines: an answer, an excerpt, a report), line
+    feeds and tabs stay as they are and every other control character is escaped."""
+    pattern = _CONTROL_BUT_LINES if multiline else _CONTROL
+    return pattern.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), str(text))
 
 
 def warn(message: str) -> None:
-    print(f"locallens: warning: {message}", file=sys.stderr, flush=True)
+    print(f"locallens: warning: {clean(message)}", file=sys.stderr, flush=True)
+
+
+def note(message: str) -> None:
+    print(f"locallens: note: {clean(message)}", file=sys.stderr, flush=True)
 
 
 def print_json(data: Any) -> None:
@@ -75,7 +161,7 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    print(f"locallens: error: {message}", file=sys.stderr, flush=True)
+    print(f"locallens: error: {clean(message)}", file=sys.stderr, flush=True)
     raise typer.Exit(code)
 
 
@@ -152,8 +238,8 @@ class RichProgress:
 
 
 @contextmanager
-def progress_for_stderr() -> Iterator[Any]:
-    if sys.stderr.isatty():
+def progress_for_stderr(quiet: bool = False) -> Iterator[Any]:
+    if sys.stderr.isatty() and not quiet:
         with RichProgress() as bar:
             yield bar
     else:
@@ -191,12 +277,14 @@ def index(
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
-    max_file_mb: float = typer.Option(10.0, "--max-file-mb", min=0.0, envvar="LOCALLENS_MAX_FILE_MB", help="Skip files larger than this."),
+    max_file_mb: float = typer.Option(10.0, "--max-file-mb", min=0.0, envvar="LOCALLENS_MAX_FILE_MB", callback=_number(), help="Skip files larger than this."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; touch nothing."),
     sentence_vectors: bool = typer.Option(False, "--sentence-vectors", help="Also embed every sentence now, so trimming at question time embeds nothing."),
-    wait: float = typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", help="Seconds to wait for another index run to finish."),
+    prune_missing: bool = typer.Option(False, "--prune-missing", help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted)."),
+    wait: float = typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", callback=_number(allow_inf=True), help="Seconds to wait for another index run to finish."),
     json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Index folders of documents, incrementally (only what changed is re-read and re-embedded)."""
     with handled():
@@ -209,20 +297,24 @@ def index(
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker), model=model, device=device,
             include=include, exclude=exclude, max_bytes=int(max_file_mb * 1024 * 1024),
             rebuild=rebuild, dry_run=dry_run, wait=wait, sentence_vectors=sentence_vectors,
+            prune_missing=prune_missing,
         )
-        with progress_for_stderr() as bar:
+        with progress_for_stderr(quiet) as bar:
             report = run_index(request, bar)
         for skipped in report.skipped:
             warn(f"skipped {skipped.path}: {skipped.reason}")
-        if report.over_length:
-            print(f"locallens: note: {report.over_length} chunk(s) are longer than the embedding model's "
-                  "window and were embedded in windows (whole, not truncated)", file=sys.stderr, flush=True)
+        if not quiet:
+            for message in report.notes:
+                note(message)
+        if report.over_length and not quiet:
+            note(f"{report.over_length} chunk(s) are longer than the embedding model's "
+                 "window and were embedded in windows (whole, not truncated)")
         if json_out:
             print_json(report.as_json())
-        else:
+        elif not quiet:
             stdout_console().print(
                 f"{'[dry run: nothing written] ' if report.dry_run else ''}"
-                f"brain {report.brain!r} ({report.model}) in {report.db}\n"
+                f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
                 f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
                 f"{report.removed} removed, {len(report.skipped)} skipped\n"
                 f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
@@ -258,22 +350,22 @@ def ask(
     brain: str = BrainOpt,
     db: Optional[Path] = DbOpt,
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
-    min_score: Optional[float] = typer.Option(None, "--min-score", help="Drop excerpts with a cosine similarity below this."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."),
     path: Optional[str] = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
     llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct]."),
     max_tokens: int = typer.Option(384, "--max-tokens", min=1, help="Longest answer, in tokens."),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 is deterministic."),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, callback=_number(), help="0 is deterministic."),
     ctx: int = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."),
     gpu_layers: int = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all)."),
     threads: Optional[int] = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine]."),
     context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
-    trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Trimming threshold [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
+    trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", envvar="LOCALLENS_TRIM", show_envvar=False, help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help="Trimming threshold, a cosine similarity in -1..1 [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
     window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
     hybrid: bool = HybridOpt,
     rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
     candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
-    min_relevance: float = typer.Option(0.4, "--min-relevance", help="Drop reranked excerpts scoring below this (0..1)."),
+    min_relevance: float = typer.Option(0.4, "--min-relevance", callback=_number(), help="Drop reranked excerpts scoring below this (0..1)."),
     device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps."),
     extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
     show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
@@ -282,6 +374,7 @@ def ask(
     server: Optional[str] = typer.Option(None, "--server", envvar="LOCALLENS_SERVER", help="Ask a running `locallens serve` at this URL (answers locally if it is down)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
     json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Answer a question from your indexed files, citing the excerpts it used.
 
@@ -310,14 +403,26 @@ def ask(
             if json_out:
                 print_json(result.as_json())
             else:
-                sys.stdout.write(result.context + "\n")
+                sys.stdout.write(_plain_context(result.sources) + "\n")
             return
         data = _ask_via_server(server, token, request) if server else None
         if data is None:
             data = run_ask(request).as_json()
-        _print_answer(data, json_out)
+        _print_answer(data, json_out, quiet)
         if data.get("refused"):
             raise typer.Exit(4)
+
+
+def _plain_context(hits: list[Any]) -> str:
+    """The numbered excerpts as the model gets them, safe for a terminal: a path's control
+    characters (a newline too: the header is one line) and the content's (but its line
+    structure) are escaped."""
+    from dataclasses import replace
+
+    from locallens.prompt import format_hits
+
+    safe = [replace(h, chunk=replace(h.chunk, relative_path=clean(h.chunk.relative_path))) for h in hits]
+    return clean(format_hits(safe), multiline=True)
 
 
 def _tool_arguments(request: Any) -> dict[str, Any]:
@@ -344,20 +449,21 @@ def _ask_via_server(url: str, token: Optional[str], request: Any) -> Optional[di
     return body
 
 
-def _print_answer(data: dict[str, Any], json_out: bool) -> None:
-    """Warnings and notes on stderr, then the answer and its sources (or the JSON) on stdout."""
-    if data.get("dropped"):
+def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> None:
+    """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
+    answer and its sources (or the JSON) on stdout."""
+    if data.get("dropped") and not quiet:
         warn(f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
              + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"]))
-    if data.get("stopped_looping"):
+    if data.get("stopped_looping") and not quiet:
         warn("the model started repeating itself (or its prompt); its answer was cut there")
-    for line in data.get("notices", []):
-        print(f"locallens: note: {line}", file=sys.stderr, flush=True)
+    for line in data.get("notices", []) if not quiet else []:
+        note(line)
     if json_out:
         print_json(data)
         return
     out = stdout_console()
-    out.print(data.get("answer") or "", markup=False)
+    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(f"\n(trimmed context: {tokens['context_before_trim']} → {tokens['context_in_prompt']} tokens)",
@@ -366,7 +472,7 @@ def _print_answer(data: dict[str, Any], json_out: bool) -> None:
     cited = set(data.get("citations", []))
     for source in data["sources"]:
         mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
-        out.print(f"[{source['n']}] {source['path']}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
+        out.print(f"[{source['n']}] {clean(source['path'])}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
                   markup=False)
 
 
@@ -420,7 +526,7 @@ def trim(
     brain: str = BrainOpt,
     db: Optional[Path] = DbOpt,
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep sentences scoring at least this [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help="Keep sentences scoring at least this, a cosine similarity in -1..1 [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
     min_sentences: int = typer.Option(1, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."),
     window: int = typer.Option(0, "--window", min=0, help="Also keep this many neighbours of every kept sentence."),
     text: Optional[str] = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
@@ -429,6 +535,7 @@ def trim(
     hybrid: bool = HybridOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every sentence with its score, kept or dropped."),
     json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
     with handled():
@@ -472,16 +579,16 @@ def trim(
         out = stdout_console()
         for n, d in enumerate(result.trim_details, start=1):
             c = d.original.chunk
-            out.print(f"[{n}] {c.relative_path}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
+            out.print(f"[{n}] {clean(c.relative_path)}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
                       f"{len(d.kept)}/{len(d.sentences)} sentences kept", markup=False, style="bold")
             if verbose:
                 kept = set(d.kept)
                 for i, (sentence, score) in enumerate(zip(d.sentences, d.scores)):
                     flag = "keep" if i in kept else "drop"
-                    out.print(f"  {flag} {score:+.3f}  {sentence}", markup=False,
+                    out.print(f"  {flag} {score:+.3f}  {clean(sentence)}", markup=False,
                               style=None if i in kept else "dim")
             else:
-                out.print(d.hit.content, markup=False)
+                out.print(clean(d.hit.content, multiline=True), markup=False)
             out.print("", markup=False)
         out.print(f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
                   f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})", markup=False)
@@ -528,6 +635,7 @@ def eval_(
     csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the sweep as CSV."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Draw token reduction against overlap/retention (PNG)."),
     json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Measure trimming (token reduction vs. loss), retrieval quality and answer quality."""
     with handled():
@@ -542,7 +650,7 @@ def eval_(
             llm=llm, judge=judge, device=device, model=None if model == "auto" else model, hybrid=hybrid,
             extractive=extractive,
         )
-        with progress_for_stderr() as bar:
+        with progress_for_stderr(quiet) as bar:
             stages = RichStages(bar) if isinstance(bar, RichProgress) else None
             report: Any = run_beir(request, stages) if beir is not None else run_eval(request, stages)
         if beir is None:
@@ -553,7 +661,7 @@ def eval_(
         if json_out:
             print_json(report.as_json())
         else:
-            stdout_console().print(report.render_text(), markup=False)
+            stdout_console().print(clean(report.render_text(), multiline=True), markup=False)
 
 
 ServeHost = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token).")
@@ -589,6 +697,7 @@ def serve(
     gpu_layers: int = GpuOpt,
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
     """Serve ask and search over a local HTTP JSON API, with the models kept loaded."""
     with handled():
@@ -596,7 +705,8 @@ def serve(
 
         service = _service(db, brain, llm, ctx, threads, gpu_layers, device, hybrid)
         httpd = make_server(service, host, port, token)
-        print_listening(host, httpd.server_address[1])
+        if not quiet:
+            print_listening(host, httpd.server_address[1])
         try:
             httpd.serve_forever()
         except KeyboardInterrupt:
@@ -618,6 +728,7 @@ def mcp(
     gpu_layers: int = GpuOpt,
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -646,8 +757,12 @@ def status(
     brain: Optional[str] = typer.Option(None, "--brain", "-b", help="Only this brain."),
     db: Optional[Path] = DbOpt,
     json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
 ) -> None:
-    """Show brains, their model, roots, sizes, last run and how many files changed since."""
+    """Show brains, their model, roots, sizes, last run and how many files changed since.
+
+    With --quiet nothing is printed: the exit code says whether the database (and brain) can be
+    read (0) or not (3)."""
     with handled():
         from locallens.status import collect_status
 
@@ -655,19 +770,27 @@ def status(
         if json_out:
             print_json(info)
             return
+        if quiet:
+            return
         out = stdout_console()
-        out.print(f"database {info['db']} ({info['db_bytes'] / 1e6:.1f} MB, "
+        out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB, "
                   f"{info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM)", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)
         for b in info["brains"]:
             out.print(
-                f"\n{b['name']}: {b['model']} ({b['dim']} dims), {b['chunker']} chunks of "
+                f"\n{clean(b['name'])}: {clean(b['model'])} ({b['dim']} dims), {clean(b['chunker'])} chunks of "
                 f"{b['chunk_size']}/{b['chunk_overlap']} tokens, {b['documents']} documents, "
                 f"{b['chunks']} chunks, last indexed {b['last_indexed'] or 'never'}, "
-                f"{b['stale']} file(s) changed since\n  roots: {', '.join(b['roots']) or '-'}",
+                f"{b['stale']} file(s) changed since\n  roots: {clean(', '.join(b['roots'])) or '-'}",
                 markup=False,
             )
+
+
+def option_names() -> dict[str, set[str]]:
+    """{command: the names its options go by in the config file}, for every command."""
+    group: Any = typer.main.get_command(app)
+    return {name: {p.name for p in command.params if p.name} for name, command in group.commands.items()}
 
 
 def main() -> None:
@@ -675,9 +798,9 @@ def main() -> None:
     from locallens.errors import UsageError
 
     try:
-        default_map = load_default_map()
+        default_map = load_default_map(option_names())
     except UsageError as exc:
-        print(f"locallens: error: {exc}", file=sys.stderr)
+        print(f"locallens: error: {clean(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     try:
         app(default_map=default_map)

@@ -16,8 +16,11 @@ that command only and wins over the top level:
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
 import sys
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,15 +47,50 @@ def default_db_path() -> Path:
     return locallens_home() / "index.db"
 
 
+PRIVATE_DIR_MODE = 0o700  # folders locallens creates: the index holds the full text of notes
+PRIVATE_FILE_MODE = 0o600  # the database, its WAL/SHM, the lock file and cache files
+
+
+def make_private_dir(path: Path) -> None:
+    """Create `path` and its missing parents as 0700 folders, whatever the umask.
+
+    Folders that already exist keep their mode: a folder the user chose is the user's business.
+    """
+    path = Path(path)
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            continue  # created meanwhile by another process: not ours to chmod
+        os.chmod(folder, PRIVATE_DIR_MODE)
+
+
 def config_path() -> Path:
     if explicit := os.environ.get("LOCALLENS_CONFIG"):
         return Path(explicit).expanduser()
     return locallens_home() / "config.toml"
 
 
-def load_default_map() -> dict[str, dict[str, Any]]:
-    """Read the config file into click's `default_map` shape: {command: {param: value}}."""
+def _unknown(path: Path, key: str, known: Iterable[str], where: str = "") -> UsageError:
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return UsageError(f"config file {path}: unknown option {key!r}{where}{hint}")
+
+
+def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict[str, dict[str, Any]]:
+    """Read the config file into click's `default_map` shape: {command: {param: value}}.
+
+    `known` ({command: option names}) makes an unknown key or table a usage error naming it and
+    the closest known name (a misspelt `topk` would otherwise be ignored without a word)."""
     path = config_path()
+    if path.exists() and not path.is_file():
+        raise UsageError(f"config file {path} is not a file (a folder?): point LOCALLENS_CONFIG at a TOML file")
     if not path.is_file():
         return {}
     try:
@@ -60,11 +98,25 @@ def load_default_map() -> dict[str, dict[str, Any]]:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise UsageError(f"cannot read config file {path}: {exc}") from exc
     top = {k.replace("-", "_"): v for k, v in data.items() if not isinstance(v, dict)}
+    if known is not None:
+        everywhere = set().union(*(known.get(c, ()) for c in COMMANDS))
+        for key in top:
+            if key not in everywhere:
+                raise _unknown(path, key, everywhere)
+        for key, value in data.items():
+            if isinstance(value, dict) and key not in COMMANDS:
+                close = difflib.get_close_matches(key, COMMANDS, n=1)
+                hint = f"; did you mean [{close[0]}]?" if close else f" (tables: {', '.join(COMMANDS)})"
+                raise UsageError(f"config file {path}: unknown table [{key}]{hint}")
     default_map: dict[str, dict[str, Any]] = {}
     for command in COMMANDS:
         section = data.get(command, {})
         if not isinstance(section, dict):
             raise UsageError(f"config file {path}: [{command}] must be a table")
+        if known is not None:
+            for key in section:
+                if key.replace("-", "_") not in known.get(command, ()):
+                    raise _unknown(path, key.replace("-", "_"), known.get(command, ()), f" in [{command}]")
         merged = dict(top)
         merged.update({k.replace("-", "_"): v for k, v in section.items()})
         default_map[command] = merged
@@ -72,8 +124,25 @@ def load_default_map() -> dict[str, dict[str, Any]]:
 
 
 def env_flag(name: str) -> bool:
-    """True for 1/true/yes/on (case-insensitive)."""
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+    """True for 1/true/yes/on, False for 0/false/no/off or unset (case-insensitive); anything
+    else is a usage error naming the variable, as a bad value of a flag is."""
+    raw = os.environ.get(name, "").strip().lower()
+    if raw in {"1", "true", "yes", "on", "y", "t"}:
+        return True
+    if raw in {"", "0", "false", "no", "off", "n", "f"}:
+        return False
+    raise UsageError(f"{name} must be 1/true/yes/on or 0/false/no/off (got {os.environ[name]!r})")
+
+
+def number_problem(value: float, low: float | None = None, high: float | None = None,
+                   allow_inf: bool = False) -> str | None:
+    """What is wrong with `value` as a setting, or None: NaN never, infinity only with
+    `allow_inf`, and within low..high. The one check behind flags, variables and the config file."""
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        return f"must be a finite number (got {value})"
+    if (low is not None and value < low) or (high is not None and value > high):
+        return f"must be within {low if low is not None else '-inf'}..{high if high is not None else 'inf'} (got {value})"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,11 @@ Safety:
 - Every document is replaced in one `BEGIN IMMEDIATE` transaction (chunks, vectors and FTS rows
   together), so a run killed at any point leaves each document either old or new, never half.
   The rerun finds the unfinished documents still changed on disk and completes the job.
-- A file that fails to read (permission, vanished, changed while read) keeps its previous version.
+- A file that fails to read (permission, vanished, changed while read) keeps its previous version,
+  and so does every file below a folder that cannot be listed. A root that is missing or empty
+  keeps its documents unless --prune-missing.
+- Finished files are committed at least every COMMIT_SECONDS of work, so a stopped run keeps them.
+- A file is one document per brain whatever root reaches it: documents are matched by absolute path.
 - `--rebuild` builds into a hidden brain and swaps it in at the end in one transaction, so the old
   index serves (and survives) until the new one is complete.
 
@@ -26,23 +30,30 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from locallens.chunking import Chunker, get_chunker, make_chunks
-from locallens.config import ChunkSettings
+from locallens.config import PRIVATE_FILE_MODE, ChunkSettings, make_private_dir
 from locallens.domain import Chunk, Document, FileStat, Skipped
-from locallens.errors import LockedError, ModelMismatchError, StoreError, UsageError
+from locallens.errors import LockedError, ModelMismatchError, NoIndexError, StoreError, UsageError
 from locallens.sources import DEFAULT_MAX_BYTES, read_document, walk
-from locallens.store import Brain, Store, StoredDocument, content_hash
+from locallens.store import Brain, Store, StoredDocument, check_not_foreign, content_hash
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
 
 EMBED_BATCH_CHUNKS = 1024  # chunks gathered across files before one encode() call
+# Work is committed at least this often: pending files are flushed once this many seconds have
+# passed since the last commit, and a batch is embedded in slices sized to about this long, each
+# followed by the commit of the files it completed. A run stopped at any time keeps its progress.
+COMMIT_SECONDS = 2.0
+EMBED_SLICE_MIN = 32  # the first slice of a batch, before the embedding rate is known
+REASON_ROOT_MISSING = "root is missing (unmounted?): its indexed files are kept; --prune-missing removes them"
+REASON_ROOT_EMPTY = "root is empty (unmounted?): its indexed files are kept; --prune-missing removes them"
 
 
 class Progress(Protocol):
@@ -76,6 +87,7 @@ class IndexReport:
     over_length: int = 0  # chunks longer than the embedder's max sequence length
     sentences_embedded: int = 0  # with --sentence-vectors
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said on stderr (overlapping roots)
     seconds: float = 0.0
     dry_run: bool = False
 
@@ -114,45 +126,73 @@ class IndexRequest:
     dry_run: bool = False
     wait: float = 0.0
     sentence_vectors: bool = False  # also embed every sentence now, for instant trimming later
+    prune_missing: bool = False  # a root that is gone (or empty) loses its documents
 
 
 @contextlib.contextmanager
 def write_lock(db: Path, wait: float) -> Iterator[None]:
     """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
     lock_path = Path(f"{db}.lock")
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            make_private_dir(lock_path.parent)  # a folder it creates is 0700; existing ones stay
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
+                    if time.monotonic() >= deadline:
+                        raise LockedError(
+                            f"{db} is being indexed by another run; waited {wait:g}s "
+                            f"(raise --wait to wait longer)"
+                        ) from None
+                    time.sleep(0.1)
+        except BaseException:
+            os.close(fd)
+            raise
+        # A failed first run removes the lock file it created while holding it: a lock taken on
+        # that unlinked file locks nothing, so take the one now at the path instead.
+        held = os.fstat(fd)
+        try:
+            current = os.stat(lock_path)
+        except FileNotFoundError:
+            current = None
+        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)
     try:
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
-    try:
-        deadline = time.monotonic() + max(wait, 0.0)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                    raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
-                if time.monotonic() >= deadline:
-                    raise LockedError(
-                        f"{db} is being indexed by another run; waited {wait:g}s "
-                        f"(raise --wait to wait longer)"
-                    ) from None
-                time.sleep(0.1)
         yield
     finally:
         os.close(fd)  # closing releases the flock
 
 
-def _resolve_roots(paths: Sequence[Path]) -> list[Path]:
+def _resolve_roots(paths: Sequence[Path], allow_missing: bool = False) -> list[Path]:
+    """The roots as absolute real paths. A missing one is a usage error, unless `allow_missing`
+    (the run decides then whether it is a known root that vanished)."""
     roots = []
     for path in paths:
         path = Path(path).expanduser()
-        if not path.exists() and not path.is_symlink():
+        if not path.exists() and not path.is_symlink() and not allow_missing:
             raise UsageError(f"no such file or directory: {path}")
         roots.append(path.resolve())
     return roots
+
+
+def _under(path: str, folder: str) -> bool:
+    """`path` is `folder` itself or lies below it (both absolute, normalised)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _file_path(root: str, relative_path: str) -> str:
+    """A document's absolute path: what identifies it whatever root reached it."""
+    return os.path.normpath(os.path.join(root, *relative_path.split("/")))
 
 
 @dataclass(slots=True)
@@ -176,6 +216,8 @@ class _Run:
         self.root_keys: list[str] = []  # what `roots` records: folders, or single files as given
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
+        self.known_roots: list[str] = []  # roots the brain had before this run
+        self.last_commit = time.monotonic()
 
     def _get_embedder(self) -> Embedder:
         # Loaded only when something needs embedding: an unchanged reindex starts no model.
@@ -207,22 +249,56 @@ class _Run:
             self.store.documents(brain) if (self.store is not None and brain is not None) else {}
         )
         rechunk_all = brain is not None and _chunking_of(brain) != self.request.chunking
+        # A file is one document per brain, whatever root reaches it: documents are identified by
+        # their absolute path, and a file already stored keeps the (root, relative path) it has.
+        by_path = {_file_path(doc.root, doc.relative_path): doc for doc in stored.values()}
         found: list[FileStat] = []
-        seen: set[tuple[str, str]] = set()
-        dir_roots: set[str] = set()  # deletions are looked for only under folders walked whole
-        for root in _resolve_roots(self.request.paths):
-            self.root_keys.append(str(root))
-            base = str(root) if root.is_dir() else str(root.parent)
-            if root.is_dir():
-                dir_roots.add(base)
+        seen: set[str] = set()  # absolute paths found, or skipped (a skipped file keeps its version)
+        kept_below: list[str] = []  # folders that could not be listed: everything below is kept
+        walked: list[str] = []  # deletions are looked for only under folders walked whole
+        roots = _resolve_roots(self.request.paths, allow_missing=True)
+        run_dirs = [str(r) for r in roots if r.is_dir()]
+        for root in roots:
+            key = str(root)
+            if not root.exists():
+                self._missing_root(report, key, by_path, walked, kept_below)
+                continue
+            self.root_keys.append(key)
+            base = key if root.is_dir() else str(root.parent)
+            # Files under a root inside another root of the brain are stored under the outer one.
+            outer = self._outer_root(report, key, run_dirs) if root.is_dir() else key
+            prefix = "" if outer == key else os.path.relpath(key, outer).replace(os.sep, "/") + "/"
+            listed = 0
             for item in walk(root, self.request.include, self.request.exclude):
+                listed += 1
                 if isinstance(item, Skipped):
                     report.skipped.append(item)
-                    # A file we could not read keeps its previous version (never lose data).
-                    seen.add((base, item.path))
+                    path = _file_path(base, item.path)
+                    # A file we could not read keeps its previous version (never lose data), and
+                    # so does everything below a folder we could not list.
+                    seen.add(path)
+                    if item.error:
+                        kept_below.append(path)
+                    continue
+                path = _file_path(item.root, item.relative_path)
+                if path in seen:
+                    continue  # reached again through an overlapping root of this run
+                seen.add(path)
+                old = by_path.get(path)
+                if old is not None:
+                    item = replace(item, root=old.root, relative_path=old.relative_path)
+                elif prefix:
+                    item = replace(item, root=outer, relative_path=prefix + item.relative_path)
+                found.append(item)
+            if root.is_dir():
+                if not listed and not self.request.prune_missing and any(
+                    _under(path, key) for path in by_path
+                ):
+                    # Nothing at all where documents were: an unmounted drive looks just like this.
+                    report.skipped.append(Skipped(key, REASON_ROOT_EMPTY, error=True))
+                    kept_below.append(key)
                 else:
-                    found.append(item)
-                    seen.add((item.root, item.relative_path))
+                    walked.append(key)
         self.progress.files(len(found))
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
@@ -254,15 +330,57 @@ class _Run:
             chunks = make_chunks(read, self.request.brain, texts)
             self.pending.append(_Pending(read, chunks))
             self.pending_chunks += len(chunks)
-            if self.pending_chunks >= EMBED_BATCH_CHUNKS:
+            if (self.pending_chunks >= EMBED_BATCH_CHUNKS
+                    or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
                 self._flush(report)
         if writing:
             self._flush(report)
-        gone = [doc for key, doc in stored.items() if doc.root in dir_roots and key not in seen]
+        gone = [
+            doc for path, doc in by_path.items()
+            if path not in seen and any(_under(path, w) for w in walked)
+            and not any(_under(path, k) for k in kept_below)
+        ]
         report.removed = len(gone)
         if gone and writing and brain is not None:
             assert self.store is not None
             self.store.delete_documents(brain, [doc.id for doc in gone])
+
+    def _missing_root(
+        self, report: IndexReport, key: str, by_path: dict[str, StoredDocument], walked: list[str],
+        kept_below: list[str],
+    ) -> None:
+        """A root given again that is gone: keep its documents (a drive may be unmounted) unless
+        --prune-missing. A path the brain never had as a root is a usage error, as always."""
+        if key not in self.known_roots:
+            raise UsageError(f"no such file or directory: {key}")
+        self.root_keys.append(key)
+        if self.request.prune_missing:
+            walked.append(key)  # nothing is seen below it: its documents go
+        elif self.request.rebuild:
+            raise UsageError(
+                f"root {key} is missing (unmounted?); --rebuild would drop its indexed files: "
+                "mount it, or pass --prune-missing to drop them"
+            )
+        else:
+            report.skipped.append(Skipped(key, REASON_ROOT_MISSING, error=True))
+            kept_below.append(key)
+
+    def _outer_root(self, report: IndexReport, key: str, run_dirs: Sequence[str]) -> str:
+        """The outermost folder root of the brain (known or given now) holding `key`; notes overlaps."""
+        # A --rebuild keeps only this run's roots, so only they can hold the files.
+        roots = list(dict.fromkeys([*([] if self.request.rebuild else self.known_roots), *run_dirs]))
+        outer = key
+        for other in roots:
+            if other != key and _under(key, other) and len(other) < len(outer):
+                outer = other
+        for other in roots:
+            if other != key and _under(key, other):
+                report.notes.append(f"{key} is inside {other}, also a root of brain {self.request.brain!r}: "
+                                    "its files are indexed once")
+            elif other != key and other not in run_dirs and _under(other, key):
+                report.notes.append(f"{other}, a root of brain {self.request.brain!r}, is inside {key}: "
+                                    "its files are indexed once")
+        return outer
 
     def _flush(self, report: IndexReport) -> None:
         if not self.pending:
@@ -277,17 +395,44 @@ class _Run:
             for chunk, h in zip(item.chunks, doc_hashes):
                 if h not in vectors and h not in todo:
                     todo[h] = chunk.content
-        if todo:
-            embedder = self._get_embedder()
-            texts = list(todo.values())
-            report.over_length += embedder.count_over_length(texts)
-            self.progress.embedding(len(texts))
-            vectors.update(zip(todo.keys(), embedder.encode(texts, progress=self.progress.embedded)))
         report.chunks_embedded += len(todo)
         report.chunks_reused += sum(len(h) for h in hashes) - len(todo)
+        written = 0
+        if todo:
+            embedder = self._get_embedder()
+            keys, texts = list(todo.keys()), list(todo.values())
+            report.over_length += embedder.count_over_length(texts)
+            self.progress.embedding(len(texts))
+            # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
+            # a run stopped mid-batch keeps what it embedded.
+            start, step = 0, EMBED_SLICE_MIN
+            while start < len(texts):
+                began = time.monotonic()
+                part = texts[start:start + step]
+                vectors.update(zip(keys[start:start + step], embedder.encode(part, progress=self.progress.embedded)))
+                start += len(part)
+                rate = len(part) / max(time.monotonic() - began, 1e-3)
+                step = max(EMBED_SLICE_MIN, min(EMBED_BATCH_CHUNKS, int(rate * COMMIT_SECONDS)))
+                written = self._write_ready(report, brain, vectors, hashes, written)
+        self._write_ready(report, brain, vectors, hashes, written)
+        self.pending.clear()
+        self.pending_chunks = 0
+        self.last_commit = time.monotonic()
+
+    def _write_ready(
+        self, report: IndexReport, brain: Brain, vectors: dict[bytes, np.ndarray], hashes: list[list[bytes]],
+        start: int,
+    ) -> int:
+        """Write pending documents from `start` on, in order, while every vector they need is known."""
+        assert self.store is not None
+        end = start
+        while end < len(self.pending) and all(h in vectors for h in hashes[end]):
+            end += 1
+        if end == start:
+            return start
         if self.request.sentence_vectors:
-            self._embed_sentences(report, [chunk for item in self.pending for chunk in item.chunks])
-        for item, doc_hashes in zip(self.pending, hashes):
+            self._embed_sentences(report, [chunk for item in self.pending[start:end] for chunk in item.chunks])
+        for item, doc_hashes in zip(self.pending[start:end], hashes[start:end]):
             doc = item.document
             matrix = (np.stack([vectors[h] for h in doc_hashes]) if doc_hashes
                       else np.zeros((0, brain.dim), dtype=np.float32))
@@ -296,8 +441,8 @@ class _Run:
                 mtime_ns=doc.mtime_ns, checksum=doc.checksum, chunks=item.chunks, vectors=matrix,
             )
             self.progress.file_done()
-        self.pending.clear()
-        self.pending_chunks = 0
+        self.last_commit = time.monotonic()
+        return end
 
     def _embed_sentences(self, report: IndexReport, chunks: list[Chunk]) -> None:
         """Fill the sentence cache that trimming reads, so `ask --trim` embeds nothing."""
@@ -327,18 +472,50 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     """Bring brain `request.brain` in `request.db` up to date with `request.paths`."""
     progress = progress or NoProgress()
     started = time.perf_counter()
-    _resolve_roots(request.paths)  # fail on a bad path before taking any lock
+    # Fail on a bad path before taking any lock. A missing path can only be a root that vanished
+    # (kept, or pruned with --prune-missing) when there is an index that may know it.
+    _resolve_roots(request.paths, allow_missing=request.db.exists())
     if request.dry_run:
         return _dry_run(request, progress, started)
 
+    check_not_foreign(request.db)  # another program's database: refused before any lock file
+    lock_path = Path(f"{request.db}.lock")
+    lock_existed = lock_path.exists()
     with write_lock(request.db, request.wait):
-        store = Store(request.db, create=True)
+        db_existed = request.db.exists()
+        store: Store | None = None
+        discard = False
         try:
+            store = Store(request.db, create=True)
             report = _index_locked(request, store, progress)
+        except BaseException:
+            # A first run that fails before writing a brain leaves no empty database behind.
+            discard = not db_existed and (store is None or not _has_brains(store))
+            raise
         finally:
-            store.close()
+            if store is not None:
+                store.close()
+            if discard:
+                _remove_files(request.db, None if lock_existed else lock_path)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _has_brains(store: Store) -> bool:
+    try:
+        return bool(store.brains())
+    except Exception:  # noqa: BLE001 - unreadable: treat as written, never delete it
+        return True
+
+
+def _remove_files(db: Path, lock_path: Path | None) -> None:
+    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
+    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
+    if lock_path is not None:
+        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:
@@ -371,6 +548,7 @@ def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> In
     model_name = _pinned_model(request, existing)
     report = IndexReport(brain=request.brain, db=str(request.db), model=model_name)
     run = _Run(request, store, progress, model_name)
+    run.known_roots = store.roots(existing) if existing is not None else []
     if request.rebuild:
         # Build beside the old brain, then swap in one transaction: the old one serves until then.
         run.target_name = f".rebuild:{request.brain}:{os.getpid()}"
@@ -391,14 +569,20 @@ def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> In
 
 def _dry_run(request: IndexRequest, progress: Progress, started: float) -> IndexReport:
     """Report what would change; opens the database read-only-ish (never creates it)."""
-    store = Store(request.db, create=False) if request.db.exists() else None
+    try:
+        store = Store(request.db, create=False) if request.db.exists() else None
+    except NoIndexError:
+        store = None  # an empty database file: nothing indexed yet, and it stays as it is
     try:
         brain = store.find_brain(request.brain) if store is not None else None
         model_name = _pinned_model(request, brain)
         if request.rebuild:
             brain = None  # everything would be built anew
         report = IndexReport(brain=request.brain, db=str(request.db), model=model_name, dry_run=True)
-        _Run(request, store, progress, model_name).run(report, brain)
+        run = _Run(request, store, progress, model_name)
+        known = store.find_brain(request.brain) if store is not None else None
+        run.known_roots = store.roots(known) if (store is not None and known is not None) else []
+        run.run(report, brain)
         if brain is not None and store is not None:
             report.chunks_total = store.stats(brain).chunks
     finally:
@@ -410,21 +594,29 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
 
 def stale_files(store: Store, brain: Brain) -> int:
     """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing."""
-    stored = store.documents(brain)
-    seen: set[tuple[str, str]] = set()
+    # Documents are identified by absolute path, as `index` does: overlapping roots count once.
+    by_path = {_file_path(doc.root, doc.relative_path): doc for doc in store.documents(brain).values()}
+    seen: set[str] = set()
+    kept_below: list[str] = []
     stale = 0
     for root in store.roots(brain):
         if not Path(root).exists():
             continue
+        base = root if Path(root).is_dir() else str(Path(root).parent)
         for item in walk(Path(root)):
             if isinstance(item, Skipped):
-                seen.add((root, item.path))
+                path = _file_path(base, item.path)
+                seen.add(path)
+                if item.error:
+                    kept_below.append(path)  # a folder that cannot be listed keeps its files
                 continue
-            key = (item.root, item.relative_path)
-            seen.add(key)
-            old = stored.get(key)
+            path = _file_path(item.root, item.relative_path)
+            if path in seen:
+                continue
+            seen.add(path)
+            old = by_path.get(path)
             if old is None or old.size != item.size or old.mtime_ns != item.mtime_ns:
                 stale += 1
-    stale += sum(1 for key in stored if key not in seen)
+    stale += sum(1 for path in by_path if path not in seen and not any(_under(path, k) for k in kept_below))
     return stale
 

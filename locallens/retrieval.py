@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from locallens.config import env_flag
+from locallens.config import env_flag, number_problem
 from locallens.domain import Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
@@ -25,6 +25,28 @@ from locallens.store import Brain, Store, content_hash
 from locallens.tokens import count_tokens, estimate_tokens
 
 DEFAULT_THRESHOLD = 0.38
+
+# The longest question (or trim query), in characters: the same cap as the HTTP and MCP tools'
+# schema, about 5,000 tokens, more than the default 4,096-token context holds. Anything longer is
+# a document, not a question; embedding it would take tens of seconds before it is refused.
+MAX_QUESTION_CHARS = 20_000
+
+
+def check_question(text: str, *, n_ctx: int = 0, what: str = "the question") -> None:
+    """Refuse (UsageError, exit 2) a question that can never be answered, before any model loads.
+
+    Two checks, both cheap: the character cap (`MAX_QUESTION_CHARS`), and, when an LLM with a
+    known context (`n_ctx` > 0) will read it, its tiktoken count against that whole context. The
+    model's own tokeniser may count differently, so the token check compares with all of `n_ctx`
+    (not n_ctx minus the prompt and the answer's reserve): it only refuses questions that cannot
+    fit by any reasonable count; the exact check after retrieval still handles the borderline.
+    """
+    if len(text) > MAX_QUESTION_CHARS:
+        raise UsageError(f"{what} is too long: {len(text)} characters > {MAX_QUESTION_CHARS}; "
+                         "shorten it (to trim a document, use `locallens trim QUERY --text FILE`)")
+    if n_ctx > 0 and (tokens := count_tokens(text)) > n_ctx:
+        raise UsageError(f"{what} is too long for the model's context: {tokens} tokens > {n_ctx}; "
+                         "shorten it or raise --ctx")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +66,10 @@ def trim_settings_from_env(flag: bool | None, threshold: float | None, window: i
             threshold = float(raw) if raw else DEFAULT_THRESHOLD
         except ValueError:
             raise UsageError(f"LOCALLENS_TRIM_THRESHOLD must be a number (got {raw!r})") from None
+        if problem := number_problem(threshold, -1.0, 1.0):
+            raise UsageError(f"LOCALLENS_TRIM_THRESHOLD, a cosine similarity, {problem}")
+    elif problem := number_problem(threshold, -1.0, 1.0):
+        raise UsageError(f"--threshold, a cosine similarity, {problem}")
     return TrimSettings(enabled=enabled, threshold=threshold, min_sentences=min_sentences, window=window)
 
 
@@ -137,11 +163,28 @@ def hybrid_search(
     return [hits[kk] for kk in order[:k]]
 
 
+def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
+    """ModelMismatchError (exit 2) when the question's vectors do not fit the brain's pinned dim.
+
+    The brain's model folder may hold another model now (replaced or re-downloaded): its
+    vectors cannot be compared with the stored ones, so the brain must be re-embedded.
+    """
+    if dim != brain.dim:
+        from locallens.errors import ModelMismatchError
+
+        model = f"{loaded} " if loaded and loaded != brain.model else ""
+        raise ModelMismatchError(
+            f"brain {brain.name!r} was built with {brain.model} ({brain.dim} dimensions) but the model "
+            f"{model}loaded now gives {dim}; re-index it with `locallens index PATH --rebuild`"
+        )
+
+
 def search(
     store: Store, brain: Brain, query: str, qvec: np.ndarray, k: int, *,
     path_glob: str | None = None, hybrid: bool = False,
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
+    check_dimension(brain, int(np.shape(qvec)[-1]))
     if hybrid:
         return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
     return store.knn(brain, qvec, k, path_glob=path_glob)
@@ -211,6 +254,7 @@ def retrieve(
 ) -> RetrievalResult:
     if top_k < 1:
         raise UsageError(f"--top-k must be at least 1 (got {top_k})")
+    check_dimension(brain, embedder.dim, embedder.name)  # before any encoding: fail fast
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
@@ -248,6 +292,7 @@ def trim_from_index(
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
     from locallens.embedding import load_embedder
 
+    check_question(query, what="the query")
     with Store(db, create=False) as store:
         brain = store.get_brain(brain_name)
         embedder = load_embedder(brain.model, device=device)
@@ -261,6 +306,7 @@ def trim_given_text(
     from locallens.embedding import load_embedder
     from locallens.trim import trim_text
 
+    check_question(query, what="the query")
     embedder = load_embedder(model, device=device)
     started = time.perf_counter()
     qvec = embedder.encode_query(query)

@@ -54,6 +54,11 @@ if TYPE_CHECKING:
 
 # 1: first release. 2: vec0 tables partitioned by rowid % PARTITIONS (parallel search).
 SCHEMA_VERSION = 2
+# `PRAGMA application_id` of a locallens database ("LLen"), set when locallens creates it. A
+# database without it is ours only if it has our `meta` and `brains` tables (written by a
+# release before the id existed; it gets the id on its next write). Any other non-empty database
+# belongs to another program and is never modified.
+APPLICATION_ID = 0x4C4C656E
 BUSY_TIMEOUT_MS = 30_000
 # Reads go through a memory map: a vector scan then costs ~40% less than through read() calls.
 # SQLite only maps for reading; writes still go through its journal, so nothing can be corrupted.
@@ -209,6 +214,52 @@ def _translated(action: str) -> Iterator[None]:
         raise StoreError(f"{action}: I/O error ({exc})") from exc
 
 
+def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
+    """True for a locallens database, False for an empty one; refuses anyone else's database.
+
+    Only reads: a database of another program is left byte for byte as it was (exit 2). An
+    empty database is no index for the commands that only read (exit 3).
+    """
+    from locallens.errors import UsageError
+
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id == APPLICATION_ID:
+        return True
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    if app_id == 0 and {"meta", "brains"} <= names:
+        return True  # written before locallens set its application id
+    if app_id == 0 and not names and conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+        if not create:
+            raise NoIndexError(f"no index at {path} (the file is an empty database): "
+                               "run `locallens index PATH` first (or pass --db)")
+        return False
+    raise UsageError(f"{path} is not a locallens database (another program's SQLite file); "
+                     "it was left untouched: pass another --db")
+
+
+def check_not_foreign(path: Path) -> None:
+    """Refuse (UsageError) a file that holds another program's SQLite database; only reads it.
+
+    `index` calls this before it takes its lock, so not even a lock file appears beside it.
+    """
+    import apsw
+
+    path = Path(path)
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return
+    except OSError:
+        return  # opening it later reports the problem
+    with _translated(f"opening {path}"):
+        # Read-write like the program's own connections, which only reads here: a read-only
+        # connection could leave -wal/-shm files behind a WAL database on closing.
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE)
+        try:
+            _check_ours(conn, path, create=True)
+        finally:
+            conn.close()
+
+
 class Store:
     """One open database. Not thread-safe; one per process and command."""
 
@@ -219,24 +270,100 @@ class Store:
         self._readers: list[apsw.Connection] = []  # extra read-only connections of _parallel_scan
         self._pool: ThreadPoolExecutor | None = None  # and its threads
         self._vocab_ready = False  # temp.chunks_vocab (fts5vocab) created on this connection
+        self._create = create  # may create the database and upgrade or convert it (`index`)
+        self._read_uri: str | None = None  # set when opened read-only (read-only media)
+        self.read_only = False
         if not create and not self.path.exists():
             raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
         if create:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the folder {self.path.parent}: {exc.strerror}") from exc
+            self._create_private_file()
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         with _translated(f"opening {self.path}"):
-            self.conn = self._connect(flags)
-            self._migrate()
+            try:
+                self.conn = self._connect(flags)
+                self._migrate()
+            except BaseException as exc:
+                if hasattr(self, "conn"):
+                    self.conn.close()
+                    del self.conn
+                if create or not isinstance(exc, (apsw.ReadOnlyError, apsw.CantOpenError)) \
+                        or self._writable():
+                    raise
+                self._open_read_only(exc)
 
-    def _connect(self, flags: int) -> apsw.Connection:
+    def _create_private_file(self) -> None:
+        """Create the folder (0700) and an empty database file (0600) unless they exist.
+
+        SQLite gives the -wal and -shm files the mode of the database file, so they are private
+        too, whatever the umask.
+        """
+        from locallens.config import PRIVATE_FILE_MODE, make_private_dir
+
+        try:
+            make_private_dir(self.path.parent)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder {self.path.parent}: {exc.strerror}") from exc
+        if self.path.name == ":memory:" or self.path.exists():
+            return
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        except FileExistsError:
+            return
+        except OSError:
+            return  # SQLite reports it, with the usual message
+        try:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+        finally:
+            os.close(fd)
+
+    def _writable(self) -> bool:
+        """False when the database file or its folder cannot be written (read-only media)."""
+        return os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+
+    def _open_read_only(self, error: BaseException) -> None:
+        """Open a database on read-only media for reading: `ask` and `status` still work.
+
+        First as an ordinary read-only connection; when SQLite cannot even do that (a WAL database
+        needs its -shm file, which it cannot create in a read-only folder), as an immutable file:
+        nothing can change it while it sits on read-only media.
+        """
+        import apsw
+        from urllib.parse import quote
+
+        base = "file:" + quote(str(self.path.absolute()))
+        for uri in (base + "?mode=ro", base + "?immutable=1"):
+            try:
+                conn = self._connect(apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, uri)
+            except (apsw.ReadOnlyError, apsw.CantOpenError):
+                continue
+            try:
+                self._check_ours(conn)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+            except (apsw.ReadOnlyError, apsw.CantOpenError):
+                conn.close()
+                continue
+            except BaseException:
+                conn.close()
+                raise
+            if version != SCHEMA_VERSION:
+                conn.close()
+                if version > SCHEMA_VERSION:
+                    raise StoreError(f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens")
+                raise StoreError(f"{self.path} needs a schema upgrade but is on read-only media; "
+                                 "copy it somewhere writable")
+            self.conn, self._read_uri, self.read_only = conn, uri, True
+            return
+        raise error
+
+    def _check_ours(self, conn: apsw.Connection) -> bool:
+        return _check_ours(conn, self.path, self._create)
+
+    def _connect(self, flags: int, target: str | None = None) -> apsw.Connection:
         """A connection with sqlite-vec loaded and memory-mapped reads."""
         import apsw
         import sqlite_vec
 
-        conn = apsw.Connection(str(self.path), flags=flags)
+        conn = apsw.Connection(target or str(self.path), flags=flags)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
@@ -247,6 +374,7 @@ class Store:
     # -- plumbing -----------------------------------------------------------------------------
 
     def _migrate(self) -> None:
+        self._check_ours(self.conn)  # before anything is written: never convert another's database
         version = self.conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreError(
@@ -258,7 +386,8 @@ class Store:
             raise StoreError(f"cannot switch {self.path} to WAL mode (got {mode})")
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
-        if version < SCHEMA_VERSION:
+        app_id = self.conn.execute("PRAGMA application_id").fetchone()[0]
+        if version < SCHEMA_VERSION or (self._create and app_id != APPLICATION_ID):
             with self.transaction():
                 # Again under the write lock: another process may have upgraded it meanwhile.
                 version = self.conn.execute("PRAGMA user_version").fetchone()[0]
@@ -268,6 +397,7 @@ class Store:
                         for brain in self.brains():
                             self._partition_vectors(brain)
                     self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             if version == 1:
                 # The upgrade rewrote every vector into the WAL; reads from the WAL are not memory-
                 # mapped, so move them into the database file now (best effort: readers may hold it).
@@ -568,6 +698,8 @@ class Store:
         import apsw
 
         with _translated(f"opening {self.path}"):
+            if self._read_uri is not None:  # read-only media: as the main connection was opened
+                return self._connect(apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, self._read_uri)
             return self._connect(apsw.SQLITE_OPEN_READONLY)
 
     def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:

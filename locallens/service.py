@@ -24,6 +24,7 @@ from typing import Any
 
 from locallens.errors import NoIndexError, UsageError
 from locallens.models import WarmModels
+from locallens.retrieval import MAX_QUESTION_CHARS
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -43,14 +44,14 @@ TOOLS: dict[str, dict[str, Any]] = {
     "ask": _tool(
         "Answer a question from the indexed files. Every printed sentence is checked against the "
         "excerpts and cited [n]; unsupported ones are withheld; nothing relevant gives the plain refusal.",
-        {"question": {"type": "string", "minLength": 1, "maxLength": 20000}, "brain": _BRAIN, "top_k": _TOP_K,
+        {"question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}, "brain": _BRAIN, "top_k": _TOP_K,
          "trim": _TRIM, "hybrid": _HYBRID, "path": _PATH,
          "extractive": {"type": "boolean", "description": "No LLM: the excerpts' most relevant sentences."},
          "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096}},
         ("question",)),
     "search": _tool(
         "Search the indexed files: trimmed, cited excerpts that fit a token budget (no LLM).",
-        {"query": {"type": "string", "minLength": 1, "maxLength": 20000}, "brain": _BRAIN, "top_k": _TOP_K,
+        {"query": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}, "brain": _BRAIN, "top_k": _TOP_K,
          "trim": _TRIM, "hybrid": _HYBRID, "path": _PATH,
          "max_tokens": {"type": "integer", "minimum": 1, "maximum": 100000,
                         "description": "Token budget of all excerpts together (default 2000)."}},

@@ -9,23 +9,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from locallens import sources
-from locallens.cli import app
 from locallens.store import Store
 
-runner = CliRunner()
-
-
-def cli(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def cli_json(*args: str) -> dict:
-    result = cli(*args, "--json")
-    assert result.exit_code in (0, 7), result.output
-    return json.loads(result.stdout)
+from .test_index import cli, cli_json  # the shared CLI helpers of the index tests
 
 
 def stored_paths(db: Path) -> list[str]:

@@ -18,6 +18,7 @@ from locallens.cli import app
 from locallens.store import Store
 
 from .conftest import SAMPLE_DOCS
+from .test_faults import small  # noqa: F401 - the two-document fixture of the fault tests
 
 runner = CliRunner()
 QUESTION = "¿En qué puerto escucha la VPN?"
@@ -31,13 +32,6 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-@pytest.fixture()
-def small(tmp_path: Path) -> Path:
-    root = tmp_path / "small"
-    root.mkdir()
-    for rel in ("hr/leave-policy.md", "notas/vpn-wireguard.md"):
-        (root / Path(rel).name).write_bytes((SAMPLE_DOCS / rel).read_bytes())
-    return root
 
 
 @pytest.fixture(scope="module")

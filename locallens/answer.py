@@ -30,7 +30,6 @@ from locallens.prompt import (
     Citations,
     build_grounded_history,
     fit_hits_to_context,
-    format_hits,
     parse_citations,
 )
 from locallens.extractive import extractive_answer
@@ -197,19 +196,9 @@ class AskResult:
         return self.checked.answer if self.checked is not None else None
 
     @property
-    def citations(self) -> list[int]:
-        """Excerpt numbers cited by the printed answer."""
-        return self.checked.citations if self.checked is not None else []
-
-    @property
     def refused(self) -> bool:
         """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
         return self.checked is not None and self.checked.refused
-
-    @property
-    def context(self) -> str:
-        """Exactly the numbered excerpts the model gets (what --context-only prints)."""
-        return format_hits(self.sources)
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"question": self.question}

@@ -325,6 +325,14 @@ def index(
             raise typer.Exit(EXIT_SKIPPED)
 
 
+# The models' options, shared by ask, serve and mcp.
+LlmOpt = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct].")
+CtxOpt = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
+ThreadsOpt = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine].")
+GpuOpt = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all).")
+DeviceOpt = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps.")
+
+
 def _read_question(question: Optional[str]) -> str:
     if question is None:
         from locallens.errors import UsageError
@@ -352,12 +360,12 @@ def ask(
     top_k: int = typer.Option(5, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
     min_score: Optional[float] = typer.Option(None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."),
     path: Optional[str] = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
-    llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct]."),
+    llm: Optional[str] = LlmOpt,
     max_tokens: int = typer.Option(384, "--max-tokens", min=1, help="Longest answer, in tokens."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, callback=_number(), help="0 is deterministic."),
-    ctx: int = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."),
-    gpu_layers: int = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all)."),
-    threads: Optional[int] = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine]."),
+    ctx: int = CtxOpt,
+    gpu_layers: int = GpuOpt,
+    threads: Optional[int] = ThreadsOpt,
     context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
     trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", envvar="LOCALLENS_TRIM", show_envvar=False, help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
     threshold: Optional[float] = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help="Trimming threshold, a cosine similarity in -1..1 [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
@@ -366,7 +374,7 @@ def ask(
     rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
     candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
     min_relevance: float = typer.Option(0.4, "--min-relevance", callback=_number(), help="Drop reranked excerpts scoring below this (0..1)."),
-    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps."),
+    device: str = DeviceOpt,
     extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
     show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
     cite_grammar: bool = typer.Option(False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."),
@@ -480,7 +488,6 @@ def _ask_batch(path: str, defaults: Any) -> int:
     """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
     some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
     from locallens.errors import LocallensError, UsageError
-    from locallens.service import Service, ServiceSettings
 
     if path == "-":
         lines = sys.stdin.read().splitlines()
@@ -489,10 +496,8 @@ def _ask_batch(path: str, defaults: Any) -> int:
             lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read --batch {path}: {exc}") from None
-    service = Service(ServiceSettings(db=defaults.db, brain=defaults.brain, llm=defaults.llm, n_ctx=defaults.n_ctx,
-                                      gpu_layers=defaults.gpu_layers, threads=defaults.threads,
-                                      device=defaults.device, max_tokens=defaults.max_tokens,
-                                      hybrid=defaults.hybrid))
+    service = _service(defaults.db, defaults.brain, defaults.llm, defaults.n_ctx, defaults.threads,
+                       defaults.gpu_layers, defaults.device, defaults.hybrid, defaults.max_tokens)
     base = {k: v for k, v in _tool_arguments(defaults).items() if k not in ("question", "brain")}
     failed = 0
     try:
@@ -664,29 +669,19 @@ def eval_(
             stdout_console().print(clean(report.render_text(), multiline=True), markup=False)
 
 
-ServeHost = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token).")
-
-
-def _service(db: Optional[Path], brain: str, llm: Optional[str], ctx: int, threads: Optional[int],
-             gpu_layers: int, device: str, hybrid: bool) -> Any:
+def _service(db: Path, brain: str, llm: Optional[str], ctx: int, threads: Optional[int],
+             gpu_layers: int, device: str, hybrid: bool, max_tokens: int = 384) -> Any:
     from locallens.service import Service, ServiceSettings
 
-    return Service(ServiceSettings(db=_db(db), brain=brain, llm=llm, n_ctx=ctx, threads=threads,
-                                   gpu_layers=gpu_layers, device=device, hybrid=hybrid))
-
-
-LlmOpt = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct].")
-CtxOpt = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
-ThreadsOpt = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM.")
-GpuOpt = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all).")
-DeviceOpt = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps.")
+    return Service(ServiceSettings(db=db, brain=brain, llm=llm, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers,
+                                   device=device, hybrid=hybrid, max_tokens=max_tokens))
 
 
 @app.command(epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
              "  curl -s localhost:8765/ask -d '{\"question\": \"Which port does staging use?\"}'\n\n"
              "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0")
 def serve(
-    host: str = ServeHost,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."),
     brain: str = BrainOpt,
@@ -703,7 +698,7 @@ def serve(
     with handled():
         from locallens.http_api import make_server, print_listening
 
-        service = _service(db, brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = _service(_db(db), brain, llm, ctx, threads, gpu_layers, device, hybrid)
         httpd = make_server(service, host, port, token)
         if not quiet:
             print_listening(host, httpd.server_address[1])
@@ -736,7 +731,7 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(db, brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = _service(_db(db), brain, llm, ctx, threads, gpu_layers, device, hybrid)
         try:
             if http is None:
                 serve_stdio(service)

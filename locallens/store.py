@@ -46,14 +46,13 @@ import numpy as np
 
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
+from locallens.migrations import SCHEMA_VERSION, upgrade
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     import apsw
 
-# 1: first release. 2: vec0 tables partitioned by rowid % PARTITIONS (parallel search).
-SCHEMA_VERSION = 2
 # `PRAGMA application_id` of a locallens database ("LLen"), set when locallens creates it. A
 # database without it is ours only if it has our `meta` and `brains` tables (written by a
 # release before the id existed; it gets the id on its next write). Any other non-empty database
@@ -73,67 +72,6 @@ PARALLEL_MIN_VECTORS = 20_000
 # chunks in the database on (see Store._without_common_words).
 COMMON_WORD_FRACTION = 0.2
 KEYWORD_PRUNE_MIN_CHUNKS = 20_000
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS brains(
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    model TEXT NOT NULL,
-    dim INTEGER NOT NULL,
-    chunker TEXT NOT NULL,
-    chunk_size INTEGER NOT NULL,
-    chunk_overlap INTEGER NOT NULL,
-    created_at REAL NOT NULL,
-    last_indexed REAL
-);
-CREATE TABLE IF NOT EXISTS roots(
-    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
-    path TEXT NOT NULL,
-    PRIMARY KEY(brain_id, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS documents(
-    id INTEGER PRIMARY KEY,
-    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
-    root TEXT NOT NULL,
-    relative_path TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    mtime_ns INTEGER NOT NULL,
-    checksum TEXT NOT NULL,
-    indexed_at REAL NOT NULL,
-    UNIQUE(brain_id, root, relative_path)
-);
-CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY,
-    brain_id INTEGER NOT NULL,
-    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    chunk_id TEXT NOT NULL,
-    relative_path TEXT NOT NULL,
-    chunk_index INTEGER NOT NULL,
-    content TEXT NOT NULL,
-    checksum TEXT NOT NULL,
-    content_hash BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
-CREATE INDEX IF NOT EXISTS chunks_brain_hash ON chunks(brain_id, content_hash);
-CREATE INDEX IF NOT EXISTS chunks_brain_path ON chunks(brain_id, relative_path);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    content, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts(rowid, content) VALUES (new.id, new.content);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.id, old.content);
-END;
-CREATE TABLE IF NOT EXISTS sentence_cache(
-    model TEXT NOT NULL,
-    text_hash BLOB NOT NULL,
-    vector BLOB NOT NULL,
-    PRIMARY KEY(model, text_hash)
-) WITHOUT ROWID;
-"""
-
 
 def _usable_cores() -> int:
     try:
@@ -391,30 +329,12 @@ class Store:
             with self.transaction():
                 # Again under the write lock: another process may have upgraded it meanwhile.
                 version = self.conn.execute("PRAGMA user_version").fetchone()[0]
-                if version < SCHEMA_VERSION:
-                    self.conn.execute(_SCHEMA)
-                    if version == 1:
-                        for brain in self.brains():
-                            self._partition_vectors(brain)
-                    self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                steps = upgrade(self, version)
                 self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            if version == 1:
+            if version > 0 and any(step.rewrites_vectors for step in steps):
                 # The upgrade rewrote every vector into the WAL; reads from the WAL are not memory-
                 # mapped, so move them into the database file now (best effort: readers may hold it).
                 self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-
-    def _partition_vectors(self, brain: Brain) -> None:
-        """Schema 1 → 2: move a brain's vectors into a partitioned vec0 table of the same name."""
-        # Through a plain table: vec0 cannot be renamed (its shadow tables keep their names).
-        self.conn.execute("CREATE TEMP TABLE v1_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
-        self.conn.execute(f"INSERT INTO v1_vectors SELECT rowid, embedding FROM {brain.vec_table}")
-        self.conn.execute(f"DROP TABLE {brain.vec_table}")
-        self._create_vec_table(brain.id, brain.dim)
-        self.conn.execute(
-            f"INSERT INTO {brain.vec_table}(rowid, part, embedding)"
-            f" SELECT id, id % {PARTITIONS}, embedding FROM v1_vectors ORDER BY id"
-        )
-        self.conn.execute("DROP TABLE v1_vectors")
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -1,0 +1,144 @@
+"""The SQLite store's schema, as named upgrade steps.
+
+`PRAGMA user_version` holds the number of the last step a database has been through. Opening a
+database for writing runs every later step, in order, inside one write transaction, so a database
+is always at one step or the next, never between two. A fresh database runs them all. A step must
+therefore work both on a database written by an older release and on an empty one (where there
+are no brains yet), and must never be edited once released: a new change is a new step.
+
+Adding a step: write `_step_name(store)`, append `Migration(n + 1, "name", _step_name)` to
+MIGRATIONS, and add a test that opens a database written at step n (see tests/test_search.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from locallens.store import Store
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int  # user_version once this step has run
+    name: str
+    apply: Callable[[Store], None]
+    # The step rewrites every vector: the store then checkpoints the WAL into the database file,
+    # because reads from the WAL are not memory-mapped.
+    rewrites_vectors: bool = False
+
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS brains(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    model TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    chunker TEXT NOT NULL,
+    chunk_size INTEGER NOT NULL,
+    chunk_overlap INTEGER NOT NULL,
+    created_at REAL NOT NULL,
+    last_indexed REAL
+);
+CREATE TABLE IF NOT EXISTS roots(
+    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    PRIMARY KEY(brain_id, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS documents(
+    id INTEGER PRIMARY KEY,
+    brain_id INTEGER NOT NULL REFERENCES brains(id) ON DELETE CASCADE,
+    root TEXT NOT NULL,
+    relative_path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    checksum TEXT NOT NULL,
+    indexed_at REAL NOT NULL,
+    UNIQUE(brain_id, root, relative_path)
+);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY,
+    brain_id INTEGER NOT NULL,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    chunk_id TEXT NOT NULL,
+    relative_path TEXT NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    checksum TEXT NOT NULL,
+    content_hash BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
+CREATE INDEX IF NOT EXISTS chunks_brain_hash ON chunks(brain_id, content_hash);
+CREATE INDEX IF NOT EXISTS chunks_brain_path ON chunks(brain_id, relative_path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    content, content='chunks', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_fts(rowid, content) VALUES (new.id, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+CREATE TABLE IF NOT EXISTS sentence_cache(
+    model TEXT NOT NULL,
+    text_hash BLOB NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY(model, text_hash)
+) WITHOUT ROWID;
+"""
+
+
+def _tables(store: Store) -> None:
+    """Step 1, the first release: brains, roots, documents, chunks, their FTS5 index, the cache.
+
+    Each brain's vectors live in a vec0 table of their own, created with the brain (a vec0
+    column has a fixed dimension, so brains of different models live side by side).
+    """
+    store.conn.execute(_TABLES)
+
+
+def _partitioned_vectors(store: Store) -> None:
+    """Step 2: each brain's vec0 table split into partitions by `rowid % PARTITIONS`.
+
+    A large brain is then scanned by several threads at once. vec0 tables cannot be renamed
+    (their shadow tables keep their names), so the vectors go through a temporary plain table.
+    """
+    from locallens.store import PARTITIONS
+
+    for brain in store.brains():
+        columns = store.conn.execute(f"PRAGMA table_info({brain.vec_table})").fetchall()
+        if any(column[1] == "part" for column in columns):
+            continue  # already partitioned (a brain created by this release)
+        store.conn.execute("CREATE TEMP TABLE v1_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        store.conn.execute(f"INSERT INTO v1_vectors SELECT rowid, embedding FROM {brain.vec_table}")
+        store.conn.execute(f"DROP TABLE {brain.vec_table}")
+        store._create_vec_table(brain.id, brain.dim)
+        store.conn.execute(
+            f"INSERT INTO {brain.vec_table}(rowid, part, embedding)"
+            f" SELECT id, id % {PARTITIONS}, embedding FROM v1_vectors ORDER BY id"
+        )
+        store.conn.execute("DROP TABLE v1_vectors")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "tables", _tables),
+    Migration(2, "partitioned_vectors", _partitioned_vectors, rewrites_vectors=True),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def pending(version: int) -> list[Migration]:
+    """The steps a database at `version` has not been through yet, in order."""
+    return [step for step in MIGRATIONS if step.version > version]
+
+
+def upgrade(store: Store, version: int) -> list[Migration]:
+    """Run every step after `version`, in order; the caller holds the write transaction."""
+    steps = pending(version)
+    for step in steps:
+        step.apply(store)
+        store.conn.execute(f"PRAGMA user_version={step.version}")
+    return steps

@@ -1,6 +1,8 @@
 # One command per job; each installs what is missing first.
 #   make demo   index sample_docs/ and answer a question with the embedded default models
 #   make test   the whole test suite (offline, real models, small data)
+#   make test-fast  the fast tier: every test not marked slow, with deterministic model fakes (< 30 s)
+#   make lint   ruff (lint + format check), mypy, and the README's command reference against --help
 #   make bench  the benchmarks in benchmarks/ (prints figures)
 
 PYTHON ?= python3
@@ -9,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.locallens-installed
 DEMO_DB := .demo/index.db
 
-.PHONY: install test demo bench clean
+.PHONY: install test test-fast lint demo bench clean
 
 install: $(STAMP)
 
@@ -27,6 +29,15 @@ $(STAMP): pyproject.toml Makefile
 
 test: install
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test-fast: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+
+lint: install
+	$(BIN)/ruff check locallens tests benchmarks scripts
+	$(BIN)/ruff format --check locallens tests benchmarks scripts
+	$(BIN)/mypy
+	$(BIN)/python scripts/cli_reference.py --check
 
 demo: install
 	$(BIN)/locallens index sample_docs --db $(DEMO_DB)

@@ -3,7 +3,7 @@
 Benchmarks print figures; they are not tests. Every script prints the machine it ran on (cores,
 CPU model, load average at start and end: the reference machine is shared, so a figure measured
 under load says so) and one table with the target beside each figure and PASS/MISS where the
-issue sets a target.
+script sets a target.
 
 This module is imported by the scripts as a sibling (`python benchmarks/bench_x.py` puts
 `benchmarks/` first on sys.path); it is not part of the `locallens` package.

@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import _common as c
-
 from corpora import write_pydoc_corpus
 
 ROOT = c.ROOT
@@ -195,9 +194,8 @@ def run(args: argparse.Namespace) -> None:
 
 
 def report(results: dict[tuple[str, str], list[Row]], args: argparse.Namespace) -> None:
-    from locallens.evaluation.metrics import contains_answer
-
     from locallens.claims import MIN_RELEVANCE, MIN_SUPPORT
+    from locallens.evaluation.metrics import contains_answer
 
     print(f"\nmin_support {args.min_support or MIN_SUPPORT}, min_relevance {args.min_relevance or MIN_RELEVANCE}, "
           f"top_k {args.top_k}, max_tokens {args.max_tokens}"

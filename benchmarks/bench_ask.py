@@ -1,4 +1,4 @@
-"""Ask benchmark (issue 3): cold `ask` wall time with its breakdown, warm retrieval latency.
+"""Ask benchmark: cold `ask` wall time with its breakdown, warm retrieval latency.
 
     .venv/bin/python benchmarks/bench_ask.py [--quick] [--sweep]
 
@@ -28,10 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import _common as c
-
+import numpy as np
 
 QUESTION = "Which port does the staging database listen on?"
 TARGET_COLD_S = 8.0
@@ -147,7 +145,14 @@ def cold_ask(table: c.Table, db: Path, repeats: int) -> None:
 
 def prefill_sweep(table: c.Table, db: Path) -> None:
     from locallens.embedding import load_embedder
-    from locallens.llm import DEFAULT_FLASH_ATTN, DEFAULT_N_BATCH, DEFAULT_N_UBATCH, LocalLLM, default_n_threads, resolve_llm_path
+    from locallens.llm import (
+        DEFAULT_FLASH_ATTN,
+        DEFAULT_N_BATCH,
+        DEFAULT_N_UBATCH,
+        LocalLLM,
+        default_n_threads,
+        resolve_llm_path,
+    )
     from locallens.prompt import build_grounded_history
     from locallens.retrieval import retrieve
     from locallens.store import Store
@@ -304,7 +309,7 @@ def main() -> None:
         ("--sweep", "also measure prefill speed for a few llama.cpp settings (in-process)")])
     c.offline_env()
     started = time.perf_counter()
-    c.print_machine("locallens ask benchmark (issue 3)", args.quick)
+    c.print_machine("locallens ask benchmark", args.quick)
     repeats = 1 if args.quick else 3
     sizes = (2_000,) if args.quick else (10_000, 100_000)
     n_queries = 10 if args.quick else N_QUERIES

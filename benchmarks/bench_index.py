@@ -1,4 +1,4 @@
-"""Index benchmark (issue 2): pipeline throughput against raw encoding, reindex, edit, peak RSS.
+"""Index benchmark: pipeline throughput against raw encoding, reindex, edit, peak RSS.
 
     .venv/bin/python benchmarks/bench_index.py [--quick] [--files N] [--with-slices]
 
@@ -61,7 +61,8 @@ def sample_paragraphs() -> list[SourceDoc]:
     """The paragraphs of every readable file in sample_docs/ (PDF and HTML as their text)."""
     from locallens.chunking import split_paragraphs
     from locallens.domain import Skipped
-    from locallens.sources import read_document, walk
+    from locallens.readers import read_document
+    from locallens.walk import walk
 
     docs = []
     for item in walk(c.SAMPLE_DOCS):
@@ -122,7 +123,8 @@ def pipeline_chunk_texts(root: Path) -> tuple[list[str], float]:
     """Every chunk text the indexer stores for `root`, in walk order, and the read+chunk time."""
     from locallens.chunking import get_chunker, make_chunks
     from locallens.domain import Skipped
-    from locallens.sources import read_document, walk
+    from locallens.readers import read_document
+    from locallens.walk import walk
 
     chunker = get_chunker("paragraph", 220, 40)
     texts: list[str] = []
@@ -151,7 +153,7 @@ def main() -> None:
         ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")])
     c.offline_env()
     started = time.perf_counter()
-    c.print_machine("locallens index benchmark (issue 2)", args.quick)
+    c.print_machine("locallens index benchmark", args.quick)
     n_files = args.files or (QUICK_FILES if args.quick else FULL_FILES)
     if n_files < 1:
         raise SystemExit("--files must be at least 1")
@@ -162,7 +164,7 @@ def main() -> None:
     with c.bench_dir("bench-index") as tmp:
         from locallens.embedding import load_embedder
         from locallens.indexer import IndexRequest, index
-        from locallens.sources import walk
+        from locallens.walk import walk
 
         c.note(f"generating {n_files} files from sample_docs/ paragraphs")
         corpus = generate_corpus(tmp / "corpus", n_files)

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import _common as c
-
 from bench_ask import build_brain
 
 QUESTIONS_JSONL = c.ROOT / "tests" / "data" / "questions.jsonl"

@@ -1,4 +1,4 @@
-"""Trim benchmark (issue 4): trimming overhead cold and cached, sentence splitter throughput.
+"""Trim benchmark: trimming overhead cold and cached, sentence splitter throughput.
 
     .venv/bin/python benchmarks/bench_trim.py [--quick]
 
@@ -37,13 +37,14 @@ QUERY = "How do we roll back a failed deploy to production?"
 TARGET_TOKENS = 220
 TARGET_CACHED_MS = 30.0
 THRESHOLD = 0.38
-WINDOW = 1  # what `ask --trim` uses (seed 02)
+WINDOW = 1  # what `ask --trim` uses (docs/behaviour.md#trimming)
 
 
 def sample_texts() -> list[tuple[str, str]]:
     """(relative path, text) of every readable file of sample_docs/."""
     from locallens.domain import Skipped
-    from locallens.sources import read_document, walk
+    from locallens.readers import read_document
+    from locallens.walk import walk
 
     out = []
     for item in walk(c.SAMPLE_DOCS):
@@ -60,7 +61,7 @@ def sample_texts() -> list[tuple[str, str]]:
 # ------------------------------------------------------------------------------------------
 
 
-def pick_chunks(db: Path) -> list["Hit"]:
+def pick_chunks(db: Path) -> list[Hit]:
     """The 5 stored chunks closest to TARGET_TOKENS tokens, at most one per file."""
     from locallens.domain import Chunk, Hit
     from locallens.store import Store
@@ -161,7 +162,7 @@ def _default_threads() -> int:
     return torch.get_num_threads()
 
 
-def _one_thread(fn: "Callable[[], list[float]]") -> list[float]:
+def _one_thread(fn: Callable[[], list[float]]) -> list[float]:
     """`fn()` with torch limited to one intra-op thread, then the previous setting restored.
 
     On a loaded 2-core machine torch's two threads wait on each other; small batches (a few
@@ -213,7 +214,6 @@ def splitter_throughput(table: c.Table, texts: list[str], corpus_mb: float, slic
     c.note(f"split_sentences on {size:.1f} MB as one string")
     joined = "\n\n".join(corpus)
     one_s, one_units = c.timed(lambda: len(split_sentences(joined)))
-    del joined
 
     piece = replicate(texts, slice_mb * 1e6)
     piece_size = mb(piece)
@@ -239,7 +239,7 @@ def main() -> None:
     args = c.parse_args(__doc__.splitlines()[0])
     c.offline_env()
     started = time.perf_counter()
-    c.print_machine("locallens trim benchmark (issue 4)", args.quick)
+    c.print_machine("locallens trim benchmark", args.quick)
     repeats = 3 if args.quick else 30
     cold_repeats = 3 if args.quick else 5  # each cold run embeds every sentence: seconds under load
     table = c.Table("Trim benchmark")

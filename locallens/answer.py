@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
+from locallens.config import DEFAULT_DEVICE, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
+from locallens.extractive import extractive_answer
+from locallens.models import Models
 from locallens.prompt import (
     CITATION_RE,
     Citations,
@@ -32,8 +35,6 @@ from locallens.prompt import (
     fit_hits_to_context,
     parse_citations,
 )
-from locallens.extractive import extractive_answer
-from locallens.models import Models
 from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, check_question, retrieve
 from locallens.store import Store
 
@@ -153,20 +154,20 @@ class AskRequest:
     question: str
     db: Path
     brain: str = "default"
-    top_k: int = 5
+    top_k: int = DEFAULT_TOP_K
     min_score: float | None = None
     path_glob: str | None = None
     llm: str | None = None  # GGUF path; None: $LOCALLENS_LLM, then the packaged SmolLM2
-    max_tokens: int = 384
+    max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float = 0.0
-    n_ctx: int = 4096
+    n_ctx: int = DEFAULT_N_CTX
     gpu_layers: int = 0
     threads: int | None = None  # llama.cpp threads (None: every available core)
     context_only: bool = False
-    trim: TrimSettings = TrimSettings()
+    trim: TrimSettings = field(default_factory=TrimSettings)
     rerank: RerankSettings | None = None
     hybrid: bool = False  # fuse keyword (BM25) and vector rankings
-    device: str = "auto"
+    device: str = DEFAULT_DEVICE
     seed: int = 0
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked

@@ -60,24 +60,17 @@ __all__ = [
     "missing_facts",
     "novel_words",
     "refusal",
+    "vocabulary_of",
     "with_citations",
 ]
 
 
 # Both thresholds were measured with the packaged MiniLM and SmolLM2 (benchmarks/bench_answers.py;
-# the figures are in the README). MIN_SUPPORT: the cosine similarity between a claim and its best
-# excerpt sentence from which a sentence can be printed. Copied sentences score 0.9-1.0 and
-# faithful paraphrases 0.77-0.92, while sentences the model built around the excerpts' words
-# score 0.55-0.87; below 0.82, hand labels found as many unbacked sentences as backed ones
-# (0.80 printed "The traceback of the active exception is not preserved", which no excerpt says).
+# figures in docs/decisions.md#answer-check-thresholds).
+# MIN_SUPPORT: a claim is printable from this cosine similarity with its best excerpt sentence.
 MIN_SUPPORT = 0.82
 # MIN_RELEVANCE: an answer whose supported sentences all score below this against the question
-# does not answer it (the model copied excerpt sentences about something else); the extractive
-# answer keeps only excerpt sentences at or above it, and refuses when there is none. On the
-# sample questions the best excerpt sentence of answerable questions scored 0.49-0.93, that of
-# the unanswerable ones 0.32-0.78: at 0.7, 11 of 20 answerable questions got their answer and 11
-# of 12 unanswerable ones were refused; at 0.6, 16 of 20 and 9 of 12. 0.7 also refused "Which
-# port does the staging database listen on?" (its answer sentence scores 0.65), so 0.6.
+# does not answer it; the extractive answer keeps only excerpt sentences at or above it.
 MIN_RELEVANCE = 0.60
 
 
@@ -160,17 +153,7 @@ def extract_facts(claim: str) -> list[str]:
 
 # Function words, which a faithful paraphrase may add freely (English and Spanish); every other
 # word of a claim must occur in the excerpts or the question (see `novel_words`).
-_FUNCTION_WORDS_EN_ES = frozenset("""
-the and but that which who whom whose this these those with from into onto for are was were been
-being has have had does did not you your yours can could would should will shall may might must
-its their there here then than also very such some any all each every both either neither nor
-what when where why how our ours we they them his her hers she him its yes however therefore thus
-because since while whereas although though unless until upon about above below after before
-just too instead other another same more most less least many much few own one ones use used
-el la los las una uno unos unas del que por para con sin pero como más muy este esta estos estas
-ese esa esos esas eso esto son está están ser hay sus nos les cual cuál cuales donde cuando
-porque pues también sino entre sobre tras desde hasta según otro otra otros otras mismo misma
-""".split())
+_FUNCTION_WORDS_EN_ES = frozenset(["the", "and", "but", "that", "which", "who", "whom", "whose", "this", "these", "those", "with", "from", "into", "onto", "for", "are", "was", "were", "been", "being", "has", "have", "had", "does", "did", "not", "you", "your", "yours", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "its", "their", "there", "here", "then", "than", "also", "very", "such", "some", "any", "all", "each", "every", "both", "either", "neither", "nor", "what", "when", "where", "why", "how", "our", "ours", "we", "they", "them", "his", "her", "hers", "she", "him", "its", "yes", "however", "therefore", "thus", "because", "since", "while", "whereas", "although", "though", "unless", "until", "upon", "about", "above", "below", "after", "before", "just", "too", "instead", "other", "another", "same", "more", "most", "less", "least", "many", "much", "few", "own", "one", "ones", "use", "used", "el", "la", "los", "las", "una", "uno", "unos", "unas", "del", "que", "por", "para", "con", "sin", "pero", "como", "más", "muy", "este", "esta", "estos", "estas", "ese", "esa", "esos", "esas", "eso", "esto", "son", "está", "están", "ser", "hay", "sus", "nos", "les", "cual", "cuál", "cuales", "donde", "cuando", "porque", "pues", "también", "sino", "entre", "sobre", "tras", "desde", "hasta", "según", "otro", "otra", "otros", "otras", "mismo", "misma"])
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -179,14 +162,57 @@ def _stem(word: str) -> str:
     return word.lower()[:5]
 
 
+# Chinese and Japanese write without spaces, so a "word" above is a whole clause there. Such a run
+# is compared by its parts instead: each Han character and each katakana run (names, loanwords)
+# must occur in the excerpts or the question; hiragana (particles, inflections) may differ freely.
+# Korean puts spaces between words but glues particles to them (회의는, 회의를): a Hangul word is
+# compared by its first two syllables.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_KATAKANA_RUN = re.compile(r"[\u30a0-\u30ffー]{2,}")
+_HANGUL_WORD = re.compile(r"[\uac00-\ud7a3]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3]")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3ー]+")
+
+
+# Function characters and words a faithful paraphrase may add, as the English and Spanish list
+# above: Chinese/Japanese grammatical characters and Korean endings and conjunctions.
+_FUNCTION_HAN = frozenset("的了是在有和与及或要会能可以将被把也都就还而但这那其之为于个等请需应该所从到对由向给让使并且则即如若因此每各不没无吗呢吧")
+_FUNCTION_HANGUL = frozenset(["합니다", "입니다", "있습니다", "없습니다", "됩니다", "하세요", "해주세요", "주세요", "그리고", "그러나", "또는", "및", "또한", "하는", "있는", "없는", "되는", "한다", "된다", "있다", "없다", "이다", "하고", "해야", "합니까", "입니까", "있나요", "인가요", "그런데", "하지만"])
+
+
+def _word_keys(word: str) -> list[str]:
+    """What of `word` must be found elsewhere: its stem, or for CJK text the parts named above."""
+    if not _CJK.search(word):
+        return [_stem(word)]
+    keys = [han for han in _HAN.findall(word) if han not in _FUNCTION_HAN] + _KATAKANA_RUN.findall(word)
+    keys += [hangul[:2] for hangul in _HANGUL_WORD.findall(word) if hangul not in _FUNCTION_HANGUL]
+    return keys
+
+
+def vocabulary_of(text: str) -> set[str]:
+    """The keys `novel_words` looks up: stems of words, CJK characters and runs (see `_word_keys`)."""
+    return {key for word in _WORDS.findall(text) for key in _word_keys(word)} | {
+        key for run in _CJK_RUN.findall(text) for key in _word_keys(run)
+    }
+
+
+
 def novel_words(claim: str, vocabulary: set[str]) -> list[str]:
     """Content words of `claim` whose stem is not in `vocabulary` (stems of the excerpts and the
     question): words the model brought in from nowhere, such as a wrong subject ("La capa de la
     oficina...") or an invented relation ("a correction to the original function")."""
     novel: list[str] = []
-    for word in _WORDS.findall(claim):
-        if word.lower() not in _FUNCTION_WORDS_EN_ES and _stem(word) not in vocabulary and word not in novel:
-            novel.append(word)
+    words = _WORDS.findall(claim) + [run for run in _CJK_RUN.findall(claim) if len(run) < 3]
+    for word in words:
+        if word.lower() in _FUNCTION_WORDS_EN_ES or word in novel:
+            continue
+        missing = [key for key in _word_keys(word) if key not in vocabulary]
+        if not missing:
+            continue
+        # A CJK run is a whole clause: name what is missing of it, not the clause.
+        for part in missing if _CJK.search(word) else [word]:
+            if part not in novel:
+                novel.append(part)
     return novel
 
 
@@ -357,6 +383,13 @@ def excerpt_sentences(hits: Sequence[Hit]) -> _Excerpts:
     return _Excerpts(sentences, owner, [hit.content for hit in hits])
 
 
+def _backs(n: int, per_excerpt: dict[int, float], facts: Sequence[str], texts: Sequence[str], min_support: float) -> bool:
+    """Excerpt `n` backs a claim: similar enough to one of its sentences, or holding one of its facts."""
+    if per_excerpt.get(n, 0.0) >= min_support:
+        return True
+    return bool(facts) and len(missing_facts(facts, texts[n - 1])) < len(facts)
+
+
 def check_answer(
     answer: str,
     hits: Sequence[Hit],
@@ -410,7 +443,7 @@ def check_answer(
         owners = np.asarray(excerpts.owner)
         # The question's own terms (an acronym, a version it names) are not inventions either.
         all_text = "\n".join([*excerpts.texts, question])
-        vocabulary = {_stem(word) for word in _WORDS.findall(all_text)}
+        vocabulary = vocabulary_of(all_text)
         for row, (i, text) in enumerate(zip(claims_at, claim_texts)):
             written = units[i]
             facts = extract_facts(text)
@@ -430,12 +463,7 @@ def check_answer(
             invalid = [n for n in cited if not 1 <= n <= n_hits]
             valid = [n for n in cited if 1 <= n <= n_hits]
 
-            def backs(n: int) -> bool:
-                if per_excerpt.get(n, 0.0) >= min_support:
-                    return True
-                return bool(facts) and len(missing_facts(facts, excerpts.texts[n - 1])) < len(facts)
-
-            right = [n for n in valid if backs(n)]
+            right = [n for n in valid if _backs(n, per_excerpt, facts, excerpts.texts, min_support)]
             wrong = [n for n in valid if n not in right]
             add = source if supported and not right else None
             printed = with_citations(written, set(right), add) if supported else written
@@ -500,12 +528,12 @@ REFUSALS: dict[str, str] = {
 
 # A few frequent function words per language; the language with most hits wins (English on a tie).
 _FUNCTION_WORDS: dict[str, frozenset[str]] = {
-    "en": frozenset("the is are what which who how when where does do did of to in on for and a an can".split()),
-    "es": frozenset("el la los las qué cuál cuáles cómo cuándo dónde es son de del en para por y un una se".split()),
-    "fr": frozenset("le la les est sont quel quelle quels comment quand où de du des en pour et un une".split()),
-    "de": frozenset("der die das ist sind was welche welcher wie wann wo von zu in für und ein eine".split()),
-    "pt": frozenset("o a os as qual quais como quando onde é são de do da em para por e um uma".split()),
-    "it": frozenset("il lo la gli le è sono quale quali come quando dove di del della in per e un una".split()),
+    "en": frozenset(["the", "is", "are", "what", "which", "who", "how", "when", "where", "does", "do", "did", "of", "to", "in", "on", "for", "and", "a", "an", "can"]),
+    "es": frozenset(["el", "la", "los", "las", "qué", "cuál", "cuáles", "cómo", "cuándo", "dónde", "es", "son", "de", "del", "en", "para", "por", "y", "un", "una", "se"]),
+    "fr": frozenset(["le", "la", "les", "est", "sont", "quel", "quelle", "quels", "comment", "quand", "où", "de", "du", "des", "en", "pour", "et", "un", "une"]),
+    "de": frozenset(["der", "die", "das", "ist", "sind", "was", "welche", "welcher", "wie", "wann", "wo", "von", "zu", "in", "für", "und", "ein", "eine"]),
+    "pt": frozenset(["o", "a", "os", "as", "qual", "quais", "como", "quando", "onde", "é", "são", "de", "do", "da", "em", "para", "por", "e", "um", "uma"]),
+    "it": frozenset(["il", "lo", "la", "gli", "le", "è", "sono", "quale", "quali", "come", "quando", "dove", "di", "del", "della", "in", "per", "e", "un", "una"]),
 }
 
 

@@ -9,19 +9,43 @@ are imported by the core only when a command needs them, so `--help` is instant.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from locallens import __version__
-from locallens.errors import EXIT_UNEXPECTED, EXIT_SKIPPED, LocallensError
+from locallens.config import (
+    CHUNKERS,
+    DEFAULT_ASK_TRIM_WINDOW,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_CHUNKER,
+    DEFAULT_DEVICE,
+    DEFAULT_EVAL_THRESHOLDS,
+    DEFAULT_EVAL_WINDOWS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_MIN_RELEVANCE,
+    DEFAULT_MIN_SENTENCES,
+    DEFAULT_N_CTX,
+    DEFAULT_RERANK_CANDIDATES,
+    DEFAULT_TOP_K,
+    DEFAULT_TRIM_THRESHOLD,
+    DEFAULT_TRIM_WINDOW,
+    DEVICES,
+    or_list,
+)
+from locallens.errors import EXIT_SKIPPED, EXIT_UNEXPECTED, LocallensError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from locallens.retrieval import TrimSettings
 
 
 class _Commands(typer.core.TyperGroup):
@@ -78,14 +102,16 @@ HybridOpt = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID
                          help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.")
 QuietOpt = typer.Option(False, "--quiet", "-q",
                         help="Print only what needs a person (errors, skipped files): for cron and scripts.")
+DeviceOpt = typer.Option(DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}.")
+_THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
 
 
-def _number(low: Optional[float] = None, high: Optional[float] = None, allow_inf: bool = False) -> Any:
+def _number(low: float | None = None, high: float | None = None, allow_inf: bool = False) -> Any:
     """A click callback: the value must be a number (not NaN; not infinite unless `allow_inf`)
     within low..high. The same check runs whether the value came from the flag, its environment
     variable or the config file; `_blame_source` names which one it was."""
 
-    def check(value: Optional[float]) -> Optional[float]:
+    def check(value: float | None) -> float | None:
         from locallens.config import number_problem
 
         if value is not None and (problem := number_problem(value, low, high, allow_inf)):
@@ -95,7 +121,7 @@ def _number(low: Optional[float] = None, high: Optional[float] = None, allow_inf
     return check
 
 
-def _db(db: Optional[Path]) -> Path:
+def _db(db: Path | None) -> Path:
     from locallens.config import default_db_path
 
     return (db or default_db_path()).expanduser()
@@ -104,13 +130,13 @@ def _db(db: Optional[Path]) -> Path:
 # -- output -------------------------------------------------------------------------------------
 
 
-def stderr_console():  # type: ignore[no-untyped-def]
+def stderr_console() -> Console:
     from rich.console import Console
 
     return Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
 
 
-def stdout_console():  # type: ignore[no-untyped-def]
+def stdout_console() -> Console:
     from rich.console import Console
 
     # Not a TTY (a pipe, cron): plain text, no ANSI codes, no wrapping at 80 columns.
@@ -180,7 +206,7 @@ def handled() -> Iterator[None]:
         raise typer.Exit(0) from None
     except typer.Exit:
         raise
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    except Exception as exc:
         if os.environ.get("LOCALLENS_DEBUG"):
             raise
         first = str(exc).splitlines()[0] if str(exc) else ""
@@ -200,7 +226,7 @@ def _silence_stdout() -> None:
 
 
 class RichProgress:
-    """Files, then embedding, as rich bars on stderr; silent when stderr is not a terminal."""
+    """A `locallens.progress.Progress` drawn as one rich bar per stage on stderr."""
 
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -209,41 +235,36 @@ class RichProgress:
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             console=stderr_console(), transient=True,
         )
-        self.files_task: Any = None
-        self.embed_task: Any = None
+        self.tasks: dict[str, Any] = {}
+        self.totals: dict[str, int] = {}
 
-    def __enter__(self) -> "RichProgress":
+    def __enter__(self) -> RichProgress:
         self.progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.progress.stop()
 
-    def files(self, total: int) -> None:
-        self.files_task = self.progress.add_task("files", total=total)
-
-    def file_done(self, n: int = 1) -> None:
-        if self.files_task is not None:
-            self.progress.advance(self.files_task, n)
-
-    def embedding(self, total: int) -> None:
-        if self.embed_task is None:
-            self.embed_task = self.progress.add_task("embedding", total=total)
+    def add(self, stage: str, n: int) -> None:
+        self.totals[stage] = self.totals.get(stage, 0) + n
+        if stage in self.tasks:
+            self.progress.update(self.tasks[stage], total=self.totals[stage])
         else:
-            self.progress.update(self.embed_task, total=(self.progress.tasks[self.embed_task].total or 0) + total)
+            self.tasks[stage] = self.progress.add_task(stage, total=n)
 
-    def embedded(self, n: int) -> None:
-        if self.embed_task is not None:
-            self.progress.advance(self.embed_task, n)
+    def advance(self, stage: str, n: int = 1) -> None:
+        if stage in self.tasks:
+            self.progress.advance(self.tasks[stage], n)
 
 
 @contextmanager
 def progress_for_stderr(quiet: bool = False) -> Iterator[Any]:
+    """Bars on a terminal; nothing when stderr is not one (a pipe, cron) or with --quiet."""
     if sys.stderr.isatty() and not quiet:
         with RichProgress() as bar:
             yield bar
     else:
-        from locallens.indexer import NoProgress
+        from locallens.progress import NoProgress
 
         yield NoProgress()
 
@@ -269,12 +290,12 @@ def _root(
 def index(
     paths: list[Path] = typer.Argument(..., help="Folders or files to index.", show_default=False),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    chunk_size: int = typer.Option(220, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."),
-    chunk_overlap: int = typer.Option(40, "--chunk-overlap", min=0, envvar="LOCALLENS_CHUNK_OVERLAP", help="Tokens shared by consecutive chunks."),
-    chunker: str = typer.Option("paragraph", "--chunker", envvar="LOCALLENS_CHUNKER", help="paragraph (token packing), percentile or maxmin (semantic)."),
+    db: Path | None = DbOpt,
+    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."),
+    chunk_overlap: int = typer.Option(DEFAULT_CHUNK_OVERLAP, "--chunk-overlap", min=0, envvar="LOCALLENS_CHUNK_OVERLAP", help="Tokens shared by consecutive chunks."),
+    chunker: str = typer.Option(DEFAULT_CHUNKER, "--chunker", envvar="LOCALLENS_CHUNKER", help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic."),
     model: str = typer.Option("auto", "--model", "-m", envvar="LOCALLENS_MODEL", help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder."),
-    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    device: str = DeviceOpt,
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
     max_file_mb: float = typer.Option(10.0, "--max-file-mb", min=0.0, envvar="LOCALLENS_MAX_FILE_MB", callback=_number(), help="Skip files larger than this."),
@@ -283,6 +304,8 @@ def index(
     sentence_vectors: bool = typer.Option(False, "--sentence-vectors", help="Also embed every sentence now, so trimming at question time embeds nothing."),
     prune_missing: bool = typer.Option(False, "--prune-missing", help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted)."),
     wait: float = typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", callback=_number(allow_inf=True), help="Seconds to wait for another index run to finish."),
+    headers: bool | None = typer.Option(None, "--headers/--no-headers", show_default=False, help="Embed each chunk with its document title and section headings, also keyword-indexed (a new brain: off). Recorded in the brain; changing it needs --rebuild."),
+    multi_vector: bool | None = typer.Option(None, "--multi-vector/--no-multi-vector", show_default=False, help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -297,7 +320,7 @@ def index(
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker), model=model, device=device,
             include=include, exclude=exclude, max_bytes=int(max_file_mb * 1024 * 1024),
             rebuild=rebuild, dry_run=dry_run, wait=wait, sentence_vectors=sentence_vectors,
-            prune_missing=prune_missing,
+            prune_missing=prune_missing, headers=headers, multi_vector=multi_vector,
         )
         with progress_for_stderr(quiet) as bar:
             report = run_index(request, bar)
@@ -327,13 +350,12 @@ def index(
 
 # The models' options, shared by ask, serve and mcp.
 LlmOpt = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct].")
-CtxOpt = typer.Option(4096, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
+CtxOpt = typer.Option(DEFAULT_N_CTX, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
 ThreadsOpt = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine].")
 GpuOpt = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all).")
-DeviceOpt = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="Embedding device: auto, cpu, cuda or mps.")
 
 
-def _read_question(question: Optional[str]) -> str:
+def _read_question(question: str | None) -> str:
     if question is None:
         from locallens.errors import UsageError
 
@@ -343,7 +365,7 @@ def _read_question(question: Optional[str]) -> str:
     return question.strip()
 
 
-def _trim_settings(trim: Optional[bool], threshold: Optional[float], window: int, min_sentences: int = 1):  # type: ignore[no-untyped-def]
+def _trim_settings(trim: bool | None, threshold: float | None, window: int, min_sentences: int = 1) -> TrimSettings:
     from locallens.retrieval import trim_settings_from_env
 
     return trim_settings_from_env(trim, threshold, window, min_sentences)
@@ -354,33 +376,33 @@ def _trim_settings(trim: Optional[bool], threshold: Optional[float], window: int
              "  locallens ask \"deploy steps\" --path 'engineering/*' --context-only\n\n"
              "  locallens ask \"...\" --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --trim")
 def ask(
-    question: Optional[str] = typer.Argument(None, help="The question, or - to read it from stdin.", show_default=False),
+    question: str | None = typer.Argument(None, help="The question, or - to read it from stdin.", show_default=False),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    top_k: int = typer.Option(5, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
-    min_score: Optional[float] = typer.Option(None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."),
-    path: Optional[str] = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
-    llm: Optional[str] = LlmOpt,
-    max_tokens: int = typer.Option(384, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    db: Path | None = DbOpt,
+    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
+    min_score: float | None = typer.Option(None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."),
+    path: str | None = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
+    llm: str | None = LlmOpt,
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, callback=_number(), help="0 is deterministic."),
     ctx: int = CtxOpt,
     gpu_layers: int = GpuOpt,
-    threads: Optional[int] = ThreadsOpt,
+    threads: int | None = ThreadsOpt,
     context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
-    trim: Optional[bool] = typer.Option(None, "--trim/--no-trim", envvar="LOCALLENS_TRIM", show_envvar=False, help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help="Trimming threshold, a cosine similarity in -1..1 [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
-    window: int = typer.Option(1, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
+    trim: bool | None = typer.Option(None, "--trim/--no-trim", envvar="LOCALLENS_TRIM", show_envvar=False, help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
+    threshold: float | None = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help=f"Trimming threshold, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}."),
+    window: int = typer.Option(DEFAULT_ASK_TRIM_WINDOW, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
     hybrid: bool = HybridOpt,
-    rerank: Optional[str] = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
-    candidates: int = typer.Option(50, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
-    min_relevance: float = typer.Option(0.4, "--min-relevance", callback=_number(), help="Drop reranked excerpts scoring below this (0..1)."),
+    rerank: str | None = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
+    candidates: int = typer.Option(DEFAULT_RERANK_CANDIDATES, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
+    min_relevance: float = typer.Option(DEFAULT_MIN_RELEVANCE, "--min-relevance", callback=_number(), help="Drop reranked excerpts scoring below this (0..1)."),
     device: str = DeviceOpt,
     extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
     show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
     cite_grammar: bool = typer.Option(False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."),
-    batch: Optional[str] = typer.Option(None, "--batch", help="JSONL questions ({\"question\", ...}) from this file or - (stdin); JSONL answers out, one model load for all."),
-    server: Optional[str] = typer.Option(None, "--server", envvar="LOCALLENS_SERVER", help="Ask a running `locallens serve` at this URL (answers locally if it is down)."),
-    token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
+    batch: str | None = typer.Option(None, "--batch", help="JSONL questions ({\"question\", ...}) from this file or - (stdin); JSONL answers out, one model load for all."),
+    server: str | None = typer.Option(None, "--server", envvar="LOCALLENS_SERVER", help="Ask a running `locallens serve` at this URL (answers locally if it is down)."),
+    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -440,7 +462,7 @@ def _tool_arguments(request: Any) -> dict[str, Any]:
             "max_tokens": request.max_tokens, **({"path": request.path_glob} if request.path_glob else {})}
 
 
-def _ask_via_server(url: str, token: Optional[str], request: Any) -> Optional[dict[str, Any]]:
+def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any] | None:
     """The server's answer, or None (with a warning) when it cannot be reached."""
     from locallens.errors import LocallensError
     from locallens.http_api import ServerUnavailable, post
@@ -529,14 +551,14 @@ def _ask_batch(path: str, defaults: Any) -> int:
 def trim(
     query: str = typer.Argument(..., help="The question to trim against.", show_default=False),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help="Keep sentences scoring at least this, a cosine similarity in -1..1 [default: $LOCALLENS_TRIM_THRESHOLD or 0.38]."),
-    min_sentences: int = typer.Option(1, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."),
-    window: int = typer.Option(0, "--window", min=0, help="Also keep this many neighbours of every kept sentence."),
-    text: Optional[str] = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
+    db: Path | None = DbOpt,
+    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
+    threshold: float | None = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help=f"Keep sentences scoring at least this, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}."),
+    min_sentences: int = typer.Option(DEFAULT_MIN_SENTENCES, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."),
+    window: int = typer.Option(DEFAULT_TRIM_WINDOW, "--window", min=0, help="Also keep this many neighbours of every kept sentence."),
+    text: str | None = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for --text (with an index, the brain's own)."),
-    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every sentence with its score, kept or dropped."),
     json_out: bool = JsonOpt,
@@ -599,46 +621,27 @@ def trim(
                   f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})", markup=False)
 
 
-class RichStages:
-    """One rich bar per stage of a long evaluation, on stderr; silent off a terminal."""
-
-    def __init__(self, bar: Any) -> None:
-        self.bar = bar
-        self.tasks: dict[str, Any] = {}
-
-    def start(self, stage: str, total: int) -> None:
-        # A stage may be announced again with a larger total as work is discovered.
-        if stage in self.tasks:
-            self.bar.progress.update(self.tasks[stage], total=total)
-        else:
-            self.tasks[stage] = self.bar.progress.add_task(stage, total=total)
-
-    def advance(self, stage: str, n: int = 1) -> None:
-        if stage in self.tasks:
-            self.bar.progress.advance(self.tasks[stage], n)
-
-
 @app.command("eval", epilog="Examples:\n\n  locallens eval tests/data/questions.jsonl\n\n"
              "  locallens eval questions.txt --thresholds 0.3,0.4,0.5 --windows 0,1 --csv sweep.csv --plot sweep.png\n\n"
              "  locallens eval questions.jsonl --answers --judge ~/models/qwen2.5-3b-instruct-q4_k_m.gguf --json\n\n"
-             "  locallens eval --beir ../shared/data/beir-scifact")
+             "  locallens eval --beir ~/datasets/beir-scifact")
 def eval_(
-    questions: Optional[Path] = typer.Argument(None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False),
+    questions: Path | None = typer.Argument(None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    top_k: int = typer.Option(5, "--top-k", "-k", min=1, help="Excerpts per question."),
-    thresholds: str = typer.Option("0.3,0.38,0.45", "--thresholds", help="Trimming thresholds to sweep (comma-separated)."),
-    windows: str = typer.Option("0,1,2", "--windows", help="Trimming windows to sweep (comma-separated)."),
+    db: Path | None = DbOpt,
+    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Excerpts per question."),
+    thresholds: str = typer.Option(",".join(f"{t:g}" for t in DEFAULT_EVAL_THRESHOLDS), "--thresholds", help="Trimming thresholds to sweep (comma-separated)."),
+    windows: str = typer.Option(",".join(map(str, DEFAULT_EVAL_WINDOWS)), "--windows", help="Trimming windows to sweep (comma-separated)."),
     answers: bool = typer.Option(False, "--answers", help="Also generate answers and judge faithfulness, context precision and citations."),
-    llm: Optional[str] = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."),
+    llm: str | None = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."),
+    judge: str | None = typer.Option(None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."),
     extractive: bool = typer.Option(False, "--extractive", help="With --answers: answer as `ask --extractive` does (no generator)."),
-    beir: Optional[Path] = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    beir: Path | None = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for the --beir brain."),
-    device: str = typer.Option("auto", "--device", envvar="LOCALLENS_DEVICE", help="auto, cpu, cuda or mps."),
+    device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
-    csv_out: Optional[Path] = typer.Option(None, "--csv", help="Write the sweep as CSV."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Draw token reduction against overlap/retention (PNG)."),
+    csv_out: Path | None = typer.Option(None, "--csv", help="Write the sweep as CSV."),
+    plot: Path | None = typer.Option(None, "--plot", help="Draw token reduction against overlap/retention (PNG)."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -656,8 +659,7 @@ def eval_(
             extractive=extractive,
         )
         with progress_for_stderr(quiet) as bar:
-            stages = RichStages(bar) if isinstance(bar, RichProgress) else None
-            report: Any = run_beir(request, stages) if beir is not None else run_eval(request, stages)
+            report: Any = run_beir(request, bar) if beir is not None else run_eval(request, bar)
         if beir is None:
             if csv_out is not None:
                 report.write_csv(csv_out)
@@ -669,8 +671,8 @@ def eval_(
             stdout_console().print(clean(report.render_text(), multiline=True), markup=False)
 
 
-def _service(db: Path, brain: str, llm: Optional[str], ctx: int, threads: Optional[int],
-             gpu_layers: int, device: str, hybrid: bool, max_tokens: int = 384) -> Any:
+def _service(db: Path, brain: str, llm: str | None, ctx: int, threads: int | None,
+             gpu_layers: int, device: str, hybrid: bool, max_tokens: int = DEFAULT_MAX_TOKENS) -> Any:
     from locallens.service import Service, ServiceSettings
 
     return Service(ServiceSettings(db=db, brain=brain, llm=llm, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers,
@@ -683,12 +685,12 @@ def _service(db: Path, brain: str, llm: Optional[str], ctx: int, threads: Option
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
-    token: Optional[str] = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."),
+    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    llm: Optional[str] = LlmOpt,
+    db: Path | None = DbOpt,
+    llm: str | None = LlmOpt,
     ctx: int = CtxOpt,
-    threads: Optional[int] = ThreadsOpt,
+    threads: int | None = ThreadsOpt,
     gpu_layers: int = GpuOpt,
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
@@ -714,12 +716,12 @@ def serve(
 @app.command(epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
              "  locallens mcp --http 127.0.0.1:8766")
 def mcp(
-    http: Optional[str] = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
+    http: str | None = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
     brain: str = BrainOpt,
-    db: Optional[Path] = DbOpt,
-    llm: Optional[str] = LlmOpt,
+    db: Path | None = DbOpt,
+    llm: str | None = LlmOpt,
     ctx: int = CtxOpt,
-    threads: Optional[int] = ThreadsOpt,
+    threads: int | None = ThreadsOpt,
     gpu_layers: int = GpuOpt,
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
@@ -749,8 +751,8 @@ def mcp(
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
-    brain: Optional[str] = typer.Option(None, "--brain", "-b", help="Only this brain."),
-    db: Optional[Path] = DbOpt,
+    brain: str | None = typer.Option(None, "--brain", "-b", help="Only this brain."),
+    db: Path | None = DbOpt,
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:

@@ -34,6 +34,35 @@ else:  # pragma: no cover
 
 COMMANDS = ("index", "ask", "trim", "eval", "status")
 
+# -- defaults -------------------------------------------------------------------------------------
+# One definition of each default a command exposes. The CLI's options (and the help texts that
+# show them), the request dataclasses and the core functions all read these. They live here, not
+# in the modules that use them, because the CLI needs them at import time and those modules load
+# NumPy (this one must stay light: `locallens --help` imports it).
+
+CHUNKERS = ("paragraph", "percentile", "maxmin")
+DEFAULT_CHUNKER = "paragraph"
+DEFAULT_CHUNK_SIZE = 220  # tokens per chunk (the paragraph chunker)
+DEFAULT_CHUNK_OVERLAP = 40  # tokens shared by consecutive chunks
+
+DEVICES = ("auto", "cpu", "cuda", "mps")  # where the embedding model runs
+DEFAULT_DEVICE = "auto"
+
+DEFAULT_TOP_K = 5  # excerpts retrieved per question
+
+DEFAULT_TRIM_THRESHOLD = 0.38  # a sentence is kept when its cosine similarity reaches this
+DEFAULT_TRIM_WINDOW = 0  # neighbours kept around a kept sentence (`trim`)
+DEFAULT_ASK_TRIM_WINDOW = 1  # the same for `ask --trim`: an answer reads better with context
+DEFAULT_MIN_SENTENCES = 1  # sentences every trimmed chunk keeps at least
+DEFAULT_EVAL_THRESHOLDS = (0.3, DEFAULT_TRIM_THRESHOLD, 0.45)  # what `eval` sweeps
+DEFAULT_EVAL_WINDOWS = (0, 1, 2)
+
+DEFAULT_N_CTX = 4096  # the LLM's context window, in tokens (0: the model's own)
+DEFAULT_MAX_TOKENS = 384  # longest answer, in tokens
+
+DEFAULT_RERANK_CANDIDATES = 50  # stage-1 candidates a cross-encoder re-scores
+DEFAULT_MIN_RELEVANCE = 0.4  # reranked excerpts scoring below this (0..1) are dropped
+
 
 def locallens_home() -> Path:
     """`$LOCALLENS_HOME`, else the XDG data dir (`~/.local/share/locallens`)."""
@@ -123,6 +152,12 @@ def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict
     return default_map
 
 
+def or_list(items: Iterable[object]) -> str:
+    """`("a", "b", "c")` → "a, b or c", for messages and help texts."""
+    words = [str(item) for item in items]
+    return " or ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
 def env_flag(name: str) -> bool:
     """True for 1/true/yes/on, False for 0/false/no/off or unset (case-insensitive); anything
     else is a usage error naming the variable, as a bad value of a flag is."""
@@ -147,13 +182,13 @@ def number_problem(value: float, low: float | None = None, high: float | None = 
 
 @dataclass(frozen=True, slots=True)
 class ChunkSettings:
-    chunk_size: int = 220
-    chunk_overlap: int = 40
-    strategy: str = "paragraph"  # paragraph | percentile | maxmin (SPEC §1, §7)
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    strategy: str = DEFAULT_CHUNKER  # one of CHUNKERS (docs/behaviour.md#chunking)
 
     def __post_init__(self) -> None:
-        if self.strategy not in ("paragraph", "percentile", "maxmin"):
-            raise UsageError(f"--chunker must be paragraph, percentile or maxmin (got {self.strategy!r})")
+        if self.strategy not in CHUNKERS:
+            raise UsageError(f"--chunker must be {or_list(CHUNKERS)} (got {self.strategy!r})")
         if self.chunk_size <= 0:
             raise UsageError(f"--chunk-size must be positive (got {self.chunk_size})")
         if self.chunk_overlap < 0:

@@ -8,12 +8,10 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import numpy as np
 
-    from locallens.trim import TrimmedHit
-
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One file under an indexed root, decoded and normalised (SPEC §1)."""
+    """One file under an indexed root, decoded and normalised (docs/behaviour.md#documents)."""
 
     root: str  # absolute, resolved root the file was found under
     relative_path: str  # POSIX-style path relative to root
@@ -21,6 +19,11 @@ class Document:
     checksum: str  # sha256 hex of `text`
     size: int  # bytes on disk when read
     mtime_ns: int  # st_mtime_ns when read
+    # What the file's format says about its structure (empty for plain text and markdown, whose
+    # title and headings are read from `text`): an HTML <title> or PDF metadata title, and the
+    # HTML h1-h6 headings as (level, text) in document order.
+    title: str = ""
+    headings: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +48,7 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """A piece of a document, the unit that is embedded, searched and cited (SPEC §1)."""
+    """A piece of a document, the unit that is embedded, searched and cited (docs/behaviour.md#chunk-ids)."""
 
     id: str  # f"{checksum[:12]}-{chunk_index}"
     brain: str
@@ -81,16 +84,33 @@ class ChatMessage:
         return {"role": self.role, "content": self.content}
 
 
+@dataclass(frozen=True)
+class TrimmedHit:
+    """One chunk after trimming, with everything needed to explain the decision."""
+
+    hit: Hit  # the output: `original` with only `chunk.content` replaced (when trimmed)
+    original: Hit  # the hit as it came in
+    sentences: list[str]  # the body's sentences (prefix excluded), in order
+    scores: list[float]  # cosine similarity of each sentence with the query
+    kept: list[int]  # indices into `sentences`, ascending
+    trimmed: bool  # True when `hit.content` differs from `original.content`
+
+    @property
+    def dropped(self) -> int:
+        """How many sentences were removed."""
+        return len(self.sentences) - len(self.kept)
+
+
 @dataclass(frozen=True, slots=True)
 class RetrievalResult:
-    """What `retrieve()` returns (SPEC §5)."""
+    """What `retrieve()` returns (docs/behaviour.md#token-accounting)."""
 
     hits: list[Hit]
-    tokens_before: int  # seed estimate round(1.3 * words) of the untrimmed hits
+    tokens_before: int  # estimate round(1.3 * words) of the untrimmed hits
     tokens_in_context: int  # same estimate after trimming (== tokens_before when not trimming)
     tiktoken_before: int  # exact tiktoken counts beside the estimate
     tiktoken_in_context: int
     trimmed: bool = False
     timings_ms: dict[str, float] = field(default_factory=dict)
-    trim_details: list["TrimmedHit"] = field(default_factory=list)  # per chunk, when trimmed
-    query_vector: "np.ndarray | None" = None  # the question's embedding, reused by the answer check
+    trim_details: list[TrimmedHit] = field(default_factory=list)  # per chunk, when trimmed
+    query_vector: np.ndarray | None = None  # the question's embedding, reused by the answer check

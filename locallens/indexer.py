@@ -18,8 +18,14 @@ Safety:
 Speed:
 - (size, mtime_ns) unchanged → the file is not even opened. Unchanged trees cost a walk and one
   query.
-- Chunks are embedded in batches across files; vectors are reused by exact chunk text within the
-  brain (renames, duplicates and untouched paragraphs cost nothing).
+- Chunks are embedded in batches across files; vectors are reused by exact embedded text (the
+  chunk's header and text) within the brain (renames, duplicates and untouched paragraphs cost
+  nothing).
+
+Embedding settings, recorded in the brain like its model (and changed, like it, only by
+`--rebuild`): `headers` (each chunk is embedded with its document title and section headings,
+`locallens.headers`, which also go into the keyword index) and `multi_vector` (a chunk longer than
+the model's window keeps one vector per window instead of their mean).
 """
 
 from __future__ import annotations
@@ -29,22 +35,31 @@ import errno
 import fcntl
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from locallens.chunking import Chunker, get_chunker, make_chunks
-from locallens.config import PRIVATE_FILE_MODE, ChunkSettings, make_private_dir
+from locallens.config import DEFAULT_DEVICE, PRIVATE_FILE_MODE, ChunkSettings, make_private_dir
 from locallens.domain import Chunk, Document, FileStat, Skipped
 from locallens.errors import LockedError, ModelMismatchError, NoIndexError, StoreError, UsageError
-from locallens.sources import DEFAULT_MAX_BYTES, read_document, walk
+from locallens.headers import chunk_headers, embedded_text
+from locallens.progress import NoProgress, Progress
+from locallens.readers import DEFAULT_MAX_BYTES, read_document
 from locallens.store import Brain, Store, StoredDocument, check_not_foreign, content_hash
+from locallens.walk import walk
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
+
+# The embedding settings of a new brain (or of one rebuilt without naming them). Both stay off, as
+# before they existed, until benchmarks/bench_retrieval.py shows on SciFact and the stdlib manual
+# pages that turning one on measures better (see README "Retrieval settings, measured").
+DEFAULT_HEADERS = False
+DEFAULT_MULTI_VECTOR = False
 
 EMBED_BATCH_CHUNKS = 1024  # chunks gathered across files before one encode() call
 # Work is committed at least this often: pending files are flushed once this many seconds have
@@ -56,20 +71,9 @@ REASON_ROOT_MISSING = "root is missing (unmounted?): its indexed files are kept;
 REASON_ROOT_EMPTY = "root is empty (unmounted?): its indexed files are kept; --prune-missing removes them"
 
 
-class Progress(Protocol):
-    """What the indexer reports while it works; the CLI draws it (or not)."""
-
-    def files(self, total: int) -> None: ...
-    def file_done(self, n: int = 1) -> None: ...
-    def embedding(self, total: int) -> None: ...
-    def embedded(self, n: int) -> None: ...
-
-
-class NoProgress:
-    def files(self, total: int) -> None: ...
-    def file_done(self, n: int = 1) -> None: ...
-    def embedding(self, total: int) -> None: ...
-    def embedded(self, n: int) -> None: ...
+# The indexer's progress stages (locallens.progress): files found, then chunks to embed.
+FILES = "files"
+EMBEDDING = "embedding"
 
 
 @dataclass(slots=True)
@@ -116,9 +120,9 @@ class IndexRequest:
     paths: Sequence[Path]
     db: Path
     brain: str = "default"
-    chunking: ChunkSettings = ChunkSettings()
+    chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
-    device: str = "auto"
+    device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
     max_bytes: int = DEFAULT_MAX_BYTES
@@ -127,6 +131,18 @@ class IndexRequest:
     wait: float = 0.0
     sentence_vectors: bool = False  # also embed every sentence now, for instant trimming later
     prune_missing: bool = False  # a root that is gone (or empty) loses its documents
+    headers: bool | None = None  # None: the brain's setting (a new brain: DEFAULT_HEADERS)
+    multi_vector: bool | None = None  # None: the brain's setting (a new brain: DEFAULT_MULTI_VECTOR)
+    # Titles that override what the files say, by relative path (BEIR documents carry theirs apart).
+    titles: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedSettings:
+    """How a brain's chunks are embedded (recorded in the brain)."""
+
+    headers: bool = DEFAULT_HEADERS
+    multi_vector: bool = DEFAULT_MULTI_VECTOR
 
 
 @contextlib.contextmanager
@@ -199,16 +215,20 @@ def _file_path(root: str, relative_path: str) -> str:
 class _Pending:
     document: Document
     chunks: list[Chunk]
+    headers: list[str]  # one per chunk ("" when the brain embeds no headers)
+    hashes: list[bytes]  # content_hash of what is embedded for each chunk
 
 
 class _Run:
     """One index run against an open store (or none, for a dry run of a new database)."""
 
-    def __init__(self, request: IndexRequest, store: Store | None, progress: Progress, model_name: str) -> None:
+    def __init__(self, request: IndexRequest, store: Store | None, progress: Progress, model_name: str,
+                 settings: EmbedSettings | None = None) -> None:
         self.request = request
         self.store = store
         self.progress = progress
         self.model_name = model_name
+        self.settings = settings or EmbedSettings()
         self.chunker: Chunker | None = None  # built on first use: semantic chunkers need the model
         self.embedder: Embedder | None = None
         self.brain: Brain | None = None
@@ -218,6 +238,9 @@ class _Run:
         self.pending_chunks = 0
         self.known_roots: list[str] = []  # roots the brain had before this run
         self.last_commit = time.monotonic()
+
+    def _embedded(self, n: int) -> None:
+        self.progress.advance(EMBEDDING, n)
 
     def _get_embedder(self) -> Embedder:
         # Loaded only when something needs embedding: an unchanged reindex starts no model.
@@ -299,36 +322,41 @@ class _Run:
                     kept_below.append(key)
                 else:
                     walked.append(key)
-        self.progress.files(len(found))
+        self.progress.add(FILES, len(found))
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
             if old is not None and not rechunk_all and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns):
                 report.unchanged += 1
-                self.progress.file_done()
+                self.progress.advance(FILES)
                 continue
             read = read_document(stat, self.request.max_bytes)
             if isinstance(read, Skipped):
                 report.skipped.append(read)
-                self.progress.file_done()
+                self.progress.advance(FILES)
                 continue
+            if self.request.titles and stat.relative_path in self.request.titles:
+                read = replace(read, title=self.request.titles[stat.relative_path])
             if old is not None and not rechunk_all and old.checksum == read.checksum:
                 # Touched but identical: remember the new stat so the next run skips reading it.
                 report.unchanged += 1
                 if writing:
                     assert self.store is not None
                     self.store.update_document_stat(old.id, read.size, read.mtime_ns)
-                self.progress.file_done()
+                self.progress.advance(FILES)
                 continue
             if old is None:
                 report.new += 1
             else:
                 report.changed += 1
             if not writing:
-                self.progress.file_done()
+                self.progress.advance(FILES)
                 continue
             texts = self._get_chunker().chunk(read.text) if read.text else []
             chunks = make_chunks(read, self.request.brain, texts)
-            self.pending.append(_Pending(read, chunks))
+            contents = [chunk.content for chunk in chunks]
+            headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
+            hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
+            self.pending.append(_Pending(read, chunks, headers, hashes))
             self.pending_chunks += len(chunks)
             if (self.pending_chunks >= EMBED_BATCH_CHUNKS
                     or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
@@ -387,29 +415,37 @@ class _Run:
             return
         assert self.store is not None
         brain = self.ensure_brain()
-        hashes = [[content_hash(c.content) for c in item.chunks] for item in self.pending]
+        hashes = [item.hashes for item in self.pending]
         vectors = self.store.reusable_vectors(brain, {h for doc_hashes in hashes for h in doc_hashes})
-        # Unique texts not stored yet: duplicates within the batch are embedded once.
-        todo: dict[bytes, str] = {}
-        for item, doc_hashes in zip(self.pending, hashes):
-            for chunk, h in zip(item.chunks, doc_hashes):
+        # Unique embedded texts not stored yet: duplicates within the batch are embedded once.
+        todo: dict[bytes, tuple[str, str]] = {}
+        for item in self.pending:
+            for chunk, header, h in zip(item.chunks, item.headers, item.hashes, strict=True):
                 if h not in vectors and h not in todo:
-                    todo[h] = chunk.content
+                    todo[h] = (chunk.content, header)
         report.chunks_embedded += len(todo)
         report.chunks_reused += sum(len(h) for h in hashes) - len(todo)
         written = 0
         if todo:
             embedder = self._get_embedder()
-            keys, texts = list(todo.keys()), list(todo.values())
-            report.over_length += embedder.count_over_length(texts)
-            self.progress.embedding(len(texts))
+            keys = list(todo.keys())
+            texts = [text for text, _ in todo.values()]
+            headers = [header for _, header in todo.values()]
+            report.over_length += embedder.count_over_length(
+                [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)])
+            self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.
             start, step = 0, EMBED_SLICE_MIN
             while start < len(texts):
                 began = time.monotonic()
                 part = texts[start:start + step]
-                vectors.update(zip(keys[start:start + step], embedder.encode(part, progress=self.progress.embedded)))
+                encoded = embedder.encode_passages(part, headers[start:start + step],
+                                                   multi_vector=self.settings.multi_vector,
+                                                   progress=self._embedded)
+                # One row stays a vector; several (one per window) stay a matrix.
+                vectors.update(zip(keys[start:start + step], (m[0] if len(m) == 1 else m for m in encoded),
+                                   strict=True))
                 start += len(part)
                 rate = len(part) / max(time.monotonic() - began, 1e-3)
                 step = max(EMBED_SLICE_MIN, min(EMBED_BATCH_CHUNKS, int(rate * COMMIT_SECONDS)))
@@ -432,15 +468,14 @@ class _Run:
             return start
         if self.request.sentence_vectors:
             self._embed_sentences(report, [chunk for item in self.pending[start:end] for chunk in item.chunks])
-        for item, doc_hashes in zip(self.pending[start:end], hashes[start:end]):
+        for item, doc_hashes in zip(self.pending[start:end], hashes[start:end], strict=True):
             doc = item.document
-            matrix = (np.stack([vectors[h] for h in doc_hashes]) if doc_hashes
-                      else np.zeros((0, brain.dim), dtype=np.float32))
             self.store.write_document(
                 brain, root=doc.root, relative_path=doc.relative_path, size=doc.size,
-                mtime_ns=doc.mtime_ns, checksum=doc.checksum, chunks=item.chunks, vectors=matrix,
+                mtime_ns=doc.mtime_ns, checksum=doc.checksum, chunks=item.chunks,
+                vectors=[vectors[h] for h in doc_hashes], headers=item.headers, hashes=doc_hashes,
             )
-            self.progress.file_done()
+            self.progress.advance(FILES)
         self.last_commit = time.monotonic()
         return end
 
@@ -452,7 +487,8 @@ class _Run:
         sentences = list(dict.fromkeys(
             s for chunk in chunks for s in split_sentences(split_chunk_prefix(chunk.content)[1])
         ))
-        encoder = SentenceEncoder(self._get_embedder(), self.store, best_effort=False, progress=self.progress)
+        encoder = SentenceEncoder(self._get_embedder(), self.store, best_effort=False, progress=self.progress,
+                                  stage=EMBEDDING)
         encoder(sentences)
         report.sentences_embedded += encoder.encoded
 
@@ -463,7 +499,8 @@ class _Run:
             embedder = self._get_embedder()
             c = self.request.chunking
             self.brain = self.store.create_brain(
-                self.target_name, embedder.name, embedder.dim, c.strategy, c.chunk_size, c.chunk_overlap
+                self.target_name, embedder.name, embedder.dim, c.strategy, c.chunk_size, c.chunk_overlap,
+                headers=self.settings.headers, multi_vector=self.settings.multi_vector,
             )
         return self.brain
 
@@ -504,7 +541,7 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
 def _has_brains(store: Store) -> bool:
     try:
         return bool(store.brains())
-    except Exception:  # noqa: BLE001 - unreadable: treat as written, never delete it
+    except Exception:
         return True
 
 
@@ -539,6 +576,29 @@ def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     return existing.model
 
 
+def _pinned_settings(request: IndexRequest, existing: Brain | None) -> EmbedSettings:
+    """The embedding settings of this run: the brain's, unless --rebuild; never a silent switch.
+
+    Like the model: a setting named now that differs from the brain's is refused with the advice
+    to rebuild, since the stored vectors were computed the other way.
+    """
+    wanted = {"headers": request.headers, "multi_vector": request.multi_vector}
+    if existing is None or request.rebuild:
+        defaults = EmbedSettings()
+        return EmbedSettings(**{k: (getattr(defaults, k) if v is None else v) for k, v in wanted.items()})
+    labels = {"headers": ("chunk headers", "--headers", "--no-headers"),
+              "multi_vector": ("one vector per window", "--multi-vector", "--no-multi-vector")}
+    for key, value in wanted.items():
+        have = bool(getattr(existing, key))
+        if value is not None and value != have:
+            what, on, off = labels[key]
+            raise ModelMismatchError(
+                f"brain {existing.name!r} was embedded with {what} {'on' if have else 'off'} ({on if have else off}); "
+                f"rerun with --rebuild to re-embed it with {on if value else off}, or use another --brain"
+            )
+    return EmbedSettings(headers=bool(existing.headers), multi_vector=bool(existing.multi_vector))
+
+
 def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> IndexReport:
     existing = store.find_brain(request.brain)
     # Leftovers of an interrupted --rebuild were never swapped in: drop them.
@@ -546,8 +606,9 @@ def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> In
         if leftover.name.startswith(f".rebuild:{request.brain}:"):
             store.delete_brain(leftover)
     model_name = _pinned_model(request, existing)
+    settings = _pinned_settings(request, existing)
     report = IndexReport(brain=request.brain, db=str(request.db), model=model_name)
-    run = _Run(request, store, progress, model_name)
+    run = _Run(request, store, progress, model_name, settings)
     run.known_roots = store.roots(existing) if existing is not None else []
     if request.rebuild:
         # Build beside the old brain, then swap in one transaction: the old one serves until then.
@@ -576,10 +637,11 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
     try:
         brain = store.find_brain(request.brain) if store is not None else None
         model_name = _pinned_model(request, brain)
+        settings = _pinned_settings(request, brain)
         if request.rebuild:
             brain = None  # everything would be built anew
         report = IndexReport(brain=request.brain, db=str(request.db), model=model_name, dry_run=True)
-        run = _Run(request, store, progress, model_name)
+        run = _Run(request, store, progress, model_name, settings)
         known = store.find_brain(request.brain) if store is not None else None
         run.known_roots = store.roots(known) if (store is not None and known is not None) else []
         run.run(report, brain)

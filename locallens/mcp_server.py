@@ -61,7 +61,7 @@ def build_server(service: Service) -> Server[Any]:
         except LocallensError as exc:
             return types.CallToolResult(content=[types.TextContent(type="text", text=f"error: {exc}")],
                                         is_error=True)
-        except Exception as exc:  # noqa: BLE001 - one failed call must not end the server
+        except Exception as exc:
             message = f"error: unexpected {type(exc).__name__}: {exc}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
         text = json.dumps(result, ensure_ascii=False)

@@ -123,9 +123,99 @@ def _partitioned_vectors(store: Store) -> None:
         store.conn.execute("DROP TABLE v1_vectors")
 
 
+def _chunk_headers(store: Store) -> None:
+    """Chunk headers and several vectors per chunk: brain settings, chunk columns, FTS `header`.
+
+    - `brains.headers`: chunks are embedded with their header (document title and section
+      headings, `locallens.headers`), which also goes into the keyword index.
+    - `brains.multi_vector`: a chunk longer than the model's window keeps one vector per window
+      instead of their mean. Both are 0 for brains written before this step, which keep their
+      vectors as they were computed; `index --rebuild` re-embeds with the current defaults.
+    - `chunks.header`: the header of the chunk ('' when the brain's `headers` is off).
+    - `chunks.vectors`: how many vectors the chunk has (window j > 0 has rowid
+      `id + (j << 40)` in the brain's vec0 table, see `store.WINDOW_SHIFT`).
+    - `chunks_fts` gains a `header` column: it is rebuilt in place with the options it had
+      (tokenizer included), and its triggers index the header with the text.
+    """
+    import re
+
+    def add(table: str, column: str, definition: str) -> None:
+        # Each change is made only where it is missing: a database that already has it is left as is.
+        if column not in {row[1] for row in store.conn.execute(f"PRAGMA table_info({table})")}:
+            store.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+    add("brains", "headers", "INTEGER NOT NULL DEFAULT 0")
+    add("brains", "multi_vector", "INTEGER NOT NULL DEFAULT 0")
+    add("chunks", "header", "TEXT NOT NULL DEFAULT ''")
+    add("chunks", "vectors", "INTEGER NOT NULL DEFAULT 1")
+    (sql,), = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
+    if "header" in {row[1] for row in store.conn.execute("PRAGMA table_info(chunks_fts)")}:
+        return
+    with_header, count = re.subn(r"fts5\(\s*content\s*,", "fts5(content, header,", str(sql), count=1, flags=re.I)
+    if not count:
+        raise RuntimeError(f"unexpected chunks_fts definition: {sql}")
+    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
+    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    store.conn.execute("DROP TABLE chunks_fts")
+    store.conn.execute(with_header)
+    store.conn.execute(
+        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
+        " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
+    )
+    store.conn.execute(
+        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
+        " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
+        " VALUES ('delete', old.id, old.content, old.header); END"
+    )
+    store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+# Scripts written without spaces between words (Thai, Han, kana) or whose words carry their
+# particles (Hangul): the code point ranges as a GLOB character class. `store.NO_SPACE_RUN` is the
+# same class as a regular expression (tests/test_cjk.py checks that they agree).
+NO_SPACE_CLASS = ("\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+                  "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+_HAS_NO_SPACE_SCRIPT = f"'*[{NO_SPACE_CLASS}]*'"
+
+
+def _trigram_index(store: Store) -> None:
+    """Step 4: `chunks_trigram`, an FTS5 trigram index of the chunks written in those scripts.
+
+    FTS5's unicode61 tokenizer (`chunks_fts`) reads a run of Han, kana or Hangul as one word, so
+    no word inside it can be found. The trigram tokenizer indexes every 3-character substring.
+    It holds only the chunks (text or header) with a character of NO_SPACE_CLASS: a trigram index
+    of all text costs ~3.6 bytes per character (sample_docs/: +18% of the database, more than
+    the vectors on long documents) and brings nothing to space-separated text, which chunks_fts
+    already finds. Because it holds a subset of the rows, it is contentless with
+    `contentless_delete=1` rather than an external-content table on `chunks` (whose 'rebuild' and
+    content check assume every row is indexed): the delete trigger deletes by rowid, a no-op for a
+    chunk that was never indexed. Filled here from the existing chunks; the triggers keep it in
+    step with `chunks` afterwards (documents rewritten or deleted, brains deleted or rebuilt).
+    """
+    store.conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_trigram USING fts5("
+        "content, header, content='', contentless_delete=1, tokenize='trigram')"
+    )
+    store.conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS chunks_trigram_insert AFTER INSERT ON chunks"
+        f" WHEN new.content GLOB {_HAS_NO_SPACE_SCRIPT} OR new.header GLOB {_HAS_NO_SPACE_SCRIPT} BEGIN"
+        " INSERT INTO chunks_trigram(rowid, content, header) VALUES (new.id, new.content, new.header); END"
+    )
+    store.conn.execute(
+        "CREATE TRIGGER IF NOT EXISTS chunks_trigram_delete AFTER DELETE ON chunks BEGIN"
+        " DELETE FROM chunks_trigram WHERE rowid = old.id; END"
+    )
+    store.conn.execute(
+        "INSERT INTO chunks_trigram(rowid, content, header) SELECT id, content, header FROM chunks"
+        f" WHERE content GLOB {_HAS_NO_SPACE_SCRIPT} OR header GLOB {_HAS_NO_SPACE_SCRIPT}"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", _tables),
     Migration(2, "partitioned_vectors", _partitioned_vectors, rewrites_vectors=True),
+    Migration(3, "chunk_headers", _chunk_headers),
+    Migration(4, "trigram_index", _trigram_index),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from locallens.config import DEFAULT_DEVICE
+
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
     from locallens.llm import LocalLLM
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 class Models:
     """Load on demand, release after use (one CLI call)."""
 
-    def embedder(self, model: str, device: str = "auto") -> Embedder:
+    def embedder(self, model: str, device: str = DEFAULT_DEVICE) -> Embedder:
         from locallens.embedding import load_embedder
 
         return load_embedder(model, device=device)
@@ -35,11 +37,12 @@ class Models:
     @contextmanager
     def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
             threads: int | None = None) -> Iterator[LocalLLM]:
-        from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+        from locallens.gguf import check_gguf
+        from locallens.llm import LocalLLM, resolve_llm_path
 
         resolved = resolve_llm_path(path)
-        check_gguf(resolved)
-        llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads)
+        info = check_gguf(resolved)
+        llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads, info=info)
         try:
             yield llm
         finally:
@@ -55,7 +58,7 @@ class WarmModels(Models):
         self._load_lock = threading.Lock()
         self.generation_lock = threading.Lock()
 
-    def embedder(self, model: str, device: str = "auto") -> Embedder:
+    def embedder(self, model: str, device: str = DEFAULT_DEVICE) -> Embedder:
         key = (model, device)
         with self._load_lock:
             if key not in self._embedders:
@@ -65,16 +68,17 @@ class WarmModels(Models):
     @contextmanager
     def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
             threads: int | None = None) -> Iterator[LocalLLM]:
-        from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+        from locallens.gguf import check_gguf
+        from locallens.llm import LocalLLM, resolve_llm_path
 
         resolved = resolve_llm_path(path)
         key = (resolved.resolve() if resolved.exists() else resolved, n_ctx, gpu_layers, seed, threads)
         with self.generation_lock:
             llm = self._llms.get(key)
             if llm is None:
-                check_gguf(resolved)
+                info = check_gguf(resolved)
                 llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads,
-                               reuse_prefix=True)
+                               reuse_prefix=True, info=info)
                 self._llms[key] = llm
             yield llm
 

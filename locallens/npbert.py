@@ -18,6 +18,7 @@ them), so a brain may mix vectors from both.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -36,7 +37,7 @@ ONE_THREAD_TOKENS = 256
 _blas_controller = None
 
 
-def _blas_one_thread():  # type: ignore[no-untyped-def]
+def _blas_one_thread() -> contextlib.AbstractContextManager[object]:
     """A context manager limiting NumPy's BLAS to one thread (threadpoolctl)."""
     global _blas_controller
     if _blas_controller is None:

@@ -1,4 +1,4 @@
-"""The grounded prompt (SPEC §2), the citations in an answer, and fitting excerpts into a context.
+"""The grounded prompt (docs/behaviour.md#the-grounded-prompt), the citations in an answer, and fitting excerpts into a context.
 
 Every question is its own round of evidence: `build_grounded_history` returns exactly two messages
 (system rules, then the numbered excerpts and the question) and never carries earlier turns. The
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from locallens.domain import ChatMessage, Hit
 from locallens.errors import UsageError
 
-# SPEC §2: the five rules, joined by single spaces into one system message.
+# The five rules, joined by single spaces into one system message (docs/behaviour.md#the-grounded-prompt).
 _SYSTEM_LINES: tuple[str, ...] = (
     "You are LocalLens, a local-first file chat assistant that answers questions strictly from "
     "the provided source excerpts.",
@@ -49,7 +49,7 @@ def _user_message(question: str, context: str) -> ChatMessage:
 
 
 def build_grounded_history(question: str, hits: Sequence[Hit]) -> list[ChatMessage]:
-    """Exactly two messages, system then user; no earlier turns ever (SPEC §2)."""
+    """Exactly two messages, system then user; no earlier turns ever."""
     context = format_hits(hits) or NO_HITS_CONTEXT
     return [ChatMessage("system", SYSTEM_PROMPT), _user_message(question, context)]
 

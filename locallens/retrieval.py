@@ -1,7 +1,8 @@
 """retrieve(): query → vector → k nearest chunks → (optional) trimming, with token accounting.
 
-SPEC §5: the result carries `tokens_before` (base retrieval) and `tokens_in_context` (after
-trimming) with the seed's `round(1.3 × words)` estimate, and exact tiktoken counts beside them.
+The result carries `tokens_before` (base retrieval) and `tokens_in_context` (after trimming) with
+the `round(1.3 × words)` estimate, and exact tiktoken counts beside them
+(docs/behaviour.md#token-accounting).
 Trimming is off unless asked for (a flag, or LOCALLENS_TRIM=1; LOCALLENS_TRIM_THRESHOLD overrides
 the threshold: see `trim_settings_from_env`).
 """
@@ -11,20 +12,29 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from typing import Any
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from locallens.config import env_flag, number_problem
+from locallens.config import (
+    DEFAULT_DEVICE,
+    DEFAULT_MIN_RELEVANCE,
+    DEFAULT_MIN_SENTENCES,
+    DEFAULT_RERANK_CANDIDATES,
+    DEFAULT_TOP_K,
+    DEFAULT_TRIM_THRESHOLD,
+    DEFAULT_TRIM_WINDOW,
+    env_flag,
+    number_problem,
+)
 from locallens.domain import Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
+from locallens.progress import Progress
 from locallens.store import Brain, Store, content_hash
 from locallens.tokens import count_tokens, estimate_tokens
-
-DEFAULT_THRESHOLD = 0.38
 
 # The longest question (or trim query), in characters: the same cap as the HTTP and MCP tools'
 # schema, about 5,000 tokens, more than the default 4,096-token context holds. Anything longer is
@@ -52,18 +62,19 @@ def check_question(text: str, *, n_ctx: int = 0, what: str = "the question") -> 
 @dataclass(frozen=True, slots=True)
 class TrimSettings:
     enabled: bool = False
-    threshold: float = DEFAULT_THRESHOLD
-    min_sentences: int = 1
-    window: int = 0
+    threshold: float = DEFAULT_TRIM_THRESHOLD
+    min_sentences: int = DEFAULT_MIN_SENTENCES
+    window: int = DEFAULT_TRIM_WINDOW
 
 
-def trim_settings_from_env(flag: bool | None, threshold: float | None, window: int, min_sentences: int = 1) -> TrimSettings:
-    """Flag > LOCALLENS_TRIM; --threshold > LOCALLENS_TRIM_THRESHOLD > 0.38."""
+def trim_settings_from_env(flag: bool | None, threshold: float | None, window: int,
+                           min_sentences: int = DEFAULT_MIN_SENTENCES) -> TrimSettings:
+    """Flag > LOCALLENS_TRIM; --threshold > LOCALLENS_TRIM_THRESHOLD > DEFAULT_TRIM_THRESHOLD."""
     enabled = flag if flag is not None else env_flag("LOCALLENS_TRIM")
     if threshold is None:
         raw = os.environ.get("LOCALLENS_TRIM_THRESHOLD", "").strip()
         try:
-            threshold = float(raw) if raw else DEFAULT_THRESHOLD
+            threshold = float(raw) if raw else DEFAULT_TRIM_THRESHOLD
         except ValueError:
             raise UsageError(f"LOCALLENS_TRIM_THRESHOLD must be a number (got {raw!r})") from None
         if problem := number_problem(threshold, -1.0, 1.0):
@@ -75,18 +86,19 @@ def trim_settings_from_env(flag: bool | None, threshold: float | None, window: i
 
 @dataclass(frozen=True, slots=True)
 class RerankSettings:
-    """Stage 2 of SPEC §8: a cross-encoder re-scores the bi-encoder's candidates."""
+    """Stage 2 of two-stage retrieval: a cross-encoder re-scores the bi-encoder's candidates
+    (docs/behaviour.md#retrieval)."""
 
     model: str  # a CrossEncoder hub id (from the local cache) or folder
-    candidates: int = 50  # stage-1 recall
-    min_relevance: float = 0.4  # drop candidates the cross-encoder scores below this (0..1)
-    device: str = "auto"
+    candidates: int = DEFAULT_RERANK_CANDIDATES  # stage-1 recall
+    min_relevance: float = DEFAULT_MIN_RELEVANCE  # drop candidates the cross-encoder scores below this (0..1)
+    device: str = DEFAULT_DEVICE
 
 
 _rerankers: dict[str, object] = {}
 
 
-def load_reranker(model: str, device: str = "auto"):  # type: ignore[no-untyped-def]
+def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
     """A sentence-transformers CrossEncoder, loaded offline once per process; exit 6 if missing."""
     from locallens.embedding import cached_snapshot, hf_cache_dir, pick_device
 
@@ -125,7 +137,7 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
     raw = np.asarray(reranker.predict([(query, h.content) for h in hits], show_progress_bar=False),
                      dtype=np.float64).reshape(len(hits), -1)[:, -1]
     # Models with one output and no activation give logits: squash them to 0..1 so that the
-    # seed's minimum relevance (0.4) means the same thing for every model.
+    # default minimum relevance (0.4) means the same thing for every model.
     scores = raw if (raw.min() >= 0.0 and raw.max() <= 1.0) else 1.0 / (1.0 + np.exp(-raw))
     ranked = sorted(zip(hits, scores), key=lambda pair: -pair[1])
     return [replace(h, rerank_score=float(s)) for h, s in ranked if s >= settings.min_relevance][:top_k]
@@ -200,12 +212,14 @@ class SentenceEncoder:
     """
 
     def __init__(
-        self, embedder: Embedder, store: Store | None, *, best_effort: bool = True, progress: Any = None
+        self, embedder: Embedder, store: Store | None, *, best_effort: bool = True,
+        progress: Progress | None = None, stage: str = "embedding",
     ) -> None:
         self.embedder = embedder
         self.store = store
         self.best_effort = best_effort
-        self.progress = progress  # indexer.Progress: embedding(total), embedded(n)
+        self.progress = progress  # sentences to embed are reported as work in `stage`
+        self.stage = stage
         self.calls = 0
         self.encoded = 0
 
@@ -219,10 +233,11 @@ class SentenceEncoder:
         if todo:
             # Small batches: sentences vary in length, and one big batch pads them all to the
             # longest (measured: 46 sentences in 228 ms with batches of 8, 503 ms in one of 64).
-            if self.progress is not None:
-                self.progress.embedding(len(todo))
+            progress = self.progress
+            if progress is not None:
+                progress.add(self.stage, len(todo))
             fresh = self.embedder.encode(list(todo.values()), batch_size=8,
-                                         progress=self.progress.embedded if self.progress else None)
+                                         progress=(lambda n: progress.advance(self.stage, n)) if progress else None)
             self.encoded += len(todo)
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)
@@ -234,7 +249,7 @@ class SentenceEncoder:
 
 
 def count_context(hits: Sequence[Hit]) -> tuple[int, int]:
-    """(seed estimate, exact tiktoken count) of the hits' contents."""
+    """(estimate round(1.3 × words), exact tiktoken count) of the hits' contents."""
     return (sum(estimate_tokens(h.content) for h in hits), sum(count_tokens(h.content) for h in hits))
 
 
@@ -243,7 +258,7 @@ def retrieve(
     brain: Brain,
     embedder: Embedder,
     query: str,
-    top_k: int = 5,
+    top_k: int = DEFAULT_TOP_K,
     *,
     min_score: float | None = None,
     path_glob: str | None = None,
@@ -286,7 +301,7 @@ def retrieve(
 
 
 def trim_from_index(
-    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = "auto",
+    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = DEFAULT_DEVICE,
     hybrid: bool = False,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
@@ -300,7 +315,7 @@ def trim_from_index(
 
 
 def trim_given_text(
-    text: str, query: str, settings: TrimSettings, *, model: str | None = None, device: str = "auto"
+    text: str, query: str, settings: TrimSettings, *, model: str | None = None, device: str = DEFAULT_DEVICE
 ) -> RetrievalResult:
     """`locallens trim QUERY --text FILE`: trim one text against the query; no index needed."""
     from locallens.embedding import load_embedder

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from locallens.config import DEFAULT_DEVICE, DEFAULT_EVAL_THRESHOLDS, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.errors import NoIndexError, UsageError
 from locallens.models import WarmModels
 from locallens.retrieval import MAX_QUESTION_CHARS
@@ -98,9 +99,8 @@ def _check(value: Any, schema: dict[str, Any], where: str) -> None:
             raise UsageError(f"{where}: must not be empty")
         if len(value) > schema.get("maxLength", math.inf):
             raise UsageError(f"{where}: longer than {schema['maxLength']} characters")
-    if kind in ("integer", "number"):
-        if value < schema.get("minimum", -math.inf) or value > schema.get("maximum", math.inf):
-            raise UsageError(f"{where}: {value} is out of range {schema.get('minimum')}..{schema.get('maximum')}")
+    if kind in ("integer", "number") and not schema.get("minimum", -math.inf) <= value <= schema.get("maximum", math.inf):
+        raise UsageError(f"{where}: {value} is out of range {schema.get('minimum')}..{schema.get('maximum')}")
     if kind == "array":
         if len(value) < schema.get("minItems", 0):
             raise UsageError(f"{where}: needs at least {schema['minItems']} item(s)")
@@ -138,11 +138,11 @@ class ServiceSettings:
     db: Path
     brain: str = "default"
     llm: str | None = None
-    n_ctx: int = 4096
+    n_ctx: int = DEFAULT_N_CTX
     gpu_layers: int = 0
     threads: int | None = None
-    device: str = "auto"
-    max_tokens: int = 384
+    device: str = DEFAULT_DEVICE
+    max_tokens: int = DEFAULT_MAX_TOKENS
     hybrid: bool = False
     search_budget: int = 2000  # tokens of excerpts `search` returns by default
 
@@ -202,7 +202,8 @@ class Service:
                               trim=trim, hybrid=args.get("hybrid", s.hybrid))
         if not result.hits:
             raise NothingFoundError(f"nothing relevant found in brain {brain_name!r}")
-        excerpts, used = [], 0
+        excerpts: list[dict[str, Any]] = []
+        used = 0
         for n, hit in enumerate(result.hits, start=1):
             tokens = count_tokens(hit.content)
             if excerpts and used + tokens > budget:
@@ -261,8 +262,8 @@ class Service:
             lines = [json.dumps(q if isinstance(q, dict) else {"question": q}, ensure_ascii=False) for q in questions]
             inline = tuple(parse_questions("\n".join(lines), source="questions", jsonl=True))
         request = EvalRequest(db=self.settings.db, brain=args.get("brain", self.settings.brain), questions=path,
-                              inline_questions=inline, top_k=args.get("top_k", 5),
-                              thresholds=tuple(args.get("thresholds", (0.3, 0.38, 0.45))), windows=(0, 1),
+                              inline_questions=inline, top_k=args.get("top_k", DEFAULT_TOP_K),
+                              thresholds=tuple(args.get("thresholds", DEFAULT_EVAL_THRESHOLDS)), windows=(0, 1),
                               device=self.settings.device, hybrid=self.settings.hybrid)
         return run_eval(request, models=self.models).as_json()
 

@@ -1,4 +1,4 @@
-"""Trim retrieved chunks to the sentences relevant to the query (SPEC §4, seeds 01 and 02).
+"""Trim retrieved chunks to the sentences relevant to the query (docs/behaviour.md#trimming).
 
 Each chunk is split into sentences (after its `[Doc: ...]` prefix), every sentence of every chunk
 is embedded in ONE call, each sentence is scored by cosine similarity with the query, and each
@@ -16,11 +16,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from locallens.domain import Chunk, Hit
+from locallens.config import DEFAULT_MIN_SENTENCES
+from locallens.config import DEFAULT_TRIM_THRESHOLD as DEFAULT_THRESHOLD
+from locallens.config import DEFAULT_TRIM_WINDOW as DEFAULT_WINDOW
+from locallens.domain import Chunk, Hit, TrimmedHit
 from locallens.errors import UsageError
 from locallens.sentences import split_chunk_prefix, split_sentences
 
@@ -32,36 +34,18 @@ __all__ = [
     "Encode",
     "TrimmedHit",
     "join_kept",
-    "unit_rows",
     "select_sentences",
     "trim_chunks_by_sentence",
     "trim_text",
+    "unit_rows",
 ]
 
-DEFAULT_THRESHOLD = 0.38
-DEFAULT_MIN_SENTENCES = 1
-DEFAULT_WINDOW = 0  # the ask path passes window=1 (seed 02)
+# DEFAULT_THRESHOLD, DEFAULT_MIN_SENTENCES and DEFAULT_WINDOW are config's (imported above): the
+# CLI shows them too. The ask path passes its own window, config.DEFAULT_ASK_TRIM_WINDOW.
 ELLIPSIS = "[...]"  # marks sentences removed between two kept runs
 
 # Embeds a list of texts into an (n, d) array of L2-normalised float vectors.
 Encode = Callable[[list[str]], np.ndarray]
-
-
-@dataclass(frozen=True)
-class TrimmedHit:
-    """One chunk after trimming, with everything needed to explain the decision."""
-
-    hit: Hit  # the output: `original` with only `chunk.content` replaced (when trimmed)
-    original: Hit  # the hit as it came in
-    sentences: list[str]  # the body's sentences (prefix excluded), in order
-    scores: list[float]  # cosine similarity of each sentence with the query
-    kept: list[int]  # indices into `sentences`, ascending
-    trimmed: bool  # True when `hit.content` differs from `original.content`
-
-    @property
-    def dropped(self) -> int:
-        """How many sentences were removed."""
-        return len(self.sentences) - len(self.kept)
 
 
 # --------------------------------------------------------------------------------------------
@@ -72,7 +56,7 @@ class TrimmedHit:
 def select_sentences(
     scores: Sequence[float], threshold: float, min_sentences: int, window: int
 ) -> list[int]:
-    """Indices of the sentences to keep, ascending (SPEC §4 step 4).
+    """Indices of the sentences to keep, ascending (docs/behaviour.md#trimming, step 4).
 
     1. every index whose score is >= `threshold`;
     2. if fewer than `min_sentences`, the best of the others by score (ties: lower index first)
@@ -80,7 +64,7 @@ def select_sentences(
     3. with `window > 0`, the `window` neighbours on each side of every index kept so far.
 
     A non-empty list of scores never gives an empty selection: with `min_sentences=0` and nothing
-    over the threshold the single best sentence is kept, since a chunk is never emptied (§4.6).
+    over the threshold the single best sentence is kept, since a chunk is never emptied (step 6).
     """
     count = len(scores)
     if count == 0:
@@ -177,7 +161,7 @@ def trim_chunks_by_sentence(
     *,
     encode: Encode,
 ) -> list[TrimmedHit]:
-    """Trim every hit's content to its sentences relevant to `query_vec` (SPEC §4).
+    """Trim every hit's content to its sentences relevant to `query_vec` (docs/behaviour.md#trimming).
 
     `encode` embeds a list of texts into an (n, d) array of L2-normalised vectors; it is called
     exactly once for all the sentences of all the hits (and not at all when there are none).

@@ -1,26 +1,39 @@
-"""Shared fixtures: every test runs with its own LOCALLENS_HOME, offline, with real models.
+"""Shared fixtures: every test runs with its own LOCALLENS_HOME, offline.
 
-Models are loaded once per session (they are the slow part); indexes are built per test in
-tmp_path unless a test only reads the shared sample_docs index.
+Two tiers. Tests marked `slow` load the real models (the packaged embedder, its NumPy encoder,
+a cross-encoder, the llama.cpp LLM); they are loaded once per session, and indexes are built per
+test in tmp_path unless a test only reads the shared sample_docs index. Every other test is the
+fast tier (`make test-fast`, `pytest -m "not slow"`): it runs with the deterministic fakes of
+`tests/helpers.py` (the `fake_models` fixture) or with no model at all.
+
+The tiers are enforced, not only documented:
+- a test that uses a fixture built on a real model (`REAL_MODEL_FIXTURES`) is marked `slow`
+  at collection;
+- a test that is not marked `slow` and loads a real model in process fails, naming the model,
+  so that a slow test cannot creep into the fast tier unnoticed.
+Shared helpers (the CLI runner, sample-docs copies, JSON parsing, the fakes) live in
+`tests/helpers.py`; only fixtures and hooks live here.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
+from .helpers import ROOT, SAMPLE_DOCS, SMALL_DOCS, FakeModels, copy_sample_docs, install_fake_models
+
+__all__ = ["ROOT", "SAMPLE_DOCS"]  # imported by test modules from here as well as from helpers
 
 # Property tests: the same examples on every run by default, so that `make test` (and CI) cannot
 # fail by chance; HYPOTHESIS_PROFILE=explore draws new random examples, and more of them.
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
-SAMPLE_DOCS = ROOT / "sample_docs"
 
 # Offline for the whole session, before anything imports the hub stack.
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -46,7 +59,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-_VECTORS: dict[tuple[str, str], "object"] = {}
+_VECTORS: dict[tuple[str, str], object] = {}
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +80,7 @@ def _memoised_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
     def encode(self: Embedder, texts: list[str], batch_size: int | None = None):  # type: ignore[no-untyped-def]
         missing = list(dict.fromkeys(t for t in texts if (self.name, t) not in _VECTORS))
         if missing:
-            for text, vector in zip(missing, real(self, missing, batch_size)):
+            for text, vector in zip(missing, real(self, missing, batch_size), strict=True):
                 _VECTORS[(self.name, text)] = vector
         return np.stack([_VECTORS[(self.name, t)] for t in texts]).astype(np.float32)
 
@@ -84,9 +97,13 @@ def embedder():  # type: ignore[no-untyped-def]
 @pytest.fixture()
 def docs(tmp_path: Path) -> Path:
     """A writable copy of sample_docs/."""
-    target = tmp_path / "docs"
-    shutil.copytree(SAMPLE_DOCS, target)
-    return target
+    return copy_sample_docs(tmp_path / "docs")
+
+
+@pytest.fixture()
+def small(tmp_path: Path) -> Path:
+    """Two short documents (English and Spanish), side by side in one writable folder."""
+    return copy_sample_docs(tmp_path / "small", SMALL_DOCS, flat=True)
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +114,63 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder) -> Path:  #
     db = tmp_path_factory.mktemp("sample-index") / "index.db"
     index(IndexRequest(paths=[SAMPLE_DOCS], db=db, brain="default"))
     return db
+
+
+@pytest.fixture()
+def fake_models(monkeypatch: pytest.MonkeyPatch) -> FakeModels:
+    """The deterministic fakes of tests/helpers.py in place of every model, for this test."""
+    return install_fake_models(monkeypatch)
+
+
+# --------------------------------------------------------------------------------------------
+# The two tiers
+# --------------------------------------------------------------------------------------------
+
+# Fixtures that load a real model: a test using one (directly or through another fixture) is slow.
+REAL_MODEL_FIXTURES = frozenset({"embedder", "sample_index"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+
+
+def _real_model_loaders() -> list[tuple[Any, str, str]]:
+    """(owner, attribute, what) of every way a real model gets loaded in process."""
+    import locallens.embedding
+    import locallens.llm
+    import locallens.npbert
+
+    return [
+        (locallens.embedding.Embedder, "__init__", "the embedding model"),
+        (locallens.embedding, "_load_sentence_transformer", "a sentence-transformers model"),
+        (locallens.npbert, "load", "the NumPy BERT encoder"),
+        (locallens.llm.LocalLLM, "__init__", "the llama.cpp LLM"),
+    ]
+
+
+_LOADERS: list[tuple[Any, str, str]] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Outside `slow` tests, loading a real model fails the test (setup included)."""
+    if item.get_closest_marker("slow") is not None:
+        yield
+        return
+    if not _LOADERS:
+        _LOADERS.extend(_real_model_loaders())
+    saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in _LOADERS]
+    for owner, name, what in _LOADERS:
+        def forbidden(*args: Any, _what: str = what, **kwargs: Any) -> Any:
+            pytest.fail(f"{item.nodeid} loads {_what}: mark it @pytest.mark.slow, or use the fake_models "
+                        "fixture (tests/helpers.py)", pytrace=True)
+
+        setattr(owner, name, forbidden)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)

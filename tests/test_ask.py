@@ -9,19 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from locallens.cli import app
 from locallens.prompt import format_hits
 
-from .conftest import ROOT
+from .helpers import ROOT, cli
 
-runner = CliRunner()
 QUESTIONS = [json.loads(line) for line in (ROOT / "tests/data/questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def cli(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
 
 
 @pytest.fixture()

@@ -1,4 +1,5 @@
-"""Chunking: paragraph/token (SPEC §1, seed 03), percentile (§7, seed 04), Max-Min (§7, seed 05)."""
+"""Chunking: paragraph/token (docs/behaviour.md#chunking, #chunk-ids), percentile and Max-Min
+(docs/behaviour.md#semantic-chunking)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from locallens.chunking import (
     MaxMinChunker,
     ParagraphTokenChunker,
     PercentileChunker,
-    chunk_document,
     get_chunker,
     is_garbage_chunk,
     make_chunks,
@@ -98,7 +98,7 @@ def place(text: str, chunks: list[str], overlap: int) -> list[tuple[int, int]]:
 
 
 def check_paragraph_chunks(text: str, chunks: list[str], size: int, overlap: int) -> None:
-    """The invariants of SPEC §1 for a text whose paragraphs are joined by exactly "\\n\\n"."""
+    """The invariants of docs/behaviour.md#chunking for a text whose paragraphs are joined by exactly "\\n\\n"."""
     assert chunks, "a non-empty text gives at least one chunk"
     for chunk in chunks:
         assert chunk and chunk == chunk.strip()
@@ -114,7 +114,7 @@ ONE_TOKEN_WORDS = (
 ).split()
 
 # --------------------------------------------------------------------------------------------
-# Seed 03: records, ids, the overlap guard
+# Records, ids (docs/behaviour.md#chunk-ids), the overlap guard
 # --------------------------------------------------------------------------------------------
 
 SEED_TEXT = "\n\n".join(
@@ -133,14 +133,16 @@ def test_make_chunks_strips_drops_empties_and_numbers_the_survivors() -> None:
 
 def test_ids_are_stable_and_one_changed_byte_changes_every_id() -> None:
     chunker = ParagraphTokenChunker(40, 8)
-    first = chunk_document(document(SEED_TEXT), "default", chunker)
-    again = chunk_document(document(SEED_TEXT), "default", ParagraphTokenChunker(40, 8))
+    first = make_chunks(doc := document(SEED_TEXT), "default", chunker.chunk(doc.text))
+    again = make_chunks(doc, "default", ParagraphTokenChunker(40, 8).chunk(doc.text))
     assert len(first) >= 4
     assert [c.id for c in first] == [c.id for c in again]
     assert [c.content for c in first] == [c.content for c in again]
     assert [c.chunk_index for c in first] == list(range(len(first)))
 
-    edited = chunk_document(document(SEED_TEXT.replace("Paragraph 11", "Paragraph 1l")), "default", chunker)
+    edited = make_chunks(
+        edited_doc := document(SEED_TEXT.replace("Paragraph 11", "Paragraph 1l")), "default", chunker.chunk(edited_doc.text)
+    )
     assert not {c.id for c in first} & {c.id for c in edited}
     # Unchanged text keeps its content: only the ids (which embed the checksum) move.
     assert first[0].content == edited[0].content
@@ -148,7 +150,8 @@ def test_ids_are_stable_and_one_changed_byte_changes_every_id() -> None:
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\n \t \n", "\r\n\r\n"])
 def test_an_empty_document_yields_no_chunks(text: str) -> None:
-    assert chunk_document(document(text), "default", ParagraphTokenChunker()) == []
+    doc = document(text)
+    assert make_chunks(doc, "default", ParagraphTokenChunker().chunk(doc.text)) == []
     assert ParagraphTokenChunker().chunk(text) == []
 
 
@@ -343,7 +346,7 @@ def test_paragraph_chunker_properties(text: str, sizes: tuple[int, int]) -> None
 
 
 # --------------------------------------------------------------------------------------------
-# Percentile breakpoints (seed 04)
+# Percentile breakpoints (docs/behaviour.md#semantic-chunking)
 # --------------------------------------------------------------------------------------------
 
 
@@ -455,7 +458,7 @@ def test_percentile_chunker_refuses_bad_settings(kwargs: dict[str, int]) -> None
 
 
 # --------------------------------------------------------------------------------------------
-# Max-Min (seed 05)
+# Max-Min (docs/behaviour.md#semantic-chunking)
 # --------------------------------------------------------------------------------------------
 
 
@@ -564,7 +567,7 @@ def test_maxmin_single_sentence_and_empty_text() -> None:
     chunker = MaxMinChunker(TopicEncoder(), split=split_on_full_stops)
     long_sentence = "A single sentence that is comfortably longer than fifty characters."
     assert chunker.chunk(long_sentence) == [long_sentence]
-    assert chunker.chunk("Too short.") == []  # under min_chunk_length, as the seed says
+    assert chunker.chunk("Too short.") == []  # under min_chunk_length (50 characters): dropped
     assert chunker.chunk("  ") == []
 
 
@@ -618,3 +621,63 @@ def test_maxmin_chunker_with_minilm_separates_two_topics(embedder) -> None:  # t
     chunks = MaxMinChunker(embedder.encode).chunk(" ".join(PASTA + ORBITS))
     assert_topics_apart(chunks)
     assert any(sum(s in c for s in PASTA + ORBITS) > 1 for c in chunks), "no sentences were grouped"
+
+
+# --------------------------------------------------------------------------------------------
+# How the semantic chunkers call the encoder (speed), and that it changes no chunk
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [PercentileChunker, MaxMinChunker])
+def test_semantic_chunkers_embed_sentences_in_small_batches_in_one_call(cls: type) -> None:
+    from locallens.chunking.percentile import SENTENCE_BATCH
+
+    calls: list[tuple[int, int]] = []
+
+    def encode(sentences: list[str], *, batch_size: int = 32) -> np.ndarray:
+        calls.append((len(sentences), batch_size))
+        return np.eye(len(sentences), 8)
+
+    text = "Alpha is first here. Beta comes second now. Gamma is the third one. Delta ends it all."
+    cls(encode).chunk(text)
+    assert calls == [(4, SENTENCE_BATCH)]
+    # An encoder without the keyword is called as the protocol says: with the sentences only.
+    plain: list[int] = []
+    cls(lambda sentences: plain.append(len(sentences)) or np.eye(len(sentences), 8)).chunk(text)
+    assert plain == [4]
+
+
+@pytest.mark.slow
+def test_semantic_chunks_of_sample_docs_do_not_depend_on_how_sentences_are_batched(  # type: ignore[no-untyped-def]
+    embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunkers embed sentences in batches of 8 on one BLAS thread, for speed; on sample_docs/
+    every chunk is exactly what one plain `encode(sentences)` call (batches of 32) gives."""
+    # conftest memoises the model's vectors by text, which would hand both sides the same rows:
+    # undo it, so each batching computes its own.
+    monkeypatch.undo()
+    from locallens.domain import Skipped
+    from locallens.readers import read_document
+    from locallens.walk import walk
+
+    from .conftest import SAMPLE_DOCS
+
+    texts = [doc.text for item in walk(SAMPLE_DOCS) if not isinstance(item, Skipped)
+             if not isinstance(doc := read_document(item), Skipped) and doc.text]
+    assert len(texts) >= 20
+    memo: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
+
+    def memoised(kind: str, encode):  # type: ignore[no-untyped-def]
+        def call(sentences: list[str], **kwargs: int) -> np.ndarray:
+            key = (kind, tuple(sentences))
+            if key not in memo:
+                memo[key] = encode(sentences, **kwargs)
+            return memo[key]
+        return call
+
+    plain = memoised("plain", lambda sentences: embedder.encode(sentences))
+    tuned = memoised("tuned", embedder.encode)
+    for cls in (PercentileChunker, MaxMinChunker):
+        before, after = cls(plain), cls(tuned)
+        for text in texts:
+            assert after.chunk(text) == before.chunk(text)

@@ -265,3 +265,32 @@ def test_a_word_found_nowhere_in_the_excerpts_is_not_supported() -> None:
 def test_a_sentence_said_twice_is_printed_once() -> None:
     checked = check("Backups are kept for 14 days. Backups are kept for 14 days [1].")
     assert len(checked.claims) == 1 and checked.answer == "Backups are kept for 14 days [1]."
+
+
+# -- CJK claims: compared by characters and runs, not by clause ---------------------------------
+
+_CJK_EXCERPTS = ("报销请在每月五日前提交。打印机在三楼。会議は月曜日です。VPNの設定はヘルプデスクに連絡してください。"
+                 "회의는 월요일입니다. 자료를 준비하세요.")
+
+
+@pytest.mark.parametrize(("claim", "missing"), [
+    ("打印机在三楼。", []),
+    ("报销要在每月五日前提交。", []),  # 要 is a function character: a faithful paraphrase adds it
+    ("会議は月曜日です。", []),
+    ("会議は火曜日です。", ["火"]),  # Tuesday where the note says Monday
+    ("サポートに連絡してください。", ["サポート"]),  # an invented katakana name
+    ("회의를 월요일에 합니다.", []),  # another particle, the same words
+    ("회식은 월요일입니다.", ["회식"]),  # a dinner, not a meeting
+])
+def test_cjk_claims_are_checked_by_their_parts(claim: str, missing: list[str]) -> None:
+    from locallens.claims import novel_words, vocabulary_of
+
+    assert novel_words(claim, vocabulary_of(_CJK_EXCERPTS)) == missing
+
+
+def test_english_claims_keep_the_stem_rule() -> None:
+    from locallens.claims import novel_words, vocabulary_of
+
+    vocabulary = vocabulary_of("The printer requires a badge. 打印机在三楼。")
+    assert novel_words("Printing required badges.", vocabulary) == []
+    assert novel_words("The scanner requires a badge.", vocabulary) == ["scanner"]

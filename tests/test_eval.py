@@ -1,4 +1,4 @@
-"""`locallens eval` core (issue 5): metrics, QUESTIONS files, the trimming sweep, retrieval
+"""`locallens eval` core (docs/behaviour.md#evaluation): metrics, QUESTIONS files, the trimming sweep, retrieval
 metrics, judged answers and the BEIR runner.
 
 The metric functions are checked against hand computations; the sweep and the retrieval metrics
@@ -9,6 +9,7 @@ five-document fixture for real. The answers test loads the packaged SmolLM2 (mar
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import re
@@ -321,12 +322,12 @@ def test_sweep_invariants(sample_report: EvalReport) -> None:
     # Window 0: a higher threshold keeps a subset of the sentences: fewer or equal tokens, for
     # every question, and never more surviving chunks.
     by_threshold = sorted((r for r in rows if r.window == 0), key=lambda r: r.threshold)
-    for low, high in zip(by_threshold, by_threshold[1:]):
+    for low, high in itertools.pairwise(by_threshold):
         assert high.avg_tokens_trim <= low.avg_tokens_trim
         assert high.avg_overlap_vs_baseline <= low.avg_overlap_vs_baseline
     for measured in sample_report.sweep.per_question:
         window0 = sorted((m for m in measured if m.window == 0), key=lambda m: m.threshold)
-        assert all(b.tokens_trim <= a.tokens_trim for a, b in zip(window0, window0[1:]))
+        assert all(b.tokens_trim <= a.tokens_trim for a, b in itertools.pairwise(window0))
     # A wider window keeps more: more or equal tokens at the same threshold.
     for t in (0.3, 0.38, 0.45):
         tokens = [r.avg_tokens_trim for r in rows if r.threshold == t]
@@ -568,7 +569,7 @@ def test_beir_reading_and_naming(tiny_beir: Path) -> None:
 def test_beir_bad_corpus_line(tiny_beir: Path) -> None:
     with (tiny_beir / "corpus.jsonl").open("a", encoding="utf-8") as handle:
         handle.write("{broken\n")
-    with pytest.raises(UsageError, match="corpus.jsonl line 6"):
+    with pytest.raises(UsageError, match=r"corpus\.jsonl line 6"):
         load_beir(tiny_beir)
 
 

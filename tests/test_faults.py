@@ -1,4 +1,4 @@
-"""RELIABILITY.md faults that are not about one input file: disk, models, readers, configuration."""
+"""Faults of docs/behaviour.md#bad-input-and-faults that are not about one input file: disk, models, readers, configuration."""
 
 from __future__ import annotations
 
@@ -7,29 +7,13 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from locallens.cli import app
 from locallens.store import Store
 
-from .conftest import SAMPLE_DOCS
-
-runner = CliRunner()
+from .helpers import cli
 
 
-def cli(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-@pytest.fixture()
-def small(tmp_path: Path) -> Path:
-    root = tmp_path / "small"
-    root.mkdir()
-    for rel in ("hr/leave-policy.md", "notas/vpn-wireguard.md"):
-        (root / Path(rel).name).write_bytes((SAMPLE_DOCS / rel).read_bytes())
-    return root
-
-
+@pytest.mark.slow
 def test_disk_full_is_one_line_nonzero_and_commits_nothing_partial(small: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "index.db"
     assert cli("index", str(small), "--db", str(db)).exit_code == 0
@@ -65,6 +49,7 @@ def test_unwritable_database_location_is_one_line(small: Path) -> None:
     assert "/proc/locallens-test" in result.stderr and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 def test_ask_reads_the_last_committed_state_while_a_writer_is_active(small: Path, tmp_path: Path) -> None:
     db = tmp_path / "index.db"
     assert cli("index", str(small), "--db", str(db)).exit_code == 0
@@ -82,6 +67,7 @@ def test_ask_reads_the_last_committed_state_while_a_writer_is_active(small: Path
         writer.close()
 
 
+@pytest.mark.slow
 def test_named_hub_model_unavailable_offline_is_exit_6_fast(small: Path, tmp_path: Path) -> None:
     started = time.monotonic()
     result = cli("index", str(small), "--db", str(tmp_path / "i.db"), "--model", "bge-small")
@@ -108,6 +94,7 @@ def test_auto_prefers_bge_small_from_the_local_cache(tmp_path: Path) -> None:
     assert resolve_model("minilm").name == "all-MiniLM-L6-v2"
 
 
+@pytest.mark.slow
 def test_config_file_then_env_then_flag(small: Path, tmp_path: Path, isolated_home: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from locallens.cli import main
 

@@ -10,19 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from locallens.cli import app
+from .helpers import ROOT, cli
 
-from .conftest import ROOT
-
-runner = CliRunner()
 EVIL_NAME = "bad\x1b[31mname\nx.md"
 EVIL_TEXT = "# Notes\n\nThe staging database port is 5433. \x1b]0;pwned\x07 The VPN uses port 51820.\n"
-
-
-def cli(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), env=env, catch_exceptions=False)
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +177,7 @@ def test_a_question_longer_than_the_context_is_refused_before_any_model_loads(sa
     assert result.exit_code == 2 and "256" in result.stderr and "too long" in result.stderr
 
 
+@pytest.mark.slow
 def test_quiet_prints_nothing_on_success_but_still_reports_skips(docs: Path, tmp_path: Path) -> None:
     db = tmp_path / "q.db"
     result = cli("index", str(docs), "--db", str(db), "--quiet")

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from locallens import sources
+from locallens import walk as walk_module
 from locallens.store import Store
 
-from .test_index import cli, cli_json  # the shared CLI helpers of the index tests
+from .helpers import cli, cli_json
 
 
 def stored_paths(db: Path) -> list[str]:
@@ -34,20 +34,21 @@ def db(tmp_path: Path) -> Path:
 # -- 1. a folder that cannot be listed keeps its files ----------------------------------------
 
 
+@pytest.mark.slow
 def test_unlistable_folder_is_a_counted_skip_and_keeps_its_files(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)
     assert any(p.startswith("engineering/") for p in before)
     # As root, chmod cannot make a folder unreadable: the listing itself fails instead.
     target = os.fspath((docs / "engineering").resolve())
-    real_scandir = sources.os.scandir
+    real_scandir = walk_module.os.scandir
 
     def guarded_scandir(path):  # type: ignore[no-untyped-def]
         if os.fspath(path) == target:
             raise PermissionError(13, "Permission denied", os.fspath(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(sources.os, "scandir", guarded_scandir)
+    monkeypatch.setattr(walk_module.os, "scandir", guarded_scandir)
     result = cli("index", str(docs), "--db", str(db), "--json")
     assert result.exit_code == 7, result.output
     warnings = [line for line in result.stderr.splitlines() if "warning" in line]
@@ -61,6 +62,7 @@ def test_unlistable_folder_is_a_counted_skip_and_keeps_its_files(docs: Path, db:
 # -- 2. a root that vanished is not pruned unless asked ---------------------------------------
 
 
+@pytest.mark.slow
 def test_missing_root_keeps_its_documents_unless_prune_missing(docs: Path, db: Path, tmp_path: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)
@@ -81,6 +83,7 @@ def test_missing_root_keeps_its_documents_unless_prune_missing(docs: Path, db: P
     assert stored_paths(db) == []
 
 
+@pytest.mark.slow
 def test_empty_root_that_had_documents_is_kept_like_an_unmounted_drive(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)
@@ -94,6 +97,7 @@ def test_empty_root_that_had_documents_is_kept_like_an_unmounted_drive(docs: Pat
     assert out["files"]["removed"] == len(before)
 
 
+@pytest.mark.slow
 def test_rebuild_with_a_missing_root_is_refused_unless_prune_missing(docs: Path, db: Path, tmp_path: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)
@@ -103,6 +107,7 @@ def test_rebuild_with_a_missing_root_is_refused_unless_prune_missing(docs: Path,
     assert stored_paths(db) == before
 
 
+@pytest.mark.slow
 def test_missing_path_never_indexed_is_still_a_usage_error(docs: Path, db: Path, tmp_path: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     result = cli("index", str(tmp_path / "nope"), "--db", str(db))
@@ -141,6 +146,7 @@ def test_sub_folder_of_a_root_is_not_stored_twice(docs: Path, db: Path, embedder
     assert stored_paths(db) == before
 
 
+@pytest.mark.slow
 def test_root_containing_an_earlier_root_does_not_duplicate_it(docs: Path, db: Path) -> None:
     cli_json("index", str(docs / "engineering"), "--db", str(db))
     result = cli("index", str(docs), "--db", str(db), "--json")
@@ -170,6 +176,7 @@ def _corpus(folder: Path, files: int = 30, paragraphs: int = 6) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_interrupted_first_run_keeps_finished_files_and_rerun_completes(tmp_path: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from locallens.embedding import Embedder
 
@@ -197,6 +204,7 @@ def test_interrupted_first_run_keeps_finished_files_and_rerun_completes(tmp_path
     assert len(stored_paths(db)) == 30
 
 
+@pytest.mark.slow
 def test_pending_files_are_flushed_after_commit_seconds(tmp_path: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from locallens import indexer
 
@@ -226,6 +234,7 @@ def test_pending_files_are_flushed_after_commit_seconds(tmp_path: Path, db: Path
 # -- 5. a failed first run leaves nothing behind -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_failed_first_run_leaves_no_database_or_lock(docs: Path, db: Path, tmp_path: Path) -> None:
     result = cli("index", str(docs), "--db", str(db), "--model", str(tmp_path / "nonexistent" / "folder"))
     assert result.exit_code == 6, result.output
@@ -236,6 +245,7 @@ def test_failed_first_run_leaves_no_database_or_lock(docs: Path, db: Path, tmp_p
     assert out["files"]["new"] == n_files(docs)
 
 
+@pytest.mark.slow
 def test_failed_run_on_an_existing_index_keeps_it(docs: Path, db: Path, tmp_path: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)

@@ -11,21 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from locallens import store as store_module
-from locallens.cli import app
 from locallens.store import Store
 
-from .conftest import SAMPLE_DOCS
-from .test_faults import small  # noqa: F401 - the two-document fixture of the fault tests
+from .helpers import SAMPLE_DOCS, SMALL_DOCS, cli, copy_sample_docs
 
-runner = CliRunner()
 QUESTION = "¿En qué puerto escucha la VPN?"
-
-
-def cli(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), catch_exceptions=False)
 
 
 def mode(path: Path) -> int:
@@ -39,9 +31,7 @@ def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two documents indexed once for this module; tests work on copies (`small_db`)."""
     from locallens.indexer import IndexRequest, index
 
-    root = tmp_path_factory.mktemp("small-docs")
-    for rel in ("hr/leave-policy.md", "notas/vpn-wireguard.md"):
-        (root / Path(rel).name).write_bytes((SAMPLE_DOCS / rel).read_bytes())
+    root = copy_sample_docs(tmp_path_factory.mktemp("small-docs"), SMALL_DOCS, flat=True)
     db = tmp_path_factory.mktemp("small-index") / "index.db"
     index(IndexRequest(paths=[root], db=db))
     assert not Path(f"{db}-wal").exists()  # closed: everything is in the one file
@@ -116,6 +106,7 @@ def test_a_database_with_another_application_id_is_refused(tmp_path: Path) -> No
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_locallens_sets_its_application_id_and_recognises_older_databases(small_db: Path, small: Path) -> None:
     with Store(small_db, create=False) as store:
         assert store.execute("PRAGMA application_id")[0][0] == store_module.APPLICATION_ID
@@ -149,6 +140,7 @@ def test_read_only_commands_never_create_a_database(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
 
 
+@pytest.mark.slow
 def test_index_turns_an_empty_file_into_an_index(tmp_path: Path, small: Path) -> None:
     db = tmp_path / "empty.db"
     db.touch()
@@ -161,6 +153,7 @@ def test_index_turns_an_empty_file_into_an_index(tmp_path: Path, small: Path) ->
 # -- private by default -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_home_database_wal_and_lock_are_private_whatever_the_umask(
         small: Path, isolated_home: Path, umask_022: None) -> None:
     assert not isolated_home.exists()
@@ -175,6 +168,7 @@ def test_home_database_wal_and_lock_are_private_whatever_the_umask(
             assert mode(Path(f"{db}{suffix}")) == 0o600, suffix
 
 
+@pytest.mark.slow
 def test_a_chosen_existing_folder_keeps_its_mode_and_new_folders_are_private(
         small: Path, tmp_path: Path, umask_022: None) -> None:
     chosen = tmp_path / "chosen"
@@ -215,6 +209,7 @@ def pin_dimension(db: Path, dim: int) -> None:
             store.conn.execute("UPDATE brains SET dim = ? WHERE id = ?", (dim, brain.id))
 
 
+@pytest.mark.slow
 def test_ask_and_trim_refuse_a_brain_of_another_dimension_with_advice(small_db: Path) -> None:
     pin_dimension(small_db, 8)
     for args in (("ask", QUESTION, "--context-only"), ("ask", QUESTION, "--context-only", "--hybrid"),
@@ -225,6 +220,7 @@ def test_ask_and_trim_refuse_a_brain_of_another_dimension_with_advice(small_db: 
         assert "--rebuild" in err and "8 dimensions" in err, err
 
 
+@pytest.mark.slow
 def test_search_checks_the_query_vector_dimension(small_db: Path) -> None:
     """Every question path (ask, trim, eval, serve) goes through search(): it checks there too."""
     import numpy as np
@@ -255,6 +251,7 @@ def immutable(small_db: Path) -> Iterator[Path]:
         subprocess.run(["chattr", "-i", *targets], check=True)
 
 
+@pytest.mark.slow
 def test_a_database_on_read_only_media_can_still_be_queried(immutable: Path) -> None:
     db = immutable
     with pytest.raises(PermissionError):

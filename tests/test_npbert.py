@@ -65,6 +65,7 @@ def variant(src: Path, dest: Path, *, config: dict | None = None, pooling: dict 
     return dest
 
 
+@pytest.mark.slow
 def test_packaged_minilm_matches_sentence_transformers(minilm_dir: Path, reference) -> None:  # type: ignore[no-untyped-def]
     model = npbert.load(minilm_dir)
     assert model is not None and model.dim == 384 and model.max_seq_length == 256 and model.pooling == "mean"
@@ -75,6 +76,7 @@ def test_packaged_minilm_matches_sentence_transformers(minilm_dir: Path, referen
     np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("config", "pooling"), [
     ({}, {"pooling_mode_cls_token": True}),  # BGE's pooling
     ({"hidden_act": "gelu_new"}, None),
@@ -90,6 +92,7 @@ def test_variants_match_sentence_transformers(minilm_dir: Path, tmp_path: Path, 
     np.testing.assert_allclose(model.encode(TEXTS[:4]), theirs, atol=2e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("change", ["roberta", "dense", "max_pooling", "no_safetensors", "relative_positions"])
 def test_what_it_does_not_cover_is_left_to_sentence_transformers(minilm_dir: Path, tmp_path: Path, change: str) -> None:
     modules = json.loads((minilm_dir / "modules.json").read_text())
@@ -115,6 +118,7 @@ def test_erf_is_accurate() -> None:
     assert np.abs(npbert._erf(xs) - expected).max() < 5e-7  # float32 evaluation
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.text(min_size=0, max_size=80), min_size=1, max_size=6))
 def test_padding_in_a_batch_changes_nothing(minilm_dir: Path, texts: list[str]) -> None:
@@ -135,6 +139,7 @@ def _cached(folder: Path) -> npbert.NumpyBert:
     return _MODELS[folder]
 
 
+@pytest.mark.slow
 def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"))
     assert embedder._st is None and embedder.dim == 384 and embedder.max_seq_length == 256
@@ -156,6 +161,7 @@ def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypat
     assert embedder.count_over_length(over) == 1
 
 
+@pytest.mark.slow
 def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=1)
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
@@ -185,6 +191,7 @@ LONG = ("The warehouse in Zaragoza opens at seven and closes at nine. " * 30
         + "The launch code of the pilot project is TANGERINE-42.")
 
 
+@pytest.mark.slow
 def test_a_text_longer_than_the_model_window_is_embedded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"))
     pieces, owners, weights = embedder._windows([LONG, "", "short"])
@@ -208,6 +215,7 @@ def test_a_text_longer_than_the_model_window_is_embedded_whole(monkeypatch: pyte
     assert embedder.last_backend == "sentence-transformers"
 
 
+@pytest.mark.slow
 def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=2)
     texts = [f"text number {i} " + "padding words " * (i * 7 % 11) for i in range(9)]

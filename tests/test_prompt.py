@@ -1,4 +1,5 @@
-"""The grounded prompt (SPEC §2), citation parsing and context fitting (RELIABILITY row 22)."""
+"""The grounded prompt, citation parsing and context fitting (docs/behaviour.md#the-grounded-prompt,
+#citations, #fitting-the-context; #bad-input-and-faults row 22)."""
 
 from __future__ import annotations
 

@@ -70,16 +70,15 @@ def test_parallel_knn_applies_the_path_filter_inside(sample_index: Path, embedde
 
 def v1_database(path: Path) -> None:
     """Turn a current index into what schema 1 wrote: one unpartitioned vec0 table per brain."""
-    with Store(path, create=False) as store:
-        with store.transaction():
-            for brain in store.brains():
-                rows = store.execute(f"SELECT rowid, embedding FROM {brain.vec_table}")
-                store.conn.execute(f"DROP TABLE {brain.vec_table}")
-                store.conn.execute(f"CREATE VIRTUAL TABLE {brain.vec_table} USING vec0("
-                                   f"embedding float[{brain.dim}] distance_metric=cosine)")
-                for rowid, blob in rows:
-                    store.conn.execute(f"INSERT INTO {brain.vec_table}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
-            store.conn.execute("PRAGMA user_version=1")
+    with Store(path, create=False) as store, store.transaction():
+        for brain in store.brains():
+            rows = store.execute(f"SELECT rowid, embedding FROM {brain.vec_table}")
+            store.conn.execute(f"DROP TABLE {brain.vec_table}")
+            store.conn.execute(f"CREATE VIRTUAL TABLE {brain.vec_table} USING vec0("
+                               f"embedding float[{brain.dim}] distance_metric=cosine)")
+            for rowid, blob in rows:
+                store.conn.execute(f"INSERT INTO {brain.vec_table}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
+        store.conn.execute("PRAGMA user_version=1")
 
 
 def test_a_schema_1_index_is_upgraded_in_place(sample_copy: Path, sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]

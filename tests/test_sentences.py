@@ -1,4 +1,4 @@
-"""Sentence splitting (SPEC §3, seed 02 `splitSentences`) and the `[Doc: ...]` prefix."""
+"""Sentence splitting (docs/behaviour.md#sentence-splitting) and the `[Doc: ...]` prefix."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from locallens.sentences import split_chunk_prefix, split_sentences
 
 # --------------------------------------------------------------------------------------------
-# Seed examples
+# Reference examples (docs/behaviour.md#sentence-splitting, #trimming-examples)
 # --------------------------------------------------------------------------------------------
 
 
@@ -252,7 +252,7 @@ def test_prose_does_not_split_without_a_sentence_start(text: str) -> None:
         ("J. R. R. Tolkien wrote it. Yes.", ["J. R. R. Tolkien wrote it.", "Yes."]),
         ("John F. Kennedy spoke. Crowds cheered.", ["John F. Kennedy spoke.", "Crowds cheered."]),
         ("Según J. Pérez, sí. Bien.", ["Según J. Pérez, sí.", "Bien."]),
-        # A one-letter label after a label noun ends its sentence (seed 01 relies on it).
+        # A one-letter label after a label noun ends its sentence (the trimming examples rely on it).
         ("We chose plan B. Then left.", ["We chose plan B.", "Then left."]),
         ("Tomamos vitamina C. Luego dormimos.", ["Tomamos vitamina C.", "Luego dormimos."]),
     ],
@@ -285,6 +285,217 @@ def test_versions_decimals_and_ips_are_not_cut(text: str, expected: list[str]) -
     ],
 )
 def test_ellipsis_never_ends_a_sentence(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Abbreviations that end a sentence (rule 7)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Postpositive abbreviations and dotted acronyms end a sentence before a starter word...
+        ("Let's ask Jane and co. They should know.", ["Let's ask Jane and co.", "They should know."]),
+        ("The deal went to Pitt, Briggs & Co. It closed yesterday.", ["The deal went to Pitt, Briggs & Co.", "It closed yesterday."]),
+        ("I live in the U.S. How about you?", ["I live in the U.S.", "How about you?"]),
+        ("I live in the E.U. What about you?", ["I live in the E.U.", "What about you?"]),
+        ("He left the bank at 6 P.M. Mr. Smith then went home.", ["He left the bank at 6 P.M.", "Mr. Smith then went home."]),
+        ("As shown by Smith et al. The results hold.", ["As shown by Smith et al.", "The results hold."]),
+        ("He got his Ph.D. He then left.", ["He got his Ph.D.", "He then left."]),
+        # ... and only before one: a name, a noun or a lower-case word continues the sentence.
+        ("Were Jane and co. at the party?", ["Were Jane and co. at the party?"]),
+        ("The deal with Pitt, Briggs & Co. at noon. Done.", ["The deal with Pitt, Briggs & Co. at noon.", "Done."]),
+        ("I work for the U.S. Government in Virginia.", ["I work for the U.S. Government in Virginia."]),
+        ("The U.S. Sen. Smith spoke.", ["The U.S. Sen. Smith spoke."]),
+        ("Off the I-95 near the U.S. I-95 exit.", ["Off the I-95 near the U.S. I-95 exit."]),
+        # A short introductory phrase is not a sentence.
+        ("At 5 a.m. Mr. Smith went to the bank. He left.", ["At 5 a.m. Mr. Smith went to the bank.", "He left."]),
+        ("In the U.S. The rules differ. Yes.", ["In the U.S. The rules differ.", "Yes."]),
+        # Introducers never end a sentence, whatever follows.
+        ("Use a clear name, e.g. The project name. Done.", ["Use a clear name, e.g. The project name.", "Done."]),
+        ("Compare cf. The appendix. Done.", ["Compare cf. The appendix.", "Done."]),
+        # Titles end a sentence only before a personal pronoun.
+        ("He is a Dr. He works at night.", ["He is a Dr.", "He works at night."]),
+        ("Dr. Who is a show. Mt. Fuji is high.", ["Dr. Who is a show.", "Mt. Fuji is high."]),
+        ("I can see Mt. Fuji from here.", ["I can see Mt. Fuji from here."]),
+        ("St. Michael's Church is on 5th st. near the light.", ["St. Michael's Church is on 5th st. near the light."]),
+        # The pronoun `I` against an initial.
+        ("We make a good team, you and I. Did you see Albert I. Jones?", ["We make a good team, you and I.", "Did you see Albert I. Jones?"]),
+        ("Written by I. Asimov. Great.", ["Written by I. Asimov.", "Great."]),
+    ],
+)
+def test_abbreviation_ending_a_sentence_en(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Titles: inside a sentence before a name, an end before a pronoun.
+        ("El Sr. García llegó. Luego se fue.", ["El Sr. García llegó.", "Luego se fue."]),
+        ("George Bush Sr. Él fue presidente.", ["George Bush Sr.", "Él fue presidente."]),
+        ("La Dra. Mora llegó tarde.", ["La Dra. Mora llegó tarde."]),
+        ("Mi hermana ya es Dra. Ella terminó el doctorado.", ["Mi hermana ya es Dra.", "Ella terminó el doctorado."]),
+        # EE. UU. (with or without the space) before a starter word, a name or a lower-case word.
+        ("Mi hermano vive en EE. UU. Él trabaja allí.", ["Mi hermano vive en EE. UU.", "Él trabaja allí."]),
+        ("Mi hermano vive en EE.UU. La empresa lo trasladó.", ["Mi hermano vive en EE.UU.", "La empresa lo trasladó."]),
+        ("Vive en EE. UU. Desde 2019. Fin.", ["Vive en EE. UU. Desde 2019.", "Fin."]),
+        ("Vive en EE. UU. desde 2019. Fin.", ["Vive en EE. UU. desde 2019.", "Fin."]),
+        ("Las FF. AA. Españolas desfilaron.", ["Las FF. AA. Españolas desfilaron."]),
+        ("En EE. UU. El clima es variado.", ["En EE. UU. El clima es variado."]),
+        # p. ej. introduces: never an end.
+        ("Usa un nombre claro, p. ej. El nombre del proyecto. Fin.", ["Usa un nombre claro, p. ej. El nombre del proyecto.", "Fin."]),
+        ("Frutas, p. ej. Manzanas. Fin.", ["Frutas, p. ej. Manzanas.", "Fin."]),
+        # etc. ends a sentence before a starter word, not before another word.
+        ("Compramos frutas, verduras, etc. El resto lo trajo Ana.", ["Compramos frutas, verduras, etc.", "El resto lo trajo Ana."]),
+        ("Trajeron mesas, sillas, etc. Nosotros pusimos la comida.", ["Trajeron mesas, sillas, etc.", "Nosotros pusimos la comida."]),
+        ("Frutas, verduras, etc. Todo fresco.", ["Frutas, verduras, etc. Todo fresco."]),
+        ("Frutas, verduras, etc. y más.", ["Frutas, verduras, etc. y más."]),
+        # Times (`p. m.` with the space the RAE recommends) and introductory phrases.
+        ("Llegó a las 5 p. m. Ella cenó sola.", ["Llegó a las 5 p. m.", "Ella cenó sola."]),
+        ("A las 5 p. m. El Sr. Gil cenó.", ["A las 5 p. m. El Sr. Gil cenó."]),
+        ("Salimos a las 5 p. m. Luego cenamos. Fin.", ["Salimos a las 5 p. m. Luego cenamos.", "Fin."]),
+        ("Se lo agradezco a Ud. Nos vemos mañana.", ["Se lo agradezco a Ud.", "Nos vemos mañana."]),
+    ],
+)
+def test_abbreviation_ending_a_sentence_es(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Inline enumerations (rule 4)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1.) The first item 2.) The second item", ["1.) The first item", "2.) The second item"]),
+        ("1.) The first item. 2.) The second item.", ["1.) The first item.", "2.) The second item."]),
+        ("1) The first item 2) The second item", ["1) The first item", "2) The second item"]),
+        ("1) The first item. 2) The second item.", ["1) The first item.", "2) The second item."]),
+        ("1. The first item 2. The second item", ["1. The first item", "2. The second item"]),
+        ("1. The first item. 2. The second item.", ["1. The first item.", "2. The second item."]),
+        ("• 9. The first item • 10. The second item", ["• 9. The first item", "• 10. The second item"]),
+        ("⁃9. The first item ⁃10. The second item", ["⁃9. The first item", "⁃10. The second item"]),
+        ("a. The first item b. The second item c. The third", ["a. The first item", "b. The second item", "c. The third"]),
+        # Spanish.
+        ("a) Uno b) Dos c) Tres", ["a) Uno", "b) Dos", "c) Tres"]),
+        ("1) Primero. 2) Segundo.", ["1) Primero.", "2) Segundo."]),
+        # A line that starts with a marker is a list item: cut at its markers, not its sentences.
+        ("1.) Abrir el panel. Pulsar Guardar. 2.) Cerrar.", ["1.) Abrir el panel. Pulsar Guardar.", "2.) Cerrar."]),
+        # In prose (`a.` does not make a list item), each item is split as prose.
+        ("a. Abrir el panel. Pulsar Guardar. b. Cerrar.", ["a. Abrir el panel.", "Pulsar Guardar.", "b. Cerrar."]),
+        ("Hallazgos:\n  a) Un endpoint sin filtro.\n  b) Cabeceras ausentes.", ["Hallazgos:", "a) Un endpoint sin filtro.", "b) Cabeceras ausentes."]),
+        ("• 1. Uno • 2. Dos", ["• 1. Uno", "• 2. Dos"]),
+        ("- a) uno b) dos", ["- a) uno", "b) dos"]),
+        ("*   1. one 2. two", ["*   1. one", "2. two"]),
+        ("a.) uno b.) dos\nc) tres", ["a.) uno", "b.) dos", "c) tres"]),
+        # Only the next number or letter, in the same style, and not a number of the word before.
+        ("1. Install version 2. Then restart.", ["1. Install version 2. Then restart."]),
+        ("1. Instala la versión 2. Luego reinicia.", ["1. Instala la versión 2. Luego reinicia."]),
+        ("1. Read p. 2. Then stop.", ["1. Read p. 2. Then stop."]),
+        ("1) one 3) three", ["1) one 3) three"]),
+        ("1) one 2. two", ["1) one 2. two"]),
+        ("1) one 12) twelve", ["1) one 12) twelve"]),
+        # A marker alone: its dot is not a sentence end.
+        ("a. The only item", ["a. The only item"]),
+        # Items of a markdown list are not cut at their sentences (rule 3).
+        ("1. Uno. Dos.\n2) Tres", ["1. Uno. Dos.", "2) Tres"]),
+        # Plain-text bullets are list items, one unit per line.
+        ("• uno. Dos.\n• tres\n◦ cuatro", ["• uno. Dos.", "• tres", "◦ cuatro"]),
+    ],
+)
+def test_inline_enumerations(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Four dots and spaced ellipses (rule 7)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I never meant that.... She left the store.", ["I never meant that....", "She left the store."]),
+        ("Pensé.... Luego salí.", ["Pensé....", "Luego salí."]),
+        ("Loading…. Done.", ["Loading….", "Done."]),
+        ("End with a period . . . . Next sentence.", ["End with a period . . . .", "Next sentence."]),
+        ("The thing is . . . I did not mean it.", ["The thing is . . . I did not mean it."]),
+        ("Esperé . . . Nadie vino. Fin.", ["Esperé . . . Nadie vino.", "Fin."]),
+        ("It was weakened . . . was it. Yes.", ["It was weakened . . . was it.", "Yes."]),
+        (
+            "Words into compounds. . . . The practice was not abandoned. . . .",
+            ["Words into compounds.", ". . . The practice was not abandoned. . . ."],
+        ),
+        ("A spaced ellipsis. . . Then more.", ["A spaced ellipsis. . . Then more."]),
+        ("Bohr [...] used the analogy [...] (Smith 55). Next.", ["Bohr [...] used the analogy [...] (Smith 55).", "Next."]),
+    ],
+)
+def test_four_dots_and_spaced_ellipses(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+# --------------------------------------------------------------------------------------------
+# Chinese, Japanese and Korean (rules 5 and 6)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("# 上海办公室\n\n报销请在每月五日前提交。打印机在三楼。", ["# 上海办公室", "报销请在每月五日前提交。", "打印机在三楼。"]),
+        ("会議は月曜日です。「資料は？」と聞かれた。", ["会議は月曜日です。", "「資料は？」と聞かれた。"]),
+        ("회의는 월요일입니다. 자료를 준비하세요.", ["회의는 월요일입니다.", "자료를 준비하세요."]),
+        ("정말요? 네! 좋아요.", ["정말요?", "네!", "좋아요."]),
+        # Runs of marks stay together; no space is needed after them.
+        ("什么！？真的吗？？是的。", ["什么！？", "真的吗？？", "是的。"]),
+        ("本当!?次です。", ["本当!?次です。"]),  # ASCII marks still need a space after them
+        ("本当！?次です。", ["本当！?", "次です。"]),
+        ("半角の句点｡次です｡", ["半角の句点｡", "次です｡"]),
+        # Closing marks stay with their sentence...
+        ("「はい。」「いいえ。」", ["「はい。」", "「いいえ。」"]),
+        ("他说完了。”\n然后离开。", ["他说完了。”", "然后离开。"]),
+        ("（注意。）\n次に進む。", ["（注意。）", "次に進む。"]),
+        ("【重要】提出してください。【締切】明日です。", ["【重要】提出してください。", "【締切】明日です。"]),
+        # ... and a mark, closers and then straight more text is a quotation inside the sentence.
+        ("他说：“我们走吧。”然后离开了。“好的。”他说。", ["他说：“我们走吧。”然后离开了。", "“好的。”他说。"]),
+        ("彼は「行くぞ！」と叫んだ。", ["彼は「行くぞ！」と叫んだ。"]),
+        ("（注意。）次に進む。", ["（注意。）次に進む。"]),
+        ("本当？と聞いた。はい。", ["本当？と聞いた。", "はい。"]),
+        ("なに？って思った。", ["なに？って思った。"]),
+        # The fullwidth full stop ends a sentence, but not inside a number or a Latin word.
+        ("これはテストである．次に進む．", ["これはテストである．", "次に進む．"]),
+        ("価格は３．５ドルです。次へ。", ["価格は３．５ドルです。", "次へ。"]),
+        ("ｗｗｗ．ｅｘａｍｐｌｅ．ｃｏｍを見て。", ["ｗｗｗ．ｅｘａｍｐｌｅ．ｃｏｍを見て。"]),
+        ("第１．電源を入れる。", ["第１．電源を入れる。"]),
+        # Mixed with English.
+        ("We met in 東京。Then we left. 次は大阪！ OK.", ["We met in 東京。", "Then we left.", "次は大阪！", "OK."]),
+        ("Version 1.2。次です。", ["Version 1.2。", "次です。"]),
+        ("そうですか？... Then we left.", ["そうですか？...", "Then we left."]),
+        # Markdown stays markdown: fences, table rows and list items are not cut at sentences.
+        ("```\n一。二。\n```\n| 一。二。 |\n- 一。二。", ["```\n一。二。\n```", "| 一。二。 |", "- 一。二。"]),
+    ],
+)
+def test_cjk_sentence_ends(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # Other scripts without case also start a sentence after `. ` (rule 5).
+        ("Done. 次は大阪です。", ["Done.", "次は大阪です。"]),
+        ("Hecho. 다음 단계.", ["Hecho.", "다음 단계."]),
+        # Abbreviations still protect their dot before an uncased letter.
+        ("Fruit, e.g. 苹果. Done.", ["Fruit, e.g. 苹果.", "Done."]),
+        ("El Sr. 金 llegó. Fin.", ["El Sr. 金 llegó.", "Fin."]),
+    ],
+)
+def test_uncased_letters_start_a_sentence(text: str, expected: list[str]) -> None:
     assert split_sentences(text) == expected
 
 
@@ -359,4 +570,94 @@ def test_megabyte_inputs_are_linear(text: str) -> None:
     started = time.perf_counter()
     units = split_sentences(text)
     assert time.perf_counter() - started < 1.0
+    assert _non_ws("".join(units)) == _non_ws(text)
+
+
+# --------------------------------------------------------------------------------------------
+# Properties of CJK text (rules 5 and 6)
+# --------------------------------------------------------------------------------------------
+
+_CJK_MARKS = "。！？｡"  # the marks that end a sentence whatever follows (`．` has exceptions)
+_CJK_CLOSERS = "」』）”’】》"
+_CJK_OPENERS = "「『（“‘【《"
+_CJK_PROSE = list("会議資料中文打印机在三楼报销とってはの한국어요다") + list(_CJK_MARKS + _CJK_CLOSERS + _CJK_OPENERS) + [
+    "．", "３", "…", "、", "，", " ", "  ", "\n", "A", "b", "Hi", "e.g.", "Sr.", ".", "!", "?", "?!", "1.",
+]
+_CJK_PIECES = [*_CJK_PROSE, "\n\n", "# ", "- ", "1. ", "a) ", "| ", "> ", "```", "\t", "•"]
+
+
+def _sentence_ends_inside(unit: str) -> list[int]:
+    """Offsets of CJK sentence ends that are not at the end of `unit`: a mark, its run of marks
+    (ASCII `!`, `?` and dots included) and closers, then anything that ends a sentence (a letter or an opener straight after a
+    mark; whitespace or an opener after the closers). A quotation inside a sentence (closers,
+    then straight more text) and the quotative `と`/`って` are not ends."""
+    ends = []
+    i, size = 0, len(unit)
+    while i < size:
+        if unit[i] not in _CJK_MARKS:
+            i += 1
+            continue
+        j = i
+        while j < size and unit[j] in _CJK_MARKS + "．!?.…‥":
+            j += 1
+        k = j
+        while k < size and unit[k] in _CJK_CLOSERS:
+            k += 1
+        if k < size:
+            following = unit[k]
+            closed = following.isspace() or following in _CJK_OPENERS  # after the closers
+            bare = k == j and following not in "とっ"  # no closers: anything but the quotative
+            if closed or bare:
+                ends.append(i)
+        i = k if k > i else i + 1
+    return ends
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_CJK_PIECES), max_size=80).map("".join))
+def test_splitter_is_faithful_on_cjk(text: str) -> None:
+    units = split_sentences(text)
+    assert all(unit and unit == unit.strip() for unit in units)
+    assert _non_ws("".join(units)) == _non_ws(text)
+    cursor = 0
+    for unit in units:
+        found = text.find(unit, cursor)
+        assert found >= 0
+        cursor = found + len(unit)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([p for p in _CJK_PROSE if p != "\n"]), max_size=80).map("".join))
+def test_cjk_unit_holds_at_most_one_sentence_end(text: str) -> None:
+    # One paragraph of prose (no markdown, no line breaks): every CJK sentence end cuts, so no
+    # unit holds one anywhere but at its very end.
+    for unit in split_sentences(text):
+        assert _sentence_ends_inside(unit) == [], unit
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_CJK_PROSE), max_size=80).map("".join))
+def test_cjk_units_are_stable(text: str) -> None:
+    # A unit split again is itself: the cuts depend only on the sentence, not on its neighbours.
+    for unit in split_sentences(text):
+        assert split_sentences(unit) == [unit]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "报销请在每月五日前提交。" * 80_000,  # ~1 MB (UTF-8), 80,000 sentences
+        "。" * 1_000_000,
+        "「資料は？」と聞かれた" * 100_000,
+        "회의는 월요일입니다. " * 60_000,
+        "1) item " + " ".join(f"{n}) item" for n in range(2, 100_000)),
+        "1. a" + " 2." * 300_000,
+        "I saw it . . . . " * 60_000 + "End.",
+    ],
+    ids=["cjk-sentences", "cjk-marks", "ja-quotes", "ko-sentences", "enumeration", "false-markers", "spaced-dots"],
+)
+def test_megabyte_cjk_and_enumeration_inputs_are_linear(text: str) -> None:
+    started = time.perf_counter()
+    units = split_sentences(text)
+    assert time.perf_counter() - started < 2.0
     assert _non_ws("".join(units)) == _non_ws(text)

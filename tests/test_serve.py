@@ -11,8 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from locallens.cli import app
 from locallens.errors import UsageError
 
 from .conftest import ROOT
+from .helpers import Served
 
 runner = CliRunner()
 QUESTION = "Which port does the staging database listen on?"
@@ -151,34 +150,6 @@ def test_mcp_http_refuses_to_listen_beyond_loopback(sample_index: Path) -> None:
 # -- the HTTP API -------------------------------------------------------------------------------
 
 
-class Served:
-    def __init__(self, db: Path, token: str | None = None) -> None:
-        from locallens.http_api import make_server
-        from locallens.service import Service, ServiceSettings
-
-        self.service = Service(ServiceSettings(db=db))
-        self.httpd = make_server(self.service, "127.0.0.1", 0, token)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def request(self, method: str, path: str, body: Any = None, token: str | None = None) -> tuple[int, dict[str, Any]]:
-        data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        req = urllib.request.Request(self.url + path, data=data, method=method)
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
-        try:
-            with urllib.request.urlopen(req, timeout=120) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read())
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.service.close()
-
-
 @pytest.fixture()
 def served(sample_index: Path) -> Any:
     server = Served(sample_index)
@@ -222,6 +193,7 @@ def test_http_token_is_required_when_set(sample_index: Path) -> None:
     check_bind("::1", None)
 
 
+@pytest.mark.slow
 def test_an_index_run_meanwhile_is_seen_by_the_next_request(tmp_path: Path) -> None:
     from locallens.indexer import IndexRequest, index
 

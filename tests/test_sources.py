@@ -1,4 +1,5 @@
-"""locallens.sources: the walker and the reader against RELIABILITY rows 1-12 and SPEC §1."""
+"""locallens.walk and locallens.readers: the walker and the reader against docs/behaviour.md#bad-input-and-faults
+(rows 1-12) and #documents."""
 
 from __future__ import annotations
 
@@ -9,16 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from locallens import sources
+from locallens import readers
 from locallens.domain import Document, FileStat, Skipped
 from locallens.errors import UsageError
-from locallens.sources import (
-    DEFAULT_EXTENSIONS,
-    DEFAULT_MAX_BYTES,
-    read_document,
-    sha256_text,
-    walk,
-)
+from locallens.readers import DEFAULT_MAX_BYTES, read_document, sha256_text
+from locallens.walk import DEFAULT_EXTENSIONS, walk
 
 # --- helpers ----------------------------------------------------------------------------------
 
@@ -165,7 +161,7 @@ def test_row6_over_the_cap_is_skipped_without_reading(tmp_path: Path, monkeypatc
     def must_not_open(*args: object, **kwargs: object) -> int:
         raise AssertionError("a file over the cap must never be opened")
 
-    monkeypatch.setattr(sources.os, "open", must_not_open)
+    monkeypatch.setattr(readers.os, "open", must_not_open)
     result = read_document(stat, max_bytes=1000)
     assert isinstance(result, Skipped)
     assert result.path == "big.txt" and result.error is False
@@ -191,7 +187,7 @@ def test_row7_one_long_line_under_a_raised_cap_reads_fine(tmp_path: Path) -> Non
     assert "\n" not in doc.text  # still one line
 
 
-# --- normalisation and checksums (SPEC §1) ----------------------------------------------------
+# --- normalisation and checksums (docs/behaviour.md#documents) ----------------------------------------------------
 
 
 def test_crlf_and_cr_normalised_and_checksum_stable(tmp_path: Path) -> None:
@@ -585,7 +581,7 @@ def test_root_given_as_relative_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_row12_file_changed_while_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path / "live.md", "version one\n")
     stat = stat_of(tmp_path, "live.md")
-    real_read = sources._read_bytes
+    real_read = readers._read_bytes
 
     def read_then_append(fh: io.BufferedReader, limit: int) -> bytes:
         data = real_read(fh, limit)
@@ -593,7 +589,7 @@ def test_row12_file_changed_while_being_read(tmp_path: Path, monkeypatch: pytest
             other.write(b"appended\n")
         return data
 
-    monkeypatch.setattr(sources, "_read_bytes", read_then_append)
+    monkeypatch.setattr(readers, "_read_bytes", read_then_append)
     assert read_document(stat) == Skipped("live.md", "file changed while being read", error=False)
 
 
@@ -620,14 +616,14 @@ def test_row12_file_deleted_before_or_during_read(tmp_path: Path, monkeypatch: p
 
     write(path, "bye")
     stat = stat_of(tmp_path, "gone.md")
-    real_read = sources._read_bytes
+    real_read = readers._read_bytes
 
     def read_then_delete(fh: io.BufferedReader, limit: int) -> bytes:
         data = real_read(fh, limit)
         path.unlink()
         return data
 
-    monkeypatch.setattr(sources, "_read_bytes", read_then_delete)
+    monkeypatch.setattr(readers, "_read_bytes", read_then_delete)
     assert read_document(stat) == Skipped("gone.md", "file disappeared", error=False)
 
 

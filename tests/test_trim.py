@@ -1,4 +1,4 @@
-"""Trimming chunks to the relevant sentences (SPEC §4, seeds 01 and 02)."""
+"""Trimming chunks to the relevant sentences (docs/behaviour.md#trimming)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def make_hit(content: str, index: int = 0, score: float = 0.85) -> Hit:
 
 
 # --------------------------------------------------------------------------------------------
-# Seed examples (SPEC §4)
+# The reference examples (docs/behaviour.md#trimming-examples)
 # --------------------------------------------------------------------------------------------
 
 SEED_01 = "[Doc: RFC-123] Sentence A. Sentence B (relevante). Sentence C."
@@ -92,7 +92,7 @@ def test_seed_01_example_1_threshold_only() -> None:
     assert result.kept == [1]
     assert result.trimmed is True
     assert result.original is hit
-    # Same hit, same chunk fields, same score: only the content is shorter (SPEC §4.6).
+    # Same hit, same chunk fields, same score: only the content is shorter (behaviour.md#trimming, step 6).
     assert result.hit == dataclasses.replace(
         hit, chunk=dataclasses.replace(hit.chunk, content="[Doc: RFC-123]\nSentence B (relevante).")
     )

@@ -6,20 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from locallens.cli import app
 from locallens.retrieval import SentenceEncoder, TrimSettings, retrieve
 from locallens.store import Store
 
-from .conftest import SAMPLE_DOCS
+from .helpers import SAMPLE_DOCS, cli
 
-runner = CliRunner()
 QUERY = "Which port does the staging database listen on?"
-
-
-def cli(*args: str, input: str | None = None):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, list(args), input=input, catch_exceptions=False)
 
 
 def test_trim_json_shape_and_accounting(sample_index: Path) -> None:
@@ -52,6 +45,7 @@ def test_trim_text_output_and_verbose(sample_index: Path) -> None:
     assert "  keep +" in verbose.stdout and "  drop " in verbose.stdout
 
 
+@pytest.mark.slow
 def test_trim_given_text_needs_no_index(tmp_path: Path) -> None:
     text = ("The cafeteria opens at eight. The staging database listens on port 5433. "
             "Parking is free on weekends. Our mascot is a heron.")

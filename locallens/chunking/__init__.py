@@ -1,13 +1,13 @@
-"""Chunking: Document text → chunk texts → Chunk records (SPEC §1 and §7).
+"""Chunking: Document text → chunk texts → Chunk records (docs/behaviour.md#chunking).
 
 Three strategies behind one small protocol, each in its own module:
 
-* ``paragraph`` (default): paragraphs packed into token-bounded chunks with overlap (seed 03).
-* ``percentile``: semantic breakpoints at a percentile of neighbour distances (seed 04).
-* ``maxmin``: Max-Min semantic grouping of sentences (seed 05).
+* ``paragraph`` (default): paragraphs packed into token-bounded chunks with overlap.
+* ``percentile``: semantic breakpoints at a percentile of neighbour distances.
+* ``maxmin``: Max-Min semantic grouping of sentences.
 
 A chunker only turns text into chunk texts; `make_chunks` turns those into `Chunk` records with
-the stable ids of seed 03, so every strategy numbers and names its chunks the same way.
+the stable ids of docs/behaviour.md#chunk-ids, so every strategy numbers and names its chunks the same way.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from locallens.chunking.maxmin import MaxMinChunker, is_garbage_chunk
 from locallens.chunking.paragraph import ParagraphTokenChunker, split_paragraphs
 from locallens.chunking.percentile import Encode, PercentileChunker
+from locallens.config import CHUNKERS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from locallens.domain import Chunk, Document
 from locallens.errors import UsageError
 
@@ -28,14 +29,13 @@ __all__ = [
     "MaxMinChunker",
     "ParagraphTokenChunker",
     "PercentileChunker",
-    "chunk_document",
     "get_chunker",
     "is_garbage_chunk",
     "make_chunks",
     "split_paragraphs",
 ]
 
-STRATEGIES = ("paragraph", "percentile", "maxmin")
+STRATEGIES = CHUNKERS  # the names `get_chunker` and `--chunker` take
 
 
 @runtime_checkable
@@ -46,7 +46,7 @@ class Chunker(Protocol):
 
 
 def make_chunks(document: Document, brain: str, texts: Iterable[str]) -> list[Chunk]:
-    """Chunk records for `document` (SPEC §1, seed 03).
+    """Chunk records for `document` (docs/behaviour.md#chunk-ids).
 
     Contents are stripped and empty ones dropped *before* numbering, so the survivors are
     numbered 0..n-1 without gaps, and the id is ``f"{checksum[:12]}-{chunk_index}"``: the same
@@ -67,23 +67,19 @@ def make_chunks(document: Document, brain: str, texts: Iterable[str]) -> list[Ch
     ]
 
 
-def chunk_document(document: Document, brain: str, chunker: Chunker) -> list[Chunk]:
-    """`make_chunks` over `chunker.chunk(document.text)`. An empty document gives no chunks."""
-    return make_chunks(document, brain, chunker.chunk(document.text))
-
-
 def get_chunker(
     strategy: str,
-    chunk_size: int = 220,
-    chunk_overlap: int = 40,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
     encode: Encode | None = None,
     **options: Any,
 ) -> Chunker:
     """The chunker for `strategy` ("paragraph", "percentile" or "maxmin").
 
     `chunk_size` and `chunk_overlap` configure the paragraph chunker; the semantic chunkers keep
-    their own defaults (SPEC §7), which `options` may override (e.g. ``max_tokens=250``), and
-    need `encode` (sentences → L2-normalised rows, e.g. ``Embedder.encode``).
+    their own defaults (docs/behaviour.md#semantic-chunking), which `options` may override (e.g.
+    ``max_tokens=250``), and need `encode` (sentences → L2-normalised rows, e.g.
+    ``Embedder.encode``).
     """
     name = strategy.strip().lower()
     if name == "paragraph":

@@ -1,5 +1,5 @@
-"""Max-Min semantic chunking (SPEC §7, seed 05; "Max–Min semantic chunking of documents for
-RAG application", 2025).
+"""Max-Min semantic chunking (docs/behaviour.md#semantic-chunking; "Max–Min semantic chunking of
+documents for RAG application", 2025).
 
 Sentences are read in order and each one either joins the open chunk C or opens a new one:
 
@@ -14,47 +14,64 @@ Sentences are read in order and each one either joins the open chunk C or opens 
 
 Finally, chunks shorter than ``min_chunk_length`` characters or "garbage" are dropped.
 
-Where the seed is ambiguous or silent, and what this module does:
+Where the reference implementation (TypeScript, not in this repository) is ambiguous or silent,
+and what this module does:
 
 1. ``|C|`` in the sigmoid is the number of sentences already in the chunk, before the newcomer
-   (the seed's ``chunkEmbeddings.length``). Since |C| >= 2 there, sigmoid(|C|) >= 0.88.
+   (the reference's ``chunkEmbeddings.length``). Since |C| >= 2 there, sigmoid(|C|) >= 0.88.
 2. max_sim is taken over *all* sentences of the chunk (at most 15), min_sim over the last
-   ``window`` only (the seed's O(1) approximation of the paper's all-pairs minimum).
+   ``window`` only (the reference's O(1) approximation of the paper's all-pairs minimum).
 3. The forced close comes before the similarity test, so a chunk never exceeds
    ``max_sentences``; the sentence that opens the next chunk is then paired with the following
    one by the first-pair rule, exactly as after an ordinary break.
-4. Both comparisons are strict (``>``), as in the seed: a tie opens a new chunk.
-5. Dropped chunks are not merged into a neighbour: their text is not indexed (seed and SPEC).
+4. Both comparisons are strict (``>``), as in the reference: a tie opens a new chunk.
+5. Dropped chunks are not merged into a neighbour: their text is not indexed (as
+   docs/behaviour.md#semantic-chunking says).
    A document whose only chunk is short (a one-line note) therefore yields no chunk.
-6. Lengths are counted in characters (code points); the seed's JavaScript counts UTF-16 units,
-   which differs only for characters outside the BMP (emoji).
-7. "Alphanumeric" is Unicode-aware (``str.isalnum``): the seed's ``/[a-zA-Z0-9]/`` is ASCII
+6. Lengths are counted in characters (code points); the reference's JavaScript counts UTF-16
+   units, which differs only for characters outside the BMP (emoji).
+7. "Alphanumeric" is Unicode-aware (``str.isalnum``): the reference's ``/[a-zA-Z0-9]/`` is ASCII
    only, which would send a chunk of pure Cyrillic or CJK text on to the repetition test, and
-   the seed's own comment calls the check language-agnostic. Decoration is the seed's ASCII
-   set plus whitespace, Unicode dashes, box drawing, block elements, geometric shapes and
+   the reference's own comment calls the check language-agnostic. Decoration is the reference's
+   ASCII set plus whitespace, Unicode dashes, box drawing, block elements, geometric shapes and
    bullets.
-8. Similarity with a zero vector is 0 (seed); rows are re-normalised defensively.
-9. Not in the seed: an optional ``max_tokens`` (default None = seed behaviour). When set, a
+8. Similarity with a zero vector is 0 (as the reference); rows are re-normalised defensively.
+9. Not in the reference: an optional ``max_tokens`` (default None = the reference's behaviour). When set, a
    sentence over it is first cut into token windows, and a chunk is closed before a sentence
    that would take it past ``max_tokens``, so no chunk outgrows an embedder's input limit.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections import Counter
 
 import numpy as np
 
-from locallens.chunking.percentile import Encode, SplitSentences, default_split, sentences_within, unit_rows
+from locallens.chunking.percentile import (
+    Encode,
+    SplitSentences,
+    default_split,
+    embed_sentences,
+    sentence_encode,
+    sentences_within,
+)
 from locallens.errors import UsageError
 
 __all__ = ["MaxMinChunker", "is_garbage_chunk", "sigmoid"]
 
-# The seed's decoration characters (its regex class), without the whitespace it also allows.
+# The reference's decoration characters (its regex class), without the whitespace it also allows.
 _ASCII_DECORATION = frozenset("-=_.*#|~`@!%^&*()[]{}\\/<>:+")
 _BULLETS = frozenset("•◦‣⁃∙·…")
+
+
+@functools.lru_cache(maxsize=64)
+def _upper_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the distinct pairs (i < j) of an n x n matrix; built once per size (building
+    them was half the time of `_joins`)."""
+    return np.triu_indices(n, k=1)
 
 
 def sigmoid(x: float) -> float:
@@ -70,7 +87,7 @@ def _is_decoration(char: str) -> bool:
 
 
 def is_garbage_chunk(text: str) -> bool:
-    """Seed 05's filter: empty; or no alphanumerics and either only decoration or one
+    """The garbage filter (docs/behaviour.md#semantic-chunking): empty; or no alphanumerics and either only decoration or one
     character making up over 80% of the (stripped) text. Any letter or digit keeps a chunk."""
     trimmed = text.strip()
     if not trimmed:
@@ -108,6 +125,7 @@ class MaxMinChunker:
         if max_tokens is not None and max_tokens < 1:
             raise UsageError(f"max_tokens must be positive (got {max_tokens})")
         self.encode = encode
+        self._encode_sentences = sentence_encode(encode)
         self.hard_threshold = hard_threshold
         self.init_const = init_const
         self.c = c
@@ -123,7 +141,7 @@ class MaxMinChunker:
         sentences, token_counts = sentences_within(text, self.split, self.max_tokens)
         if not sentences:
             return []
-        rows = unit_rows(self.encode(sentences), len(sentences))  # one call for the document
+        rows = embed_sentences(self._encode_sentences, sentences)  # one call for the document
         chunks = []
         for group in self.group(rows, token_counts):
             content = " ".join(sentences[i] for i in group)
@@ -168,6 +186,6 @@ class MaxMinChunker:
         recent = members[-self.window :]
         pairwise = recent @ recent.T
         # Minimum over distinct pairs only (the diagonal is each sentence with itself).
-        min_sim = float(np.min(pairwise[np.triu_indices(len(recent), k=1)]))
+        min_sim = float(np.min(pairwise[_upper_pairs(len(recent))]))
         threshold = max(self.c * min_sim * sigmoid(len(current)), self.hard_threshold)
         return max_sim > threshold

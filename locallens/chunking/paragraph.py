@@ -1,4 +1,4 @@
-"""Paragraph / token chunking: the default strategy (SPEC §1, seed 03).
+"""Paragraph / token chunking: the default strategy (docs/behaviour.md#chunking).
 
 The text is split into paragraphs on blank lines, each paragraph is tokenised once with tiktoken
 (cl100k_base), and paragraphs are packed greedily into chunks of at most ``chunk_size`` tokens,
@@ -23,7 +23,7 @@ Guarantees (each has a test in tests/test_chunking.py):
   paragraph: a 50 MB single line is encoded once (in 64 KB segments, see ``_encode_long``) and
   then sliced.
 
-What "share up to ``chunk_overlap`` tokens" means here (the seed leaves it to the QVAC SDK):
+What "share up to ``chunk_overlap`` tokens" means here (the contract leaves it open):
 
 * The next chunk starts with the longest run of *whole* trailing pieces (paragraphs, or the last
   window of a long paragraph) of the previous chunk whose text fits in the overlap budget.
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from locallens.config import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from locallens.errors import UsageError
 from locallens.tokens import get_encoding
 
@@ -65,7 +66,7 @@ _SEGMENT_CHARS = 1 << 16
 # Where a segment may be cut: the last whitespace in this many characters before the limit.
 _SEGMENT_SLACK = 1024
 
-Tokens = Sequence[int]  # a list from tiktoken, or a numpy uint32 array for long paragraphs
+Tokens = Sequence[int] | np.ndarray  # a list from tiktoken, or a numpy uint32 array for long paragraphs
 
 
 def split_paragraphs(text: str) -> Iterator[str]:
@@ -126,9 +127,9 @@ class _Piece:
 
 
 class ParagraphTokenChunker:
-    """Paragraph / token chunking with overlap (SPEC §1). ``chunk(text) -> list[str]``."""
+    """Paragraph / token chunking with overlap (docs/behaviour.md#chunking). ``chunk(text) -> list[str]``."""
 
-    def __init__(self, chunk_size: int = 220, chunk_overlap: int = 40) -> None:
+    def __init__(self, chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> None:
         # Same rules and wording as config.ChunkSettings: the chunker is also used on its own.
         if chunk_size <= 0:
             raise UsageError(f"--chunk-size must be positive (got {chunk_size})")
@@ -213,10 +214,9 @@ class ParagraphTokenChunker:
         return len(self._encoding.encode_ordinary(text))
 
     def _decode(self, tokens: Tokens) -> str:
-        if isinstance(tokens, np.ndarray):
-            tokens = tokens.tolist()
+        ids: Sequence[int] = tokens.tolist() if isinstance(tokens, np.ndarray) else tokens
         # Strict: callers only slice at character boundaries, so an error here is a bug.
-        return self._encoding.decode_bytes(tokens).decode("utf-8")
+        return self._encoding.decode_bytes(ids).decode("utf-8")
 
     def _pieces(self, text: str) -> Iterator[_Piece]:
         """Paragraphs, each encoded once; a paragraph over `chunk_size` becomes windows."""

@@ -1,4 +1,4 @@
-"""Semantic chunking at percentile breakpoints (SPEC §7, seed 04 `SemanticChunker`).
+"""Semantic chunking at percentile breakpoints (docs/behaviour.md#semantic-chunking).
 
 Split into sentences, embed them all in one call, measure the cosine distance between each
 sentence and the next, and cut where the distance reaches the ``percentile``-th percentile of
@@ -6,21 +6,24 @@ all those distances (the biggest topic shifts of *this* document), as long as th
 has ``min_tokens``; cut regardless before a sentence that would take the chunk past
 ``max_tokens``.
 
-Choices where the seed is loose:
+Choices where the reference implementation (a TypeScript `SemanticChunker`, not in this
+repository) is loose:
 
-* Tokens are counted with tiktoken (the seed estimates ``ceil(chars / 4)``). A chunk's size is
-  the sum of its sentences' counts, as in the seed; the single spaces that join them usually
+* Tokens are counted with tiktoken (the reference estimates ``ceil(chars / 4)``). A chunk's size is
+  the sum of its sentences' counts, as in the reference; the single spaces that join them usually
   merge into the next word's token, so the stored text counts the same or within a token or so.
 * A sentence longer than ``max_tokens`` (a huge code block, a 50 MB line without a full stop) is
   first cut into token windows of ``max_tokens`` by the paragraph/token chunker: no chunk ever
-  passes ``max_tokens`` on the way to an embedder that would silently truncate it. The seed
-  would keep it whole.
-* One sentence or fewer: the whole (stripped) text is the one chunk, as in the seed; an empty
+  passes ``max_tokens`` on the way to an embedder that would silently truncate it. The
+  reference would keep it whole.
+* One sentence or fewer: the whole (stripped) text is the one chunk, as in the reference; an empty
   text gives no chunk.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -33,6 +36,7 @@ __all__ = [
     "PercentileChunker",
     "SplitSentences",
     "cosine_distances",
+    "embed_sentences",
     "group_by_breakpoints",
     "percentile_threshold",
     "unit_rows",
@@ -41,6 +45,45 @@ __all__ = [
 # Sentences → one L2-normalised row per sentence, shape (len(sentences), dim).
 Encode = Callable[[list[str]], np.ndarray]
 SplitSentences = Callable[[str], list[str]]
+
+
+# A document's sentences go to the encoder in batches of this many, on one BLAS thread (see
+# `embed_sentences`).
+SENTENCE_BATCH = 8
+
+
+def sentence_encode(encode: Encode) -> Encode:
+    """`encode` with ``batch_size=SENTENCE_BATCH`` when it takes that keyword (Embedder.encode does).
+
+    Sentences range from a 3-token heading to a 600-token code block. The encoder sorts them by
+    length and pads each batch to its longest, so a big batch pads short sentences to long ones
+    and attention grows with the square of that padding: on sample_docs/ (1,077 sentences, 26,800
+    tokens) batches of 8 took 19 s of CPU against 32 s for batches of 32 (the default).
+    """
+    try:
+        parameters = inspect.signature(encode).parameters
+    except (TypeError, ValueError):  # a builtin or a C callable: no signature to read
+        return encode
+    if "batch_size" not in parameters:
+        return encode
+    batched: Callable[..., np.ndarray] = encode
+    return functools.partial(batched, batch_size=SENTENCE_BATCH)
+
+
+def embed_sentences(encode: Encode, sentences: list[str]) -> np.ndarray:
+    """Unit rows of `sentences`: one `encode` call for the document, BLAS held to one thread.
+
+    A document's sentence batches are small matrix products (8 sentences of ~25 tokens: 200 rows
+    of 384), where a second BLAS thread gains little, and OpenBLAS threads synchronise by
+    spinning: on a loaded machine (2 cores, load average above 10) 35 sentences of one document
+    (861 tokens) took 10.9 s of CPU and 63 s of wall time with two threads, 1.0 s and 9 s with
+    one. The limit applies to NumPy's BLAS only (the NumPy encoder); torch's threads are untouched.
+    """
+    from locallens.npbert import _blas_one_thread  # one controller for the process
+
+    with _blas_one_thread():
+        vectors = encode(sentences)
+    return unit_rows(vectors, len(sentences))
 
 
 def default_split(text: str) -> list[str]:
@@ -55,7 +98,7 @@ def unit_rows(vectors: object, expected: int) -> np.ndarray:
 
     The contract says rows arrive normalised; normalising again costs nothing and makes a dot
     product a cosine similarity even for an encoder that forgot. A zero row has no direction:
-    its similarity to anything is 0 (distance 1), as in both seeds.
+    its similarity to anything is 0 (distance 1), as in both reference implementations.
     """
     array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] != expected:
@@ -75,10 +118,10 @@ def cosine_distances(rows: np.ndarray) -> np.ndarray:
 
 
 def percentile_threshold(distances: Sequence[float] | np.ndarray, percentile: float) -> float:
-    """The `percentile`-th percentile with linear interpolation (the seed's formula).
+    """The `percentile`-th percentile with linear interpolation (the reference's formula).
 
     sorted[lo] * (1 - w) + sorted[hi] * w with index = p/100 * (n - 1), lo/hi its floor and
-    ceiling, w its fraction: numpy's default ("linear") method. No distances: 0.0 (seed).
+    ceiling, w its fraction: numpy's default ("linear") method. No distances: 0.0 (as the reference).
     """
     values = np.asarray(distances, dtype=np.float64)
     if values.size == 0:
@@ -93,7 +136,7 @@ def group_by_breakpoints(
     min_tokens: int,
     max_tokens: int,
 ) -> list[list[int]]:
-    """Sentence indices grouped into chunks (seed 04, step 5).
+    """Sentence indices grouped into chunks (docs/behaviour.md#semantic-chunking).
 
     Before sentence i + 1 (distance[i] from sentence i) a new chunk starts when
     ``distance >= threshold and current >= min_tokens`` (a topic shift, the chunk big enough),
@@ -134,6 +177,7 @@ class PercentileChunker:
         if max_tokens < 1 or max_tokens < min_tokens:
             raise UsageError(f"max_tokens ({max_tokens}) must be positive and at least min_tokens ({min_tokens})")
         self.encode = encode
+        self._encode_sentences = sentence_encode(encode)
         self.percentile = percentile
         self.min_tokens = min_tokens
         self.max_tokens = max_tokens
@@ -147,7 +191,7 @@ class PercentileChunker:
         sentences, token_counts = sentences_within(stripped, self.split, self.max_tokens)
         if len(sentences) <= 1:
             return [stripped]
-        rows = unit_rows(self.encode(sentences), len(sentences))  # one call for the document
+        rows = embed_sentences(self._encode_sentences, sentences)  # one call for the document
         distances = cosine_distances(rows)
         threshold = percentile_threshold(distances, self.percentile)
         groups = group_by_breakpoints(token_counts, distances, threshold, self.min_tokens, self.max_tokens)

@@ -1,7 +1,7 @@
-"""`eval --answers`: generate grounded answers and judge them with a local model (SPEC §8, seed 04).
+"""`eval --answers`: generate grounded answers and judge them with a local model (docs/behaviour.md#evaluation).
 
-Generation follows `ask` step for step (fit the excerpts into the context, the grounded prompt of
-SPEC §2, greedy decoding with `ask`'s loop guard, citations parsed against the excerpts sent), but in one loop over one
+Generation follows `ask` step for step (fit the excerpts into the context, the grounded prompt
+(docs/behaviour.md#the-grounded-prompt), greedy decoding with `ask`'s loop guard, citations parsed against the excerpts sent), but in one loop over one
 loaded model: `answer.ask` loads the GGUF on every call, which would dominate an evaluation of
 twenty questions. The context is the untrimmed top-k baseline, what `ask` uses by default.
 
@@ -37,12 +37,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from locallens.claims import CheckedAnswer, Encode
+from locallens.config import DEFAULT_N_CTX
 from locallens.domain import ChatMessage, Hit
 from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
-from locallens.evaluation.progress import EvalProgress, NoProgress
 from locallens.evaluation.questions import Question
 from locallens.extractive import extractive_answer
+from locallens.progress import NoProgress, Progress
 from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
 
@@ -83,7 +84,7 @@ _WORDISH = re.compile(r"\w")
 class AnswerSettings:
     llm: str | None = None  # generator GGUF; None: $LOCALLENS_LLM, then the packaged SmolLM2
     judge: str | None = None  # judge GGUF; None: the same resolution (the packaged LLM)
-    n_ctx: int = 4096
+    n_ctx: int = DEFAULT_N_CTX
     max_tokens: int = 256  # per answer
     judge_max_tokens: int = 32  # `{"supported": false}` is ~7 tokens; the grammar bounds whitespace
     gpu_layers: int = 0
@@ -128,7 +129,7 @@ class JudgeStats:
 class Judge:
     """Boolean verdicts from a grammar-constrained model; None when a verdict could not be had."""
 
-    def __init__(self, llm: "LocalLLM", max_tokens: int) -> None:
+    def __init__(self, llm: LocalLLM, max_tokens: int) -> None:
         self.llm = llm
         self.max_tokens = max_tokens
         self.stats = JudgeStats()
@@ -345,32 +346,32 @@ def evaluate_answers(
     question_vectors: Sequence[np.ndarray],
     encode: Encode,
     settings: AnswerSettings = AnswerSettings(),
-    progress: EvalProgress | None = None,
+    progress: Progress | None = None,
 ) -> AnswerMetrics:
     """Answer each question from its context as `ask` does (one loaded generator, the answer
     check, or the extractive answer), then judge the printed answers."""
-    from locallens.llm import LocalLLM, check_gguf, resolve_llm_path
+    from locallens.gguf import check_gguf
+    from locallens.llm import LocalLLM, resolve_llm_path
 
     if not len(questions) == len(contexts) == len(question_vectors):
         raise UsageError("evaluate_answers needs one context and one vector per question")
     progress = progress or NoProgress()
     generator_path = None if settings.extractive else resolve_llm_path(settings.llm)
     judge_path = resolve_llm_path(settings.judge)
-    if generator_path is not None:
-        check_gguf(generator_path)
-    check_gguf(judge_path)
+    generator_info = None if generator_path is None else check_gguf(generator_path)
+    judge_info = check_gguf(judge_path)
 
-    judge_llm = LocalLLM(judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
+    judge_llm = LocalLLM(judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed,
+                         info=judge_info)
     # The judge's prompts hold the generator's excerpts plus a statement: the same context size
     # fits them. The same file is loaded once and serves both roles.
     generator = None if generator_path is None else judge_llm if _same_file(generator_path, judge_path) else LocalLLM(
-        generator_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed)
+        generator_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed, info=generator_info)
     judge = Judge(judge_llm, settings.judge_max_tokens)
     results: list[QuestionAnswer] = []
     generate_seconds = 0.0
-    judge_total = 0
     try:
-        progress.start(ANSWERING, len(questions))
+        progress.add(ANSWERING, len(questions))
         for question, hits, vector in zip(questions, contexts, question_vectors):
             result = QuestionAnswer(question=question.text, expected=question.answers,
                                     answerable=question.answerable)
@@ -385,8 +386,7 @@ def evaluate_answers(
             if result.answer is None:
                 continue
             statements = [] if result.refused else answer_statements(result.answer)
-            judge_total += len(statements) + len(kept)
-            progress.start(JUDGING, judge_total)
+            progress.add(JUDGING, len(statements) + len(kept))
             context = format_hits(kept)
             for statement in statements:
                 verdict = judge.verdict(faithfulness_messages(context, statement), SUPPORTED_SCHEMA, "supported")
@@ -438,7 +438,7 @@ def _extract(question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
     return hits
 
 
-def _generate(llm: "LocalLLM", question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
+def _generate(llm: LocalLLM, question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
               settings: AnswerSettings, result: QuestionAnswer) -> list[Hit]:
     """`ask`'s generation and answer check on a loaded model; returns the excerpts actually sent."""
     if not hits:

@@ -4,7 +4,8 @@ A BEIR-layout folder holds `corpus.jsonl` (`{"_id", "title", "text"}`), `queries
 (`{"_id", "text"}`) and `qrels/test.tsv` (`query-id corpus-id score`, with a header row).
 
 The corpus goes through exactly the path a user's files take: each document is written as a file
-`<safe id>.txt` holding `title + " " + text` (the text MTEB embeds) into
+`<safe id>.txt` holding `title + " " + text` (the text MTEB embeds; the title is also the
+document's title for chunk headers, `locallens.headers`) into
 `<db dir>/beir/<dataset>/docs/`, and `locallens.indexer.index` indexes that folder into its own
 brain `beir-<dataset>`. Files are rewritten only when their text changed, so the indexer's
 (size, mtime) check makes a rerun cost a walk, not an embedding.
@@ -27,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from locallens.config import DEFAULT_DEVICE
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean, ndcg_at_k, recall_at_k
-from locallens.evaluation.progress import EvalProgress, IndexProgressAdapter, NoProgress
+from locallens.progress import NoProgress, Progress, Relabelled
 
 DEFAULT_CHUNKS_PER_QUERY = 300
 RANKED_DOCUMENTS = 100  # recall@100 needs this many distinct documents per query
@@ -37,6 +39,8 @@ RANKED_DOCUMENTS = 100  # recall@100 needs this many distinct documents per quer
 WRITING = "writing documents"
 ENCODING = "encoding queries"
 SEARCHING = "searching"
+INDEXING_FILES = "indexing files"  # the indexer's stages, as this benchmark shows them
+EMBEDDING_CHUNKS = "embedding chunks"
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,6 +55,7 @@ class BeirDataset:
     corpus: dict[str, str]  # doc id -> `title + " " + text`, stripped
     queries: dict[str, str]  # query id -> text, every query of queries.jsonl
     qrels: dict[str, dict[str, int]]  # query id -> {doc id: grade}, the split's judgements
+    titles: dict[str, str] = field(default_factory=dict)  # doc id -> its title field, when it has one
 
 
 def dataset_name(folder: Path) -> str:
@@ -94,11 +99,14 @@ def load_beir(folder: Path, split: str = "test") -> BeirDataset:
                 "(expected corpus.jsonl, queries.jsonl and qrels/<split>.tsv)"
             )
     corpus: dict[str, str] = {}
+    titles: dict[str, str] = {}
     for _, doc in _jsonl(corpus_path):
         title = str(doc.get("title") or "")
         text = str(doc.get("text") or "")
         # What MTEB embeds: title, one space, text (just the text when there is no title).
         corpus[str(doc["_id"])] = f"{title} {text}".strip()
+        if title.strip():
+            titles[str(doc["_id"])] = title.strip()
     queries = {str(q["_id"]): str(q.get("text") or "").strip() for _, q in _jsonl(queries_path)}
 
     qrels: dict[str, dict[str, int]] = {}
@@ -119,7 +127,7 @@ def load_beir(folder: Path, split: str = "test") -> BeirDataset:
                 continue
             raise UsageError(f"{qrels_path} line {number}: the score {parts[-1]!r} is not a number") from None
         qrels.setdefault(parts[0].strip(), {})[parts[1].strip()] = grade
-    return BeirDataset(dataset_name(folder), folder, corpus, queries, qrels)
+    return BeirDataset(dataset_name(folder), folder, corpus, queries, qrels, titles)
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,14 +160,14 @@ class CorpusFiles:
     removed: int = 0  # stale files of documents no longer in the corpus
 
 
-def write_corpus(dataset: BeirDataset, folder: Path, progress: EvalProgress) -> CorpusFiles:
+def write_corpus(dataset: BeirDataset, folder: Path, progress: Progress) -> CorpusFiles:
     """Write one file per document, touching only files whose text changed (keeps mtimes)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create {folder}: {exc.strerror or exc}") from exc
     files = CorpusFiles(folder, {})
-    progress.start(WRITING, len(dataset.corpus))
+    progress.add(WRITING, len(dataset.corpus))
     for doc_id, text in dataset.corpus.items():
         name = safe_doc_name(doc_id)
         files.names[name] = doc_id
@@ -293,15 +301,15 @@ def evaluate_beir(
     db: Path,
     *,
     model: str | None = None,
-    device: str = "auto",
+    device: str = DEFAULT_DEVICE,
     chunks_per_query: int = DEFAULT_CHUNKS_PER_QUERY,
     split: str = "test",
     hybrid: bool = False,
-    progress: EvalProgress | None = None,
+    progress: Progress | None = None,
 ) -> BeirReport:
     """Index the dataset's corpus into brain `beir-<name>` of `db` and score its `split` queries."""
     from locallens.embedding import load_embedder
-    from locallens.indexer import IndexRequest, index
+    from locallens.indexer import EMBEDDING, FILES, IndexRequest, index
     from locallens.retrieval import search
     from locallens.store import Store
 
@@ -315,8 +323,12 @@ def evaluate_beir(
 
     started = time.perf_counter()
     files = write_corpus(dataset, docs_folder, progress)
-    indexed = index(IndexRequest(paths=[docs_folder], db=db, brain=brain_name, model=model, device=device),
-                    IndexProgressAdapter(progress))
+    # The title field is each document's title: the header of its chunks when the brain embeds
+    # headers (a chunk that starts with the title, as the first does, is embedded as it is).
+    titles = {name: dataset.titles[doc_id] for name, doc_id in files.names.items() if doc_id in dataset.titles}
+    indexed = index(IndexRequest(paths=[docs_folder], db=db, brain=brain_name, model=model, device=device,
+                                 titles=titles),
+                    Relabelled(progress, {FILES: INDEXING_FILES, EMBEDDING: EMBEDDING_CHUNKS}))
     index_seconds = time.perf_counter() - started
 
     # Queries judged in this split, with text, and with at least one relevant document.
@@ -334,9 +346,9 @@ def evaluate_beir(
         load_seconds = started - loading
         # One batch for all queries, with the model's query prefix (what encode_query adds).
         texts = [embedder.spec.query_prefix + text for _, text, _ in judged]
-        progress.start(ENCODING, len(texts))
+        progress.add(ENCODING, len(texts))
         vectors = embedder.encode(texts, progress=lambda n: progress.advance(ENCODING, n))
-        progress.start(SEARCHING, len(judged))
+        progress.add(SEARCHING, len(judged))
         results: list[BeirQueryResult] = []
         for (qid, text, rels), vector in zip(judged, vectors):
             hits = search(store, brain, text, vector, chunks_per_query, hybrid=hybrid)

@@ -22,8 +22,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from locallens.errors import UsageError
 
 __all__ = [
-    "contains_answer",
     "citation_validity",
+    "contains_answer",
     "context_precision",
     "dedupe",
     "faithfulness",
@@ -139,7 +139,7 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Relevance, k: int = 10) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# Answer quality (RAGAS-style, seed 04)
+# Answer quality (RAGAS-style: docs/behaviour.md#evaluation)
 # --------------------------------------------------------------------------------------------
 
 
@@ -147,7 +147,7 @@ def faithfulness(supported: Sequence[bool]) -> float:
     """Statements supported by the context / all statements; 1.0 for an answer without any.
 
     An answer that states nothing ("the excerpts do not say") asserts nothing unsupported, which
-    is what the seed's `computeFaithfulness` returns for an empty statement list.
+    is what RAGAS-style faithfulness gives an empty statement list.
     """
     if not supported:
         return 1.0

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
 from locallens.domain import Hit
 from locallens.evaluation.metrics import dedupe, hit_at_k, mean, ndcg_at_k, recall_at_k, reciprocal_rank
 from locallens.evaluation.questions import normalise_path

@@ -1,4 +1,4 @@
-"""The trimming A/B of seed 02 (`bib_eval_retrieval`), swept over thresholds × windows (SPEC §6).
+"""The trimming A/B, swept over thresholds × windows (docs/behaviour.md#evaluation).
 
 For every question the baseline is computed once: the question is embedded once and searched
 once, and those hits (the untrimmed top-k context) are reused by every setting of the sweep; no
@@ -8,11 +8,11 @@ behind an in-process memo, so a sentence is embedded at most once per run whatev
 settings (and not at all when an earlier run cached it in the store).
 
 Per setting (threshold, window), averaged over the questions:
-- `avg_tokens_baseline`, `avg_tokens_trim`: the seed's estimate round(1.3 × words) of the context
+- `avg_tokens_baseline`, `avg_tokens_trim`: the estimate round(1.3 × words) of the context
   before and after trimming (exact tiktoken counts are kept beside them: `avg_tiktoken_*`);
 - `token_reduction_pct`: 100 × (1 − avg_tokens_trim / avg_tokens_baseline);
-- `avg_overlap_vs_baseline`: the share of the baseline's chunks that survive trimming (seed 02:
-  "0.92 = 8% of the chunks lost"), see `chunk_survives` for what survive means;
+- `avg_overlap_vs_baseline`: the share of the baseline's chunks that survive trimming (0.92 means
+  8% of the chunks lost), see `chunk_survives` for what survive means;
 - `answer_retention`: over the questions that list expected answer substrings, the share of those
   substrings present in the baseline context that are still present in the trimmed context
   (pooled over all such substrings); None when no expected substring was present before trimming.
@@ -31,8 +31,8 @@ import numpy as np
 from locallens.domain import Hit
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean
-from locallens.evaluation.progress import EvalProgress, NoProgress
 from locallens.evaluation.questions import Question
+from locallens.progress import NoProgress, Progress
 from locallens.retrieval import count_context
 from locallens.store import content_hash
 from locallens.trim import Encode, TrimmedHit, trim_chunks_by_sentence
@@ -67,7 +67,7 @@ class QuestionTrim:
 
     threshold: float
     window: int
-    tokens_baseline: int  # seed estimate
+    tokens_baseline: int  # estimate round(1.3 × words)
     tokens_trim: int
     tiktoken_baseline: int
     tiktoken_trim: int
@@ -132,9 +132,9 @@ class SweepResult:
 
 
 def chunk_survives(trimmed: TrimmedHit, threshold: float) -> bool:
-    """Whether a baseline chunk survives trimming, in the sense of seed 02's overlap.
+    """Whether a baseline chunk survives trimming, in the sense of `avg_overlap_vs_baseline`.
 
-    Trimming never drops a chunk from the list (SPEC §4.6: a chunk is never emptied), so counting
+    Trimming never drops a chunk from the list (a chunk is never emptied: docs/behaviour.md#trimming), so counting
     chunk ids would always give 1.0. What trimming does lose is a chunk's content: a chunk
     survives when at least one of its sentences scores >= the threshold, i.e. the trimmer kept
     it on its merits. A chunk in which no sentence passes is cut down to the `min_sentences` best
@@ -275,14 +275,14 @@ def sweep(
     *,
     encode: Encode,
     min_sentences: int = 1,
-    progress: EvalProgress | None = None,
+    progress: Progress | None = None,
 ) -> SweepResult:
     """Every (threshold, window) over every baseline; rows in thresholds-major order."""
     _validate(thresholds, windows, min_sentences)
     progress = progress or NoProgress()
     memo = encode if isinstance(encode, MemoEncoder) else MemoEncoder(encode)
     settings = [(float(t), int(w)) for t in thresholds for w in windows]
-    progress.start(SWEEPING, len(baselines) * len(settings))
+    progress.add(SWEEPING, len(baselines) * len(settings))
     per_question: list[list[QuestionTrim]] = []
     for baseline in baselines:
         row: list[QuestionTrim] = []

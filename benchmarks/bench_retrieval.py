@@ -1,0 +1,310 @@
+"""Retrieval quality and index time of the index settings, on SciFact and on a documentation corpus.
+
+For each configuration (index settings, and optionally a chunker) one index is built per corpus;
+vector and hybrid search are both scored from it, and the hybrid fusion's parameters (RRF's k, the
+depth taken from each list) are scored offline from the same two rankings, so no setting costs a
+second index:
+
+- SciFact (BEIR layout, default /work/shared/data/beir-scifact; `--scifact DIR`): the test
+  queries; a document scores as its best chunk among 300 (as `locallens eval --beir` ranks them).
+- stdlib: the standard library's manual pages as `pydoc MODULE` prints them
+  (`benchmarks/corpora.py --stdlib`), with `benchmarks/data/stdlib_questions.jsonl`; a file
+  scores as its best chunk among 50 (as `locallens eval` ranks them).
+
+Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, and
+the index time (embedding included, model load excluded). Figures are printed as one table and
+appended as JSON lines to `--out`.
+
+Usage:
+    python benchmarks/bench_retrieval.py [--configs today,headers,multi,both] [--corpora scifact,stdlib]
+        [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE]
+
+`today` indexes with the settings of the previous release (no headers, one averaged vector per
+chunk). Run with PYTHONPATH pointing at an older checkout, the script measures that checkout
+(settings it does not know are not passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import _common as c
+
+DEFAULT_SCIFACT = Path("/work/shared/data/beir-scifact")
+STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
+CONFIGS: dict[str, dict[str, bool]] = {
+    "today": {"headers": False, "multi_vector": False},
+    "headers": {"headers": True, "multi_vector": False},
+    "multi": {"headers": False, "multi_vector": True},
+    "both": {"headers": True, "multi_vector": True},
+}
+BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
+DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)
+RRF_KS = (5, 10, 20, 30, 60, 100)
+DEPTHS = (20, 50, 100, 300)
+
+
+@dataclasses.dataclass
+class Query:
+    qid: str
+    text: str
+    relevant: dict[str, int]  # document id (or file name) -> grade
+
+
+@dataclasses.dataclass
+class Corpus:
+    name: str
+    folder: Path
+    names: dict[str, str]  # file name -> document id
+    queries: list[Query]
+    depth: int  # chunks ranked per query
+    titles: dict[str, str] = dataclasses.field(default_factory=dict)  # file -> title (BEIR)
+
+
+def load_scifact(folder: Path, work: Path) -> Corpus:
+    from locallens.evaluation.beir import load_beir, write_corpus
+    try:
+        from locallens.progress import NoProgress
+    except ImportError:  # an older checkout
+        from locallens.evaluation.progress import NoProgress  # type: ignore[no-redef]
+
+    dataset = load_beir(folder)
+    files = write_corpus(dataset, work / "scifact-docs", NoProgress())
+    titles = {}
+    raw_titles = getattr(dataset, "titles", None)
+    if raw_titles:
+        titles = {name: raw_titles.get(doc_id, "") for name, doc_id in files.names.items()}
+    queries = [Query(qid, dataset.queries[qid], rels) for qid, rels in dataset.qrels.items()
+               if dataset.queries.get(qid) and any(g > 0 for g in rels.values())]
+    return Corpus("scifact", files.folder, files.names, queries, BEIR_CHUNKS, titles)
+
+
+def load_stdlib(work: Path) -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_stdlib_corpus
+
+    folder = write_stdlib_corpus(work / "stdlib-docs")
+    names = {p.name: p.name for p in folder.glob("*.txt")}
+    queries = []
+    for number, line in enumerate(STDLIB_QUESTIONS.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            item = json.loads(line)
+            missing = [f for f in item["files"] if f not in names]
+            if missing:
+                raise SystemExit(f"{STDLIB_QUESTIONS}:{number}: expected files not in the corpus: {missing}")
+            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
+    return Corpus("stdlib", folder, names, queries, DOCS_CHUNKS)
+
+
+def load_sample() -> Corpus:
+    """sample_docs/ with the project's own questions (tests/data/questions.jsonl): small, quick."""
+    folder = c.SAMPLE_DOCS
+    names = {p.relative_to(folder).as_posix(): p.relative_to(folder).as_posix()
+             for p in folder.rglob("*") if p.is_file()}
+    queries = []
+    for number, line in enumerate((c.ROOT / "tests" / "data" / "questions.jsonl").read_text(encoding="utf-8").splitlines()):
+        item = json.loads(line) if line.strip() else {}
+        if item.get("files"):
+            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
+    return Corpus("sample", folder, names, queries, DOCS_CHUNKS)
+
+
+def supported(field: str) -> bool:
+    from locallens.indexer import IndexRequest
+
+    return field in {f.name for f in dataclasses.fields(IndexRequest)}
+
+
+def build_index(corpus: Corpus, db: Path, settings: dict[str, Any], chunker: str) -> tuple[float, int]:
+    """Index `corpus` into a fresh `db`; (seconds, chunks). Settings this checkout lacks are dropped."""
+    from locallens.config import ChunkSettings
+    from locallens.indexer import IndexRequest, index
+
+    for suffix in ("", "-wal", "-shm", ".lock"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    extra = {k: v for k, v in settings.items() if supported(k)}
+    if corpus.titles and supported("titles"):
+        extra["titles"] = corpus.titles
+    request = IndexRequest(paths=[corpus.folder], db=db, brain="bench", device="cpu",
+                           chunking=ChunkSettings(strategy=chunker), **extra)
+    started = time.perf_counter()
+    report = index(request)
+    return time.perf_counter() - started, report.chunks_total
+
+
+def derive_mean(source: Path, db: Path) -> None:
+    """A copy of multi-vector index `source` at `db` with each chunk's windows averaged into one
+    vector, as a single-vector index embeds it (its windows are within one token of equal size,
+    so the equal-weight mean is the token-weighted one to ~1e-3): the single-vector setting
+    measured without embedding the corpus a second time. Same embedding work, same index time."""
+    import shutil
+
+    import numpy as np
+
+    from locallens.store import PARTITIONS, WINDOW_SHIFT, Store
+
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+        if Path(f"{source}{suffix}").exists():
+            shutil.copyfile(f"{source}{suffix}", f"{db}{suffix}")
+    with Store(db) as store:
+        brain = store.get_brain("bench")
+        with store.transaction():
+            rows = store.conn.execute("SELECT id, vectors FROM chunks WHERE brain_id = ? AND vectors > 1",
+                                      (brain.id,)).fetchall()
+            for rowid, count in rows:
+                ids = [rowid + (w << WINDOW_SHIFT) for w in range(count)]
+                matrix = np.stack([np.frombuffer(store.conn.execute(
+                    f"SELECT embedding FROM {brain.vec_table} WHERE rowid = ?", (i,)).fetchone()[0], dtype=np.float32)
+                    for i in ids])
+                mean = matrix.mean(axis=0)
+                mean = (mean / np.linalg.norm(mean)).astype(np.float32)
+                for i in ids:
+                    store.conn.execute(f"DELETE FROM {brain.vec_table} WHERE rowid = ?", (i,))
+                store.conn.execute(f"INSERT INTO {brain.vec_table}(rowid, part, embedding) VALUES (?, ?, ?)",
+                                   (rowid, rowid % PARTITIONS, mean.tobytes()))
+            store.conn.execute("UPDATE chunks SET vectors = 1 WHERE brain_id = ?", (brain.id,))
+            store.conn.execute("UPDATE brains SET multi_vector = 0 WHERE id = ?", (brain.id,))
+
+
+def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[list[tuple[int, str, float]], list[tuple[int, str]]]]:
+    """Per query: the dense ranking (chunk row id, file, cosine) and the keyword one (row id, file)."""
+    from locallens.store import Store
+
+    out = []
+    deep = max(corpus.depth, max(DEPTHS))
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        rows = store.execute("SELECT id, chunk_id, relative_path FROM chunks WHERE brain_id = ?", (brain.id,))
+        row_id = {(r[1], r[2]): r[0] for r in rows}
+        path = {r[0]: r[2] for r in rows}
+        for query, qvec in zip(corpus.queries, qvecs, strict=True):
+            dense = store.knn(brain, qvec, deep)
+            keyword = store.keyword_search(brain, query.text, deep)
+            out.append(([(row_id[(h.chunk.id, h.chunk.relative_path)], h.chunk.relative_path, h.score) for h in dense],
+                        [(i, path[i]) for i in keyword]))
+    return out
+
+
+def fuse(dense: Sequence[tuple[int, str, float]], keyword: Sequence[tuple[int, str]], rrf_k: int,
+         depth: int, limit: int) -> list[str]:
+    """Files of the fused ranking, as `retrieval.hybrid_search` ranks chunks (ties by cosine)."""
+    scores: dict[int, float] = {}
+    cosine = {i: s for i, _, s in dense}
+    files = {i: p for i, p, _ in dense} | {i: p for i, p in keyword}
+    for ranking in ([i for i, _, _ in dense[:depth]], [i for i, _ in keyword[:depth]]):
+        for rank, i in enumerate(ranking, start=1):
+            scores[i] = scores.get(i, 0.0) + 1.0 / (rrf_k + rank)
+    order = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, -1.0), files[i]))
+    return [files[i] for i in order[:limit]]
+
+
+def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
+    from locallens.evaluation.metrics import dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
+
+    hits, mrrs, ndcgs = [], [], []
+    for query, files in zip(corpus.queries, ranked_files, strict=True):
+        docs = [d for d in dedupe(corpus.names.get(f, f) for f in files)]
+        relevant = {d: g for d, g in query.relevant.items() if g > 0}
+        hits.append(hit_at_k(docs, relevant, 5))
+        mrrs.append(reciprocal_rank(docs, relevant, 10))
+        ndcgs.append(ndcg_at_k(docs, query.relevant, 10))
+    return {"hit@5": mean(hits) or 0.0, "mrr@10": mean(mrrs) or 0.0, "ndcg@10": mean(ndcgs) or 0.0}
+
+
+def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
+    """Vector, hybrid (the package's own defaults, through `search`) and the RRF grid."""
+    from locallens.retrieval import search
+    from locallens.store import Store
+
+    ranks = rankings(corpus, db, qvecs)
+    result: dict[str, Any] = {"vector": score(corpus, [[p for _, p, _ in d[:corpus.depth]] for d, _ in ranks])}
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        hybrid = [[h.chunk.relative_path for h in search(store, brain, q.text, v, corpus.depth, hybrid=True)]
+                  for q, v in zip(corpus.queries, qvecs, strict=True)]
+    result["hybrid"] = score(corpus, hybrid)
+    grid = {}
+    for rrf_k in RRF_KS:
+        for depth in DEPTHS:
+            fused = [fuse(d, k, rrf_k, max(depth, 1), corpus.depth) for d, k in ranks]
+            grid[f"k={rrf_k},depth={depth}"] = score(corpus, fused)
+    result["rrf_grid"] = grid
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", default="today,headers,multi,both")
+    parser.add_argument("--corpora", default="scifact,stdlib")
+    parser.add_argument("--chunkers", default="paragraph")
+    parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT, help="BEIR SciFact folder")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/locallens-bench-retrieval"),
+                        help="folder for the corpora and the indexes (kept between runs)")
+    parser.add_argument("--out", type=Path, default=None, help="append results as JSON lines here")
+    parser.add_argument("--label", default="", help="a name for this checkout in the table")
+    parser.add_argument("--derive-mean", action="store_true",
+                        help="after each multi-vector config, also score its windows averaged (no second index)")
+    args = parser.parse_args()
+    c.offline_env()
+    started = time.perf_counter()
+    c.print_machine("Retrieval benchmark", False)
+    args.work.mkdir(parents=True, exist_ok=True)
+    os.environ["LOCALLENS_HOME"] = str(args.work / "home")
+
+    from locallens.embedding import load_embedder
+
+    embedder = load_embedder("auto", device="cpu")
+    loaders: dict[str, Callable[[], Corpus]] = {
+        "scifact": lambda: load_scifact(args.scifact, args.work), "stdlib": lambda: load_stdlib(args.work),
+        "sample": load_sample}
+    rows = []
+    for corpus_name in args.corpora.split(","):
+        corpus = loaders[corpus_name]()
+        c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
+        qvecs = embedder.encode([embedder.spec.query_prefix + q.text for q in corpus.queries])
+        for chunker in args.chunkers.split(","):
+            for config in args.configs.split(","):
+                label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
+                db = args.work / f"{corpus_name}-{label.replace('/', '-')}.db"
+                c.note(f"{corpus_name} {label}: indexing")
+                seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker)
+                c.note(f"{corpus_name} {label}: {chunks} chunks in {seconds:.1f} s; scoring")
+                variants = [(label, db)]
+                if args.derive_mean and CONFIGS[config]["multi_vector"]:
+                    derived = db.with_name(db.stem + "-mean.db")
+                    derive_mean(db, derived)
+                    variants.append((f"{label}(mean)", derived))
+                for name, path in variants:
+                    result = evaluate(corpus, path, qvecs)
+                    row = {"corpus": corpus_name, "config": name, "chunker": chunker, "chunks": chunks,
+                           "index_s": round(seconds, 1), "load": c.load_average(), **result}
+                    rows.append(row)
+                    for mode in ("vector", "hybrid"):
+                        m = result[mode]
+                        print(f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
+                              f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds:.0f} s ({chunks} chunks)", flush=True)
+                    if args.out:
+                        with args.out.open("a", encoding="utf-8") as fh:
+                            fh.write(json.dumps(row) + "\n")
+    print()
+    print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        for mode in ("vector", "hybrid"):
+            m = row[mode]
+            print(f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
+                  f"{m['ndcg@10']:.3f} | {row['index_s']:.0f} s |")
+    c.print_end(started)
+
+
+if __name__ == "__main__":
+    main()

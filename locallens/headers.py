@@ -1,0 +1,174 @@
+"""Chunk headers: the document's title and the section headings above a chunk, for the embedder.
+
+A chunk cut from the middle of a manual page ("Returns the number of bytes written.") says little
+about what it documents; its page title and section headings do. With a brain's `headers`
+setting on, each chunk is embedded as
+
+    <title> > <heading> > <sub-heading>
+
+    <chunk text>
+
+and the same header goes into the keyword index (the `header` column of `chunks_fts`). The stored
+chunk text, its id and the prompt are unchanged: the header only steers retrieval.
+
+- Title: an HTML `<title>` or a PDF's metadata title (read by `locallens.readers`), else the first
+  markdown heading, else the file name without its extension.
+- Headings: markdown ATX (`## Usage`) and setext/reStructuredText underlined headings outside
+  fenced code, man-page sections (a line in capitals at the margin, `DESCRIPTION`) in `.txt`
+  files, and HTML h1-h6. A chunk's path is the innermost heading of each level above its start;
+  a heading the chunk itself starts with is already in its text and is left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from locallens.domain import Document
+
+# A header takes at most this many characters of the model's window (each part at most PART_CHARS).
+MAX_HEADER_CHARS = 200
+PART_CHARS = 80
+SEPARATOR = " > "
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_UNDERLINE = re.compile(r"^([=\-~^\"'`:.*+#_])\1{2,}[ \t]*$")
+_CAPITALS = re.compile(r"^[A-Z][A-Z0-9 &/,()_-]*[A-Z0-9)]$")
+_MARKDOWN = {".md", ".markdown"}
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    position: int  # character offset of the heading's first line in the document text
+    level: int  # 1 = outermost
+    text: str
+
+
+def _clean(text: str) -> str:
+    text = " ".join(text.replace("`", "").replace("*", "").split())
+    return text[:PART_CHARS].rstrip()
+
+
+def headings(document: Document) -> list[Heading]:
+    """The document's headings in order (HTML's from the reader, the others from the text)."""
+    text = document.text
+    if document.headings:
+        return _locate(text, document.headings)
+    suffix = PurePosixPath(document.relative_path).suffix.lower()
+    found: list[Heading] = []
+    underline_levels: dict[str, int] = {}  # RST: a level per adornment, in order of appearance
+    fenced = False
+    position = 0
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        start = position
+        position += len(line) + 1
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        atx = _ATX.match(line)
+        if atx and suffix != ".rst":
+            found.append(Heading(start, len(atx.group(1)), _clean(atx.group(2))))
+            continue
+        following = lines[number + 1] if number + 1 < len(lines) else ""
+        stripped = line.strip()
+        if stripped and not line[0].isspace() and _UNDERLINE.match(following) \
+                and len(following.strip()) >= min(len(stripped), 3) and not _UNDERLINE.match(line):
+            mark = following.strip()[0]
+            if suffix in _MARKDOWN or suffix not in {".rst", ".txt"}:
+                if mark not in "=-":
+                    continue
+                level = 1 if mark == "=" else 2
+            else:
+                level = underline_levels.setdefault(mark, len(underline_levels) + 1)
+            found.append(Heading(start, level, _clean(stripped)))
+            continue
+        if suffix == ".txt" and _CAPITALS.match(line) and len(line) <= 40 and sum(ch.isalpha() for ch in line) >= 3:
+            previous = lines[number - 1] if number else ""
+            if not previous.strip():
+                found.append(Heading(start, 1, _clean(line)))
+    return found
+
+
+def _locate(text: str, given: Sequence[tuple[int, str]]) -> list[Heading]:
+    """Positions of headings known by text (HTML): each found as a line after the previous one."""
+    found: list[Heading] = []
+    cursor = 0
+    for level, heading in given:
+        at = text.find(heading, cursor)
+        if at < 0:
+            continue
+        found.append(Heading(at, level, _clean(heading)))
+        cursor = at + len(heading)
+    return found
+
+
+def document_title(document: Document) -> str:
+    """The format's title, else the first markdown heading, else the file name without extension."""
+    if document.title.strip():
+        return _clean(document.title)
+    if PurePosixPath(document.relative_path).suffix.lower() in _MARKDOWN | {".txt", ".rst", ""}:
+        for line in document.text.split("\n", 200)[:200]:
+            atx = _ATX.match(line)
+            if atx:
+                return _clean(atx.group(2))
+    name = PurePosixPath(document.relative_path).name
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    return _clean(stem)
+
+
+def chunk_headers(document: Document, chunks: Sequence[str]) -> list[str]:
+    """One header per chunk text (chunks of `document`, in order): title and heading path.
+
+    A chunk is found in the text from just after the previous chunk's start (chunks overlap);
+    one that is not a verbatim piece of the text (a semantic chunker may re-join sentences) is
+    found by its first line, else it takes the previous chunk's place.
+    """
+    title = document_title(document)
+    marks = headings(document)
+    text = document.text
+    out: list[str] = []
+    cursor = 0
+    for chunk in chunks:
+        at = text.find(chunk, cursor)
+        if at < 0:
+            first = chunk.strip().split("\n", 1)[0][:80]
+            at = text.find(first, cursor) if first else -1
+        if at < 0:
+            at = cursor
+        cursor = at + 1 if at < len(text) else at
+        path: dict[int, str] = {}
+        for heading in marks:
+            if heading.position >= at:
+                break
+            path = {level: name for level, name in path.items() if level < heading.level}
+            path[heading.level] = heading.text
+        out.append(compose(title, [path[level] for level in sorted(path)], chunk))
+    return out
+
+
+def compose(title: str, path: Sequence[str], chunk: str) -> str:
+    """`title > heading > ...`: parts said twice are kept once, and a part the chunk starts with
+    (its own heading, or the title a BEIR document starts with) is left to the chunk."""
+    parts: list[str] = []
+    for part in (title, *path):
+        if part and part.lower() not in (p.lower() for p in parts):
+            parts.append(part)
+    lead = chunk.lstrip().lstrip("#").lstrip()[:MAX_HEADER_CHARS].lower()
+    while parts and lead.startswith(parts[-1].lower()):
+        parts.pop()
+    header = SEPARATOR.join(parts)
+    while len(header) > MAX_HEADER_CHARS and len(parts) > 1:
+        parts = [parts[0], *parts[2:]]  # keep the title and the innermost headings
+        header = SEPARATOR.join(parts)
+    return header[:MAX_HEADER_CHARS]
+
+
+def embedded_text(header: str, text: str) -> str:
+    """What the model embeds for a chunk: its header, a blank line, its text."""
+    return f"{header}\n\n{text}" if header else text

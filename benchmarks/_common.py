@@ -44,8 +44,15 @@ def offline_env() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     # Settings a user may have exported would change what is measured (another model, trimming).
-    for var in ("LOCALLENS_DB", "LOCALLENS_BRAIN", "LOCALLENS_MODEL", "LOCALLENS_CONFIG",
-                "LOCALLENS_TRIM", "LOCALLENS_TRIM_THRESHOLD", "LOCALLENS_LLM"):
+    for var in (
+        "LOCALLENS_DB",
+        "LOCALLENS_BRAIN",
+        "LOCALLENS_MODEL",
+        "LOCALLENS_CONFIG",
+        "LOCALLENS_TRIM",
+        "LOCALLENS_TRIM_THRESHOLD",
+        "LOCALLENS_LLM",
+    ):
         os.environ.pop(var, None)
 
 
@@ -74,8 +81,9 @@ def parse_args(
 ) -> argparse.Namespace:
     """`--quick`, plus boolean flags (flag, help) and integer options (flag, help) of a script."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true",
-                        help="a small version for smoke-testing (under a minute); default: full size")
+    parser.add_argument(
+        "--quick", action="store_true", help="a small version for smoke-testing (under a minute); default: full size"
+    )
     for flag, help_text in extra:
         parser.add_argument(flag, action="store_true", help=help_text)
     for flag, help_text in ints:
@@ -193,8 +201,7 @@ def run_child(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                cwd=cwd, env=env)
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen it was reaped
@@ -244,8 +251,11 @@ class Table:
 
     def print(self) -> None:
         headers = ("figure", "value", "target", "result")
-        cells = [(r.figure, r.value, r.target, "" if r.passed is None else ("PASS" if r.passed else "MISS"))
-                 for r in self.rows if not _is_section(r)]
+        cells = [
+            (r.figure, r.value, r.target, "" if r.passed is None else ("PASS" if r.passed else "MISS"))
+            for r in self.rows
+            if not _is_section(r)
+        ]
         widths = [max([len(h), *(len(cell[i]) for cell in cells)]) for i, h in enumerate(headers)]
         print(f"\n{self.title}")
         print("  ".join(h.ljust(w) for h, w in zip(headers, widths)) + "  note")
@@ -259,8 +269,11 @@ class Table:
             print(("  ".join(x.ljust(w) for x, w in zip(cell, widths)) + "  " + row.note).rstrip())
         misses = [r.figure for r in self.rows if r.passed is False]
         judged = [r for r in self.rows if r.passed is not None]
-        print(f"\ntargets: {len(judged) - len(misses)}/{len(judged)} met"
-              + (f"; missed: {', '.join(misses)}" if misses else ""), flush=True)
+        print(
+            f"\ntargets: {len(judged) - len(misses)}/{len(judged)} met"
+            + (f"; missed: {', '.join(misses)}" if misses else ""),
+            flush=True,
+        )
 
 
 def fmt_s(seconds: float) -> str:

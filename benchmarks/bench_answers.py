@@ -52,7 +52,9 @@ _SELF_REFUSAL = re.compile(
     r"\b(not (?:mentioned|provided|specified|stated|given|found|available|included|in the (?:provided )?(?:source )?excerpts)"
     r"|no (?:information|mention)|does not (?:say|mention|specify|contain)|do not (?:say|mention|specify|contain)"
     r"|cannot (?:find|answer)|can't (?:find|answer)|unable to)\b"
-    r"|no (?:se )?(?:menciona|indica|especifica)|no está en", re.I)
+    r"|no (?:se )?(?:menciona|indica|especifica)|no está en",
+    re.I,
+)
 
 
 @dataclass
@@ -135,11 +137,26 @@ def run(args: argparse.Namespace) -> None:
                 r = retrieve(store, brain, embedder, text, args.top_k)
                 for mode in args.modes:
                     if mode == "extractive":
-                        checked = extractive_answer(text, r.hits, r.query_vector, encode, max_tokens=args.max_tokens,
-                                                    **({"min_relevance": args.min_relevance} if args.min_relevance else {}))
-                        row = Row(text, answerable, expected, checked.answer, checked.refused,
-                                  [{"text": cl.text, "cited": True, "evidence": cl.evidence, "score": cl.relevance}
-                                   for cl in checked.claims], checked.check_ms)
+                        checked = extractive_answer(
+                            text,
+                            r.hits,
+                            r.query_vector,
+                            encode,
+                            max_tokens=args.max_tokens,
+                            **({"min_relevance": args.min_relevance} if args.min_relevance else {}),
+                        )
+                        row = Row(
+                            text,
+                            answerable,
+                            expected,
+                            checked.answer,
+                            checked.refused,
+                            [
+                                {"text": cl.text, "cited": True, "evidence": cl.evidence, "score": cl.relevance}
+                                for cl in checked.claims
+                            ],
+                            checked.check_ms,
+                        )
                         results.setdefault((set_name, mode), []).append(row)
                         continue
                     grammar = mode == "grammar"
@@ -149,39 +166,84 @@ def run(args: argparse.Namespace) -> None:
                             llm = LocalLLM(resolve_llm_path(args.llm), n_ctx=4096)
                         started = time.perf_counter()
                         gen = generate_grounded(llm, text, r.hits, max_tokens=args.max_tokens, cite_grammar=grammar)
-                        cache[key] = {"key": key, "answer": gen.answer, "kept": len(gen.kept),
-                                      "seconds": time.perf_counter() - started}
+                        cache[key] = {
+                            "key": key,
+                            "answer": gen.answer,
+                            "kept": len(gen.kept),
+                            "seconds": time.perf_counter() - started,
+                        }
                         with cache_path.open("a", encoding="utf-8") as handle:
                             handle.write(json.dumps(cache[key], ensure_ascii=False) + "\n")
-                        print(f"  [{set_name}/{'grammar' if grammar else 'plain'}] {cache[key]['seconds']:.1f}s {text[:60]}",
-                              file=sys.stderr, flush=True)
+                        print(
+                            f"  [{set_name}/{'grammar' if grammar else 'plain'}] {cache[key]['seconds']:.1f}s {text[:60]}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     item = cache[key]
                     kept = r.hits[: item["kept"]]
                     if mode == "before":
                         answer = item["answer"]
-                        row = Row(text, answerable, expected, answer, bool(_SELF_REFUSAL.search(answer)),
-                                  raw_sentences(answer, len(kept)))
+                        row = Row(
+                            text,
+                            answerable,
+                            expected,
+                            answer,
+                            bool(_SELF_REFUSAL.search(answer)),
+                            raw_sentences(answer, len(kept)),
+                        )
                     else:
                         if args.min_support is None and args.min_relevance is None:
-                            checked = checked_answer(item["answer"], kept, text, r.query_vector, encode,
-                                                     max_tokens=args.max_tokens)
-                            warm = checked_answer(item["answer"], kept, text, r.query_vector, encode,
-                                                  max_tokens=args.max_tokens)
+                            checked = checked_answer(
+                                item["answer"], kept, text, r.query_vector, encode, max_tokens=args.max_tokens
+                            )
+                            warm = checked_answer(
+                                item["answer"], kept, text, r.query_vector, encode, max_tokens=args.max_tokens
+                            )
                             warm_ms.append(warm.check_ms)
                         else:  # a threshold study: the check alone, without the extractive fallback
-                            checked = check_answer(item["answer"], kept, r.query_vector, encode, question=text,
-                                                   min_support=args.min_support or 0.8,
-                                                   min_relevance=args.min_relevance or 0.6)
+                            checked = check_answer(
+                                item["answer"],
+                                kept,
+                                r.query_vector,
+                                encode,
+                                question=text,
+                                min_support=args.min_support or 0.8,
+                                min_relevance=args.min_relevance or 0.6,
+                            )
                         printed = [cl for cl in checked.claims if cl.supported] if not checked.refused else []
-                        row = Row(text, answerable, expected, checked.answer, checked.refused,
-                                  [{"text": cl.text, "cited": bool(cl.citations), "evidence": cl.evidence,
-                                    "score": cl.score, "source_text": kept[cl.source - 1].content if cl.source else None}
-                                   for cl in printed], checked.check_ms)
+                        row = Row(
+                            text,
+                            answerable,
+                            expected,
+                            checked.answer,
+                            checked.refused,
+                            [
+                                {
+                                    "text": cl.text,
+                                    "cited": bool(cl.citations),
+                                    "evidence": cl.evidence,
+                                    "score": cl.score,
+                                    "source_text": kept[cl.source - 1].content if cl.source else None,
+                                }
+                                for cl in printed
+                            ],
+                            checked.check_ms,
+                        )
                         for cl in checked.claims:
-                            dump.append({"set": set_name, "mode": mode, "question": text, "answerable": answerable,
-                                         "printed": cl.supported and not checked.refused, "sentence": cl.claim,
-                                         "score": round(cl.score, 4), "relevance": round(cl.relevance, 4),
-                                         "facts_missing": cl.facts_missing, "evidence": cl.evidence})
+                            dump.append(
+                                {
+                                    "set": set_name,
+                                    "mode": mode,
+                                    "question": text,
+                                    "answerable": answerable,
+                                    "printed": cl.supported and not checked.refused,
+                                    "sentence": cl.claim,
+                                    "score": round(cl.score, 4),
+                                    "relevance": round(cl.relevance, 4),
+                                    "facts_missing": cl.facts_missing,
+                                    "evidence": cl.evidence,
+                                }
+                            )
                     results.setdefault((set_name, mode), []).append(row)
     if llm is not None:
         llm.close()
@@ -189,17 +251,21 @@ def run(args: argparse.Namespace) -> None:
         Path(args.dump).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dump), encoding="utf-8")
     report(results, args)
     if warm_ms:
-        print(f"\nanswer check with the sentence cache warm (the same answer checked again): median "
-              f"{statistics.median(warm_ms):.1f} ms, p95 {c.percentile(warm_ms, 95):.1f} ms over {len(warm_ms)} answers")
+        print(
+            f"\nanswer check with the sentence cache warm (the same answer checked again): median "
+            f"{statistics.median(warm_ms):.1f} ms, p95 {c.percentile(warm_ms, 95):.1f} ms over {len(warm_ms)} answers"
+        )
 
 
 def report(results: dict[tuple[str, str], list[Row]], args: argparse.Namespace) -> None:
     from locallens.claims import MIN_RELEVANCE, MIN_SUPPORT
     from locallens.evaluation.metrics import contains_answer
 
-    print(f"\nmin_support {args.min_support or MIN_SUPPORT}, min_relevance {args.min_relevance or MIN_RELEVANCE}, "
-          f"top_k {args.top_k}, max_tokens {args.max_tokens}"
-          + (" (check alone, no extractive fallback)" if args.min_support or args.min_relevance else ""))
+    print(
+        f"\nmin_support {args.min_support or MIN_SUPPORT}, min_relevance {args.min_relevance or MIN_RELEVANCE}, "
+        f"top_k {args.top_k}, max_tokens {args.max_tokens}"
+        + (" (check alone, no extractive fallback)" if args.min_support or args.min_relevance else "")
+    )
     header = f"{'set':<7} {'mode':<10} {'fact acc.':>10} {'false ref.':>10} {'cited':>12} {'refusals':>9} {'sentences':>9} {'check ms':>9}"
     print(header)
     print("-" * len(header))
@@ -212,17 +278,22 @@ def report(results: dict[tuple[str, str], list[Row]], args: argparse.Namespace) 
         cited = sum(1 for s in printed if s["cited"])
         refusals = sum(1 for r in unanswerable if r.refused)
         costs = [r.check_ms for r in rows if r.check_ms is not None]
-        print(f"{set_name:<7} {mode:<10} {correct:>4}/{len(answerable):<5} {false_refusals:>4}/{len(answerable):<5} "
-              f"{cited:>5}/{len(printed):<6} {refusals:>3}/{len(unanswerable):<5} {len(printed):>9} "
-              f"{(statistics.median(costs) if costs else float('nan')):>9.1f}")
+        print(
+            f"{set_name:<7} {mode:<10} {correct:>4}/{len(answerable):<5} {false_refusals:>4}/{len(answerable):<5} "
+            f"{cited:>5}/{len(printed):<6} {refusals:>3}/{len(unanswerable):<5} {len(printed):>9} "
+            f"{(statistics.median(costs) if costs else float('nan')):>9.1f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,pydoc")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"),
-                        help="indexes and cached generations (default .bench-answers/)")
+    parser.add_argument(
+        "--workdir",
+        default=str(ROOT / ".bench-answers"),
+        help="indexes and cached generations (default .bench-answers/)",
+    )
     parser.add_argument("--llm", default=None, help="GGUF (default: the packaged SmolLM2)")
     parser.add_argument("--top-k", type=int, default=5)
     parser.add_argument("--max-tokens", type=int, default=384)

@@ -39,14 +39,36 @@ N_QUERIES = 50
 WARMUP_QUERIES = 5
 
 TOPICS = (
-    "backup retention", "parental leave", "the deploy rollback procedure", "on-call compensation",
-    "the VPN configuration", "password rotation", "the payments outage", "expense approval limits",
-    "the staging environment", "API rate limits", "the office network", "monitoring alerts",
-    "vendor contacts", "the product roadmap", "remote work equipment", "coding standards",
-    "the onboarding checklist", "warehouse safety", "the cold storage temperature",
-    "security committee decisions", "documentation style", "quarterly planning",
-    "customer pricing plans", "driver app release", "ISO 27001 audit", "meal vouchers",
-    "database versions", "incident postmortems", "architecture decisions", "log retention",
+    "backup retention",
+    "parental leave",
+    "the deploy rollback procedure",
+    "on-call compensation",
+    "the VPN configuration",
+    "password rotation",
+    "the payments outage",
+    "expense approval limits",
+    "the staging environment",
+    "API rate limits",
+    "the office network",
+    "monitoring alerts",
+    "vendor contacts",
+    "the product roadmap",
+    "remote work equipment",
+    "coding standards",
+    "the onboarding checklist",
+    "warehouse safety",
+    "the cold storage temperature",
+    "security committee decisions",
+    "documentation style",
+    "quarterly planning",
+    "customer pricing plans",
+    "driver app release",
+    "ISO 27001 audit",
+    "meal vouchers",
+    "database versions",
+    "incident postmortems",
+    "architecture decisions",
+    "log retention",
 )
 
 
@@ -80,8 +102,10 @@ def import_times(table: c.Table, repeats: int, quick: bool) -> dict[str, float]:
         ("sentence_transformers", "import sentence_transformers"),
         ("the NumPy encoder", "import locallens.npbert, tokenizers, safetensors.numpy"),
         ("llama_cpp", "import llama_cpp"),
-        ("all that ask imports",
-         "import locallens.cli, locallens.answer, locallens.npbert, tokenizers, safetensors.numpy, llama_cpp"),
+        (
+            "all that ask imports",
+            "import locallens.cli, locallens.answer, locallens.npbert, tokenizers, safetensors.numpy, llama_cpp",
+        ),
     ]
     if quick:  # the slowest (several seconds) only in the full run
         modules = [m for m in modules if m[0] != "sentence_transformers"]
@@ -114,27 +138,53 @@ def cold_ask(table: c.Table, db: Path, repeats: int) -> None:
     prompt_tokens = c.median([data["tokens"]["prompt"] for _, data in runs])
     completion_tokens = c.median([data["tokens"]["completion"] for _, data in runs])
     prefill_tps = c.median([data["tokens"]["prompt"] / (data["timings"]["prompt_ms"] / 1000) for _, data in runs])
-    gen_tps = c.median([data["tokens"]["completion"] / (data["timings"]["generate_ms"] / 1000)
-                        for _, data in runs if data["timings"].get("generate_ms")])
+    gen_tps = c.median(
+        [
+            data["tokens"]["completion"] / (data["timings"]["generate_ms"] / 1000)
+            for _, data in runs
+            if data["timings"].get("generate_ms")
+        ]
+    )
     last = runs[-1][1]
     accounted = sum(timings.values())
 
     table.section(f"cold ask, CLI process, --json (median of {repeats})")
-    table.add("excerpts sent", f"{len(last['sources'])}", note=f"{len(last['dropped'])} dropped; {QUESTION!r}; "
-              f"LLM {last['models']['llm']}, embedding {last['models']['embedding']}")
-    table.add("wall, process start to exit", c.fmt_s(wall), f"<= {TARGET_COLD_S:g} s", wall <= TARGET_COLD_S,
-              note="runs: " + ", ".join(f"{w:.2f} s" for w in walls))
-    table.add("  embedding model load", c.fmt_ms(timings["embed_load_ms"]),
-              note="the NumPy encoder: tokenizers + safetensors, no torch")
+    table.add(
+        "excerpts sent",
+        f"{len(last['sources'])}",
+        note=f"{len(last['dropped'])} dropped; {QUESTION!r}; "
+        f"LLM {last['models']['llm']}, embedding {last['models']['embedding']}",
+    )
+    table.add(
+        "wall, process start to exit",
+        c.fmt_s(wall),
+        f"<= {TARGET_COLD_S:g} s",
+        wall <= TARGET_COLD_S,
+        note="runs: " + ", ".join(f"{w:.2f} s" for w in walls),
+    )
+    table.add(
+        "  embedding model load",
+        c.fmt_ms(timings["embed_load_ms"]),
+        note="the NumPy encoder: tokenizers + safetensors, no torch",
+    )
     table.add("  query embedding", c.fmt_ms(timings["embed_ms"]))
     table.add("  k-NN search", c.fmt_ms(timings["search_ms"]))
     table.add("  LLM load", c.fmt_ms(timings["llm_load_ms"]), note="after `import llama_cpp`")
-    table.add("  prompt processing (prefill)", c.fmt_ms(timings["prompt_ms"]),
-              note=f"{prompt_tokens:.0f} prompt tokens -> {prefill_tps:.0f} tokens/s")
-    table.add("  generation", c.fmt_ms(timings["generate_ms"]),
-              note=f"{completion_tokens:.0f} tokens -> {gen_tps:.1f} tokens/s")
-    table.add("  everything else", c.fmt_ms(wall * 1000 - accounted),
-              note="interpreter start, CLI + llama_cpp imports, store open, GGUF check, context fitting, output")
+    table.add(
+        "  prompt processing (prefill)",
+        c.fmt_ms(timings["prompt_ms"]),
+        note=f"{prompt_tokens:.0f} prompt tokens -> {prefill_tps:.0f} tokens/s",
+    )
+    table.add(
+        "  generation",
+        c.fmt_ms(timings["generate_ms"]),
+        note=f"{completion_tokens:.0f} tokens -> {gen_tps:.1f} tokens/s",
+    )
+    table.add(
+        "  everything else",
+        c.fmt_ms(wall * 1000 - accounted),
+        note="interpreter start, CLI + llama_cpp imports, store open, GGUF check, context fitting, output",
+    )
     table.add("answer (last run)", f"{last['tokens']['completion']} tokens", note=repr(last.get("answer", ""))[:100])
 
 
@@ -173,8 +223,10 @@ def prefill_sweep(table: c.Table, db: Path) -> None:
         ("n_ubatch 128", {"n_ubatch": 128}),
         ("flash attention off", {"flash_attn": False}),
     ]
-    table.section(f"prefill sweep, in-process (defaults: {default_threads} thread(s), n_batch {DEFAULT_N_BATCH}, "
-                  f"n_ubatch {DEFAULT_N_UBATCH}, flash_attn {DEFAULT_FLASH_ATTN}; best of 2)")
+    table.section(
+        f"prefill sweep, in-process (defaults: {default_threads} thread(s), n_batch {DEFAULT_N_BATCH}, "
+        f"n_ubatch {DEFAULT_N_UBATCH}, flash_attn {DEFAULT_FLASH_ATTN}; best of 2)"
+    )
     for label, options in configs:
         c.note(f"prefill with {label}")
         llm = LocalLLM(path, **options)
@@ -211,13 +263,26 @@ def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> flo
             checksum = f"{d:064x}"
             path = f"fake/doc-{d:06d}.md"
             chunks = [
-                Chunk(id=f"{checksum[:12]}-{i}", brain="default", relative_path=path, chunk_index=i,
-                      content=f"Synthetic chunk {i} of fake document {d}, written for the retrieval latency benchmark.",
-                      checksum=checksum)
+                Chunk(
+                    id=f"{checksum[:12]}-{i}",
+                    brain="default",
+                    relative_path=path,
+                    chunk_index=i,
+                    content=f"Synthetic chunk {i} of fake document {d}, written for the retrieval latency benchmark.",
+                    checksum=checksum,
+                )
                 for i in range(CHUNKS_PER_DOC)
             ]
-            store.write_document(brain, root="/fake", relative_path=path, size=0, mtime_ns=0,
-                                 checksum=checksum, chunks=chunks, vectors=vectors)
+            store.write_document(
+                brain,
+                root="/fake",
+                relative_path=path,
+                size=0,
+                mtime_ns=0,
+                checksum=checksum,
+                chunks=chunks,
+                vectors=vectors,
+            )
     return time.perf_counter() - start
 
 
@@ -279,34 +344,61 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
         median_total = c.median(total_ms)
         p95_total = c.percentile(total_ms, 95)
         judged = size >= 100_000
-        how = (f"parallel over {store_module.PARTITIONS} partitions, {min(store_module.PARTITIONS, c.usable_cores())} threads"
-               if parallel else "one scan")
+        how = (
+            f"parallel over {store_module.PARTITIONS} partitions, {min(store_module.PARTITIONS, c.usable_cores())} threads"
+            if parallel
+            else "one scan"
+        )
         table.section(f"warm retrieval at {n:,} chunks ({len(queries)} queries, k=5)")
-        table.add("  brain build (not part of the target)", c.fmt_s(build_s),
-                  note=f"{n / build_s:,.0f} chunks/s written; database {c.fmt_bytes(db_bytes)}")
-        table.add("  query embedding, median / p95", f"{c.median(embed_ms):.1f} / {c.percentile(embed_ms, 95):.1f} ms",
-                  note=f"{embedder.last_backend} encoder")
-        table.add("  k-NN search, median / p95", f"{c.median(search_ms):.1f} / {c.percentile(search_ms, 95):.1f} ms",
-                  note=f"exact; {how}")
-        table.add("  embed + search, median", c.fmt_ms(median_total),
-                  f"<= {TARGET_RETRIEVAL_MS:g} ms" if judged else f"({TARGET_RETRIEVAL_MS:g} ms at 100k)",
-                  (median_total <= TARGET_RETRIEVAL_MS) if judged else None)
-        table.add("  embed + search, p95", c.fmt_ms(p95_total),
-                  f"<= {TARGET_RETRIEVAL_MS:g} ms" if judged else "",
-                  (p95_total <= TARGET_RETRIEVAL_MS) if judged else None)
-        table.add("  retrieve() end to end, median", c.fmt_ms(c.median(retrieve_ms)),
-                  note=f"{len(retrieve_ms)} queries; adds token counting of the hits")
-        table.add("  k-NN search on one thread, median / p95 (comparison)",
-                  f"{c.median(serial_ms):.1f} / {c.percentile(serial_ms, 95):.1f} ms")
-        table.add("  --hybrid: embed + vector + keyword search, median / p95",
-                  f"{c.median(hybrid_ms):.1f} / {c.percentile(hybrid_ms, 95):.1f} ms",
-                  note="every synthetic chunk shares most words: common words are left out from 20k chunks")
+        table.add(
+            "  brain build (not part of the target)",
+            c.fmt_s(build_s),
+            note=f"{n / build_s:,.0f} chunks/s written; database {c.fmt_bytes(db_bytes)}",
+        )
+        table.add(
+            "  query embedding, median / p95",
+            f"{c.median(embed_ms):.1f} / {c.percentile(embed_ms, 95):.1f} ms",
+            note=f"{embedder.last_backend} encoder",
+        )
+        table.add(
+            "  k-NN search, median / p95",
+            f"{c.median(search_ms):.1f} / {c.percentile(search_ms, 95):.1f} ms",
+            note=f"exact; {how}",
+        )
+        table.add(
+            "  embed + search, median",
+            c.fmt_ms(median_total),
+            f"<= {TARGET_RETRIEVAL_MS:g} ms" if judged else f"({TARGET_RETRIEVAL_MS:g} ms at 100k)",
+            (median_total <= TARGET_RETRIEVAL_MS) if judged else None,
+        )
+        table.add(
+            "  embed + search, p95",
+            c.fmt_ms(p95_total),
+            f"<= {TARGET_RETRIEVAL_MS:g} ms" if judged else "",
+            (p95_total <= TARGET_RETRIEVAL_MS) if judged else None,
+        )
+        table.add(
+            "  retrieve() end to end, median",
+            c.fmt_ms(c.median(retrieve_ms)),
+            note=f"{len(retrieve_ms)} queries; adds token counting of the hits",
+        )
+        table.add(
+            "  k-NN search on one thread, median / p95 (comparison)",
+            f"{c.median(serial_ms):.1f} / {c.percentile(serial_ms, 95):.1f} ms",
+        )
+        table.add(
+            "  --hybrid: embed + vector + keyword search, median / p95",
+            f"{c.median(hybrid_ms):.1f} / {c.percentile(hybrid_ms, 95):.1f} ms",
+            note="every synthetic chunk shares most words: common words are left out from 20k chunks",
+        )
         db.unlink()  # free the disk before the next size
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.splitlines()[0], extra=[
-        ("--sweep", "also measure prefill speed for a few llama.cpp settings (in-process)")])
+    args = c.parse_args(
+        __doc__.splitlines()[0],
+        extra=[("--sweep", "also measure prefill speed for a few llama.cpp settings (in-process)")],
+    )
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("locallens ask benchmark", args.quick)

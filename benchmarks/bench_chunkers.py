@@ -68,7 +68,9 @@ def index_once(tmp: Path, chunker: str, round_no: int) -> tuple[float, float, c.
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.splitlines()[0], ints=[("--rounds", f"rounds of the three runs (default {FULL_ROUNDS})")])
+    args = c.parse_args(
+        __doc__.splitlines()[0], ints=[("--rounds", f"rounds of the three runs (default {FULL_ROUNDS})")]
+    )
     rounds = args.rounds or (1 if args.quick else FULL_ROUNDS)
     c.offline_env()
     started = time.perf_counter()
@@ -91,21 +93,31 @@ def main() -> None:
                 lengths = chunk_lengths(db)
                 f.chunks = int(report["chunks"]["total"])
                 f.mean_tokens = statistics.fmean(lengths) if lengths else 0.0
-                c.note(f"round {round_no}/{rounds} {name}: {c.fmt_s(wall)} wall, {c.fmt_s(cpu)} CPU, "
-                       f"{f.chunks} chunks, load {c.load_average()}")
+                c.note(
+                    f"round {round_no}/{rounds} {name}: {c.fmt_s(wall)} wall, {c.fmt_s(cpu)} CPU, "
+                    f"{f.chunks} chunks, load {c.load_average()}"
+                )
 
     table = c.Table(f"locallens index sample_docs, fresh database, median of {rounds} round(s)")
     for name in CHUNKERS:
         f = figures[name]
         ratio = c.median(f.ratio)
         table.section(name)
-        table.add(f"{name}: index time", c.fmt_s(c.median(f.wall)), note=f"CPU {c.fmt_s(c.median(f.cpu))}, "
-                  f"peak RSS {c.fmt_bytes(f.peak_rss)}")
+        table.add(
+            f"{name}: index time",
+            c.fmt_s(c.median(f.wall)),
+            note=f"CPU {c.fmt_s(c.median(f.cpu))}, peak RSS {c.fmt_bytes(f.peak_rss)}",
+        )
         if name == "paragraph":
             table.add(f"{name}: ratio to paragraph", "1.00x")
         else:
-            table.add(f"{name}: ratio to paragraph", f"{ratio:.2f}x", f"<= {TARGET_RATIO:.0f}x", ratio <= TARGET_RATIO,
-                      note="median of the per-round ratios")
+            table.add(
+                f"{name}: ratio to paragraph",
+                f"{ratio:.2f}x",
+                f"<= {TARGET_RATIO:.0f}x",
+                ratio <= TARGET_RATIO,
+                note="median of the per-round ratios",
+            )
         table.add(f"{name}: chunks", str(f.chunks))
         table.add(f"{name}: mean chunk tokens", f"{f.mean_tokens:.0f}", note="tiktoken cl100k")
     table.print()

@@ -75,14 +75,22 @@ def retrieval(table: c.Table, store, brain, embedder, questions: list[dict]) -> 
             key = q["files"][0]
             qvec = embedder.encode_query(q["question"])
             expected = set(q["files"])
-            vector[key] = bool(expected & {h.chunk.relative_path for h in search(store, brain, q["question"], qvec, TOP_K)})
+            vector[key] = bool(
+                expected & {h.chunk.relative_path for h in search(store, brain, q["question"], qvec, TOP_K)}
+            )
             keyword[key] = bool(expected & set(files_of(store, store.keyword_search(brain, q["question"], TOP_K))))
-            hybrid[key] = bool(expected & {h.chunk.relative_path
-                                           for h in search(store, brain, q["question"], qvec, TOP_K, hybrid=True)})
+            hybrid[key] = bool(
+                expected
+                & {h.chunk.relative_path for h in search(store, brain, q["question"], qvec, TOP_K, hybrid=True)}
+            )
         table.section(f"hit@{TOP_K}, {label}")
         if label == "as shipped":
-            table.add("vector", hit_rate(vector), note=", ".join(f"{lang} {hit_rate(vector, lang)}" for lang in LANGUAGES))
-        table.add("keyword only", hit_rate(keyword), note=", ".join(f"{lang} {hit_rate(keyword, lang)}" for lang in LANGUAGES))
+            table.add(
+                "vector", hit_rate(vector), note=", ".join(f"{lang} {hit_rate(vector, lang)}" for lang in LANGUAGES)
+            )
+        table.add(
+            "keyword only", hit_rate(keyword), note=", ".join(f"{lang} {hit_rate(keyword, lang)}" for lang in LANGUAGES)
+        )
         table.add("hybrid", hit_rate(hybrid), note=", ".join(f"{lang} {hit_rate(hybrid, lang)}" for lang in LANGUAGES))
 
     run("as shipped")
@@ -98,8 +106,11 @@ def retrieval(table: c.Table, store, brain, embedder, questions: list[dict]) -> 
         started = time.perf_counter()
         store.keyword_search(brain, q["question"], 50)
         timings.append((time.perf_counter() - started) * 1000)
-    table.add("keyword search, median per question", c.fmt_ms(statistics.median(timings)),
-              note=f"{len(questions)} questions, 50 candidates as hybrid takes")
+    table.add(
+        "keyword search, median per question",
+        c.fmt_ms(statistics.median(timings)),
+        note=f"{len(questions)} questions, 50 candidates as hybrid takes",
+    )
 
 
 def trimming(table: c.Table, store, brain, embedder, questions: list[dict]) -> list[str]:  # type: ignore[no-untyped-def]
@@ -125,11 +136,19 @@ def trimming(table: c.Table, store, brain, embedder, questions: list[dict]) -> l
         after_tokens += trimmed.tiktoken_in_context
     share = kept / present if present else 0.0
     table.section("trimming at the defaults of `locallens trim` (threshold 0.38, window 0)")
-    table.add("answer kept", f"{kept}/{present} = {share:.2f}", f">= {TARGET_RETENTION:.2f}", share >= TARGET_RETENTION,
-              note="questions whose answer is in the untrimmed top-5")
+    table.add(
+        "answer kept",
+        f"{kept}/{present} = {share:.2f}",
+        f">= {TARGET_RETENTION:.2f}",
+        share >= TARGET_RETENTION,
+        note="questions whose answer is in the untrimmed top-5",
+    )
     if before_tokens:
-        table.add("tiktoken reduction", f"{100 * (1 - after_tokens / before_tokens):.1f}%",
-                  note=f"{before_tokens} -> {after_tokens} tokens over those questions")
+        table.add(
+            "tiktoken reduction",
+            f"{100 * (1 - after_tokens / before_tokens):.1f}%",
+            note=f"{before_tokens} -> {after_tokens} tokens over those questions",
+        )
     return lost
 
 
@@ -145,11 +164,16 @@ def tokens(table: c.Table, questions: list[dict]) -> None:
     english = [p.read_text(encoding="utf-8") for p in sorted(c.SAMPLE_DOCS.rglob("*.md")) if "notas" not in p.parts]
     table.section("tokens: sum over documents and questions (English: sample_docs/, for comparison)")
     for label, texts in [*groups.items(), ("en", english)]:
-        counts = {name: sum(len(enc.encode(t, disallowed_special=())) for t in texts) for name, enc in encodings.items()}
+        counts = {
+            name: sum(len(enc.encode(t, disallowed_special=())) for t in texts) for name, enc in encodings.items()
+        }
         estimate = sum(estimate_tokens(t) for t in texts)
         chars = sum(len(t) for t in texts)
-        table.add(f"{label}: estimate / cl100k / o200k", f"{estimate} / {counts['cl100k_base']} / {counts['o200k_base']}",
-                  note=f"{len(texts)} texts, {chars} characters; estimate / cl100k = {estimate / counts['cl100k_base']:.2f}")
+        table.add(
+            f"{label}: estimate / cl100k / o200k",
+            f"{estimate} / {counts['cl100k_base']} / {counts['o200k_base']}",
+            note=f"{len(texts)} texts, {chars} characters; estimate / cl100k = {estimate / counts['cl100k_base']:.2f}",
+        )
 
 
 def scale(table: c.Table, n: int, tmp: Path) -> None:
@@ -163,44 +187,82 @@ def scale(table: c.Table, n: int, tmp: Path) -> None:
     if not hasattr(store_module, "NO_SPACE_RUN"):
         table.add("scale", "skipped", note="no trigram index in the code under test")
         return
-    sentences = [line.strip() for path in sorted(DOCS.glob("*.md"))
-                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+    sentences = [
+        line.strip()
+        for path in sorted(DOCS.glob("*.md"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     rng = random.Random(0)
     db = tmp / "scale.db"
     with Store(db) as store:
         brain = store.create_brain("scale", "synthetic", 4, "paragraph", 220, 0)
         per_doc = 50
         for d in range(n // per_doc):
-            chunks = [Chunk(id=f"s{d}-{i}", brain="scale", relative_path=f"doc{d}.md", chunk_index=i,
-                            content="".join(rng.sample(sentences, 6)), checksum=f"s{d}") for i in range(per_doc)]
-            store.write_document(brain, root="/synthetic", relative_path=f"doc{d}.md", size=1, mtime_ns=1,
-                                 checksum=f"s{d}", chunks=chunks, vectors=np.ones((per_doc, 4), dtype=np.float32))
-        (text_bytes,), = store.execute("SELECT sum(length(CAST(content AS BLOB))) FROM chunks")
+            chunks = [
+                Chunk(
+                    id=f"s{d}-{i}",
+                    brain="scale",
+                    relative_path=f"doc{d}.md",
+                    chunk_index=i,
+                    content="".join(rng.sample(sentences, 6)),
+                    checksum=f"s{d}",
+                )
+                for i in range(per_doc)
+            ]
+            store.write_document(
+                brain,
+                root="/synthetic",
+                relative_path=f"doc{d}.md",
+                size=1,
+                mtime_ns=1,
+                checksum=f"s{d}",
+                chunks=chunks,
+                vectors=np.ones((per_doc, 4), dtype=np.float32),
+            )
+        ((text_bytes,),) = store.execute("SELECT sum(length(CAST(content AS BLOB))) FROM chunks")
         questions = [q["question"] for q in load_questions()]
         keyword, like = [], []
         for q in questions:
             started = time.perf_counter()
             store.keyword_search(brain, q, 50)
             keyword.append((time.perf_counter() - started) * 1000)
-            pieces = list(dict.fromkeys(run[i:i + 2] for run in store_module.NO_SPACE_RUN.findall(q)
-                                        for i in range(len(run) - 1)))
+            pieces = list(
+                dict.fromkeys(
+                    run[i : i + 2] for run in store_module.NO_SPACE_RUN.findall(q) for i in range(len(run) - 1)
+                )
+            )
             score = " + ".join("(instr(content, ?) > 0)" for _ in pieces)
             started = time.perf_counter()
-            store.execute(f"SELECT id FROM chunks WHERE brain_id = ? AND ({score}) > 0 ORDER BY {score} DESC LIMIT 50",
-                          [brain.id, *pieces, *pieces])
+            store.execute(
+                f"SELECT id FROM chunks WHERE brain_id = ? AND ({score}) > 0 ORDER BY {score} DESC LIMIT 50",
+                [brain.id, *pieces, *pieces],
+            )
             like.append((time.perf_counter() - started) * 1000)
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        trigram_pages = sum(r[0] for r in store.execute(
-            "SELECT count(*) FROM dbstat WHERE name LIKE 'chunks_trigram%'")) if _has_dbstat(store) else None
-        (page_size,), = store.execute("PRAGMA page_size")
+        trigram_pages = (
+            sum(r[0] for r in store.execute("SELECT count(*) FROM dbstat WHERE name LIKE 'chunks_trigram%'"))
+            if _has_dbstat(store)
+            else None
+        )
+        ((page_size,),) = store.execute("PRAGMA page_size")
     table.section(f"scale: {n} synthetic CJK chunks ({text_bytes / 1e6:.1f} MB of text)")
-    table.add("keyword search (words + trigrams), median", c.fmt_ms(statistics.median(keyword)),
-              note=f"max {c.fmt_ms(max(keyword))}")
-    table.add("LIKE scan of the 2-character pieces, median", c.fmt_ms(statistics.median(like)),
-              note=f"max {c.fmt_ms(max(like))}; no BM25, scores = pieces matched")
+    table.add(
+        "keyword search (words + trigrams), median",
+        c.fmt_ms(statistics.median(keyword)),
+        note=f"max {c.fmt_ms(max(keyword))}",
+    )
+    table.add(
+        "LIKE scan of the 2-character pieces, median",
+        c.fmt_ms(statistics.median(like)),
+        note=f"max {c.fmt_ms(max(like))}; no BM25, scores = pieces matched",
+    )
     if trigram_pages is not None:
-        table.add("trigram index size", c.fmt_bytes(trigram_pages * page_size),
-                  note=f"{trigram_pages * page_size / text_bytes:.1f} bytes per byte of UTF-8 text")
+        table.add(
+            "trigram index size",
+            c.fmt_bytes(trigram_pages * page_size),
+            note=f"{trigram_pages * page_size / text_bytes:.1f} bytes per byte of UTF-8 text",
+        )
 
 
 def _has_dbstat(store) -> bool:  # type: ignore[no-untyped-def]

@@ -148,9 +148,11 @@ def edit_one_paragraph(path: Path, round_: int) -> None:
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.splitlines()[0], extra=[(
-        "--with-slices", "also time encode() fed in the indexer's progress slices (one more encoding pass)")],
-        ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")])
+    args = c.parse_args(
+        __doc__.splitlines()[0],
+        extra=[("--with-slices", "also time encode() fed in the indexer's progress slices (one more encoding pass)")],
+        ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")],
+    )
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("locallens index benchmark", args.quick)
@@ -159,7 +161,9 @@ def main() -> None:
         raise SystemExit("--files must be at least 1")
     repeats = 1 if args.quick else 3
     partial = n_files < FULL_FILES
-    table = c.Table("Index benchmark" + (f" ({n_files} files: targets are for the full 2,000-file corpus)" if partial else ""))
+    table = c.Table(
+        "Index benchmark" + (f" ({n_files} files: targets are for the full 2,000-file corpus)" if partial else "")
+    )
 
     with c.bench_dir("bench-index") as tmp:
         from locallens.embedding import load_embedder
@@ -172,14 +176,22 @@ def main() -> None:
         unique = list(dict.fromkeys(texts))  # the indexer embeds each distinct text once
         table.section("corpus")
         table.add("files", f"{corpus.files:,}", note=f"{c.fmt_bytes(corpus.bytes)} of markdown")
-        table.add("chunks (paragraph, 220/40)", f"{len(texts):,}", "" if partial else ">= 2,000",
-                  None if partial else len(texts) >= 2000,
-                  note=f"{len(unique):,} distinct texts; {len(texts) / corpus.files:.2f} per file")
-        table.add("read + chunk, no embedding", c.fmt_s(read_chunk_s),
-                  note=f"{corpus.files / read_chunk_s:,.0f} files/s, in-process")
+        table.add(
+            "chunks (paragraph, 220/40)",
+            f"{len(texts):,}",
+            "" if partial else ">= 2,000",
+            None if partial else len(texts) >= 2000,
+            note=f"{len(unique):,} distinct texts; {len(texts) / corpus.files:.2f} per file",
+        )
+        table.add(
+            "read + chunk, no embedding",
+            c.fmt_s(read_chunk_s),
+            note=f"{corpus.files / read_chunk_s:,.0f} files/s, in-process",
+        )
 
         # (a) raw encode of exactly the texts the pipeline will embed.
         c.note("loading the embedding model")
+
         def load():  # type: ignore[no-untyped-def]
             loaded = load_embedder("auto")
             _ = loaded.model  # sentence-transformers too: an index run loads it for its bulk
@@ -189,23 +201,30 @@ def main() -> None:
         import torch
 
         embedder.encode(unique[:64])  # warm-up: first batches pay for lazy initialisation
-        c.note(f"raw encode of {len(unique):,} texts with {embedder.name} "
-               f"(torch threads: {torch.get_num_threads()})")
+        c.note(f"raw encode of {len(unique):,} texts with {embedder.name} (torch threads: {torch.get_num_threads()})")
         raw_s, raw_cpu, _ = c.timed_cpu(lambda: embedder.encode(unique))
         sliced_s = None
         if args.with_slices:
             c.note("encode again, fed in the indexer's progress slices")
             sliced_s, _ = c.timed(lambda: embedder.encode(unique, progress=lambda n: None))
         table.section("(a) raw encoding")
-        table.add("model", embedder.name, note=f"dim {embedder.dim}, device {embedder.device}, "
-                  f"torch threads {torch.get_num_threads()}, loaded in {load_s:.1f} s")
-        table.add("raw encode() time", c.fmt_s(raw_s),
-                  note=f"one call on all distinct chunk texts; CPU time {raw_cpu:.1f} s")
+        table.add(
+            "model",
+            embedder.name,
+            note=f"dim {embedder.dim}, device {embedder.device}, "
+            f"torch threads {torch.get_num_threads()}, loaded in {load_s:.1f} s",
+        )
+        table.add(
+            "raw encode() time", c.fmt_s(raw_s), note=f"one call on all distinct chunk texts; CPU time {raw_cpu:.1f} s"
+        )
         table.add("raw encode() throughput", f"{len(unique) / raw_s:.1f} chunks/s")
         if sliced_s is not None:
-            table.add("encode() in progress slices", c.fmt_s(sliced_s),
-                      note=f"{sliced_s / raw_s - 1:+.1%} vs one call (longest first, in slices of "
-                      f"{embedder.batch_size * 2} texts, as the indexer calls it)")
+            table.add(
+                "encode() in progress slices",
+                c.fmt_s(sliced_s),
+                note=f"{sliced_s / raw_s - 1:+.1%} vs one call (longest first, in slices of "
+                f"{embedder.batch_size * 2} texts, as the indexer calls it)",
+            )
 
         # (b) the whole pipeline, in-process, model already loaded.
         db = tmp / "index.db"
@@ -215,18 +234,36 @@ def main() -> None:
         overhead = index_s / raw_s - 1
         overhead_cpu = index_cpu / raw_cpu - 1
         table.section("(b) full index, in-process, model loaded")
-        table.add("index() wall time", c.fmt_s(index_s),
-                  note=f"{report.chunks_embedded:,} embedded, {report.chunks_reused:,} reused, "
-                  f"{report.chunks_total:,} stored")
-        table.add("pipeline throughput", f"{report.chunks_embedded / index_s:.1f} chunks/s",
-                  note=f"{corpus.files / index_s:.1f} files/s")
-        table.add("overhead vs raw encode", f"{overhead:+.1%}", f"<= {TARGET_OVERHEAD:.0%}",
-                  overhead <= TARGET_OVERHEAD, note="index wall time / raw encode wall time - 1")
-        table.add("overhead, in CPU time", f"{overhead_cpu:+.1%}", f"({TARGET_OVERHEAD:.0%})",
-                  note=f"index {index_cpu:.1f} s CPU / raw {raw_cpu:.1f} s CPU - 1; less sensitive to other jobs")
+        table.add(
+            "index() wall time",
+            c.fmt_s(index_s),
+            note=f"{report.chunks_embedded:,} embedded, {report.chunks_reused:,} reused, "
+            f"{report.chunks_total:,} stored",
+        )
+        table.add(
+            "pipeline throughput",
+            f"{report.chunks_embedded / index_s:.1f} chunks/s",
+            note=f"{corpus.files / index_s:.1f} files/s",
+        )
+        table.add(
+            "overhead vs raw encode",
+            f"{overhead:+.1%}",
+            f"<= {TARGET_OVERHEAD:.0%}",
+            overhead <= TARGET_OVERHEAD,
+            note="index wall time / raw encode wall time - 1",
+        )
+        table.add(
+            "overhead, in CPU time",
+            f"{overhead_cpu:+.1%}",
+            f"({TARGET_OVERHEAD:.0%})",
+            note=f"index {index_cpu:.1f} s CPU / raw {raw_cpu:.1f} s CPU - 1; less sensitive to other jobs",
+        )
         if report.chunks_embedded != len(unique):
-            table.add("check: embedded == distinct texts", f"{report.chunks_embedded} != {len(unique)}",
-                      note="the pipeline embedded a different set than the raw pass measured")
+            table.add(
+                "check: embedded == distinct texts",
+                f"{report.chunks_embedded} != {len(unique)}",
+                note="the pipeline embedded a different set than the raw pass measured",
+            )
 
         # (c) unchanged tree.
         c.note("reindex of the unchanged tree")
@@ -234,18 +271,28 @@ def main() -> None:
         reindex = [c.timed(lambda: index(request)) for _ in range(repeats)]
         reindex_s = c.median([s for s, _ in reindex])
         reembedded = max(r.chunks_embedded for _, r in reindex)
-        cli_runs = [c.run_child(c.cli_command("index", str(corpus.root), "--db", str(db), "--json"))
-                    for _ in range(repeats)]
+        cli_runs = [
+            c.run_child(c.cli_command("index", str(corpus.root), "--db", str(db), "--json")) for _ in range(repeats)
+        ]
         for run in cli_runs:
             c.check_child(run, "locallens index (unchanged)")
         cli_s = c.median([r.seconds for r in cli_runs])
         cli_inner = c.median([json.loads(r.stdout)["seconds"] for r in cli_runs])
         table.section(f"(c) reindex of the unchanged tree (median of {repeats})")
         table.add("walk only", c.fmt_s(walk_s), note=f"{corpus.files} files stat'ed")
-        table.add("reindex, in-process", c.fmt_s(reindex_s), f"<= {TARGET_REINDEX_S:g} s",
-                  reindex_s <= TARGET_REINDEX_S, note=f"chunks embedded: {reembedded}")
-        table.add("reindex, CLI process wall", c.fmt_s(cli_s), f"({TARGET_REINDEX_S:g} s)",
-                  note=f"the index work inside it: {cli_inner:.3f} s; the rest is start-up and imports")
+        table.add(
+            "reindex, in-process",
+            c.fmt_s(reindex_s),
+            f"<= {TARGET_REINDEX_S:g} s",
+            reindex_s <= TARGET_REINDEX_S,
+            note=f"chunks embedded: {reembedded}",
+        )
+        table.add(
+            "reindex, CLI process wall",
+            c.fmt_s(cli_s),
+            f"({TARGET_REINDEX_S:g} s)",
+            note=f"the index work inside it: {cli_inner:.3f} s; the rest is start-up and imports",
+        )
 
         # (d) one paragraph of the long file edited (again in each round: a new sentence each time).
         c.note(f"reindex after a one-paragraph edit ({repeats} rounds)")
@@ -256,31 +303,50 @@ def main() -> None:
         edit_s = c.median([s for s, _ in edits])
         edit_report = edits[-1][1]
         table.section(f"(d) one paragraph edited in one file (median of {repeats})")
-        table.add("reindex after the edit", c.fmt_s(edit_s),
-                  note=f"runs {', '.join(f'{s:.2f}' for s, _ in edits)} s; each: {edit_report.changed} changed file, "
-                  f"{'/'.join(str(r.chunks_embedded) for _, r in edits)} chunk(s) embedded, "
-                  f"{edit_report.chunks_reused} reused (the long file has {_chunks_of(corpus.long_file)} chunks)")
+        table.add(
+            "reindex after the edit",
+            c.fmt_s(edit_s),
+            note=f"runs {', '.join(f'{s:.2f}' for s, _ in edits)} s; each: {edit_report.changed} changed file, "
+            f"{'/'.join(str(r.chunks_embedded) for _, r in edits)} chunk(s) embedded, "
+            f"{edit_report.chunks_reused} reused (the long file has {_chunks_of(corpus.long_file)} chunks)",
+        )
 
         # (e) a full CLI run on a fresh database: wall time and the child's own peak RSS.
         c.note("full `locallens index` CLI run on a fresh database (peak RSS)")
         fresh = c.run_child(c.cli_command("index", str(corpus.root), "--db", str(tmp / "fresh.db"), "--json"))
         c.check_child(fresh, "locallens index (fresh)")
         fresh_json = json.loads(fresh.stdout)
-        children_max = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+        children_max = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * (
+            1 if sys.platform == "darwin" else 1024
+        )
         self_max = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
         table.section("(e) full index as a CLI process, fresh database")
-        table.add("CLI wall time", c.fmt_s(fresh.seconds),
-                  note=f"{fresh_json['chunks']['embedded']:,} embedded; index() inside it took "
-                  f"{fresh_json['seconds']:.1f} s (model load included), the rest is start-up and imports")
+        table.add(
+            "CLI wall time",
+            c.fmt_s(fresh.seconds),
+            note=f"{fresh_json['chunks']['embedded']:,} embedded; index() inside it took "
+            f"{fresh_json['seconds']:.1f} s (model load included), the rest is start-up and imports",
+        )
         cli_overhead = (fresh_json["seconds"] - load_s) / raw_s - 1
-        table.add("overhead vs raw encode, CLI run", f"{cli_overhead:+.1%}", f"({TARGET_OVERHEAD:.0%})",
-                  note=f"(index() {fresh_json['seconds']:.1f} s - model load {load_s:.1f} s as measured here) "
-                  f"/ raw encode - 1; a fresh process, so approximate")
-        table.add("peak RSS of the CLI process", c.fmt_bytes(fresh.max_rss_bytes), "<= 1.5 GB",
-                  fresh.max_rss_bytes <= TARGET_RSS_BYTES,
-                  note=f"wait4 of that child; RUSAGE_CHILDREN max {c.fmt_bytes(children_max)}")
-        table.add("peak RSS of this benchmark process", c.fmt_bytes(self_max),
-                  note="model + corpus texts + in-process runs (informational)")
+        table.add(
+            "overhead vs raw encode, CLI run",
+            f"{cli_overhead:+.1%}",
+            f"({TARGET_OVERHEAD:.0%})",
+            note=f"(index() {fresh_json['seconds']:.1f} s - model load {load_s:.1f} s as measured here) "
+            f"/ raw encode - 1; a fresh process, so approximate",
+        )
+        table.add(
+            "peak RSS of the CLI process",
+            c.fmt_bytes(fresh.max_rss_bytes),
+            "<= 1.5 GB",
+            fresh.max_rss_bytes <= TARGET_RSS_BYTES,
+            note=f"wait4 of that child; RUSAGE_CHILDREN max {c.fmt_bytes(children_max)}",
+        )
+        table.add(
+            "peak RSS of this benchmark process",
+            c.fmt_bytes(self_max),
+            note="model + corpus texts + in-process runs (informational)",
+        )
 
     table.print()
     c.print_end(started)

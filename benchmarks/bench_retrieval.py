@@ -71,6 +71,7 @@ class Corpus:
 
 def load_scifact(folder: Path, work: Path) -> Corpus:
     from locallens.evaluation.beir import load_beir, write_corpus
+
     try:
         from locallens.progress import NoProgress
     except ImportError:  # an older checkout
@@ -82,8 +83,11 @@ def load_scifact(folder: Path, work: Path) -> Corpus:
     raw_titles = getattr(dataset, "titles", None)
     if raw_titles:
         titles = {name: raw_titles.get(doc_id, "") for name, doc_id in files.names.items()}
-    queries = [Query(qid, dataset.queries[qid], rels) for qid, rels in dataset.qrels.items()
-               if dataset.queries.get(qid) and any(g > 0 for g in rels.values())]
+    queries = [
+        Query(qid, dataset.queries[qid], rels)
+        for qid, rels in dataset.qrels.items()
+        if dataset.queries.get(qid) and any(g > 0 for g in rels.values())
+    ]
     return Corpus("scifact", files.folder, files.names, queries, BEIR_CHUNKS, titles)
 
 
@@ -107,10 +111,13 @@ def load_stdlib(work: Path) -> Corpus:
 def load_sample() -> Corpus:
     """sample_docs/ with the project's own questions (tests/data/questions.jsonl): small, quick."""
     folder = c.SAMPLE_DOCS
-    names = {p.relative_to(folder).as_posix(): p.relative_to(folder).as_posix()
-             for p in folder.rglob("*") if p.is_file()}
+    names = {
+        p.relative_to(folder).as_posix(): p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+    }
     queries = []
-    for number, line in enumerate((c.ROOT / "tests" / "data" / "questions.jsonl").read_text(encoding="utf-8").splitlines()):
+    for number, line in enumerate(
+        (c.ROOT / "tests" / "data" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    ):
         item = json.loads(line) if line.strip() else {}
         if item.get("files"):
             queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
@@ -133,8 +140,9 @@ def build_index(corpus: Corpus, db: Path, settings: dict[str, Any], chunker: str
     extra = {k: v for k, v in settings.items() if supported(k)}
     if corpus.titles and supported("titles"):
         extra["titles"] = corpus.titles
-    request = IndexRequest(paths=[corpus.folder], db=db, brain="bench", device="cpu",
-                           chunking=ChunkSettings(strategy=chunker), **extra)
+    request = IndexRequest(
+        paths=[corpus.folder], db=db, brain="bench", device="cpu", chunking=ChunkSettings(strategy=chunker), **extra
+    )
     started = time.perf_counter()
     report = index(request)
     return time.perf_counter() - started, report.chunks_total
@@ -158,19 +166,30 @@ def derive_mean(source: Path, db: Path) -> None:
     with Store(db) as store:
         brain = store.get_brain("bench")
         with store.transaction():
-            rows = store.conn.execute("SELECT id, vectors FROM chunks WHERE brain_id = ? AND vectors > 1",
-                                      (brain.id,)).fetchall()
+            rows = store.conn.execute(
+                "SELECT id, vectors FROM chunks WHERE brain_id = ? AND vectors > 1", (brain.id,)
+            ).fetchall()
             for rowid, count in rows:
                 ids = [rowid + (w << WINDOW_SHIFT) for w in range(count)]
-                matrix = np.stack([np.frombuffer(store.conn.execute(
-                    f"SELECT embedding FROM {brain.vec_table} WHERE rowid = ?", (i,)).fetchone()[0], dtype=np.float32)
-                    for i in ids])
+                matrix = np.stack(
+                    [
+                        np.frombuffer(
+                            store.conn.execute(
+                                f"SELECT embedding FROM {brain.vec_table} WHERE rowid = ?", (i,)
+                            ).fetchone()[0],
+                            dtype=np.float32,
+                        )
+                        for i in ids
+                    ]
+                )
                 mean = matrix.mean(axis=0)
                 mean = (mean / np.linalg.norm(mean)).astype(np.float32)
                 for i in ids:
                     store.conn.execute(f"DELETE FROM {brain.vec_table} WHERE rowid = ?", (i,))
-                store.conn.execute(f"INSERT INTO {brain.vec_table}(rowid, part, embedding) VALUES (?, ?, ?)",
-                                   (rowid, rowid % PARTITIONS, mean.tobytes()))
+                store.conn.execute(
+                    f"INSERT INTO {brain.vec_table}(rowid, part, embedding) VALUES (?, ?, ?)",
+                    (rowid, rowid % PARTITIONS, mean.tobytes()),
+                )
             store.conn.execute("UPDATE chunks SET vectors = 1 WHERE brain_id = ?", (brain.id,))
             store.conn.execute("UPDATE brains SET multi_vector = 0 WHERE id = ?", (brain.id,))
 
@@ -189,13 +208,18 @@ def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[list[tuple[int,
         for query, qvec in zip(corpus.queries, qvecs, strict=True):
             dense = store.knn(brain, qvec, deep)
             keyword = store.keyword_search(brain, query.text, deep)
-            out.append(([(row_id[(h.chunk.id, h.chunk.relative_path)], h.chunk.relative_path, h.score) for h in dense],
-                        [(i, path[i]) for i in keyword]))
+            out.append(
+                (
+                    [(row_id[(h.chunk.id, h.chunk.relative_path)], h.chunk.relative_path, h.score) for h in dense],
+                    [(i, path[i]) for i in keyword],
+                )
+            )
     return out
 
 
-def fuse(dense: Sequence[tuple[int, str, float]], keyword: Sequence[tuple[int, str]], rrf_k: int,
-         depth: int, limit: int) -> list[str]:
+def fuse(
+    dense: Sequence[tuple[int, str, float]], keyword: Sequence[tuple[int, str]], rrf_k: int, depth: int, limit: int
+) -> list[str]:
     """Files of the fused ranking, as `retrieval.hybrid_search` ranks chunks (ties by cosine)."""
     scores: dict[int, float] = {}
     cosine = {i: s for i, _, s in dense}
@@ -226,11 +250,13 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     from locallens.store import Store
 
     ranks = rankings(corpus, db, qvecs)
-    result: dict[str, Any] = {"vector": score(corpus, [[p for _, p, _ in d[:corpus.depth]] for d, _ in ranks])}
+    result: dict[str, Any] = {"vector": score(corpus, [[p for _, p, _ in d[: corpus.depth]] for d, _ in ranks])}
     with Store(db, create=False) as store:
         brain = store.get_brain("bench")
-        hybrid = [[h.chunk.relative_path for h in search(store, brain, q.text, v, corpus.depth, hybrid=True)]
-                  for q, v in zip(corpus.queries, qvecs, strict=True)]
+        hybrid = [
+            [h.chunk.relative_path for h in search(store, brain, q.text, v, corpus.depth, hybrid=True)]
+            for q, v in zip(corpus.queries, qvecs, strict=True)
+        ]
     result["hybrid"] = score(corpus, hybrid)
     grid = {}
     for rrf_k in RRF_KS:
@@ -247,12 +273,19 @@ def main() -> None:
     parser.add_argument("--corpora", default="scifact,stdlib")
     parser.add_argument("--chunkers", default="paragraph")
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT, help="BEIR SciFact folder")
-    parser.add_argument("--work", type=Path, default=Path("/tmp/locallens-bench-retrieval"),
-                        help="folder for the corpora and the indexes (kept between runs)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/tmp/locallens-bench-retrieval"),
+        help="folder for the corpora and the indexes (kept between runs)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="append results as JSON lines here")
     parser.add_argument("--label", default="", help="a name for this checkout in the table")
-    parser.add_argument("--derive-mean", action="store_true",
-                        help="after each multi-vector config, also score its windows averaged (no second index)")
+    parser.add_argument(
+        "--derive-mean",
+        action="store_true",
+        help="after each multi-vector config, also score its windows averaged (no second index)",
+    )
     args = parser.parse_args()
     c.offline_env()
     started = time.perf_counter()
@@ -264,8 +297,10 @@ def main() -> None:
 
     embedder = load_embedder("auto", device="cpu")
     loaders: dict[str, Callable[[], Corpus]] = {
-        "scifact": lambda: load_scifact(args.scifact, args.work), "stdlib": lambda: load_stdlib(args.work),
-        "sample": load_sample}
+        "scifact": lambda: load_scifact(args.scifact, args.work),
+        "stdlib": lambda: load_stdlib(args.work),
+        "sample": load_sample,
+    }
     rows = []
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
@@ -285,13 +320,23 @@ def main() -> None:
                     variants.append((f"{label}(mean)", derived))
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
-                    row = {"corpus": corpus_name, "config": name, "chunker": chunker, "chunks": chunks,
-                           "index_s": round(seconds, 1), "load": c.load_average(), **result}
+                    row = {
+                        "corpus": corpus_name,
+                        "config": name,
+                        "chunker": chunker,
+                        "chunks": chunks,
+                        "index_s": round(seconds, 1),
+                        "load": c.load_average(),
+                        **result,
+                    }
                     rows.append(row)
                     for mode in ("vector", "hybrid"):
                         m = result[mode]
-                        print(f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
-                              f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds:.0f} s ({chunks} chunks)", flush=True)
+                        print(
+                            f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
+                            f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds:.0f} s ({chunks} chunks)",
+                            flush=True,
+                        )
                     if args.out:
                         with args.out.open("a", encoding="utf-8") as fh:
                             fh.write(json.dumps(row) + "\n")
@@ -301,8 +346,10 @@ def main() -> None:
     for row in rows:
         for mode in ("vector", "hybrid"):
             m = row[mode]
-            print(f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
-                  f"{m['ndcg@10']:.3f} | {row['index_s']:.0f} s |")
+            print(
+                f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
+                f"{m['ndcg@10']:.3f} | {row['index_s']:.0f} s |"
+            )
     c.print_end(started)
 
 

@@ -31,8 +31,11 @@ QUESTIONS_JSONL = c.ROOT / "tests" / "data" / "questions.jsonl"
 
 
 def questions() -> list[str]:
-    return [json.loads(line)["question"] for line in QUESTIONS_JSONL.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    return [
+        json.loads(line)["question"]
+        for line in QUESTIONS_JSONL.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def free_port() -> int:
@@ -162,24 +165,50 @@ def main() -> None:
     table.section("ask, default models, sample questions")
     table.add("cold CLI (one process per question)", summary(cold))
     table.add("warm HTTP, first request (loads models)", f"{first:.2f} s")
-    table.add("warm HTTP", summary(warm), target="<= 1.5 s median",
-              passed=c.median(warm) <= 1.5, note=f"{c.median(cold) / c.median(warm):.1f}x faster than cold (target >= 4x)")
-    table.add("warm HTTP, trim (window 1)", summary(trimmed),
-              note=f"{c.median(cold) / c.median(trimmed):.1f}x faster than cold; a shorter prompt to prefill")
-    table.add("warm HTTP, extractive (no LLM)", summary(extractive),
-              note=f"{c.median(cold) / c.median(extractive):.0f}x faster than cold")
+    table.add(
+        "warm HTTP",
+        summary(warm),
+        target="<= 1.5 s median",
+        passed=c.median(warm) <= 1.5,
+        note=f"{c.median(cold) / c.median(warm):.1f}x faster than cold (target >= 4x)",
+    )
+    table.add(
+        "warm HTTP, trim (window 1)",
+        summary(trimmed),
+        note=f"{c.median(cold) / c.median(trimmed):.1f}x faster than cold; a shorter prompt to prefill",
+    )
+    table.add(
+        "warm HTTP, extractive (no LLM)",
+        summary(extractive),
+        note=f"{c.median(cold) / c.median(extractive):.0f}x faster than cold",
+    )
     table.add("warm MCP (stdio), first call", f"{mcp_first:.2f} s")
     table.add("warm MCP (stdio)", summary(mcp), note=f"{c.median(cold) / c.median(mcp):.1f}x faster than cold")
-    table.add("prompt tokens from the KV cache", f"median {100 * c.median(cached):.0f}% of the prompt",
-              note="the shared prefix (template + rules) of a new question")
+    table.add(
+        "prompt tokens from the KV cache",
+        f"median {100 * c.median(cached):.0f}% of the prompt",
+        note="the shared prefix (template + rules) of a new question",
+    )
     table.section("batch")
-    table.add(f"ask --batch ({len(qs)} questions)", f"{batch.seconds:.1f} s",
-              note=f"{cold_total / batch.seconds:.1f}x faster than {len(qs)} CLI calls ({cold_total:.1f} s)")
+    table.add(
+        f"ask --batch ({len(qs)} questions)",
+        f"{batch.seconds:.1f} s",
+        note=f"{cold_total / batch.seconds:.1f}x faster than {len(qs)} CLI calls ({cold_total:.1f} s)",
+    )
     table.section("search and memory")
-    table.add("search via HTTP at 10k chunks", f"median {1000 * c.median(search):.0f} ms",
-              target="<= 50 ms", passed=c.median(search) <= 0.05, note="HTTP round trip included")
-    table.add("server RSS after 10 / 200 requests", f"{rss_10:.0f} / {rss_200:.0f} MB",
-              target="within 10%", passed=rss_200 <= 1.1 * rss_10)
+    table.add(
+        "search via HTTP at 10k chunks",
+        f"median {1000 * c.median(search):.0f} ms",
+        target="<= 50 ms",
+        passed=c.median(search) <= 0.05,
+        note="HTTP round trip included",
+    )
+    table.add(
+        "server RSS after 10 / 200 requests",
+        f"{rss_10:.0f} / {rss_200:.0f} MB",
+        target="within 10%",
+        passed=rss_200 <= 1.1 * rss_10,
+    )
     table.print()
     c.print_end(started)
 

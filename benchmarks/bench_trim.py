@@ -70,8 +70,9 @@ def pick_chunks(db: Path) -> list[Hit]:
     with Store(db, create=False) as store:
         brain = store.get_brain("default")
         rows = store.execute(
-            "SELECT chunk_id, relative_path, chunk_index, content, checksum FROM chunks WHERE brain_id = ?"
-            " ORDER BY id", (brain.id,))
+            "SELECT chunk_id, relative_path, chunk_index, content, checksum FROM chunks WHERE brain_id = ? ORDER BY id",
+            (brain.id,),
+        )
     ranked = sorted(rows, key=lambda r: (abs(count_tokens(r[3]) - TARGET_TOKENS), r[1], r[2]))
     picked, paths = [], set()
     for chunk_id, path, chunk_index, content, checksum in ranked:
@@ -127,33 +128,53 @@ def trim_overhead(table: c.Table, db: Path, repeats: int, cold_repeats: int) -> 
             encoder = SentenceEncoder(embedder, store)
             cached_ms.append(trim(encoder))
             cached_encoded.add(encoder.encoded)
-        (cached_rows,), = store.execute("SELECT count(*) FROM sentence_cache")
+        ((cached_rows,),) = store.execute("SELECT count(*) FROM sentence_cache")
 
         brain = store.get_brain("default")
         settings = TrimSettings(enabled=True, threshold=THRESHOLD, window=WINDOW)
         retrieve(store, brain, embedder, QUERY, 5, trim=settings)  # warms the cache for its hits
-        pipeline_ms = [retrieve(store, brain, embedder, QUERY, 5, trim=settings).timings_ms["trim_ms"]
-                       for _ in range(repeats)]
+        pipeline_ms = [
+            retrieve(store, brain, embedder, QUERY, 5, trim=settings).timings_ms["trim_ms"] for _ in range(repeats)
+        ]
 
     cached = c.median(cached_ms)
-    table.section(f"trim overhead: 5 chunks, {n_sentences} sentences, window {WINDOW} "
-                  f"(medians: cold of {cold_repeats}, the rest of {repeats})")
-    table.add("chunks", f"{len(hits)}, {sum(tokens)} tokens",
-              note=", ".join(f"{h.chunk.relative_path.split('/')[-1]}#{h.chunk.chunk_index} ({t})"
-                             for h, t in zip(hits, tokens)))
+    table.section(
+        f"trim overhead: 5 chunks, {n_sentences} sentences, window {WINDOW} "
+        f"(medians: cold of {cold_repeats}, the rest of {repeats})"
+    )
+    table.add(
+        "chunks",
+        f"{len(hits)}, {sum(tokens)} tokens",
+        note=", ".join(
+            f"{h.chunk.relative_path.split('/')[-1]}#{h.chunk.chunk_index} ({t})" for h, t in zip(hits, tokens)
+        ),
+    )
     table.add("split only", c.fmt_ms(c.median(split_ms)))
-    table.add("cold, store-backed encoder", c.fmt_ms(c.median(cold_ms)),
-              note=f"p95 {c.percentile(cold_ms, 95):.1f} ms; {sorted(cold_encoded)} sentences embedded per run, "
-              "then written to the cache")
-    table.add("cold, no store", c.fmt_ms(c.median(bare_ms)), note=f"p95 {c.percentile(bare_ms, 95):.1f} ms; pure embedding")
-    table.add("cold, no store, torch 1 thread", c.fmt_ms(c.median(one_thread_ms)),
-              note=f"diagnostic: torch.set_num_threads(1) (default {_default_threads()})")
-    table.add("cached, store-backed encoder", c.fmt_ms(cached), f"<= {TARGET_CACHED_MS:g} ms",
-              cached <= TARGET_CACHED_MS,
-              note=f"p95 {c.percentile(cached_ms, 95):.1f} ms; sentences embedded per run: {sorted(cached_encoded)}; "
-              f"{cached_rows} cached vectors")
-    table.add("retrieve(trim=on) trim_ms, cached", c.fmt_ms(c.median(pipeline_ms)),
-              note=f"question {QUERY!r}, its own top 5")
+    table.add(
+        "cold, store-backed encoder",
+        c.fmt_ms(c.median(cold_ms)),
+        note=f"p95 {c.percentile(cold_ms, 95):.1f} ms; {sorted(cold_encoded)} sentences embedded per run, "
+        "then written to the cache",
+    )
+    table.add(
+        "cold, no store", c.fmt_ms(c.median(bare_ms)), note=f"p95 {c.percentile(bare_ms, 95):.1f} ms; pure embedding"
+    )
+    table.add(
+        "cold, no store, torch 1 thread",
+        c.fmt_ms(c.median(one_thread_ms)),
+        note=f"diagnostic: torch.set_num_threads(1) (default {_default_threads()})",
+    )
+    table.add(
+        "cached, store-backed encoder",
+        c.fmt_ms(cached),
+        f"<= {TARGET_CACHED_MS:g} ms",
+        cached <= TARGET_CACHED_MS,
+        note=f"p95 {c.percentile(cached_ms, 95):.1f} ms; sentences embedded per run: {sorted(cached_encoded)}; "
+        f"{cached_rows} cached vectors",
+    )
+    table.add(
+        "retrieve(trim=on) trim_ms, cached", c.fmt_ms(c.median(pipeline_ms)), note=f"question {QUERY!r}, its own top 5"
+    )
 
 
 def _default_threads() -> int:
@@ -224,15 +245,27 @@ def splitter_throughput(table: c.Table, texts: list[str], corpus_mb: float, slic
     ours_piece_s, ours_piece_units = c.timed(lambda: sum(len(split_sentences(t)) for t in piece))
 
     table.section("sentence splitter throughput (UTF-8 MB/s, markdown from sample_docs/)")
-    table.add("split_sentences, per document", f"{size / per_doc_s:.2f} MB/s",
-              note=f"{size:.1f} MB, {len(corpus):,} documents in {per_doc_s:.1f} s; {units / per_doc_s:,.0f} sentences/s")
-    table.add("split_sentences, one string", f"{size / one_s:.2f} MB/s",
-              note=f"{size:.1f} MB in {one_s:.1f} s, {one_units:,} units (linearity check)")
-    table.add(f"split_sentences, {piece_size:.2f} MB slice", f"{piece_size / ours_piece_s:.2f} MB/s",
-              note=f"{ours_piece_units:,} units")
-    table.add(f"pysbd {pysbd.__version__}, same slice", f"{piece_size / pysbd_s:.3f} MB/s",
-              note=f"{pysbd_units:,} units in {pysbd_s:.1f} s; language='en', clean=False; measured on the "
-              f"slice only (slow); split_sentences is {pysbd_s / ours_piece_s:.0f}x faster")
+    table.add(
+        "split_sentences, per document",
+        f"{size / per_doc_s:.2f} MB/s",
+        note=f"{size:.1f} MB, {len(corpus):,} documents in {per_doc_s:.1f} s; {units / per_doc_s:,.0f} sentences/s",
+    )
+    table.add(
+        "split_sentences, one string",
+        f"{size / one_s:.2f} MB/s",
+        note=f"{size:.1f} MB in {one_s:.1f} s, {one_units:,} units (linearity check)",
+    )
+    table.add(
+        f"split_sentences, {piece_size:.2f} MB slice",
+        f"{piece_size / ours_piece_s:.2f} MB/s",
+        note=f"{ours_piece_units:,} units",
+    )
+    table.add(
+        f"pysbd {pysbd.__version__}, same slice",
+        f"{piece_size / pysbd_s:.3f} MB/s",
+        note=f"{pysbd_units:,} units in {pysbd_s:.1f} s; language='en', clean=False; measured on the "
+        f"slice only (slow); split_sentences is {pysbd_s / ours_piece_s:.0f}x faster",
+    )
 
 
 def main() -> None:

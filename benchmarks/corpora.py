@@ -37,16 +37,52 @@ def write_pydoc_corpus(dest: pathlib.Path) -> pathlib.Path:
 
 # Modules left out of the stdlib corpus: private ones, test suites, GUIs, and modules whose import
 # has side effects (`antigravity` opens a browser, `this` prints).
-_SKIPPED_PREFIXES = ("_", "test", "idlelib", "tkinter", "turtle", "lib2to3", "ensurepip", "pydoc_data",
-                     "antigravity", "this", "xxsubtype", "xxlimited", "distutils", "sre_", "encodings")
+_SKIPPED_PREFIXES = (
+    "_",
+    "test",
+    "idlelib",
+    "tkinter",
+    "turtle",
+    "lib2to3",
+    "ensurepip",
+    "pydoc_data",
+    "antigravity",
+    "this",
+    "xxsubtype",
+    "xxlimited",
+    "distutils",
+    "sre_",
+    "encodings",
+)
 # Submodules users look up by name, beside the top-level modules.
 _SUBMODULES = (
-    "collections.abc", "concurrent.futures", "email.message", "email.utils", "html.parser",
-    "http.client", "http.cookies", "http.server", "importlib.metadata", "importlib.resources",
-    "json.decoder", "json.encoder", "logging.config", "logging.handlers", "multiprocessing.pool",
-    "multiprocessing.shared_memory", "os.path", "unittest.mock", "urllib.parse", "urllib.request",
-    "urllib.robotparser", "wsgiref.simple_server", "xml.dom.minidom", "xml.etree.ElementTree",
-    "xml.sax", "xmlrpc.client", "zoneinfo",
+    "collections.abc",
+    "concurrent.futures",
+    "email.message",
+    "email.utils",
+    "html.parser",
+    "http.client",
+    "http.cookies",
+    "http.server",
+    "importlib.metadata",
+    "importlib.resources",
+    "json.decoder",
+    "json.encoder",
+    "logging.config",
+    "logging.handlers",
+    "multiprocessing.pool",
+    "multiprocessing.shared_memory",
+    "os.path",
+    "unittest.mock",
+    "urllib.parse",
+    "urllib.request",
+    "urllib.robotparser",
+    "wsgiref.simple_server",
+    "xml.dom.minidom",
+    "xml.etree.ElementTree",
+    "xml.sax",
+    "xmlrpc.client",
+    "zoneinfo",
 )
 # Pages longer than this are left out (builtins, ast, asyncio, ssl, typing, os...): a handful of
 # them would be half the corpus, and a corpus of ~4,000 chunks indexes in minutes.
@@ -89,8 +125,9 @@ def write_stdlib_corpus(dest: pathlib.Path, max_chars: int = MAX_PAGE_CHARS) -> 
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     names = stdlib_module_names()
-    done = subprocess.run([sys.executable, "-c", _RENDER, json.dumps(names)], capture_output=True,
-                          text=True, check=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", _RENDER, json.dumps(names)], capture_output=True, text=True, check=True, timeout=600
+    )
     pages: dict[str, str] = json.loads(done.stdout)
     for name, text in sorted(pages.items()):
         if len(text) > max_chars:
@@ -104,8 +141,11 @@ def write_stdlib_corpus(dest: pathlib.Path, max_chars: int = MAX_PAGE_CHARS) -> 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Write an evaluation corpus to a folder.")
     parser.add_argument("dest", type=pathlib.Path, help="destination folder (created if missing)")
-    parser.add_argument("--stdlib", action="store_true",
-                        help="the stdlib manual pages (pydoc MODULE) instead of the language-reference topics")
+    parser.add_argument(
+        "--stdlib",
+        action="store_true",
+        help="the stdlib manual pages (pydoc MODULE) instead of the language-reference topics",
+    )
     args = parser.parse_args(argv)
     out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))

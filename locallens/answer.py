@@ -109,8 +109,11 @@ class LoopGuard:
             if any(key.startswith(header) for header in self.PROMPT_HEADERS):
                 self.line = self.held = ""
                 return "".join(out), True
-            if key and not any(seen.startswith(key) for seen in self.seen) \
-                    and not any(header.startswith(key) for header in self.PROMPT_HEADERS):
+            if (
+                key
+                and not any(seen.startswith(key) for seen in self.seen)
+                and not any(header.startswith(key) for header in self.PROMPT_HEADERS)
+            ):
                 out.append(self.held)
                 self.held = ""
         return "".join(out), False
@@ -217,14 +220,19 @@ class AskResult:
                 out["model_answer"] = checked.raw
                 out["notices"] = checked.notices(self.show_unsupported)
         out["sources"] = [
-            {"n": n, "id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
-             "score": round(h.score, 4), "content": h.content,
-             **({"rerank_score": round(h.rerank_score, 4)} if h.rerank_score is not None else {})}
+            {
+                "n": n,
+                "id": h.id,
+                "path": h.chunk.relative_path,
+                "chunk_index": h.chunk.chunk_index,
+                "score": round(h.score, 4),
+                "content": h.content,
+                **({"rerank_score": round(h.rerank_score, 4)} if h.rerank_score is not None else {}),
+            }
             for n, h in enumerate(self.sources, start=1)
         ]
         out["dropped"] = [
-            {"id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index,
-             "score": round(h.score, 4)}
+            {"id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index, "score": round(h.score, 4)}
             for h in self.dropped
         ]
         r = self.retrieval
@@ -251,9 +259,18 @@ def _retrieve(request: AskRequest, store: Store, models: Models) -> tuple[Retrie
     t0 = time.perf_counter()
     embedder = models.embedder(brain.model, request.device)
     timings["embed_load_ms"] = (time.perf_counter() - t0) * 1000
-    result = retrieve(store, brain, embedder, request.question, request.top_k,
-                      min_score=request.min_score, path_glob=request.path_glob, trim=request.trim,
-                      rerank=request.rerank, hybrid=request.hybrid)
+    result = retrieve(
+        store,
+        brain,
+        embedder,
+        request.question,
+        request.top_k,
+        min_score=request.min_score,
+        path_glob=request.path_glob,
+        trim=request.trim,
+        rerank=request.rerank,
+        hybrid=request.hybrid,
+    )
     timings.update(result.timings_ms)
     return result, embedder, timings
 
@@ -276,7 +293,7 @@ def citation_grammar(n_excerpts: int) -> str:
     """
     numbers = " | ".join(f'"{n}"' for n in range(1, max(1, n_excerpts) + 1))
     return (
-        'root ::= sentence (sep sentence)*\n'
+        "root ::= sentence (sep sentence)*\n"
         'sentence ::= [^\\[\\]\\n]+ "[" cite "]" "."?\n'
         f"cite ::= {numbers}\n"
         'sep ::= " " | "\\n" | "\\n\\n"\n'
@@ -298,14 +315,16 @@ def generate_grounded(
     excerpts the model is never called. With `cite_grammar`, sampling is constrained by
     `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
     """
-    kept, dropped = fit_hits_to_context(question, hits, count_prompt_tokens=llm.count_prompt_tokens,
-                                        n_ctx=llm.n_ctx, max_tokens=max_tokens)
+    kept, dropped = fit_hits_to_context(
+        question, hits, count_prompt_tokens=llm.count_prompt_tokens, n_ctx=llm.n_ctx, max_tokens=max_tokens
+    )
     pieces: list[str] = []
     guard = LoopGuard()
     looping = False
     grammar = llm.compile_grammar(citation_grammar(len(kept))) if cite_grammar else None
-    stream = llm.stream_chat(build_grounded_history(question, kept), max_tokens=max_tokens,
-                             temperature=temperature, grammar=grammar)
+    stream = llm.stream_chat(
+        build_grounded_history(question, kept), max_tokens=max_tokens, temperature=temperature, grammar=grammar
+    )
     for piece in stream:
         shown, looping = guard.feed(piece)
         pieces.append(shown)
@@ -335,8 +354,9 @@ def checked_answer(
     excerpts' most relevant sentences, if any reaches `MIN_RELEVANCE`, else the plain refusal.
     Its claims are the model's (all withheld) followed by the extracted ones (all printed).
     """
-    checked = check_answer(model_answer, kept, question_vector, encode,
-                           show_unsupported=show_unsupported, question=question)
+    checked = check_answer(
+        model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
+    )
     if not checked.refused:
         return checked
     extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
@@ -345,9 +365,15 @@ def checked_answer(
     answer = extracted.answer
     if show_unsupported:  # the model's sentences follow, marked, as after a refusal
         answer += checked.answer.removeprefix(refusal(question))
-    return CheckedAnswer(raw=model_answer, claims=checked.claims + extracted.claims, answer=answer,
-                         withheld=checked.withheld, refused=False,
-                         check_ms=checked.check_ms + extracted.check_ms, fallback=True)
+    return CheckedAnswer(
+        raw=model_answer,
+        claims=checked.claims + extracted.claims,
+        answer=answer,
+        withheld=checked.withheld,
+        refused=False,
+        check_ms=checked.check_ms + extracted.check_ms,
+        fallback=True,
+    )
 
 
 def ask(request: AskRequest, models: Models | None = None) -> AskResult:
@@ -374,10 +400,18 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
             where = f" under {request.path_glob!r}" if request.path_glob else ""
             floor = f" with a score of at least {request.min_score}" if request.min_score is not None else ""
             raise NothingFoundError(f"nothing relevant found in brain {request.brain!r}{where}{floor}")
-        result = AskResult(question=question, retrieval=retrieval, sources=list(retrieval.hits),
-                           show_unsupported=request.show_unsupported,
-                           timings=timings, models={"embedding": embedder.name, "llm": None,
-                                                    **({"reranker": request.rerank.model} if request.rerank else {})})
+        result = AskResult(
+            question=question,
+            retrieval=retrieval,
+            sources=list(retrieval.hits),
+            show_unsupported=request.show_unsupported,
+            timings=timings,
+            models={
+                "embedding": embedder.name,
+                "llm": None,
+                **({"reranker": request.rerank.model} if request.rerank else {}),
+            },
+        )
         if request.context_only:
             return result
         encode = SentenceEncoder(embedder, store)
@@ -386,8 +420,9 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
             question_vector = embedder.encode_query(question)
         if request.extractive:
             result.mode = "extractive"
-            result.checked = extractive_answer(question, retrieval.hits, question_vector, encode,
-                                               max_tokens=request.max_tokens)
+            result.checked = extractive_answer(
+                question, retrieval.hits, question_vector, encode, max_tokens=request.max_tokens
+            )
             result.timings["extract_ms"] = result.checked.check_ms
             return result
 
@@ -395,8 +430,15 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
         result.sources, result.dropped = gen.kept, gen.dropped
         result.stopped_looping = gen.stopped_looping
         result.invalid_citations = gen.citations.invalid
-        result.checked = checked_answer(gen.answer, gen.kept, question, question_vector, encode,
-                                        max_tokens=request.max_tokens, show_unsupported=request.show_unsupported)
+        result.checked = checked_answer(
+            gen.answer,
+            gen.kept,
+            question,
+            question_vector,
+            encode,
+            max_tokens=request.max_tokens,
+            show_unsupported=request.show_unsupported,
+        )
         result.timings["check_ms"] = result.checked.check_ms
     return result
 
@@ -404,13 +446,20 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
 def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
     """Generate with the GGUF `request` names (or the packaged one) and record usage."""
     started = time.perf_counter()
-    with models.llm(request.llm, n_ctx=request.n_ctx, gpu_layers=request.gpu_layers, seed=request.seed,
-                    threads=request.threads) as llm:
+    with models.llm(
+        request.llm, n_ctx=request.n_ctx, gpu_layers=request.gpu_layers, seed=request.seed, threads=request.threads
+    ) as llm:
         # Loading the GGUF (cold), or waiting for the warm model's previous generation to end.
         result.timings["llm_load_ms"] = (time.perf_counter() - started) * 1000
         result.models["llm"] = llm.model_name
-        gen = generate_grounded(llm, question, hits, max_tokens=request.max_tokens,
-                                temperature=request.temperature, cite_grammar=request.cite_grammar)
+        gen = generate_grounded(
+            llm,
+            question,
+            hits,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            cite_grammar=request.cite_grammar,
+        )
     usage = gen.usage
     if usage is not None:
         result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens

@@ -96,8 +96,32 @@ _IDENT = re.compile(r"(?<!\w)(?:\w*[^\W\d]_\w*|_\w+|[^\W\d_]*[a-z][A-Z]\w*|[A-Z]
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _EDGE_PUNCT = ".,:;/-'’"
 # Capitalised words that are not names when they open a clause or a list entry.
-_NOT_NAMES = frozenset({"i", "a", "an", "the", "it", "this", "that", "these", "those", "yes", "no",
-                        "el", "la", "los", "las", "un", "una", "sí", "y", "o", "en", "de"})
+_NOT_NAMES = frozenset(
+    {
+        "i",
+        "a",
+        "an",
+        "the",
+        "it",
+        "this",
+        "that",
+        "these",
+        "those",
+        "yes",
+        "no",
+        "el",
+        "la",
+        "los",
+        "las",
+        "un",
+        "una",
+        "sí",
+        "y",
+        "o",
+        "en",
+        "de",
+    }
+)
 
 
 def _strip_token(token: str) -> str:
@@ -145,7 +169,7 @@ def extract_facts(claim: str) -> list[str]:
         if len(word) < 3 or not word[0].isupper() or word.lower() in _NOT_NAMES:
             continue
         before = claim[: match.start()].rstrip()
-        if not before or before[-1] in ":;.!?¿¡\"“«(-*#>":
+        if not before or before[-1] in ':;.!?¿¡"“«(-*#>':
             continue  # it opens the sentence, a clause or a list entry
         add(word, match.span())
     return facts
@@ -153,7 +177,176 @@ def extract_facts(claim: str) -> list[str]:
 
 # Function words, which a faithful paraphrase may add freely (English and Spanish); every other
 # word of a claim must occur in the excerpts or the question (see `novel_words`).
-_FUNCTION_WORDS_EN_ES = frozenset(["the", "and", "but", "that", "which", "who", "whom", "whose", "this", "these", "those", "with", "from", "into", "onto", "for", "are", "was", "were", "been", "being", "has", "have", "had", "does", "did", "not", "you", "your", "yours", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "its", "their", "there", "here", "then", "than", "also", "very", "such", "some", "any", "all", "each", "every", "both", "either", "neither", "nor", "what", "when", "where", "why", "how", "our", "ours", "we", "they", "them", "his", "her", "hers", "she", "him", "its", "yes", "however", "therefore", "thus", "because", "since", "while", "whereas", "although", "though", "unless", "until", "upon", "about", "above", "below", "after", "before", "just", "too", "instead", "other", "another", "same", "more", "most", "less", "least", "many", "much", "few", "own", "one", "ones", "use", "used", "el", "la", "los", "las", "una", "uno", "unos", "unas", "del", "que", "por", "para", "con", "sin", "pero", "como", "más", "muy", "este", "esta", "estos", "estas", "ese", "esa", "esos", "esas", "eso", "esto", "son", "está", "están", "ser", "hay", "sus", "nos", "les", "cual", "cuál", "cuales", "donde", "cuando", "porque", "pues", "también", "sino", "entre", "sobre", "tras", "desde", "hasta", "según", "otro", "otra", "otros", "otras", "mismo", "misma"])
+_FUNCTION_WORDS_EN_ES = frozenset(
+    [
+        "the",
+        "and",
+        "but",
+        "that",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "this",
+        "these",
+        "those",
+        "with",
+        "from",
+        "into",
+        "onto",
+        "for",
+        "are",
+        "was",
+        "were",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "does",
+        "did",
+        "not",
+        "you",
+        "your",
+        "yours",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "its",
+        "their",
+        "there",
+        "here",
+        "then",
+        "than",
+        "also",
+        "very",
+        "such",
+        "some",
+        "any",
+        "all",
+        "each",
+        "every",
+        "both",
+        "either",
+        "neither",
+        "nor",
+        "what",
+        "when",
+        "where",
+        "why",
+        "how",
+        "our",
+        "ours",
+        "we",
+        "they",
+        "them",
+        "his",
+        "her",
+        "hers",
+        "she",
+        "him",
+        "its",
+        "yes",
+        "however",
+        "therefore",
+        "thus",
+        "because",
+        "since",
+        "while",
+        "whereas",
+        "although",
+        "though",
+        "unless",
+        "until",
+        "upon",
+        "about",
+        "above",
+        "below",
+        "after",
+        "before",
+        "just",
+        "too",
+        "instead",
+        "other",
+        "another",
+        "same",
+        "more",
+        "most",
+        "less",
+        "least",
+        "many",
+        "much",
+        "few",
+        "own",
+        "one",
+        "ones",
+        "use",
+        "used",
+        "el",
+        "la",
+        "los",
+        "las",
+        "una",
+        "uno",
+        "unos",
+        "unas",
+        "del",
+        "que",
+        "por",
+        "para",
+        "con",
+        "sin",
+        "pero",
+        "como",
+        "más",
+        "muy",
+        "este",
+        "esta",
+        "estos",
+        "estas",
+        "ese",
+        "esa",
+        "esos",
+        "esas",
+        "eso",
+        "esto",
+        "son",
+        "está",
+        "están",
+        "ser",
+        "hay",
+        "sus",
+        "nos",
+        "les",
+        "cual",
+        "cuál",
+        "cuales",
+        "donde",
+        "cuando",
+        "porque",
+        "pues",
+        "también",
+        "sino",
+        "entre",
+        "sobre",
+        "tras",
+        "desde",
+        "hasta",
+        "según",
+        "otro",
+        "otra",
+        "otros",
+        "otras",
+        "mismo",
+        "misma",
+    ]
+)
 _WORDS = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -176,8 +369,43 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ua
 
 # Function characters and words a faithful paraphrase may add, as the English and Spanish list
 # above: Chinese/Japanese grammatical characters and Korean endings and conjunctions.
-_FUNCTION_HAN = frozenset("的了是在有和与及或要会能可以将被把也都就还而但这那其之为于个等请需应该所从到对由向给让使并且则即如若因此每各不没无吗呢吧")
-_FUNCTION_HANGUL = frozenset(["합니다", "입니다", "있습니다", "없습니다", "됩니다", "하세요", "해주세요", "주세요", "그리고", "그러나", "또는", "및", "또한", "하는", "있는", "없는", "되는", "한다", "된다", "있다", "없다", "이다", "하고", "해야", "합니까", "입니까", "있나요", "인가요", "그런데", "하지만"])
+_FUNCTION_HAN = frozenset(
+    "的了是在有和与及或要会能可以将被把也都就还而但这那其之为于个等请需应该所从到对由向给让使并且则即如若因此每各不没无吗呢吧"
+)
+_FUNCTION_HANGUL = frozenset(
+    [
+        "합니다",
+        "입니다",
+        "있습니다",
+        "없습니다",
+        "됩니다",
+        "하세요",
+        "해주세요",
+        "주세요",
+        "그리고",
+        "그러나",
+        "또는",
+        "및",
+        "또한",
+        "하는",
+        "있는",
+        "없는",
+        "되는",
+        "한다",
+        "된다",
+        "있다",
+        "없다",
+        "이다",
+        "하고",
+        "해야",
+        "합니까",
+        "입니까",
+        "있나요",
+        "인가요",
+        "그런데",
+        "하지만",
+    ]
+)
 
 
 def _word_keys(word: str) -> list[str]:
@@ -194,7 +422,6 @@ def vocabulary_of(text: str) -> set[str]:
     return {key for word in _WORDS.findall(text) for key in _word_keys(word)} | {
         key for run in _CJK_RUN.findall(text) for key in _word_keys(run)
     }
-
 
 
 def novel_words(claim: str, vocabulary: set[str]) -> list[str]:
@@ -272,10 +499,16 @@ class Claim:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "text": self.text, "supported": self.supported, "score": round(self.score, 4),
-            "source": self.source, "relevance": round(self.relevance, 4),
-            "facts_missing": self.facts_missing, "words_missing": self.words_missing, "citations": self.citations,
-            "citation_added": self.citation_added, "wrong_citation": self.wrong_citation,
+            "text": self.text,
+            "supported": self.supported,
+            "score": round(self.score, 4),
+            "source": self.source,
+            "relevance": round(self.relevance, 4),
+            "facts_missing": self.facts_missing,
+            "words_missing": self.words_missing,
+            "citations": self.citations,
+            "citation_added": self.citation_added,
+            "wrong_citation": self.wrong_citation,
             "extracted": self.extracted,
         }
 
@@ -298,18 +531,26 @@ class CheckedAnswer:
         shown = " (shown marked, as asked)" if show_unsupported else " (--show-unsupported shows them)"
         lines = []
         if self.refused or self.fallback:
-            why = ("its supported sentences do not answer the question" if any(c.supported for c in model)
-                   else "none of its sentences is supported by the excerpts")
-            instead = ("; shown instead: the excerpts' most relevant sentences" if self.fallback
-                       else "; nor is any excerpt sentence relevant enough to answer")
+            why = (
+                "its supported sentences do not answer the question"
+                if any(c.supported for c in model)
+                else "none of its sentences is supported by the excerpts"
+            )
+            instead = (
+                "; shown instead: the excerpts' most relevant sentences"
+                if self.fallback
+                else "; nor is any excerpt sentence relevant enough to answer"
+            )
             lines.append(f"the model's answer was withheld: {why}{instead}{shown if model else ''}")
         elif self.withheld:
-            lines.append(f"{self.withheld} sentence(s) of the model's answer withheld: not supported by the "
-                         f"excerpts{shown}")
+            lines.append(
+                f"{self.withheld} sentence(s) of the model's answer withheld: not supported by the excerpts{shown}"
+            )
         wrong = sum(len(c.wrong_citation) for c in model if c.supported)
         if wrong and not self.refused and not self.fallback:
-            lines.append(f"{wrong} citation(s) pointed at an excerpt that does not back the sentence and "
-                         "were corrected")
+            lines.append(
+                f"{wrong} citation(s) pointed at an excerpt that does not back the sentence and were corrected"
+            )
         return lines
 
     @property
@@ -324,9 +565,7 @@ class CheckedAnswer:
 
 # A citation group right after a sentence's final punctuation belongs to that sentence:
 # `... 5433. [1] The next` becomes `... 5433 [1]. The next`.
-_CITATION_AFTER_STOP = re.compile(
-    r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern + r"[ \t]*)+)(?=\s|$)"
-)
+_CITATION_AFTER_STOP = re.compile(r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern + r"[ \t]*)+)(?=\s|$)")
 _MARKUP_LEAD = re.compile(r"^(?:[\s#>*+\-|]|\d{1,3}[.)](?=\s))*")
 _EMPHASIS = re.compile(r"\*\*|__(?=\s)|(?<=\s)__")
 _HAS_ALNUM = re.compile(r"\w")
@@ -383,7 +622,9 @@ def excerpt_sentences(hits: Sequence[Hit]) -> _Excerpts:
     return _Excerpts(sentences, owner, [hit.content for hit in hits])
 
 
-def _backs(n: int, per_excerpt: dict[int, float], facts: Sequence[str], texts: Sequence[str], min_support: float) -> bool:
+def _backs(
+    n: int, per_excerpt: dict[int, float], facts: Sequence[str], texts: Sequence[str], min_support: float
+) -> bool:
     """Excerpt `n` backs a claim: similar enough to one of its sentences, or holding one of its facts."""
     if per_excerpt.get(n, 0.0) >= min_support:
         return True
@@ -436,7 +677,7 @@ def check_answer(
     claims: list[Claim] = []
     if claim_texts:
         vectors = unit_rows(np.asarray(encode(claim_texts + excerpts.sentences), dtype=np.float64))
-        claim_vectors, sentence_vectors = vectors[: len(claim_texts)], vectors[len(claim_texts):]
+        claim_vectors, sentence_vectors = vectors[: len(claim_texts)], vectors[len(claim_texts) :]
         query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(1, -1))[0]
         relevance = claim_vectors @ query
         similarity = claim_vectors @ sentence_vectors.T if excerpts.sentences else None
@@ -467,12 +708,25 @@ def check_answer(
             wrong = [n for n in valid if n not in right]
             add = source if supported and not right else None
             printed = with_citations(written, set(right), add) if supported else written
-            claims.append(Claim(
-                written=written, text=printed, claim=text, supported=supported, score=score,
-                source=source, evidence=evidence, relevance=float(relevance[row]), facts=facts,
-                facts_missing=missing, words_missing=novel, citations=right + ([add] if add is not None else []),
-                citation_added=add is not None, wrong_citation=wrong, invalid_citation=invalid,
-            ))
+            claims.append(
+                Claim(
+                    written=written,
+                    text=printed,
+                    claim=text,
+                    supported=supported,
+                    score=score,
+                    source=source,
+                    evidence=evidence,
+                    relevance=float(relevance[row]),
+                    facts=facts,
+                    facts_missing=missing,
+                    words_missing=novel,
+                    citations=right + ([add] if add is not None else []),
+                    citation_added=add is not None,
+                    wrong_citation=wrong,
+                    invalid_citation=invalid,
+                )
+            )
 
     answers_question = any(c.supported and c.relevance >= min_relevance for c in claims)
     withheld = sum(1 for c in claims if not c.supported)
@@ -483,16 +737,21 @@ def check_answer(
     else:
         printed = refusal(question)
     return CheckedAnswer(
-        raw=answer, claims=claims, answer=printed, withheld=withheld if answers_question else len(claims),
-        refused=not answers_question, check_ms=(time.perf_counter() - started) * 1000,
+        raw=answer,
+        claims=claims,
+        answer=printed,
+        withheld=withheld if answers_question else len(claims),
+        refused=not answers_question,
+        check_ms=(time.perf_counter() - started) * 1000,
     )
 
 
 UNSUPPORTED_MARK = "(unsupported)"
 
 
-def _layout(text: str, spans: list[tuple[int, int]], claims_at: list[int], claims: list[Claim],
-            show_unsupported: bool) -> str:
+def _layout(
+    text: str, spans: list[tuple[int, int]], claims_at: list[int], claims: list[Claim], show_unsupported: bool
+) -> str:
     """The printed claims, separated as in the answer: a blank line, a line break or a space."""
     out: list[str] = []
     for i, claim in zip(claims_at, claims):
@@ -528,12 +787,149 @@ REFUSALS: dict[str, str] = {
 
 # A few frequent function words per language; the language with most hits wins (English on a tie).
 _FUNCTION_WORDS: dict[str, frozenset[str]] = {
-    "en": frozenset(["the", "is", "are", "what", "which", "who", "how", "when", "where", "does", "do", "did", "of", "to", "in", "on", "for", "and", "a", "an", "can"]),
-    "es": frozenset(["el", "la", "los", "las", "qué", "cuál", "cuáles", "cómo", "cuándo", "dónde", "es", "son", "de", "del", "en", "para", "por", "y", "un", "una", "se"]),
-    "fr": frozenset(["le", "la", "les", "est", "sont", "quel", "quelle", "quels", "comment", "quand", "où", "de", "du", "des", "en", "pour", "et", "un", "une"]),
-    "de": frozenset(["der", "die", "das", "ist", "sind", "was", "welche", "welcher", "wie", "wann", "wo", "von", "zu", "in", "für", "und", "ein", "eine"]),
-    "pt": frozenset(["o", "a", "os", "as", "qual", "quais", "como", "quando", "onde", "é", "são", "de", "do", "da", "em", "para", "por", "e", "um", "uma"]),
-    "it": frozenset(["il", "lo", "la", "gli", "le", "è", "sono", "quale", "quali", "come", "quando", "dove", "di", "del", "della", "in", "per", "e", "un", "una"]),
+    "en": frozenset(
+        [
+            "the",
+            "is",
+            "are",
+            "what",
+            "which",
+            "who",
+            "how",
+            "when",
+            "where",
+            "does",
+            "do",
+            "did",
+            "of",
+            "to",
+            "in",
+            "on",
+            "for",
+            "and",
+            "a",
+            "an",
+            "can",
+        ]
+    ),
+    "es": frozenset(
+        [
+            "el",
+            "la",
+            "los",
+            "las",
+            "qué",
+            "cuál",
+            "cuáles",
+            "cómo",
+            "cuándo",
+            "dónde",
+            "es",
+            "son",
+            "de",
+            "del",
+            "en",
+            "para",
+            "por",
+            "y",
+            "un",
+            "una",
+            "se",
+        ]
+    ),
+    "fr": frozenset(
+        [
+            "le",
+            "la",
+            "les",
+            "est",
+            "sont",
+            "quel",
+            "quelle",
+            "quels",
+            "comment",
+            "quand",
+            "où",
+            "de",
+            "du",
+            "des",
+            "en",
+            "pour",
+            "et",
+            "un",
+            "une",
+        ]
+    ),
+    "de": frozenset(
+        [
+            "der",
+            "die",
+            "das",
+            "ist",
+            "sind",
+            "was",
+            "welche",
+            "welcher",
+            "wie",
+            "wann",
+            "wo",
+            "von",
+            "zu",
+            "in",
+            "für",
+            "und",
+            "ein",
+            "eine",
+        ]
+    ),
+    "pt": frozenset(
+        [
+            "o",
+            "a",
+            "os",
+            "as",
+            "qual",
+            "quais",
+            "como",
+            "quando",
+            "onde",
+            "é",
+            "são",
+            "de",
+            "do",
+            "da",
+            "em",
+            "para",
+            "por",
+            "e",
+            "um",
+            "uma",
+        ]
+    ),
+    "it": frozenset(
+        [
+            "il",
+            "lo",
+            "la",
+            "gli",
+            "le",
+            "è",
+            "sono",
+            "quale",
+            "quali",
+            "come",
+            "quando",
+            "dove",
+            "di",
+            "del",
+            "della",
+            "in",
+            "per",
+            "e",
+            "un",
+            "una",
+        ]
+    ),
 }
 
 

@@ -98,11 +98,18 @@ app = typer.Typer(
 BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
 DbOpt = typer.Option(None, "--db", envvar="LOCALLENS_DB", help="Database file [default: $LOCALLENS_HOME/index.db].")
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
-HybridOpt = typer.Option(False, "--hybrid/--no-hybrid", envvar="LOCALLENS_HYBRID",
-                         help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.")
-QuietOpt = typer.Option(False, "--quiet", "-q",
-                        help="Print only what needs a person (errors, skipped files): for cron and scripts.")
-DeviceOpt = typer.Option(DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}.")
+HybridOpt = typer.Option(
+    False,
+    "--hybrid/--no-hybrid",
+    envvar="LOCALLENS_HYBRID",
+    help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.",
+)
+QuietOpt = typer.Option(
+    False, "--quiet", "-q", help="Print only what needs a person (errors, skipped files): for cron and scripts."
+)
+DeviceOpt = typer.Option(
+    DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}."
+)
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
 
 
@@ -141,8 +148,9 @@ def stdout_console() -> Console:
 
     # Not a TTY (a pipe, cron): plain text, no ANSI codes, no wrapping at 80 columns.
     if not sys.stdout.isatty():
-        console = Console(file=sys.stdout, no_color=True, color_system=None, highlight=False,
-                          soft_wrap=True, width=10_000)
+        console = Console(
+            file=sys.stdout, no_color=True, color_system=None, highlight=False, soft_wrap=True, width=10_000
+        )
     else:
         console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
     console.on_broken_pipe = _pipe_closed  # type: ignore[method-assign]
@@ -232,8 +240,12 @@ class RichProgress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=stderr_console(), transient=True,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=stderr_console(),
+            transient=True,
         )
         self.tasks: dict[str, Any] = {}
         self.totals: dict[str, int] = {}
@@ -280,32 +292,89 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
 ) -> None:
     """Chat with your files, locally."""
 
 
-@app.command(epilog="Examples:\n\n  locallens index ./notes\n\n  locallens index ./notes ./docs --brain work --json\n\n"
-             "  locallens index ./notes --dry-run\n\n  locallens index ./notes --model bge-small --rebuild")
+@app.command(
+    epilog="Examples:\n\n  locallens index ./notes\n\n  locallens index ./notes ./docs --brain work --json\n\n"
+    "  locallens index ./notes --dry-run\n\n  locallens index ./notes --model bge-small --rebuild"
+)
 def index(
     paths: list[Path] = typer.Argument(..., help="Folders or files to index.", show_default=False),
     brain: str = BrainOpt,
     db: Path | None = DbOpt,
-    chunk_size: int = typer.Option(DEFAULT_CHUNK_SIZE, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."),
-    chunk_overlap: int = typer.Option(DEFAULT_CHUNK_OVERLAP, "--chunk-overlap", min=0, envvar="LOCALLENS_CHUNK_OVERLAP", help="Tokens shared by consecutive chunks."),
-    chunker: str = typer.Option(DEFAULT_CHUNKER, "--chunker", envvar="LOCALLENS_CHUNKER", help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic."),
-    model: str = typer.Option("auto", "--model", "-m", envvar="LOCALLENS_MODEL", help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder."),
+    chunk_size: int = typer.Option(
+        DEFAULT_CHUNK_SIZE, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."
+    ),
+    chunk_overlap: int = typer.Option(
+        DEFAULT_CHUNK_OVERLAP,
+        "--chunk-overlap",
+        min=0,
+        envvar="LOCALLENS_CHUNK_OVERLAP",
+        help="Tokens shared by consecutive chunks.",
+    ),
+    chunker: str = typer.Option(
+        DEFAULT_CHUNKER,
+        "--chunker",
+        envvar="LOCALLENS_CHUNKER",
+        help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic.",
+    ),
+    model: str = typer.Option(
+        "auto",
+        "--model",
+        "-m",
+        envvar="LOCALLENS_MODEL",
+        help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
+    ),
     device: str = DeviceOpt,
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
-    max_file_mb: float = typer.Option(10.0, "--max-file-mb", min=0.0, envvar="LOCALLENS_MAX_FILE_MB", callback=_number(), help="Skip files larger than this."),
-    rebuild: bool = typer.Option(False, "--rebuild", help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete."),
+    max_file_mb: float = typer.Option(
+        10.0,
+        "--max-file-mb",
+        min=0.0,
+        envvar="LOCALLENS_MAX_FILE_MB",
+        callback=_number(),
+        help="Skip files larger than this.",
+    ),
+    rebuild: bool = typer.Option(
+        False,
+        "--rebuild",
+        help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete.",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; touch nothing."),
-    sentence_vectors: bool = typer.Option(False, "--sentence-vectors", help="Also embed every sentence now, so trimming at question time embeds nothing."),
-    prune_missing: bool = typer.Option(False, "--prune-missing", help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted)."),
-    wait: float = typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", callback=_number(allow_inf=True), help="Seconds to wait for another index run to finish."),
-    headers: bool | None = typer.Option(None, "--headers/--no-headers", show_default=False, help="Embed each chunk with its document title and section headings, also keyword-indexed (a new brain: off). Recorded in the brain; changing it needs --rebuild."),
-    multi_vector: bool | None = typer.Option(None, "--multi-vector/--no-multi-vector", show_default=False, help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild."),
+    sentence_vectors: bool = typer.Option(
+        False, "--sentence-vectors", help="Also embed every sentence now, so trimming at question time embeds nothing."
+    ),
+    prune_missing: bool = typer.Option(
+        False,
+        "--prune-missing",
+        help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted).",
+    ),
+    wait: float = typer.Option(
+        0.0,
+        "--wait",
+        min=0.0,
+        envvar="LOCALLENS_WAIT",
+        callback=_number(allow_inf=True),
+        help="Seconds to wait for another index run to finish.",
+    ),
+    headers: bool | None = typer.Option(
+        None,
+        "--headers/--no-headers",
+        show_default=False,
+        help="Embed each chunk with its document title and section headings, also keyword-indexed (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
+    ),
+    multi_vector: bool | None = typer.Option(
+        None,
+        "--multi-vector/--no-multi-vector",
+        show_default=False,
+        help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -316,11 +385,22 @@ def index(
         from locallens.indexer import index as run_index
 
         request = IndexRequest(
-            paths=paths, db=_db(db), brain=brain,
-            chunking=ChunkSettings(chunk_size, chunk_overlap, chunker), model=model, device=device,
-            include=include, exclude=exclude, max_bytes=int(max_file_mb * 1024 * 1024),
-            rebuild=rebuild, dry_run=dry_run, wait=wait, sentence_vectors=sentence_vectors,
-            prune_missing=prune_missing, headers=headers, multi_vector=multi_vector,
+            paths=paths,
+            db=_db(db),
+            brain=brain,
+            chunking=ChunkSettings(chunk_size, chunk_overlap, chunker),
+            model=model,
+            device=device,
+            include=include,
+            exclude=exclude,
+            max_bytes=int(max_file_mb * 1024 * 1024),
+            rebuild=rebuild,
+            dry_run=dry_run,
+            wait=wait,
+            sentence_vectors=sentence_vectors,
+            prune_missing=prune_missing,
+            headers=headers,
+            multi_vector=multi_vector,
         )
         with progress_for_stderr(quiet) as bar:
             report = run_index(request, bar)
@@ -330,8 +410,10 @@ def index(
             for message in report.notes:
                 note(message)
         if report.over_length and not quiet:
-            note(f"{report.over_length} chunk(s) are longer than the embedding model's "
-                 "window and were embedded in windows (whole, not truncated)")
+            note(
+                f"{report.over_length} chunk(s) are longer than the embedding model's "
+                "window and were embedded in windows (whole, not truncated)"
+            )
         if json_out:
             print_json(report.as_json())
         elif not quiet:
@@ -349,9 +431,19 @@ def index(
 
 
 # The models' options, shared by ask, serve and mcp.
-LlmOpt = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct].")
-CtxOpt = typer.Option(DEFAULT_N_CTX, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own).")
-ThreadsOpt = typer.Option(None, "--threads", min=1, envvar="LOCALLENS_THREADS", help="CPU threads for the LLM [default: every core; fewer on a busy machine].")
+LlmOpt = typer.Option(
+    None, "--llm", envvar="LOCALLENS_LLM", help="A GGUF file [default: the packaged SmolLM2-135M-Instruct]."
+)
+CtxOpt = typer.Option(
+    DEFAULT_N_CTX, "--ctx", min=0, envvar="LOCALLENS_CTX", help="Context window in tokens (0: the model's own)."
+)
+ThreadsOpt = typer.Option(
+    None,
+    "--threads",
+    min=1,
+    envvar="LOCALLENS_THREADS",
+    help="CPU threads for the LLM [default: every core; fewer on a busy machine].",
+)
 GpuOpt = typer.Option(0, "--gpu-layers", envvar="LOCALLENS_GPU_LAYERS", help="Layers to offload to a GPU (-1: all).")
 
 
@@ -371,37 +463,94 @@ def _trim_settings(trim: bool | None, threshold: float | None, window: int, min_
     return trim_settings_from_env(trim, threshold, window, min_sentences)
 
 
-@app.command(epilog="Examples:\n\n  locallens ask \"How long is parental leave?\"\n\n"
-             "  echo \"¿Qué puerto usa la VPN?\" | locallens ask - --json\n\n"
-             "  locallens ask \"deploy steps\" --path 'engineering/*' --context-only\n\n"
-             "  locallens ask \"...\" --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --trim")
+@app.command(
+    epilog='Examples:\n\n  locallens ask "How long is parental leave?"\n\n'
+    '  echo "¿Qué puerto usa la VPN?" | locallens ask - --json\n\n'
+    "  locallens ask \"deploy steps\" --path 'engineering/*' --context-only\n\n"
+    '  locallens ask "..." --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --trim'
+)
 def ask(
     question: str | None = typer.Argument(None, help="The question, or - to read it from stdin.", show_default=False),
     brain: str = BrainOpt,
     db: Path | None = DbOpt,
-    top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."),
-    min_score: float | None = typer.Option(None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."),
-    path: str | None = typer.Option(None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."),
+    top_k: int = typer.Option(
+        DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
+    ),
+    min_score: float | None = typer.Option(
+        None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."
+    ),
+    path: str | None = typer.Option(
+        None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
+    ),
     llm: str | None = LlmOpt,
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, callback=_number(), help="0 is deterministic."),
     ctx: int = CtxOpt,
     gpu_layers: int = GpuOpt,
     threads: int | None = ThreadsOpt,
-    context_only: bool = typer.Option(False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."),
-    trim: bool | None = typer.Option(None, "--trim/--no-trim", envvar="LOCALLENS_TRIM", show_envvar=False, help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off]."),
-    threshold: float | None = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help=f"Trimming threshold, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}."),
-    window: int = typer.Option(DEFAULT_ASK_TRIM_WINDOW, "--window", min=0, help="Neighbour sentences kept around each relevant one when trimming."),
+    context_only: bool = typer.Option(
+        False, "--context-only", help="Print the numbered excerpts that would go to the model; never load it."
+    ),
+    trim: bool | None = typer.Option(
+        None,
+        "--trim/--no-trim",
+        envvar="LOCALLENS_TRIM",
+        show_envvar=False,
+        help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off].",
+    ),
+    threshold: float | None = typer.Option(
+        None,
+        "--threshold",
+        envvar="LOCALLENS_TRIM_THRESHOLD",
+        show_envvar=False,
+        callback=_number(-1.0, 1.0),
+        help=f"Trimming threshold, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}.",
+    ),
+    window: int = typer.Option(
+        DEFAULT_ASK_TRIM_WINDOW,
+        "--window",
+        min=0,
+        help="Neighbour sentences kept around each relevant one when trimming.",
+    ),
     hybrid: bool = HybridOpt,
-    rerank: str | None = typer.Option(None, "--rerank", envvar="LOCALLENS_RERANK", help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off]."),
-    candidates: int = typer.Option(DEFAULT_RERANK_CANDIDATES, "--candidates", min=1, help="Stage-1 candidates for --rerank."),
-    min_relevance: float = typer.Option(DEFAULT_MIN_RELEVANCE, "--min-relevance", callback=_number(), help="Drop reranked excerpts scoring below this (0..1)."),
+    rerank: str | None = typer.Option(
+        None,
+        "--rerank",
+        envvar="LOCALLENS_RERANK",
+        help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off].",
+    ),
+    candidates: int = typer.Option(
+        DEFAULT_RERANK_CANDIDATES, "--candidates", min=1, help="Stage-1 candidates for --rerank."
+    ),
+    min_relevance: float = typer.Option(
+        DEFAULT_MIN_RELEVANCE,
+        "--min-relevance",
+        callback=_number(),
+        help="Drop reranked excerpts scoring below this (0..1).",
+    ),
     device: str = DeviceOpt,
-    extractive: bool = typer.Option(False, "--extractive", help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic)."),
-    show_unsupported: bool = typer.Option(False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."),
-    cite_grammar: bool = typer.Option(False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."),
-    batch: str | None = typer.Option(None, "--batch", help="JSONL questions ({\"question\", ...}) from this file or - (stdin); JSONL answers out, one model load for all."),
-    server: str | None = typer.Option(None, "--server", envvar="LOCALLENS_SERVER", help="Ask a running `locallens serve` at this URL (answers locally if it is down)."),
+    extractive: bool = typer.Option(
+        False,
+        "--extractive",
+        help="No LLM: answer with the excerpts' most relevant sentences, each cited (instant, deterministic).",
+    ),
+    show_unsupported: bool = typer.Option(
+        False, "--show-unsupported", help="Also print the sentences the excerpts do not support, marked (unsupported)."
+    ),
+    cite_grammar: bool = typer.Option(
+        False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."
+    ),
+    batch: str | None = typer.Option(
+        None,
+        "--batch",
+        help='JSONL questions ({"question", ...}) from this file or - (stdin); JSONL answers out, one model load for all.',
+    ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="LOCALLENS_SERVER",
+        help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
+    ),
     token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
@@ -418,12 +567,25 @@ def ask(
         from locallens.retrieval import RerankSettings
 
         request = AskRequest(
-            question="-" if batch is not None else _read_question(question), db=_db(db), brain=brain, top_k=top_k, min_score=min_score,
-            path_glob=path, llm=llm, max_tokens=max_tokens, temperature=temperature, n_ctx=ctx,
-            gpu_layers=gpu_layers, threads=threads, context_only=context_only,
-            trim=_trim_settings(trim, threshold, window), device=device,
+            question="-" if batch is not None else _read_question(question),
+            db=_db(db),
+            brain=brain,
+            top_k=top_k,
+            min_score=min_score,
+            path_glob=path,
+            llm=llm,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            n_ctx=ctx,
+            gpu_layers=gpu_layers,
+            threads=threads,
+            context_only=context_only,
+            trim=_trim_settings(trim, threshold, window),
+            device=device,
             rerank=RerankSettings(rerank, candidates, min_relevance, device) if rerank else None,
-            hybrid=hybrid, extractive=extractive, show_unsupported=show_unsupported,
+            hybrid=hybrid,
+            extractive=extractive,
+            show_unsupported=show_unsupported,
             cite_grammar=cite_grammar,
         )
         if batch is not None:
@@ -457,9 +619,16 @@ def _plain_context(hits: list[Any]) -> str:
 
 def _tool_arguments(request: Any) -> dict[str, Any]:
     """The `ask` tool's arguments (service.TOOLS) for a request built from the flags."""
-    return {"question": request.question, "brain": request.brain, "top_k": request.top_k,
-            "trim": request.trim.enabled, "hybrid": request.hybrid, "extractive": request.extractive,
-            "max_tokens": request.max_tokens, **({"path": request.path_glob} if request.path_glob else {})}
+    return {
+        "question": request.question,
+        "brain": request.brain,
+        "top_k": request.top_k,
+        "trim": request.trim.enabled,
+        "hybrid": request.hybrid,
+        "extractive": request.extractive,
+        "max_tokens": request.max_tokens,
+        **({"path": request.path_glob} if request.path_glob else {}),
+    }
 
 
 def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any] | None:
@@ -483,8 +652,10 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
     answer and its sources (or the JSON) on stdout."""
     if data.get("dropped") and not quiet:
-        warn(f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
-             + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"]))
+        warn(
+            f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
+            + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
+        )
     if data.get("stopped_looping") and not quiet:
         warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
@@ -496,14 +667,19 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
     out.print(clean(data.get("answer") or "", multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
-        out.print(f"\n(trimmed context: {tokens['context_before_trim']} → {tokens['context_in_prompt']} tokens)",
-                  markup=False, style="dim")
+        out.print(
+            f"\n(trimmed context: {tokens['context_before_trim']} → {tokens['context_in_prompt']} tokens)",
+            markup=False,
+            style="dim",
+        )
     out.print("\nSources:", markup=False, style="bold")
     cited = set(data.get("citations", []))
     for source in data["sources"]:
         mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
-        out.print(f"[{source['n']}] {clean(source['path'])}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
-                  markup=False)
+        out.print(
+            f"[{source['n']}] {clean(source['path'])}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
+            markup=False,
+        )
 
 
 def _ask_batch(path: str, defaults: Any) -> int:
@@ -518,8 +694,17 @@ def _ask_batch(path: str, defaults: Any) -> int:
             lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read --batch {path}: {exc}") from None
-    service = _service(defaults.db, defaults.brain, defaults.llm, defaults.n_ctx, defaults.threads,
-                       defaults.gpu_layers, defaults.device, defaults.hybrid, defaults.max_tokens)
+    service = _service(
+        defaults.db,
+        defaults.brain,
+        defaults.llm,
+        defaults.n_ctx,
+        defaults.threads,
+        defaults.gpu_layers,
+        defaults.device,
+        defaults.hybrid,
+        defaults.max_tokens,
+    )
     base = {k: v for k, v in _tool_arguments(defaults).items() if k not in ("question", "brain")}
     failed = 0
     try:
@@ -537,27 +722,46 @@ def _ask_batch(path: str, defaults: Any) -> int:
                 sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
             except LocallensError as exc:
                 failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code},
-                                            ensure_ascii=False) + "\n")
+                sys.stdout.write(
+                    json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code}, ensure_ascii=False)
+                    + "\n"
+                )
             sys.stdout.flush()
     finally:
         service.close()
     return EXIT_SKIPPED if failed else 0
 
 
-@app.command(epilog="Examples:\n\n  locallens trim \"how do I roll back a deploy?\"\n\n"
-             "  locallens trim \"VPN port\" --threshold 0.45 --window 1 --verbose\n\n"
-             "  cat notes.md | locallens trim \"budget\" --text - --json")
+@app.command(
+    epilog='Examples:\n\n  locallens trim "how do I roll back a deploy?"\n\n'
+    '  locallens trim "VPN port" --threshold 0.45 --window 1 --verbose\n\n'
+    '  cat notes.md | locallens trim "budget" --text - --json'
+)
 def trim(
     query: str = typer.Argument(..., help="The question to trim against.", show_default=False),
     brain: str = BrainOpt,
     db: Path | None = DbOpt,
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
-    threshold: float | None = typer.Option(None, "--threshold", envvar="LOCALLENS_TRIM_THRESHOLD", show_envvar=False, callback=_number(-1.0, 1.0), help=f"Keep sentences scoring at least this, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}."),
-    min_sentences: int = typer.Option(DEFAULT_MIN_SENTENCES, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."),
-    window: int = typer.Option(DEFAULT_TRIM_WINDOW, "--window", min=0, help="Also keep this many neighbours of every kept sentence."),
-    text: str | None = typer.Option(None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."),
-    model: str = typer.Option("auto", "--model", "-m", help="Embedding model for --text (with an index, the brain's own)."),
+    threshold: float | None = typer.Option(
+        None,
+        "--threshold",
+        envvar="LOCALLENS_TRIM_THRESHOLD",
+        show_envvar=False,
+        callback=_number(-1.0, 1.0),
+        help=f"Keep sentences scoring at least this, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}.",
+    ),
+    min_sentences: int = typer.Option(
+        DEFAULT_MIN_SENTENCES, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."
+    ),
+    window: int = typer.Option(
+        DEFAULT_TRIM_WINDOW, "--window", min=0, help="Also keep this many neighbours of every kept sentence."
+    ),
+    text: str | None = typer.Option(
+        None, "--text", help="Trim this file (or - for stdin) as one chunk instead of searching the index."
+    ),
+    model: str = typer.Option(
+        "auto", "--model", "-m", help="Embedding model for --text (with an index, the brain's own)."
+    ),
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every sentence with its score, kept or dropped."),
@@ -583,60 +787,103 @@ def trim(
             result = trim_from_index(_db(db), brain, query, top_k, settings, device=device, hybrid=hybrid)
         if not result.hits:
             fail(f"nothing relevant found in brain {brain!r}", 4)
-        reduction = (100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
-                     if result.tokens_before else 0.0)
+        reduction = (
+            100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
+            if result.tokens_before
+            else 0.0
+        )
         if json_out:
-            print_json({
-                "query": query,
-                "chunks": [
-                    {"id": d.original.id, "path": d.original.chunk.relative_path,
-                     "chunk_index": d.original.chunk.chunk_index, "score": round(d.original.score, 4),
-                     "content": d.original.content, "trimmed": d.hit.content, "kept": d.kept,
-                     "sentences": d.sentences, "sentence_scores": [round(x, 4) for x in d.scores]}
-                    for d in result.trim_details
-                ],
-                "tokens_before": result.tokens_before,
-                "tokens_in_context": result.tokens_in_context,
-                "tiktoken_before": result.tiktoken_before,
-                "tiktoken_in_context": result.tiktoken_in_context,
-                "reduction_pct": round(reduction, 1),
-                "threshold": settings.threshold, "window": settings.window, "min_sentences": settings.min_sentences,
-            })
+            print_json(
+                {
+                    "query": query,
+                    "chunks": [
+                        {
+                            "id": d.original.id,
+                            "path": d.original.chunk.relative_path,
+                            "chunk_index": d.original.chunk.chunk_index,
+                            "score": round(d.original.score, 4),
+                            "content": d.original.content,
+                            "trimmed": d.hit.content,
+                            "kept": d.kept,
+                            "sentences": d.sentences,
+                            "sentence_scores": [round(x, 4) for x in d.scores],
+                        }
+                        for d in result.trim_details
+                    ],
+                    "tokens_before": result.tokens_before,
+                    "tokens_in_context": result.tokens_in_context,
+                    "tiktoken_before": result.tiktoken_before,
+                    "tiktoken_in_context": result.tiktoken_in_context,
+                    "reduction_pct": round(reduction, 1),
+                    "threshold": settings.threshold,
+                    "window": settings.window,
+                    "min_sentences": settings.min_sentences,
+                }
+            )
             return
         out = stdout_console()
         for n, d in enumerate(result.trim_details, start=1):
             c = d.original.chunk
-            out.print(f"[{n}] {clean(c.relative_path)}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
-                      f"{len(d.kept)}/{len(d.sentences)} sentences kept", markup=False, style="bold")
+            out.print(
+                f"[{n}] {clean(c.relative_path)}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
+                f"{len(d.kept)}/{len(d.sentences)} sentences kept",
+                markup=False,
+                style="bold",
+            )
             if verbose:
                 kept = set(d.kept)
                 for i, (sentence, score) in enumerate(zip(d.sentences, d.scores)):
                     flag = "keep" if i in kept else "drop"
-                    out.print(f"  {flag} {score:+.3f}  {clean(sentence)}", markup=False,
-                              style=None if i in kept else "dim")
+                    out.print(
+                        f"  {flag} {score:+.3f}  {clean(sentence)}", markup=False, style=None if i in kept else "dim"
+                    )
             else:
                 out.print(clean(d.hit.content, multiline=True), markup=False)
             out.print("", markup=False)
-        out.print(f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
-                  f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})", markup=False)
+        out.print(
+            f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
+            f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})",
+            markup=False,
+        )
 
 
-@app.command("eval", epilog="Examples:\n\n  locallens eval tests/data/questions.jsonl\n\n"
-             "  locallens eval questions.txt --thresholds 0.3,0.4,0.5 --windows 0,1 --csv sweep.csv --plot sweep.png\n\n"
-             "  locallens eval questions.jsonl --answers --judge ~/models/qwen2.5-3b-instruct-q4_k_m.gguf --json\n\n"
-             "  locallens eval --beir ~/datasets/beir-scifact")
+@app.command(
+    "eval",
+    epilog="Examples:\n\n  locallens eval tests/data/questions.jsonl\n\n"
+    "  locallens eval questions.txt --thresholds 0.3,0.4,0.5 --windows 0,1 --csv sweep.csv --plot sweep.png\n\n"
+    "  locallens eval questions.jsonl --answers --judge ~/models/qwen2.5-3b-instruct-q4_k_m.gguf --json\n\n"
+    "  locallens eval --beir ~/datasets/beir-scifact",
+)
 def eval_(
-    questions: Path | None = typer.Argument(None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False),
+    questions: Path | None = typer.Argument(
+        None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False
+    ),
     brain: str = BrainOpt,
     db: Path | None = DbOpt,
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Excerpts per question."),
-    thresholds: str = typer.Option(",".join(f"{t:g}" for t in DEFAULT_EVAL_THRESHOLDS), "--thresholds", help="Trimming thresholds to sweep (comma-separated)."),
-    windows: str = typer.Option(",".join(map(str, DEFAULT_EVAL_WINDOWS)), "--windows", help="Trimming windows to sweep (comma-separated)."),
-    answers: bool = typer.Option(False, "--answers", help="Also generate answers and judge faithfulness, context precision and citations."),
-    llm: str | None = typer.Option(None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."),
-    judge: str | None = typer.Option(None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."),
-    extractive: bool = typer.Option(False, "--extractive", help="With --answers: answer as `ask --extractive` does (no generator)."),
-    beir: Path | None = typer.Option(None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."),
+    thresholds: str = typer.Option(
+        ",".join(f"{t:g}" for t in DEFAULT_EVAL_THRESHOLDS),
+        "--thresholds",
+        help="Trimming thresholds to sweep (comma-separated).",
+    ),
+    windows: str = typer.Option(
+        ",".join(map(str, DEFAULT_EVAL_WINDOWS)), "--windows", help="Trimming windows to sweep (comma-separated)."
+    ),
+    answers: bool = typer.Option(
+        False, "--answers", help="Also generate answers and judge faithfulness, context precision and citations."
+    ),
+    llm: str | None = typer.Option(
+        None, "--llm", envvar="LOCALLENS_LLM", help="GGUF that answers (with --answers) [default: the packaged LLM]."
+    ),
+    judge: str | None = typer.Option(
+        None, "--judge", help="GGUF that judges (with --answers) [default: the packaged LLM]."
+    ),
+    extractive: bool = typer.Option(
+        False, "--extractive", help="With --answers: answer as `ask --extractive` does (no generator)."
+    ),
+    beir: Path | None = typer.Option(
+        None, "--beir", help="Run a BEIR-layout dataset folder instead (corpus.jsonl, queries.jsonl, qrels/test.tsv)."
+    ),
     model: str = typer.Option("auto", "--model", "-m", help="Embedding model for the --beir brain."),
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
@@ -653,9 +900,19 @@ def eval_(
         if (questions is None) == (beir is None):
             raise UsageError("give either a QUESTIONS file or --beir DIR")
         request = EvalRequest(
-            db=_db(db), brain=brain, questions=questions, beir=beir, top_k=top_k,
-            thresholds=parse_thresholds(thresholds), windows=parse_windows(windows), answers=answers,
-            llm=llm, judge=judge, device=device, model=None if model == "auto" else model, hybrid=hybrid,
+            db=_db(db),
+            brain=brain,
+            questions=questions,
+            beir=beir,
+            top_k=top_k,
+            thresholds=parse_thresholds(thresholds),
+            windows=parse_windows(windows),
+            answers=answers,
+            llm=llm,
+            judge=judge,
+            device=device,
+            model=None if model == "auto" else model,
+            hybrid=hybrid,
             extractive=extractive,
         )
         with progress_for_stderr(quiet) as bar:
@@ -671,21 +928,45 @@ def eval_(
             stdout_console().print(clean(report.render_text(), multiline=True), markup=False)
 
 
-def _service(db: Path, brain: str, llm: str | None, ctx: int, threads: int | None,
-             gpu_layers: int, device: str, hybrid: bool, max_tokens: int = DEFAULT_MAX_TOKENS) -> Any:
+def _service(
+    db: Path,
+    brain: str,
+    llm: str | None,
+    ctx: int,
+    threads: int | None,
+    gpu_layers: int,
+    device: str,
+    hybrid: bool,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> Any:
     from locallens.service import Service, ServiceSettings
 
-    return Service(ServiceSettings(db=db, brain=brain, llm=llm, n_ctx=ctx, threads=threads, gpu_layers=gpu_layers,
-                                   device=device, hybrid=hybrid, max_tokens=max_tokens))
+    return Service(
+        ServiceSettings(
+            db=db,
+            brain=brain,
+            llm=llm,
+            n_ctx=ctx,
+            threads=threads,
+            gpu_layers=gpu_layers,
+            device=device,
+            hybrid=hybrid,
+            max_tokens=max_tokens,
+        )
+    )
 
 
-@app.command(epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
-             "  curl -s localhost:8765/ask -d '{\"question\": \"Which port does staging use?\"}'\n\n"
-             "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0")
+@app.command(
+    epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
+    '  curl -s localhost:8765/ask -d \'{"question": "Which port does staging use?"}\'\n\n'
+    "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0"
+)
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
-    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."
+    ),
     brain: str = BrainOpt,
     db: Path | None = DbOpt,
     llm: str | None = LlmOpt,
@@ -713,8 +994,10 @@ def serve(
             service.close()
 
 
-@app.command(epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
-             "  locallens mcp --http 127.0.0.1:8766")
+@app.command(
+    epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
+    "  locallens mcp --http 127.0.0.1:8766"
+)
 def mcp(
     http: str | None = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
     brain: str = BrainOpt,
@@ -725,7 +1008,9 @@ def mcp(
     gpu_layers: int = GpuOpt,
     device: str = DeviceOpt,
     hybrid: bool = HybridOpt,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -770,8 +1055,11 @@ def status(
         if quiet:
             return
         out = stdout_console()
-        out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB, "
-                  f"{info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM)", markup=False)
+        out.print(
+            f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB, "
+            f"{info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM)",
+            markup=False,
+        )
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)
         for b in info["brains"]:
@@ -804,4 +1092,3 @@ def main() -> None:
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(0)
-

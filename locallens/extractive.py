@@ -85,11 +85,28 @@ def extractive_answer(
             break
         seen.add(key)
         used_tokens += tokens
-        claims.append(Claim(
-            written=sentence, text=with_citations(text, set(), n), claim=text, supported=True, score=1.0, source=n,
-            evidence=sentence, relevance=score, citations=[n], citation_added=True, extracted=True,
-        ))
+        claims.append(
+            Claim(
+                written=sentence,
+                text=with_citations(text, set(), n),
+                claim=text,
+                supported=True,
+                score=1.0,
+                source=n,
+                evidence=sentence,
+                relevance=score,
+                citations=[n],
+                citation_added=True,
+                extracted=True,
+            )
+        )
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
-    return CheckedAnswer(raw=answer, claims=claims, answer=answer, withheld=0, refused=refused,
-                         check_ms=(time.perf_counter() - started) * 1000)
+    return CheckedAnswer(
+        raw=answer,
+        claims=claims,
+        answer=answer,
+        withheld=0,
+        refused=refused,
+        check_ms=(time.perf_counter() - started) * 1000,
+    )

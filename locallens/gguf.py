@@ -27,8 +27,17 @@ GGUF_MAGIC = b"GGUF"
 
 # GGUF metadata value types -> struct format of a scalar (8 = string, 9 = array handled apart).
 _SCALAR_FORMATS: dict[int, str] = {
-    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-    10: "<Q", 11: "<q", 12: "<d",
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
 }
 _STRING, _ARRAY = 8, 9
 
@@ -36,12 +45,38 @@ _STRING, _ARRAY = 8, 9
 # A type missing here (a newer quantisation) only makes the size check less tight for that
 # tensor: its offset still has to lie inside the file.
 _GGML_BLOCKS: dict[int, tuple[int, int]] = {
-    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
-    9: (32, 36), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
-    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98),
-    19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136),
-    24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
-    34: (256, 54), 35: (256, 66), 39: (32, 17),
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    9: (32, 36),
+    10: (256, 84),
+    11: (256, 110),
+    12: (256, 144),
+    13: (256, 176),
+    14: (256, 210),
+    15: (256, 292),
+    16: (256, 66),
+    17: (256, 74),
+    18: (256, 98),
+    19: (256, 50),
+    20: (32, 18),
+    21: (256, 110),
+    22: (256, 82),
+    23: (256, 136),
+    24: (1, 1),
+    25: (1, 2),
+    26: (1, 4),
+    27: (1, 8),
+    28: (1, 8),
+    29: (256, 56),
+    30: (1, 2),
+    34: (256, 54),
+    35: (256, 66),
+    39: (32, 17),
 }
 
 
@@ -155,9 +190,7 @@ def _parse_header(path: Path, reader: _Reader, file_size: int) -> GGUFInfo:
         for _ in range(n_kv):
             key = reader.string().decode("utf-8", "replace")
             vtype = reader.unpack("<I")
-            keep = key in ("general.architecture", "general.alignment") or key.endswith(
-                wanted_suffixes
-            )
+            keep = key in ("general.architecture", "general.alignment") or key.endswith(wanted_suffixes)
             value = reader.value(vtype, keep=keep)
             if key == "tokenizer.chat_template":
                 meta[key] = True
@@ -189,9 +222,7 @@ def _parse_header(path: Path, reader: _Reader, file_size: int) -> GGUFInfo:
         nbytes = (n_elements // block[0]) * block[1] if block else 1
         required = max(required, data_start + offset + nbytes)
     if required > file_size:
-        raise ModelUnavailableError(
-            f"GGUF file is truncated ({file_size} of {required} bytes present): {path}"
-        )
+        raise ModelUnavailableError(f"GGUF file is truncated ({file_size} of {required} bytes present): {path}")
 
     arch_raw = meta.get("general.architecture")
     architecture = arch_raw.decode("utf-8", "replace") if isinstance(arch_raw, bytes) else None

@@ -77,8 +77,13 @@ def headings(document: Document) -> list[Heading]:
             continue
         following = lines[number + 1] if number + 1 < len(lines) else ""
         stripped = line.strip()
-        if stripped and not line[0].isspace() and _UNDERLINE.match(following) \
-                and len(following.strip()) >= min(len(stripped), 3) and not _UNDERLINE.match(line):
+        if (
+            stripped
+            and not line[0].isspace()
+            and _UNDERLINE.match(following)
+            and len(following.strip()) >= min(len(stripped), 3)
+            and not _UNDERLINE.match(line)
+        ):
             mark = following.strip()[0]
             if suffix in _MARKDOWN or suffix not in {".rst", ".txt"}:
                 if mark not in "=-":

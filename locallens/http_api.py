@@ -37,8 +37,12 @@ from locallens.errors import LocallensError, UsageError
 from locallens.service import Service
 
 MAX_BODY = 1_000_000  # bytes; a question is capped far below this
-_STATUS_BY_EXIT = {2: HTTPStatus.BAD_REQUEST, 3: HTTPStatus.NOT_FOUND, 4: HTTPStatus.UNPROCESSABLE_ENTITY,
-                   6: HTTPStatus.SERVICE_UNAVAILABLE}
+_STATUS_BY_EXIT = {
+    2: HTTPStatus.BAD_REQUEST,
+    3: HTTPStatus.NOT_FOUND,
+    4: HTTPStatus.UNPROCESSABLE_ENTITY,
+    6: HTTPStatus.SERVICE_UNAVAILABLE,
+}
 _POST_TOOLS = {"/ask": "ask", "/search": "search", "/get": "get"}
 
 
@@ -97,9 +101,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         url = urlparse(self.path)
         if url.path == "/health":
-            self._send(HTTPStatus.OK, {"ok": True, "version": __version__,
-                                       "uptime_s": round(time.time() - self.service.started, 1),
-                                       "requests": self.service.requests})
+            self._send(
+                HTTPStatus.OK,
+                {
+                    "ok": True,
+                    "version": __version__,
+                    "uptime_s": round(time.time() - self.service.started, 1),
+                    "requests": self.service.requests,
+                },
+            )
             return
         if not self._authorised():
             return
@@ -151,11 +161,16 @@ class ServerUnavailable(Exception):
     """The server did not answer (down, refused, timed out): the caller works locally instead."""
 
 
-def post(url: str, endpoint: str, body: dict[str, Any], *, token: str | None = None,
-         timeout: float = 600.0) -> tuple[int, dict[str, Any]]:
+def post(
+    url: str, endpoint: str, body: dict[str, Any], *, token: str | None = None, timeout: float = 600.0
+) -> tuple[int, dict[str, Any]]:
     """POST JSON to a locallens server: (HTTP status, JSON body). ServerUnavailable when unreachable."""
-    request = urllib.request.Request(url.rstrip("/") + endpoint, data=json.dumps(body).encode("utf-8"),
-                                     headers={"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        url.rstrip("/") + endpoint,
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -171,5 +186,8 @@ def post(url: str, endpoint: str, body: dict[str, Any], *, token: str | None = N
 
 
 def print_listening(host: str, port: int) -> None:
-    print(f"locallens: serving on http://{host}:{port} (POST /ask /search /get, GET /status /health)",
-          file=sys.stderr, flush=True)
+    print(
+        f"locallens: serving on http://{host}:{port} (POST /ask /search /get, GET /status /health)",
+        file=sys.stderr,
+        flush=True,
+    )

@@ -105,10 +105,19 @@ class IndexReport:
             "db": self.db,
             "model": self.model,
             "dry_run": self.dry_run,
-            "files": {"new": self.new, "changed": self.changed, "unchanged": self.unchanged,
-                      "removed": self.removed, "skipped": len(self.skipped)},
-            "chunks": {"embedded": self.chunks_embedded, "reused": self.chunks_reused,
-                       "total": self.chunks_total, "over_max_length": self.over_length},
+            "files": {
+                "new": self.new,
+                "changed": self.changed,
+                "unchanged": self.unchanged,
+                "removed": self.removed,
+                "skipped": len(self.skipped),
+            },
+            "chunks": {
+                "embedded": self.chunks_embedded,
+                "reused": self.chunks_reused,
+                "total": self.chunks_total,
+                "over_max_length": self.over_length,
+            },
             "sentences_embedded": self.sentences_embedded,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
@@ -166,8 +175,7 @@ def write_lock(db: Path, wait: float) -> Iterator[None]:
                         raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
                     if time.monotonic() >= deadline:
                         raise LockedError(
-                            f"{db} is being indexed by another run; waited {wait:g}s "
-                            f"(raise --wait to wait longer)"
+                            f"{db} is being indexed by another run; waited {wait:g}s (raise --wait to wait longer)"
                         ) from None
                     time.sleep(0.1)
         except BaseException:
@@ -222,8 +230,14 @@ class _Pending:
 class _Run:
     """One index run against an open store (or none, for a dry run of a new database)."""
 
-    def __init__(self, request: IndexRequest, store: Store | None, progress: Progress, model_name: str,
-                 settings: EmbedSettings | None = None) -> None:
+    def __init__(
+        self,
+        request: IndexRequest,
+        store: Store | None,
+        progress: Progress,
+        model_name: str,
+        settings: EmbedSettings | None = None,
+    ) -> None:
         self.request = request
         self.store = store
         self.progress = progress
@@ -314,9 +328,7 @@ class _Run:
                     item = replace(item, root=outer, relative_path=prefix + item.relative_path)
                 found.append(item)
             if root.is_dir():
-                if not listed and not self.request.prune_missing and any(
-                    _under(path, key) for path in by_path
-                ):
+                if not listed and not self.request.prune_missing and any(_under(path, key) for path in by_path):
                     # Nothing at all where documents were: an unmounted drive looks just like this.
                     report.skipped.append(Skipped(key, REASON_ROOT_EMPTY, error=True))
                     kept_below.append(key)
@@ -358,14 +370,15 @@ class _Run:
             hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
             self.pending.append(_Pending(read, chunks, headers, hashes))
             self.pending_chunks += len(chunks)
-            if (self.pending_chunks >= EMBED_BATCH_CHUNKS
-                    or time.monotonic() - self.last_commit >= COMMIT_SECONDS):
+            if self.pending_chunks >= EMBED_BATCH_CHUNKS or time.monotonic() - self.last_commit >= COMMIT_SECONDS:
                 self._flush(report)
         if writing:
             self._flush(report)
         gone = [
-            doc for path, doc in by_path.items()
-            if path not in seen and any(_under(path, w) for w in walked)
+            doc
+            for path, doc in by_path.items()
+            if path not in seen
+            and any(_under(path, w) for w in walked)
             and not any(_under(path, k) for k in kept_below)
         ]
         report.removed = len(gone)
@@ -374,7 +387,11 @@ class _Run:
             self.store.delete_documents(brain, [doc.id for doc in gone])
 
     def _missing_root(
-        self, report: IndexReport, key: str, by_path: dict[str, StoredDocument], walked: list[str],
+        self,
+        report: IndexReport,
+        key: str,
+        by_path: dict[str, StoredDocument],
+        walked: list[str],
         kept_below: list[str],
     ) -> None:
         """A root given again that is gone: keep its documents (a drive may be unmounted) unless
@@ -403,11 +420,13 @@ class _Run:
                 outer = other
         for other in roots:
             if other != key and _under(key, other):
-                report.notes.append(f"{key} is inside {other}, also a root of brain {self.request.brain!r}: "
-                                    "its files are indexed once")
+                report.notes.append(
+                    f"{key} is inside {other}, also a root of brain {self.request.brain!r}: its files are indexed once"
+                )
             elif other != key and other not in run_dirs and _under(other, key):
-                report.notes.append(f"{other}, a root of brain {self.request.brain!r}, is inside {key}: "
-                                    "its files are indexed once")
+                report.notes.append(
+                    f"{other}, a root of brain {self.request.brain!r}, is inside {key}: its files are indexed once"
+                )
         return outer
 
     def _flush(self, report: IndexReport) -> None:
@@ -432,20 +451,25 @@ class _Run:
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
             report.over_length += embedder.count_over_length(
-                [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)])
+                [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
+            )
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.
             start, step = 0, EMBED_SLICE_MIN
             while start < len(texts):
                 began = time.monotonic()
-                part = texts[start:start + step]
-                encoded = embedder.encode_passages(part, headers[start:start + step],
-                                                   multi_vector=self.settings.multi_vector,
-                                                   progress=self._embedded)
+                part = texts[start : start + step]
+                encoded = embedder.encode_passages(
+                    part,
+                    headers[start : start + step],
+                    multi_vector=self.settings.multi_vector,
+                    progress=self._embedded,
+                )
                 # One row stays a vector; several (one per window) stay a matrix.
-                vectors.update(zip(keys[start:start + step], (m[0] if len(m) == 1 else m for m in encoded),
-                                   strict=True))
+                vectors.update(
+                    zip(keys[start : start + step], (m[0] if len(m) == 1 else m for m in encoded), strict=True)
+                )
                 start += len(part)
                 rate = len(part) / max(time.monotonic() - began, 1e-3)
                 step = max(EMBED_SLICE_MIN, min(EMBED_BATCH_CHUNKS, int(rate * COMMIT_SECONDS)))
@@ -456,7 +480,11 @@ class _Run:
         self.last_commit = time.monotonic()
 
     def _write_ready(
-        self, report: IndexReport, brain: Brain, vectors: dict[bytes, np.ndarray], hashes: list[list[bytes]],
+        self,
+        report: IndexReport,
+        brain: Brain,
+        vectors: dict[bytes, np.ndarray],
+        hashes: list[list[bytes]],
         start: int,
     ) -> int:
         """Write pending documents from `start` on, in order, while every vector they need is known."""
@@ -471,9 +499,16 @@ class _Run:
         for item, doc_hashes in zip(self.pending[start:end], hashes[start:end], strict=True):
             doc = item.document
             self.store.write_document(
-                brain, root=doc.root, relative_path=doc.relative_path, size=doc.size,
-                mtime_ns=doc.mtime_ns, checksum=doc.checksum, chunks=item.chunks,
-                vectors=[vectors[h] for h in doc_hashes], headers=item.headers, hashes=doc_hashes,
+                brain,
+                root=doc.root,
+                relative_path=doc.relative_path,
+                size=doc.size,
+                mtime_ns=doc.mtime_ns,
+                checksum=doc.checksum,
+                chunks=item.chunks,
+                vectors=[vectors[h] for h in doc_hashes],
+                headers=item.headers,
+                hashes=doc_hashes,
             )
             self.progress.advance(FILES)
         self.last_commit = time.monotonic()
@@ -484,11 +519,12 @@ class _Run:
         from locallens.retrieval import SentenceEncoder
         from locallens.sentences import split_chunk_prefix, split_sentences
 
-        sentences = list(dict.fromkeys(
-            s for chunk in chunks for s in split_sentences(split_chunk_prefix(chunk.content)[1])
-        ))
-        encoder = SentenceEncoder(self._get_embedder(), self.store, best_effort=False, progress=self.progress,
-                                  stage=EMBEDDING)
+        sentences = list(
+            dict.fromkeys(s for chunk in chunks for s in split_sentences(split_chunk_prefix(chunk.content)[1]))
+        )
+        encoder = SentenceEncoder(
+            self._get_embedder(), self.store, best_effort=False, progress=self.progress, stage=EMBEDDING
+        )
         encoder(sentences)
         report.sentences_embedded += encoder.encoded
 
@@ -499,8 +535,14 @@ class _Run:
             embedder = self._get_embedder()
             c = self.request.chunking
             self.brain = self.store.create_brain(
-                self.target_name, embedder.name, embedder.dim, c.strategy, c.chunk_size, c.chunk_overlap,
-                headers=self.settings.headers, multi_vector=self.settings.multi_vector,
+                self.target_name,
+                embedder.name,
+                embedder.dim,
+                c.strategy,
+                c.chunk_size,
+                c.chunk_overlap,
+                headers=self.settings.headers,
+                multi_vector=self.settings.multi_vector,
             )
         return self.brain
 
@@ -586,8 +628,10 @@ def _pinned_settings(request: IndexRequest, existing: Brain | None) -> EmbedSett
     if existing is None or request.rebuild:
         defaults = EmbedSettings()
         return EmbedSettings(**{k: (getattr(defaults, k) if v is None else v) for k, v in wanted.items()})
-    labels = {"headers": ("chunk headers", "--headers", "--no-headers"),
-              "multi_vector": ("one vector per window", "--multi-vector", "--no-multi-vector")}
+    labels = {
+        "headers": ("chunk headers", "--headers", "--no-headers"),
+        "multi_vector": ("one vector per window", "--multi-vector", "--no-multi-vector"),
+    }
     for key, value in wanted.items():
         have = bool(getattr(existing, key))
         if value is not None and value != have:
@@ -681,4 +725,3 @@ def stale_files(store: Store, brain: Brain) -> int:
                 stale += 1
     stale += sum(1 for path in by_path if path not in seen and not any(_under(path, k) for k in kept_below))
     return stale
-

@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -225,8 +225,7 @@ class LocalLLM:
             import llama_cpp
         except ImportError as exc:
             raise ModelUnavailableError(
-                "llama-cpp-python is not installed (it runs the local LLM): "
-                "`pip install llama-cpp-python`"
+                "llama-cpp-python is not installed (it runs the local LLM): `pip install llama-cpp-python`"
             ) from exc
         _install_log_capture()
 
@@ -249,9 +248,7 @@ class LocalLLM:
                 )
             except (ValueError, RuntimeError, OSError, AssertionError) as exc:
                 reason = _first_llama_error() or str(exc)
-                raise ModelUnavailableError(
-                    f"llama.cpp could not load the GGUF ({reason}): {self.path}"
-                ) from None
+                raise ModelUnavailableError(f"llama.cpp could not load the GGUF ({reason}): {self.path}") from None
 
         started = time.perf_counter()
         self._llm = load(self.n_ctx)
@@ -290,9 +287,7 @@ class LocalLLM:
             result = self._formatter(messages=[m.as_dict() for m in messages])
         except Exception as exc:  # a template's raise_exception(), e.g. "roles must alternate"
             raise UsageError(f"the model's chat template rejected the messages: {exc}") from exc
-        tokens = self._llm.tokenize(
-            result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True
-        )
+        tokens = self._llm.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
         stop = result.stop or []
         stops = [stop] if isinstance(stop, str) else [s for s in stop if s]
         return tokens, stops
@@ -426,9 +421,7 @@ class LocalLLM:
             grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
         except Exception as exc:  # the converter raises plain exceptions for unsupported schemas
             raise UsageError(f"unsupported JSON schema for constrained output: {exc}") from exc
-        text = "".join(
-            self.stream_chat(messages, max_tokens=max_tokens, temperature=0.0, grammar=grammar)
-        )
+        text = "".join(self.stream_chat(messages, max_tokens=max_tokens, temperature=0.0, grammar=grammar))
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -38,9 +38,9 @@ def resource_uri(brain: str, path: str) -> str:
 
 def parse_resource_uri(uri: str) -> tuple[str, str]:
     prefix = f"{SCHEME}://"
-    if not uri.startswith(prefix) or "/" not in uri[len(prefix):]:
+    if not uri.startswith(prefix) or "/" not in uri[len(prefix) :]:
         raise LocallensError(f"not a locallens resource: {uri}")
-    brain, _, path = uri[len(prefix):].partition("/")
+    brain, _, path = uri[len(prefix) :].partition("/")
     return unquote(brain), unquote(path)
 
 
@@ -50,17 +50,18 @@ def build_server(service: Service) -> Server[Any]:
     from mcp.server.lowlevel import Server
 
     async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[
-            types.Tool(name=name, description=spec["description"], input_schema=spec["schema"])
-            for name, spec in TOOLS.items()
-        ])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=spec["description"], input_schema=spec["schema"])
+                for name, spec in TOOLS.items()
+            ]
+        )
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
             result = await anyio.to_thread.run_sync(service.call, params.name, params.arguments or {})
         except LocallensError as exc:
-            return types.CallToolResult(content=[types.TextContent(type="text", text=f"error: {exc}")],
-                                        is_error=True)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=f"error: {exc}")], is_error=True)
         except Exception as exc:
             message = f"error: unexpected {type(exc).__name__}: {exc}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
@@ -69,21 +70,28 @@ def build_server(service: Service) -> Server[Any]:
 
     async def list_resources(_ctx: Any, _params: Any) -> types.ListResourcesResult:
         documents = await anyio.to_thread.run_sync(service.documents)
-        return types.ListResourcesResult(resources=[
-            types.Resource(name=f"{brain}/{path}", uri=resource_uri(brain, path), mime_type="text/plain")
-            for brain, path in documents
-        ])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(name=f"{brain}/{path}", uri=resource_uri(brain, path), mime_type="text/plain")
+                for brain, path in documents
+            ]
+        )
 
     async def read_resource(_ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         brain, path = parse_resource_uri(str(params.uri))
         text = await anyio.to_thread.run_sync(service.document, brain, path)
-        return types.ReadResourceResult(contents=[
-            types.TextResourceContents(uri=str(params.uri), mime_type="text/plain", text=text)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=str(params.uri), mime_type="text/plain", text=text)]
+        )
 
     return Server(
-        "locallens", version=__version__, instructions=INSTRUCTIONS,
-        on_list_tools=list_tools, on_call_tool=call_tool,
-        on_list_resources=list_resources, on_read_resource=read_resource,
+        "locallens",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
     )
 
 

@@ -148,7 +148,7 @@ def _chunk_headers(store: Store) -> None:
     add("brains", "multi_vector", "INTEGER NOT NULL DEFAULT 0")
     add("chunks", "header", "TEXT NOT NULL DEFAULT ''")
     add("chunks", "vectors", "INTEGER NOT NULL DEFAULT 1")
-    (sql,), = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
+    ((sql,),) = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
     if "header" in {row[1] for row in store.conn.execute("PRAGMA table_info(chunks_fts)")}:
         return
     with_header, count = re.subn(r"fts5\(\s*content\s*,", "fts5(content, header,", str(sql), count=1, flags=re.I)
@@ -173,8 +173,10 @@ def _chunk_headers(store: Store) -> None:
 # Scripts written without spaces between words (Thai, Han, kana) or whose words carry their
 # particles (Hangul): the code point ranges as a GLOB character class. `store.NO_SPACE_RUN` is the
 # same class as a regular expression (tests/test_cjk.py checks that they agree).
-NO_SPACE_CLASS = ("\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
-                  "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f")
+NO_SPACE_CLASS = (
+    "\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+)
 _HAS_NO_SPACE_SCRIPT = f"'*[{NO_SPACE_CLASS}]*'"
 
 

@@ -35,8 +35,9 @@ class Models:
         return load_embedder(model, device=device)
 
     @contextmanager
-    def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
-            threads: int | None = None) -> Iterator[LocalLLM]:
+    def llm(
+        self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0, threads: int | None = None
+    ) -> Iterator[LocalLLM]:
         from locallens.gguf import check_gguf
         from locallens.llm import LocalLLM, resolve_llm_path
 
@@ -66,8 +67,9 @@ class WarmModels(Models):
             return self._embedders[key]
 
     @contextmanager
-    def llm(self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0,
-            threads: int | None = None) -> Iterator[LocalLLM]:
+    def llm(
+        self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0, threads: int | None = None
+    ) -> Iterator[LocalLLM]:
         from locallens.gguf import check_gguf
         from locallens.llm import LocalLLM, resolve_llm_path
 
@@ -77,8 +79,15 @@ class WarmModels(Models):
             llm = self._llms.get(key)
             if llm is None:
                 info = check_gguf(resolved)
-                llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads,
-                               reuse_prefix=True, info=info)
+                llm = LocalLLM(
+                    resolved,
+                    n_ctx=n_ctx,
+                    n_gpu_layers=gpu_layers,
+                    seed=seed,
+                    n_threads=threads,
+                    reuse_prefix=True,
+                    info=info,
+                )
                 self._llms[key] = llm
             yield llm
 

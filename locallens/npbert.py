@@ -51,9 +51,27 @@ def _erf(x: np.ndarray) -> np.ndarray:
     """erf to ~1.2e-7 (Numerical Recipes' Chebyshev fit of erfc), plus float32 rounding; NumPy has none."""
     z = np.abs(x)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
+    poly = (
+        -z * z
+        - 1.26551223
+        + t
+        * (
+            1.00002368
+            + t
+            * (
+                0.37409196
+                + t
+                * (
+                    0.09678418
+                    + t
+                    * (
+                        -0.18628806
+                        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                    )
+                )
+            )
+        )
+    )
     erfc = t * np.exp(poly)
     return np.where(x >= 0, 1.0 - erfc, erfc - 1.0).astype(x.dtype, copy=False)
 
@@ -93,7 +111,9 @@ class _Layer:
 class NumpyBert:
     """A sentence-transformers BERT model (mean or CLS pooling) evaluated with NumPy."""
 
-    def __init__(self, folder: Path, config: dict, st_config: dict, pooling: str, weights: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self, folder: Path, config: dict, st_config: dict, pooling: str, weights: dict[str, np.ndarray]
+    ) -> None:
         # The Rust tokenizer's thread pool would spin on the cores after each batch, like BLAS's.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from tokenizers import Tokenizer
@@ -121,19 +141,24 @@ class NumpyBert:
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             a = p + "attention."
-            self.layers.append(_Layer(
-                qkv_w=np.ascontiguousarray(np.concatenate(
-                    [w[a + f"self.{n}.weight"] for n in ("query", "key", "value")]).T),
-                qkv_b=np.concatenate([w[a + f"self.{n}.bias"] for n in ("query", "key", "value")]),
-                out_w=np.ascontiguousarray(w[a + "output.dense.weight"].T),
-                out_b=w[a + "output.dense.bias"],
-                ln1_w=w[a + "output.LayerNorm.weight"], ln1_b=w[a + "output.LayerNorm.bias"],
-                up_w=np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
-                up_b=w[p + "intermediate.dense.bias"],
-                down_w=np.ascontiguousarray(w[p + "output.dense.weight"].T),
-                down_b=w[p + "output.dense.bias"],
-                ln2_w=w[p + "output.LayerNorm.weight"], ln2_b=w[p + "output.LayerNorm.bias"],
-            ))
+            self.layers.append(
+                _Layer(
+                    qkv_w=np.ascontiguousarray(
+                        np.concatenate([w[a + f"self.{n}.weight"] for n in ("query", "key", "value")]).T
+                    ),
+                    qkv_b=np.concatenate([w[a + f"self.{n}.bias"] for n in ("query", "key", "value")]),
+                    out_w=np.ascontiguousarray(w[a + "output.dense.weight"].T),
+                    out_b=w[a + "output.dense.bias"],
+                    ln1_w=w[a + "output.LayerNorm.weight"],
+                    ln1_b=w[a + "output.LayerNorm.bias"],
+                    up_w=np.ascontiguousarray(w[p + "intermediate.dense.weight"].T),
+                    up_b=w[p + "intermediate.dense.bias"],
+                    down_w=np.ascontiguousarray(w[p + "output.dense.weight"].T),
+                    down_b=w[p + "output.dense.bias"],
+                    ln2_w=w[p + "output.LayerNorm.weight"],
+                    ln2_b=w[p + "output.LayerNorm.bias"],
+                )
+            )
 
     # -- tokens -----------------------------------------------------------------------------
 
@@ -173,7 +198,7 @@ class NumpyBert:
         # Similar lengths together, so padding stays small (as sentence-transformers sorts).
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             out[batch] = self._forward([list(ids[i]) for i in batch])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
@@ -183,8 +208,8 @@ class NumpyBert:
         ids = np.zeros((n, length), dtype=np.int64)
         mask = np.zeros((n, length), dtype=np.float32)
         for row, seq in enumerate(batch):
-            ids[row, :len(seq)] = seq
-            mask[row, :len(seq)] = 1.0
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1.0
         x = self.word[ids] + self.position[:length] + self.token_type0
         x = _layer_norm(x, *self.emb_ln, self.eps)
         # Padded keys get a large negative score, so they receive no attention.

@@ -22,8 +22,7 @@ _SYSTEM_LINES: tuple[str, ...] = (
     "the provided source excerpts.",
     "Rules:",
     "1. Only use facts that appear in the excerpts. If the answer is not in them, say so plainly.",
-    "2. Refer to source excerpts inline using bracketed numbers, for example [1] or [2], when you "
-    "use them.",
+    "2. Refer to source excerpts inline using bracketed numbers, for example [1] or [2], when you use them.",
     "3. Answer in the same language as the user's question.",
     "4. Keep answers focused and concrete. No filler.",
     "5. Do not include hidden reasoning, chain-of-thought, or thinking tags.",
@@ -75,9 +74,7 @@ class Citations:
 # punctuation before it is fine (`port 5433[1]`, `done.[2]`).
 # Anything else inside the brackets (`[a]`, `[see 1]`, `[1.2]`) makes the group no citation at all.
 _NUMBER_OR_RANGE = r"\d+(?:\s*[-\u2013\u2014]\s*\d+)?"
-CITATION_RE = re.compile(
-    rf"(?<![^\W\d])(?<!-)\[\s*({_NUMBER_OR_RANGE}(?:\s*,\s*{_NUMBER_OR_RANGE})*)\s*\](?!\()"
-)
+CITATION_RE = re.compile(rf"(?<![^\W\d])(?<!-)\[\s*({_NUMBER_OR_RANGE}(?:\s*,\s*{_NUMBER_OR_RANGE})*)\s*\](?!\()")
 _RANGE_SPLIT_RE = re.compile(r"\s*[-\u2013\u2014]\s*")
 # A "range" wider than this is not a citation but something like a year span `[1990-2020]`;
 # refusing it also keeps a hostile `[1-999999999]` from expanding into a billion numbers.

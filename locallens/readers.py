@@ -181,11 +181,15 @@ def _decode(data: bytes, ext: str) -> tuple[str, _Structure]:
 def _decode_text(data: bytes) -> str:
     """BOM-aware, strict decoding. Invalid bytes skip the file: never mojibake, never U+FFFD."""
     # UTF-32 first: its LE BOM starts with the UTF-16 LE BOM.
-    for bom, codec in ((_BOM_UTF32_LE, "utf-32-le"), (_BOM_UTF32_BE, "utf-32-be"),
-                       (_BOM_UTF16_LE, "utf-16-le"), (_BOM_UTF16_BE, "utf-16-be")):
+    for bom, codec in (
+        (_BOM_UTF32_LE, "utf-32-le"),
+        (_BOM_UTF32_BE, "utf-32-be"),
+        (_BOM_UTF16_LE, "utf-16-le"),
+        (_BOM_UTF16_BE, "utf-16-be"),
+    ):
         if data.startswith(bom):
             try:
-                return data[len(bom):].decode(codec)
+                return data[len(bom) :].decode(codec)
             except UnicodeDecodeError as exc:
                 name = codec[:6].upper()
                 raise _Skip(f"invalid {name} at byte {exc.start + len(bom)}") from None
@@ -193,7 +197,7 @@ def _decode_text(data: bytes) -> str:
         raise _Skip(REASON_BINARY)
     offset = 0
     if data.startswith(_BOM_UTF8):
-        data = data[len(_BOM_UTF8):]
+        data = data[len(_BOM_UTF8) :]
         offset = len(_BOM_UTF8)
     try:
         return data.decode("utf-8")
@@ -207,12 +211,42 @@ def _decode_text(data: bytes) -> str:
 # Elements whose content a reader never sees.
 _HTML_HIDDEN = frozenset({"script", "style", "noscript", "template"})
 # Elements that stand as paragraphs of their own: a blank line before and after.
-_HTML_PARAGRAPH = frozenset({
-    "p", "div", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article", "header", "footer",
-    "nav", "aside", "main", "blockquote", "pre", "ul", "ol", "dl", "table", "figure",
-    "figcaption", "form", "fieldset", "address", "details", "summary", "hr", "title", "body",
-    "caption",
-})
+_HTML_PARAGRAPH = frozenset(
+    {
+        "p",
+        "div",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "nav",
+        "aside",
+        "main",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "dl",
+        "table",
+        "figure",
+        "figcaption",
+        "form",
+        "fieldset",
+        "address",
+        "details",
+        "summary",
+        "hr",
+        "title",
+        "body",
+        "caption",
+    }
+)
 # Elements that start a new line but not a new paragraph.
 _HTML_LINE = frozenset({"li", "tr", "dt", "dd", "br", "option"})
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import Any
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,11 +52,14 @@ def check_question(text: str, *, n_ctx: int = 0, what: str = "the question") -> 
     fit by any reasonable count; the exact check after retrieval still handles the borderline.
     """
     if len(text) > MAX_QUESTION_CHARS:
-        raise UsageError(f"{what} is too long: {len(text)} characters > {MAX_QUESTION_CHARS}; "
-                         "shorten it (to trim a document, use `locallens trim QUERY --text FILE`)")
+        raise UsageError(
+            f"{what} is too long: {len(text)} characters > {MAX_QUESTION_CHARS}; "
+            "shorten it (to trim a document, use `locallens trim QUERY --text FILE`)"
+        )
     if n_ctx > 0 and (tokens := count_tokens(text)) > n_ctx:
-        raise UsageError(f"{what} is too long for the model's context: {tokens} tokens > {n_ctx}; "
-                         "shorten it or raise --ctx")
+        raise UsageError(
+            f"{what} is too long for the model's context: {tokens} tokens > {n_ctx}; shorten it or raise --ctx"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +70,9 @@ class TrimSettings:
     window: int = DEFAULT_TRIM_WINDOW
 
 
-def trim_settings_from_env(flag: bool | None, threshold: float | None, window: int,
-                           min_sentences: int = DEFAULT_MIN_SENTENCES) -> TrimSettings:
+def trim_settings_from_env(
+    flag: bool | None, threshold: float | None, window: int, min_sentences: int = DEFAULT_MIN_SENTENCES
+) -> TrimSettings:
     """Flag > LOCALLENS_TRIM; --threshold > LOCALLENS_TRIM_THRESHOLD > DEFAULT_TRIM_THRESHOLD."""
     enabled = flag if flag is not None else env_flag("LOCALLENS_TRIM")
     if threshold is None:
@@ -134,8 +138,9 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
     if not hits:
         return []
     reranker = load_reranker(settings.model, settings.device)
-    raw = np.asarray(reranker.predict([(query, h.content) for h in hits], show_progress_bar=False),
-                     dtype=np.float64).reshape(len(hits), -1)[:, -1]
+    raw = np.asarray(
+        reranker.predict([(query, h.content) for h in hits], show_progress_bar=False), dtype=np.float64
+    ).reshape(len(hits), -1)[:, -1]
     # Models with one output and no activation give logits: squash them to 0..1 so that the
     # default minimum relevance (0.4) means the same thing for every model.
     scores = raw if (raw.min() >= 0.0 and raw.max() <= 1.0) else 1.0 / (1.0 + np.exp(-raw))
@@ -192,8 +197,14 @@ def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
 
 
 def search(
-    store: Store, brain: Brain, query: str, qvec: np.ndarray, k: int, *,
-    path_glob: str | None = None, hybrid: bool = False,
+    store: Store,
+    brain: Brain,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    hybrid: bool = False,
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
@@ -212,8 +223,13 @@ class SentenceEncoder:
     """
 
     def __init__(
-        self, embedder: Embedder, store: Store | None, *, best_effort: bool = True,
-        progress: Progress | None = None, stage: str = "embedding",
+        self,
+        embedder: Embedder,
+        store: Store | None,
+        *,
+        best_effort: bool = True,
+        progress: Progress | None = None,
+        stage: str = "embedding",
     ) -> None:
         self.embedder = embedder
         self.store = store
@@ -236,8 +252,11 @@ class SentenceEncoder:
             progress = self.progress
             if progress is not None:
                 progress.add(self.stage, len(todo))
-            fresh = self.embedder.encode(list(todo.values()), batch_size=8,
-                                         progress=(lambda n: progress.advance(self.stage, n)) if progress else None)
+            fresh = self.embedder.encode(
+                list(todo.values()),
+                batch_size=8,
+                progress=(lambda n: progress.advance(self.stage, n)) if progress else None,
+            )
             self.encoded += len(todo)
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)
@@ -291,7 +310,11 @@ def retrieve(
     from locallens.trim import trim_chunks_by_sentence
 
     trimmed = trim_chunks_by_sentence(
-        qvec, hits, trim.threshold, trim.min_sentences, trim.window,
+        qvec,
+        hits,
+        trim.threshold,
+        trim.min_sentences,
+        trim.window,
         encode=SentenceEncoder(embedder, store),
     )
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
@@ -301,7 +324,13 @@ def retrieve(
 
 
 def trim_from_index(
-    db: Path, brain_name: str, query: str, top_k: int, settings: TrimSettings, *, device: str = DEFAULT_DEVICE,
+    db: Path,
+    brain_name: str,
+    query: str,
+    top_k: int,
+    settings: TrimSettings,
+    *,
+    device: str = DEFAULT_DEVICE,
     hybrid: bool = False,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
@@ -325,10 +354,18 @@ def trim_given_text(
     embedder = load_embedder(model, device=device)
     started = time.perf_counter()
     qvec = embedder.encode_query(query)
-    detail = trim_text(qvec, text, settings.threshold, settings.min_sentences, settings.window,
-                       encode=SentenceEncoder(embedder, None))
+    detail = trim_text(
+        qvec, text, settings.threshold, settings.min_sentences, settings.window, encode=SentenceEncoder(embedder, None)
+    )
     before, tik_before = count_context([detail.original])
     after, tik_after = count_context([detail.hit])
-    return RetrievalResult([detail.hit], before, after, tik_before, tik_after, True,
-                           {"trim_ms": (time.perf_counter() - started) * 1000}, [detail])
-
+    return RetrievalResult(
+        [detail.hit],
+        before,
+        after,
+        tik_before,
+        tik_after,
+        True,
+        {"trim_ms": (time.perf_counter() - started) * 1000},
+        [detail],
+    )

@@ -37,37 +37,74 @@ _PATH = {"type": "string", "minLength": 1, "description": "Only sources whose re
 
 
 def _tool(description: str, properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"description": description, "schema": {
-        "type": "object", "properties": properties, "required": list(required), "additionalProperties": False}}
+    return {
+        "description": description,
+        "schema": {
+            "type": "object",
+            "properties": properties,
+            "required": list(required),
+            "additionalProperties": False,
+        },
+    }
 
 
 TOOLS: dict[str, dict[str, Any]] = {
     "ask": _tool(
         "Answer a question from the indexed files. Every printed sentence is checked against the "
         "excerpts and cited [n]; unsupported ones are withheld; nothing relevant gives the plain refusal.",
-        {"question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}, "brain": _BRAIN, "top_k": _TOP_K,
-         "trim": _TRIM, "hybrid": _HYBRID, "path": _PATH,
-         "extractive": {"type": "boolean", "description": "No LLM: the excerpts' most relevant sentences."},
-         "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096}},
-        ("question",)),
+        {
+            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+            "brain": _BRAIN,
+            "top_k": _TOP_K,
+            "trim": _TRIM,
+            "hybrid": _HYBRID,
+            "path": _PATH,
+            "extractive": {"type": "boolean", "description": "No LLM: the excerpts' most relevant sentences."},
+            "max_tokens": {"type": "integer", "minimum": 1, "maximum": 4096},
+        },
+        ("question",),
+    ),
     "search": _tool(
         "Search the indexed files: trimmed, cited excerpts that fit a token budget (no LLM).",
-        {"query": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}, "brain": _BRAIN, "top_k": _TOP_K,
-         "trim": _TRIM, "hybrid": _HYBRID, "path": _PATH,
-         "max_tokens": {"type": "integer", "minimum": 1, "maximum": 100000,
-                        "description": "Token budget of all excerpts together (default 2000)."}},
-        ("query",)),
+        {
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+            "brain": _BRAIN,
+            "top_k": _TOP_K,
+            "trim": _TRIM,
+            "hybrid": _HYBRID,
+            "path": _PATH,
+            "max_tokens": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100000,
+                "description": "Token budget of all excerpts together (default 2000).",
+            },
+        },
+        ("query",),
+    ),
     "get": _tool(
         "Read a chunk by its id, or a whole document's chunks in order by its relative path.",
-        {"id": {"type": "string", "minLength": 1}, "path": {"type": "string", "minLength": 1}, "brain": _BRAIN}),
+        {"id": {"type": "string", "minLength": 1}, "path": {"type": "string", "minLength": 1}, "brain": _BRAIN},
+    ),
     "eval_retrieval": _tool(
         "Measure retrieval and trimming over questions (a list, or the path of a questions file).",
-        {"questions": {"oneOf": [
-            {"type": "string", "minLength": 1},
-            {"type": "array", "minItems": 1, "items": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "object"}]}},
-        ]}, "brain": _BRAIN, "top_k": _TOP_K,
-         "thresholds": {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": -1, "maximum": 1}}},
-        ("questions",)),
+        {
+            "questions": {
+                "oneOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "object"}]},
+                    },
+                ]
+            },
+            "brain": _BRAIN,
+            "top_k": _TOP_K,
+            "thresholds": {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": -1, "maximum": 1}},
+        },
+        ("questions",),
+    ),
     "status": _tool("Brains, models, documents, chunks and staleness of the database.", {"brain": _BRAIN}),
 }
 
@@ -99,7 +136,9 @@ def _check(value: Any, schema: dict[str, Any], where: str) -> None:
             raise UsageError(f"{where}: must not be empty")
         if len(value) > schema.get("maxLength", math.inf):
             raise UsageError(f"{where}: longer than {schema['maxLength']} characters")
-    if kind in ("integer", "number") and not schema.get("minimum", -math.inf) <= value <= schema.get("maximum", math.inf):
+    if kind in ("integer", "number") and not schema.get("minimum", -math.inf) <= value <= schema.get(
+        "maximum", math.inf
+    ):
         raise UsageError(f"{where}: {value} is out of range {schema.get('minimum')}..{schema.get('maximum')}")
     if kind == "array":
         if len(value) < schema.get("minItems", 0):
@@ -119,7 +158,9 @@ def validate(tool: str, arguments: Any) -> dict[str, Any]:
         raise UsageError(f"{tool}: arguments must be a JSON object")
     unknown = sorted(set(arguments) - set(schema["properties"]))
     if unknown:
-        raise UsageError(f"{tool}: unknown argument(s) {', '.join(unknown)}; allowed: {', '.join(schema['properties'])}")
+        raise UsageError(
+            f"{tool}: unknown argument(s) {', '.join(unknown)}; allowed: {', '.join(schema['properties'])}"
+        )
     for name in schema["required"]:
         if name not in arguments:
             raise UsageError(f"{tool}: missing required argument {name!r}")
@@ -173,10 +214,19 @@ class Service:
 
         s = self.settings
         return AskRequest(
-            question=args["question"], db=s.db, brain=args.get("brain", s.brain), top_k=args.get("top_k", 5),
-            path_glob=args.get("path"), llm=s.llm, max_tokens=args.get("max_tokens", s.max_tokens), n_ctx=s.n_ctx,
-            gpu_layers=s.gpu_layers, threads=s.threads, device=s.device,
-            trim=trim_settings_from_env(args.get("trim"), None, 1), hybrid=args.get("hybrid", s.hybrid),
+            question=args["question"],
+            db=s.db,
+            brain=args.get("brain", s.brain),
+            top_k=args.get("top_k", 5),
+            path_glob=args.get("path"),
+            llm=s.llm,
+            max_tokens=args.get("max_tokens", s.max_tokens),
+            n_ctx=s.n_ctx,
+            gpu_layers=s.gpu_layers,
+            threads=s.threads,
+            device=s.device,
+            trim=trim_settings_from_env(args.get("trim"), None, 1),
+            hybrid=args.get("hybrid", s.hybrid),
             extractive=args.get("extractive", False),
         )
 
@@ -198,8 +248,16 @@ class Service:
         with Store(s.db, create=False) as store:
             brain = store.get_brain(brain_name)
             embedder = self.models.embedder(brain.model, s.device)
-            result = retrieve(store, brain, embedder, args["query"], args.get("top_k", 5), path_glob=args.get("path"),
-                              trim=trim, hybrid=args.get("hybrid", s.hybrid))
+            result = retrieve(
+                store,
+                brain,
+                embedder,
+                args["query"],
+                args.get("top_k", 5),
+                path_glob=args.get("path"),
+                trim=trim,
+                hybrid=args.get("hybrid", s.hybrid),
+            )
         if not result.hits:
             raise NothingFoundError(f"nothing relevant found in brain {brain_name!r}")
         excerpts: list[dict[str, Any]] = []
@@ -209,12 +267,26 @@ class Service:
             if excerpts and used + tokens > budget:
                 break  # lowest-ranked excerpts go first; the best one is always returned
             used += tokens
-            excerpts.append({"n": n, "id": hit.id, "path": hit.chunk.relative_path,
-                             "chunk_index": hit.chunk.chunk_index, "score": round(hit.score, 4),
-                             "tokens": tokens, "text": hit.content})
-        return {"query": args["query"], "brain": brain_name, "excerpts": excerpts, "tokens": used,
-                "dropped": len(result.hits) - len(excerpts), "trimmed": result.trimmed,
-                "timings": {k: round(v, 1) for k, v in result.timings_ms.items()}}
+            excerpts.append(
+                {
+                    "n": n,
+                    "id": hit.id,
+                    "path": hit.chunk.relative_path,
+                    "chunk_index": hit.chunk.chunk_index,
+                    "score": round(hit.score, 4),
+                    "tokens": tokens,
+                    "text": hit.content,
+                }
+            )
+        return {
+            "query": args["query"],
+            "brain": brain_name,
+            "excerpts": excerpts,
+            "tokens": used,
+            "dropped": len(result.hits) - len(excerpts),
+            "trimmed": result.trimmed,
+            "timings": {k: round(v, 1) for k, v in result.timings_ms.items()},
+        }
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
         from locallens.store import Store
@@ -232,8 +304,13 @@ class Service:
         if not chunks:
             what = f"chunk {args['id']!r}" if "id" in args else f"document {args['path']!r}"
             raise NoIndexError(f"no {what} in brain {brain_name!r}")
-        return {"brain": brain_name, "chunks": [
-            {"id": c.id, "path": c.relative_path, "chunk_index": c.chunk_index, "content": c.content} for c in chunks]}
+        return {
+            "brain": brain_name,
+            "chunks": [
+                {"id": c.id, "path": c.relative_path, "chunk_index": c.chunk_index, "content": c.content}
+                for c in chunks
+            ],
+        }
 
     def document(self, brain_name: str, path: str) -> str:
         """A document's text as stored (its chunks joined), for MCP resources."""
@@ -261,10 +338,17 @@ class Service:
 
             lines = [json.dumps(q if isinstance(q, dict) else {"question": q}, ensure_ascii=False) for q in questions]
             inline = tuple(parse_questions("\n".join(lines), source="questions", jsonl=True))
-        request = EvalRequest(db=self.settings.db, brain=args.get("brain", self.settings.brain), questions=path,
-                              inline_questions=inline, top_k=args.get("top_k", DEFAULT_TOP_K),
-                              thresholds=tuple(args.get("thresholds", DEFAULT_EVAL_THRESHOLDS)), windows=(0, 1),
-                              device=self.settings.device, hybrid=self.settings.hybrid)
+        request = EvalRequest(
+            db=self.settings.db,
+            brain=args.get("brain", self.settings.brain),
+            questions=path,
+            inline_questions=inline,
+            top_k=args.get("top_k", DEFAULT_TOP_K),
+            thresholds=tuple(args.get("thresholds", DEFAULT_EVAL_THRESHOLDS)),
+            windows=(0, 1),
+            device=self.settings.device,
+            hybrid=self.settings.hybrid,
+        )
         return run_eval(request, models=self.models).as_json()
 
     def _status(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -16,25 +16,33 @@ def _iso(ts: float | None) -> str | None:
 
 def collect_status(db: Path, brain_name: str | None = None) -> dict[str, Any]:
     with Store(db, create=False) as store:
-        brains = [store.get_brain(brain_name)] if brain_name else [
-            b for b in store.brains() if not b.name.startswith(".")  # hidden: an unfinished --rebuild
-        ]
+        brains = (
+            [store.get_brain(brain_name)]
+            if brain_name
+            else [
+                b
+                for b in store.brains()
+                if not b.name.startswith(".")  # hidden: an unfinished --rebuild
+            ]
+        )
         out = []
         for brain in brains:
             stats = store.stats(brain)
-            out.append({
-                "name": brain.name,
-                "model": brain.model,
-                "dim": brain.dim,
-                "roots": stats.roots,
-                "documents": stats.documents,
-                "chunks": stats.chunks,
-                "vectors": stats.vectors,
-                "fts_rows": stats.fts_rows,
-                "chunker": brain.chunker,
-                "chunk_size": brain.chunk_size,
-                "chunk_overlap": brain.chunk_overlap,
-                "last_indexed": _iso(brain.last_indexed),
-                "stale": stale_files(store, brain),
-            })
+            out.append(
+                {
+                    "name": brain.name,
+                    "model": brain.model,
+                    "dim": brain.dim,
+                    "roots": stats.roots,
+                    "documents": stats.documents,
+                    "chunks": stats.chunks,
+                    "vectors": stats.vectors,
+                    "fts_rows": stats.fts_rows,
+                    "chunker": brain.chunker,
+                    "chunk_size": brain.chunk_size,
+                    "chunk_overlap": brain.chunk_overlap,
+                    "last_indexed": _iso(brain.last_indexed),
+                    "stale": stale_files(store, brain),
+                }
+            )
         return {"db": str(db), "db_bytes": store.size_bytes(), "free_bytes": store.free_bytes(), "brains": out}

@@ -83,6 +83,7 @@ CHUNK_ROWID_MASK = (1 << WINDOW_SHIFT) - 1
 # once, at its best window), and asks again for more while fewer than k distinct chunks came back.
 MULTI_VECTOR_OVERFETCH = 3
 
+
 def _scalar(conn: apsw.Connection, sql: str) -> Any:
     """The first column of the first row of `sql` (a PRAGMA or a COUNT: there always is one)."""
     row = conn.execute(sql).fetchone()
@@ -107,8 +108,7 @@ _CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c
 
 def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
     """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4],
-                 checksum=row[5])
+    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,9 @@ def _translated(action: str) -> Iterator[None]:
     except apsw.ReadOnlyError as exc:
         raise StoreError(f"{action}: the database is read-only ({exc})") from exc
     except apsw.CantOpenError as exc:
-        raise StoreError(f"{action}: cannot open the database ({exc}); check the folder exists and is writable") from exc
+        raise StoreError(
+            f"{action}: cannot open the database ({exc}); check the folder exists and is writable"
+        ) from exc
     except apsw.BusyError as exc:
         raise StoreError(f"{action}: the database stayed busy for {BUSY_TIMEOUT_MS // 1000}s ({exc})") from exc
     except (apsw.CorruptError, apsw.NotADBError) as exc:
@@ -187,11 +189,13 @@ def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
         return True  # written before locallens set its application id
     if app_id == 0 and not names and _scalar(conn, "PRAGMA user_version") == 0:
         if not create:
-            raise NoIndexError(f"no index at {path} (the file is an empty database): "
-                               "run `locallens index PATH` first (or pass --db)")
+            raise NoIndexError(
+                f"no index at {path} (the file is an empty database): run `locallens index PATH` first (or pass --db)"
+            )
         return False
-    raise UsageError(f"{path} is not a locallens database (another program's SQLite file); "
-                     "it was left untouched: pass another --db")
+    raise UsageError(
+        f"{path} is not a locallens database (another program's SQLite file); it was left untouched: pass another --db"
+    )
 
 
 def check_not_foreign(path: Path) -> None:
@@ -244,8 +248,7 @@ class Store:
                 if hasattr(self, "conn"):
                     self.conn.close()
                     del self.conn
-                if create or not isinstance(exc, (apsw.ReadOnlyError, apsw.CantOpenError)) \
-                        or self._writable():
+                if create or not isinstance(exc, (apsw.ReadOnlyError, apsw.CantOpenError)) or self._writable():
                     raise
                 self._open_read_only(exc)
 
@@ -307,9 +310,12 @@ class Store:
             if version != SCHEMA_VERSION:
                 conn.close()
                 if version > SCHEMA_VERSION:
-                    raise StoreError(f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens")
-                raise StoreError(f"{self.path} needs a schema upgrade but is on read-only media; "
-                                 "copy it somewhere writable")
+                    raise StoreError(
+                        f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens"
+                    )
+                raise StoreError(
+                    f"{self.path} needs a schema upgrade but is on read-only media; copy it somewhere writable"
+                )
             self.conn, self._read_uri, self.read_only = conn, uri, True
             return
         raise error
@@ -336,9 +342,7 @@ class Store:
         self._check_ours(self.conn)  # before anything is written: never convert another's database
         version = _scalar(self.conn, "PRAGMA user_version")
         if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens"
-            )
+            raise StoreError(f"{self.path} was written by a newer locallens (schema {version}); upgrade locallens")
         # WAL: readers (ask, status) keep working while an index run writes.
         mode = _scalar(self.conn, "PRAGMA journal_mode=WAL")
         if mode.lower() != "wal" and self.path.name != ":memory:":
@@ -415,8 +419,16 @@ class Store:
         return brain
 
     def create_brain(
-        self, name: str, model: str, dim: int, chunker: str, chunk_size: int, chunk_overlap: int, *,
-        headers: bool = False, multi_vector: bool = False,
+        self,
+        name: str,
+        model: str,
+        dim: int,
+        chunker: str,
+        chunk_size: int,
+        chunk_overlap: int,
+        *,
+        headers: bool = False,
+        multi_vector: bool = False,
     ) -> Brain:
         with self.transaction():
             self.conn.execute(
@@ -462,9 +474,7 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE brains SET last_indexed = ? WHERE id = ?", (time.time(), brain.id))
             for root in roots:
-                self.conn.execute(
-                    "INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root)
-                )
+                self.conn.execute("INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root))
 
     def roots(self, brain: Brain) -> list[str]:
         return [r[0] for r in self.execute("SELECT path FROM roots WHERE brain_id = ? ORDER BY path", (brain.id,))]
@@ -480,26 +490,33 @@ class Store:
 
     def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
         """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
-        rows = self.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.chunk_id = ? LIMIT 1",
-                            (brain.id, chunk_id))
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.chunk_id = ? LIMIT 1",
+            (brain.id, chunk_id),
+        )
         return _chunk(brain, rows[0]) if rows else None
 
     def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
         """A document's chunks in order (none when the brain has no such path)."""
-        rows = self.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.relative_path = ? "
-                            "ORDER BY c.chunk_index", (brain.id, relative_path))
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.relative_path = ? "
+            "ORDER BY c.chunk_index",
+            (brain.id, relative_path),
+        )
         return [_chunk(brain, row) for row in rows]
 
     def document_paths(self, brain: Brain) -> list[str]:
         """The relative paths of the brain's documents, sorted."""
-        return [r[0] for r in self.execute(
-            "SELECT DISTINCT relative_path FROM documents WHERE brain_id = ? ORDER BY relative_path", (brain.id,))]
+        return [
+            r[0]
+            for r in self.execute(
+                "SELECT DISTINCT relative_path FROM documents WHERE brain_id = ? ORDER BY relative_path", (brain.id,)
+            )
+        ]
 
     def update_document_stat(self, doc_id: int, size: int, mtime_ns: int) -> None:
         with self.transaction():
-            self.conn.execute(
-                "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id)
-            )
+            self.conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
     def write_document(
         self,
@@ -543,8 +560,18 @@ class Store:
                 self.conn.execute(
                     "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index,"
                     " content, checksum, content_hash, header, vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (brain.id, doc_id, chunk.id, chunk.relative_path, chunk.chunk_index,
-                     chunk.content, chunk.checksum, digest, header, len(windows)),
+                    (
+                        brain.id,
+                        doc_id,
+                        chunk.id,
+                        chunk.relative_path,
+                        chunk.chunk_index,
+                        chunk.content,
+                        chunk.checksum,
+                        digest,
+                        header,
+                        len(windows),
+                    ),
                 )
                 rowid = self.conn.last_insert_rowid()
                 for window, row in enumerate(windows):
@@ -558,12 +585,15 @@ class Store:
             f"DELETE FROM {brain.vec_table} WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
             (doc_id,),
         )
-        extra = [rowid + (window << WINDOW_SHIFT)
-                 for rowid, count in self.conn.execute(
-                     "SELECT id, vectors FROM chunks WHERE document_id = ? AND vectors > 1", (doc_id,))
-                 for window in range(1, count)]
+        extra = [
+            rowid + (window << WINDOW_SHIFT)
+            for rowid, count in self.conn.execute(
+                "SELECT id, vectors FROM chunks WHERE document_id = ? AND vectors > 1", (doc_id,)
+            )
+            for window in range(1, count)
+        ]
         for start in range(0, len(extra), 500):
-            part = extra[start:start + 500]
+            part = extra[start : start + 500]
             self.conn.execute(f"DELETE FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})", part)
         self.conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
         self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
@@ -593,9 +623,13 @@ class Store:
                     continue
                 found[h] = np.frombuffer(row[0], dtype=np.float32)
                 if row[2] > 1:  # a chunk with one vector per window: (windows, dim)
-                    rest = [self.conn.execute(f"SELECT embedding FROM {brain.vec_table} WHERE rowid = ?",
-                                              (row[1] + (window << WINDOW_SHIFT),)).fetchone()
-                            for window in range(1, row[2])]
+                    rest = [
+                        self.conn.execute(
+                            f"SELECT embedding FROM {brain.vec_table} WHERE rowid = ?",
+                            (row[1] + (window << WINDOW_SHIFT),),
+                        ).fetchone()
+                        for window in range(1, row[2])
+                    ]
                     windows = [r[0] for r in rest if r is not None]
                     if len(windows) < len(rest):
                         del found[h]  # incomplete: embed it again
@@ -606,13 +640,12 @@ class Store:
     def vector_count(self, brain: Brain) -> int:
         """Chunks with a vector in the brain (window vectors beyond a chunk's first not counted),
         from sqlite-vec's one row per vector in `<table>_rowids`, by rowid range."""
-        (count,), = self.execute(f"SELECT count(*) FROM {brain.vec_table}_rowids WHERE rowid <= ?",
-                                 (CHUNK_ROWID_MASK,))
+        ((count,),) = self.execute(
+            f"SELECT count(*) FROM {brain.vec_table}_rowids WHERE rowid <= ?", (CHUNK_ROWID_MASK,)
+        )
         return int(count)
 
-    def knn(
-        self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None
-    ) -> list[Hit]:
+    def knn(self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None) -> list[Hit]:
         """The k nearest chunks by cosine similarity; a path filter is applied inside the search.
 
         In a multi-vector brain a chunk scores as its best window: the vector table is asked for
@@ -623,11 +656,14 @@ class Store:
             return []
         where, filter_params = "", []
         if path_glob and brain.multi_vector:
-            (most,), = self.execute("SELECT max(vectors) FROM chunks WHERE brain_id = ? AND relative_path GLOB ?",
-                                    (brain.id, path_glob))
-            where = (f" AND rowid IN (WITH RECURSIVE w(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM w WHERE n < ?)"
-                     f" SELECT c.id + (w.n << {WINDOW_SHIFT}) FROM chunks c JOIN w ON w.n < c.vectors"
-                     " WHERE c.brain_id = ? AND c.relative_path GLOB ?)")
+            ((most,),) = self.execute(
+                "SELECT max(vectors) FROM chunks WHERE brain_id = ? AND relative_path GLOB ?", (brain.id, path_glob)
+            )
+            where = (
+                f" AND rowid IN (WITH RECURSIVE w(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM w WHERE n < ?)"
+                f" SELECT c.id + (w.n << {WINDOW_SHIFT}) FROM chunks c JOIN w ON w.n < c.vectors"
+                " WHERE c.brain_id = ? AND c.relative_path GLOB ?)"
+            )
             filter_params = [max(int(most or 1), 1) - 1, brain.id, path_glob]
         elif path_glob:
             where = " AND rowid IN (SELECT id FROM chunks WHERE brain_id = ? AND relative_path GLOB ?)"
@@ -638,8 +674,9 @@ class Store:
         limit = min(k * (MULTI_VECTOR_OVERFETCH if brain.multi_vector else 1), 4096)
         while True:
             params: list[Any] = [np.ascontiguousarray(query, dtype=np.float32).tobytes(), limit, *filter_params]
-            nearest = (self._parallel_scan(sql + " AND part = ?", params, workers) if parallel
-                       else self.execute(sql, params))
+            nearest = (
+                self._parallel_scan(sql + " AND part = ?", params, workers) if parallel else self.execute(sql, params)
+            )
             best: dict[int, float] = {}  # chunk rowid -> its closest window's distance
             for rowid, distance in nearest:
                 chunk_rowid = rowid & CHUNK_ROWID_MASK
@@ -654,7 +691,8 @@ class Store:
         chunks = {
             r[0]: _chunk(brain, r)
             for r in self.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))})", ids,
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))})",
+                ids,
             )
         }
         # Closest first; equal distances in insertion order, so results are deterministic.
@@ -674,13 +712,16 @@ class Store:
             self._readers.append(self._open_reader())
         if self._pool is None:  # threads start on first use and then stay for the next searches
             self._pool = ThreadPoolExecutor(max_workers=PARTITIONS - 1, thread_name_prefix="locallens-scan")
-        connections = [self.conn, *self._readers[:workers - 1]]
+        connections = [self.conn, *self._readers[: workers - 1]]
 
         def scan(worker: int) -> list[tuple[Any, ...]]:
             conn = connections[worker]
             with _translated(f"reading {self.path}"):
-                return [row for part in range(worker, PARTITIONS, workers)
-                        for row in conn.execute(sql, [*params, part]).fetchall()]
+                return [
+                    row
+                    for part in range(worker, PARTITIONS, workers)
+                    for row in conn.execute(sql, [*params, part]).fetchall()
+                ]
 
         # Worker 0 is this thread, on the main connection; the others run in the pool.
         others = [self._pool.submit(scan, worker) for worker in range(1, workers)]
@@ -737,20 +778,26 @@ class Store:
         terms: list[str] = []
         pieces: list[str] = []
         for run in NO_SPACE_RUN.findall(lowered):
-            terms += [run[i:i + 3] for i in range(len(run) - 2)]
-            pieces += [run[i:i + 2] for i in range(len(run) - 1)]
+            terms += [run[i : i + 3] for i in range(len(run) - 2)]
+            pieces += [run[i : i + 2] for i in range(len(run) - 1)]
         # Latin words and numbers of the same query, as substrings (glued to CJK text, the
         # unicode61 index sees them as part of one long word).
         terms += re.findall(r"\w{3,}", NO_SPACE_RUN.sub(" ", lowered))
         if pieces:
             if not self._trigram_vocab_ready:
-                self.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trigram_vocab"
-                             " USING fts5vocab(main, chunks_trigram, 'row')")
+                self.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.trigram_vocab USING fts5vocab(main, chunks_trigram, 'row')"
+                )
                 self._trigram_vocab_ready = True
             for piece in dict.fromkeys(pieces):
-                terms += [r[0] for r in self.execute(
-                    "SELECT term FROM temp.trigram_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC, term"
-                    " LIMIT ?", (piece, piece + "\U0010ffff", TRIGRAM_EXPANSIONS))]
+                terms += [
+                    r[0]
+                    for r in self.execute(
+                        "SELECT term FROM temp.trigram_vocab WHERE term >= ? AND term < ? ORDER BY doc DESC, term"
+                        " LIMIT ?",
+                        (piece, piece + "\U0010ffff", TRIGRAM_EXPANSIONS),
+                    )
+                ]
         return ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(terms)]
 
     def _trigram_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
@@ -809,17 +856,20 @@ class Store:
         words = [t for t in terms if " " not in t]
         if len(words) < 2:
             return terms
-        (total,), = self.execute("SELECT count(*) FROM chunks")
+        ((total,),) = self.execute("SELECT count(*) FROM chunks")
         if total < KEYWORD_PRUNE_MIN_CHUNKS:
             return terms
         if not self._vocab_ready:
-            self.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, 'row')")
+            self.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.chunks_vocab USING fts5vocab(main, chunks_fts, 'row')"
+            )
             self._vocab_ready = True
         frequency = {}
         for term in words:
             # The index holds words case- and diacritic-folded (unicode61, remove_diacritics 2).
-            folded = "".join(ch for ch in unicodedata.normalize("NFKD", term.strip('"'))
-                             if not unicodedata.combining(ch))
+            folded = "".join(
+                ch for ch in unicodedata.normalize("NFKD", term.strip('"')) if not unicodedata.combining(ch)
+            )
             rows = self.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (folded,))
             frequency[term] = int(rows[0][0]) if rows else 0
         common = {t for t in words if frequency[t] > COMMON_WORD_FRACTION * total}
@@ -841,14 +891,18 @@ class Store:
         hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[6])) for r in rows}
         if brain.multi_vector:
             # A chunk scores as its best window, as in knn().
-            extra = [rowid + (window << WINDOW_SHIFT)
-                     for rowid, count in self.execute(
-                         f"SELECT id, vectors FROM chunks WHERE id IN ({marks}) AND vectors > 1", list(ids))
-                     for window in range(1, count)]
+            extra = [
+                rowid + (window << WINDOW_SHIFT)
+                for rowid, count in self.execute(
+                    f"SELECT id, vectors FROM chunks WHERE id IN ({marks}) AND vectors > 1", list(ids)
+                )
+                for window in range(1, count)
+            ]
             if extra:
                 for rowid, distance in self.execute(
                     f"SELECT rowid, vec_distance_cosine(embedding, ?) FROM {brain.vec_table}"
-                    f" WHERE rowid IN ({','.join('?' * len(extra))})", [blob, *extra]
+                    f" WHERE rowid IN ({','.join('?' * len(extra))})",
+                    [blob, *extra],
                 ):
                     hit = hits.get(rowid & CHUNK_ROWID_MASK)
                     if hit is not None and 1.0 - float(distance) > hit.score:
@@ -896,11 +950,11 @@ class Store:
     # -- reporting ----------------------------------------------------------------------------
 
     def stats(self, brain: Brain) -> BrainStats:
-        (documents,), = self.execute("SELECT count(*) FROM documents WHERE brain_id = ?", (brain.id,))
-        (chunks,), = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        ((documents,),) = self.execute("SELECT count(*) FROM documents WHERE brain_id = ?", (brain.id,))
+        ((chunks,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
         vectors = self.vector_count(brain)  # chunks with vectors (a multi-vector chunk counts once)
         # The FTS index is shared by all brains: count this brain's rows through its doc sizes.
-        (fts_rows,), = self.execute(
+        ((fts_rows,),) = self.execute(
             "SELECT count(*) FROM chunks_fts_docsize WHERE id IN (SELECT id FROM chunks WHERE brain_id = ?)",
             (brain.id,),
         )
@@ -914,8 +968,8 @@ class Store:
         return total
 
     def free_bytes(self) -> int:
-        (pages,), = self.execute("PRAGMA freelist_count")
-        (page_size,), = self.execute("PRAGMA page_size")
+        ((pages,),) = self.execute("PRAGMA freelist_count")
+        ((page_size,),) = self.execute("PRAGMA page_size")
         return int(pages) * int(page_size)
 
     def integrity_check(self) -> str:
@@ -931,7 +985,7 @@ class Store:
             self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")
             self.conn.execute("INSERT INTO chunks_trigram(chunks_trigram) VALUES ('integrity-check')")
             pattern = f"*[{NO_SPACE_CLASS}]*"
-            (wrong,), = self.conn.execute(
+            ((wrong,),) = self.conn.execute(
                 "SELECT count(*) FROM chunks c FULL JOIN chunks_trigram_docsize t ON t.id = c.id"
                 " WHERE (c.id IS NOT NULL AND (c.content GLOB ?1 OR c.header GLOB ?1)) IS NOT (t.id IS NOT NULL)",
                 (pattern,),

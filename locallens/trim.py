@@ -53,9 +53,7 @@ Encode = Callable[[list[str]], np.ndarray]
 # --------------------------------------------------------------------------------------------
 
 
-def select_sentences(
-    scores: Sequence[float], threshold: float, min_sentences: int, window: int
-) -> list[int]:
+def select_sentences(scores: Sequence[float], threshold: float, min_sentences: int, window: int) -> list[int]:
     """Indices of the sentences to keep, ascending (docs/behaviour.md#trimming, step 4).
 
     1. every index whose score is >= `threshold`;
@@ -221,10 +219,6 @@ def trim_text(
     encode: Encode,
 ) -> TrimmedHit:
     """Trim a free text as if it were one retrieved chunk (`locallens trim --text FILE`)."""
-    chunk = Chunk(
-        id="text-0", brain="", relative_path="<text>", chunk_index=0, content=text, checksum=""
-    )
+    chunk = Chunk(id="text-0", brain="", relative_path="<text>", chunk_index=0, content=text, checksum="")
     hit = Hit(chunk=chunk, score=0.0)
-    return trim_chunks_by_sentence(
-        query_vec, [hit], threshold, min_sentences, window, encode=encode
-    )[0]
+    return trim_chunks_by_sentence(query_vec, [hit], threshold, min_sentences, window, encode=encode)[0]

@@ -84,7 +84,7 @@ def _is_gitignored(rules: Sequence[_IgnoreRule], rel: str, is_dir: bool) -> bool
     """
     ignored = False
     for rule in rules:
-        sub = rel[len(rule.prefix):]
+        sub = rel[len(rule.prefix) :]
         if is_dir:
             sub += "/"
         result = rule.spec.check_file(sub).include

@@ -26,7 +26,7 @@ HELP_ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb", "_TYPER_FORCE_DIS
 
 
 def commands() -> list[str]:
-    """"" (the program itself), then every command in the order `locallens --help` lists them."""
+    """ "" (the program itself), then every command in the order `locallens --help` lists them."""
     import typer
 
     from locallens.cli import app
@@ -68,7 +68,7 @@ def current(readme: str) -> str:
     start, end = readme.find(START), readme.find(END)
     if start < 0 or end < start:
         raise SystemExit(f"{README}: the markers {START} and {END} are missing")
-    return readme[start + len(START):end].strip("\n")
+    return readme[start + len(START) : end].strip("\n")
 
 
 def blocks_by_command(text: str) -> dict[str, str]:
@@ -100,15 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         names = stale(readme)
         if names:
-            print(f"README.md command reference is out of date for: {', '.join(names)}; "
-                  "run `python scripts/cli_reference.py --write`", file=sys.stderr)
+            print(
+                f"README.md command reference is out of date for: {', '.join(names)}; "
+                "run `python scripts/cli_reference.py --write`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     reference = render()
     if args.write:
         start, end = readme.find(START), readme.find(END)
         current(readme)  # the markers must be there
-        updated = f"{readme[:start + len(START)]}\n{reference}\n{readme[end:]}"
+        updated = f"{readme[: start + len(START)]}\n{reference}\n{readme[end:]}"
         if updated != readme:
             README.write_text(updated, encoding="utf-8")
         return 0

@@ -53,8 +53,16 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LOCALLENS_HOME", str(home))
     # A user's Hugging Face cache must not change which model `auto` picks in tests.
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    for var in ("LOCALLENS_DB", "LOCALLENS_BRAIN", "LOCALLENS_MODEL", "LOCALLENS_CONFIG",
-                "LOCALLENS_TRIM", "LOCALLENS_TRIM_THRESHOLD", "LOCALLENS_LLM", "NO_COLOR"):
+    for var in (
+        "LOCALLENS_DB",
+        "LOCALLENS_BRAIN",
+        "LOCALLENS_MODEL",
+        "LOCALLENS_CONFIG",
+        "LOCALLENS_TRIM",
+        "LOCALLENS_TRIM_THRESHOLD",
+        "LOCALLENS_LLM",
+        "NO_COLOR",
+    ):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -164,9 +172,13 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         _LOADERS.extend(_real_model_loaders())
     saved = [(owner, name, owner.__dict__[name]) for owner, name, _ in _LOADERS]
     for owner, name, what in _LOADERS:
+
         def forbidden(*args: Any, _what: str = what, **kwargs: Any) -> Any:
-            pytest.fail(f"{item.nodeid} loads {_what}: mark it @pytest.mark.slow, or use the fake_models "
-                        "fixture (tests/helpers.py)", pytrace=True)
+            pytest.fail(
+                f"{item.nodeid} loads {_what}: mark it @pytest.mark.slow, or use the fake_models "
+                "fixture (tests/helpers.py)",
+                pytrace=True,
+            )
 
         setattr(owner, name, forbidden)
     try:

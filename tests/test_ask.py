@@ -14,7 +14,11 @@ from locallens.prompt import format_hits
 
 from .helpers import ROOT, cli
 
-QUESTIONS = [json.loads(line) for line in (ROOT / "tests/data/questions.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+QUESTIONS = [
+    json.loads(line)
+    for line in (ROOT / "tests/data/questions.jsonl").read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 
 
 @pytest.fixture()
@@ -32,8 +36,9 @@ def no_llm(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Path, no_llm: list[str]) -> None:
-    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                 "--context-only", "--json")
+    result = cli(
+        "ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--context-only", "--json"
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert "answer" not in out and no_llm == []
@@ -51,9 +56,20 @@ def test_context_only_text_prints_the_numbered_excerpts(sample_index: Path, no_l
     from locallens.domain import Chunk, Hit
 
     result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--context-only")
-    data = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                          "--context-only", "--json").stdout)
-    hits = [Hit(Chunk(s["id"], "default", s["path"], s["chunk_index"], s["content"], ""), s["score"]) for s in data["sources"]]
+    data = json.loads(
+        cli(
+            "ask",
+            "Which port does the staging database listen on?",
+            "--db",
+            str(sample_index),
+            "--context-only",
+            "--json",
+        ).stdout
+    )
+    hits = [
+        Hit(Chunk(s["id"], "default", s["path"], s["chunk_index"], s["content"], ""), s["score"])
+        for s in data["sources"]
+    ]
     assert result.stdout == format_hits(hits) + "\n"
     assert result.stdout.startswith("[1] engineering/staging-environment.md#chunk-")
 
@@ -65,15 +81,34 @@ def test_expected_file_is_among_the_sources(sample_index: Path, q: dict, no_llm:
 
 
 def test_path_filter_is_applied_inside_the_search(sample_index: Path, no_llm: list[str]) -> None:
-    out = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                         "--path", "notas/*", "--top-k", "4", "--context-only", "--json").stdout)
+    out = json.loads(
+        cli(
+            "ask",
+            "Which port does the staging database listen on?",
+            "--db",
+            str(sample_index),
+            "--path",
+            "notas/*",
+            "--top-k",
+            "4",
+            "--context-only",
+            "--json",
+        ).stdout
+    )
     assert len(out["sources"]) == 4  # still k results when k match
     assert all(s["path"].startswith("notas/") for s in out["sources"])
 
 
 def test_question_from_stdin(sample_index: Path, no_llm: list[str]) -> None:
-    result = cli("ask", "-", "--db", str(sample_index), "--context-only", "--json",
-                 input="¿En qué puerto escucha la VPN corporativa de WireGuard?\n")
+    result = cli(
+        "ask",
+        "-",
+        "--db",
+        str(sample_index),
+        "--context-only",
+        "--json",
+        input="¿En qué puerto escucha la VPN corporativa de WireGuard?\n",
+    )
     out = json.loads(result.stdout)
     assert out["question"] == "¿En qué puerto escucha la VPN corporativa de WireGuard?"
     assert out["sources"][0]["path"] == "notas/vpn-wireguard.md"
@@ -109,7 +144,9 @@ def test_bad_gguf_exits_6_naming_the_path(sample_index: Path, tmp_path: Path, co
     path = tmp_path / "model.gguf"
     if content is not None:
         path.write_bytes(content)
-    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--llm", str(path))
+    result = cli(
+        "ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--llm", str(path)
+    )
     assert result.exit_code == 6, result.output
     assert str(path) in result.stderr and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1
@@ -123,7 +160,7 @@ def test_llm_from_environment(sample_index: Path, tmp_path: Path, monkeypatch: p
 
 def test_broken_pipe_ends_quietly(sample_index: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = (f"{sys.executable} -m locallens ask 'staging database' --db {sample_index} --context-only --top-k 20 | head -c 10")
+    cmd = f"{sys.executable} -m locallens ask 'staging database' --db {sample_index} --context-only --top-k 20 | head -c 10"
     proc = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, env=env, cwd=ROOT)
     assert len(proc.stdout) == 10
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr, proc.stderr
@@ -134,11 +171,32 @@ def test_broken_pipe_ends_quietly(sample_index: Path) -> None:
 
 @pytest.mark.slow
 def test_answer_json_with_the_packaged_llm(sample_index: Path) -> None:
-    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                 "--json", "--max-tokens", "48")
+    result = cli(
+        "ask",
+        "Which port does the staging database listen on?",
+        "--db",
+        str(sample_index),
+        "--json",
+        "--max-tokens",
+        "48",
+    )
     out = json.loads(result.stdout)
-    assert set(out) >= {"question", "answer", "citations", "invalid_citations", "sources", "dropped",
-                        "tokens", "timings", "models", "claims", "withheld", "mode", "refused", "model_answer"}
+    assert set(out) >= {
+        "question",
+        "answer",
+        "citations",
+        "invalid_citations",
+        "sources",
+        "dropped",
+        "tokens",
+        "timings",
+        "models",
+        "claims",
+        "withheld",
+        "mode",
+        "refused",
+        "model_answer",
+    }
     # The model's own answer, or (when none of it is supported) the excerpts' sentences.
     assert out["mode"] == ("extractive" if out["fallback"] else "generate") and out["model_answer"].strip()
     assert out["models"]["llm"].endswith(".gguf")
@@ -147,8 +205,10 @@ def test_answer_json_with_the_packaged_llm(sample_index: Path) -> None:
     assert all(1 <= c <= n for c in out["citations"])
     assert all(c < 1 or c > n for c in out["invalid_citations"])
     assert set(out["timings"]) >= {"embed_ms", "search_ms", "generate_ms", "check_ms"}
-    assert out["claims"] and all(set(c) >= {"text", "supported", "score", "source", "facts_missing",
-                                            "citation_added", "wrong_citation"} for c in out["claims"])
+    assert out["claims"] and all(
+        set(c) >= {"text", "supported", "score", "source", "facts_missing", "citation_added", "wrong_citation"}
+        for c in out["claims"]
+    )
     printed = [c for c in out["claims"] if c["supported"]]
     assert out["withheld"] == (len(out["claims"]) if out["refused"] else len(out["claims"]) - len(printed))
     if out["refused"]:
@@ -159,14 +219,25 @@ def test_answer_json_with_the_packaged_llm(sample_index: Path) -> None:
         assert all(c["text"] in out["answer"] and c["citations"] for c in printed)
         assert all(1 <= n_ <= n for c in printed for n_ in c["citations"])
     # Deterministic by default.
-    again = json.loads(cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                           "--json", "--max-tokens", "48").stdout)
+    again = json.loads(
+        cli(
+            "ask",
+            "Which port does the staging database listen on?",
+            "--db",
+            str(sample_index),
+            "--json",
+            "--max-tokens",
+            "48",
+        ).stdout
+    )
     assert again["answer"] == out["answer"] and again["model_answer"] == out["model_answer"]
 
 
 @pytest.mark.slow
 def test_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
-    result = cli("ask", "How long are the nightly PostgreSQL backups kept?", "--db", str(sample_index), "--max-tokens", "40")
+    result = cli(
+        "ask", "How long are the nightly PostgreSQL backups kept?", "--db", str(sample_index), "--max-tokens", "40"
+    )
     assert result.exit_code in (0, 4), result.output
     body, sources = result.stdout.split("\nSources:\n")
     assert body.strip()
@@ -180,8 +251,9 @@ def test_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
 @pytest.mark.slow
 def test_show_unsupported_prints_every_sentence_marked(sample_index: Path) -> None:
     question = "Which port does the staging database listen on?"
-    out = json.loads(cli("ask", question, "--db", str(sample_index), "--json", "--max-tokens", "64",
-                         "--show-unsupported").stdout)
+    out = json.loads(
+        cli("ask", question, "--db", str(sample_index), "--json", "--max-tokens", "64", "--show-unsupported").stdout
+    )
     for claim in out["claims"]:
         if not claim["supported"]:
             assert "(unsupported) " in out["answer"]
@@ -206,12 +278,16 @@ def test_extractive_answers_without_the_llm(sample_index: Path, no_llm: list[str
     assert text.exit_code == 0 and text.stdout.startswith(out["answer"] + "\n\nSources:\n")
 
 
-@pytest.mark.parametrize(("question", "refusal"), [
-    ("zebra giraffe migration across the savanna", "The answer is not in the excerpts."),
-    ("¿Cuántos dientes tiene un cocodrilo del Nilo adulto?", "La respuesta no está en los fragmentos."),
-])
-def test_extractive_refuses_in_the_questions_language(sample_index: Path, no_llm: list[str], question: str,
-                                                      refusal: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "refusal"),
+    [
+        ("zebra giraffe migration across the savanna", "The answer is not in the excerpts."),
+        ("¿Cuántos dientes tiene un cocodrilo del Nilo adulto?", "La respuesta no está en los fragmentos."),
+    ],
+)
+def test_extractive_refuses_in_the_questions_language(
+    sample_index: Path, no_llm: list[str], question: str, refusal: str
+) -> None:
     result = cli("ask", question, "--db", str(sample_index), "--extractive")
     assert result.exit_code == 4, result.output
     assert result.stdout.startswith(refusal + "\n\nSources:\n")
@@ -221,8 +297,19 @@ def test_extractive_refuses_in_the_questions_language(sample_index: Path, no_llm
 
 @pytest.mark.slow
 def test_context_fitting_drops_lowest_ranked_and_reports(sample_index: Path) -> None:
-    result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index),
-                 "--ctx", "700", "--max-tokens", "32", "--top-k", "5", "--json")
+    result = cli(
+        "ask",
+        "Which port does the staging database listen on?",
+        "--db",
+        str(sample_index),
+        "--ctx",
+        "700",
+        "--max-tokens",
+        "32",
+        "--top-k",
+        "5",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["dropped"] and len(out["sources"]) + len(out["dropped"]) == 5
@@ -252,17 +339,41 @@ def cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_two_stage_retrieval_with_a_cross_encoder(sample_index: Path, cross_encoder_dir: Path, no_llm: list[str]) -> None:
-    out = json.loads(cli("ask", QUESTIONS[0]["question"], "--db", str(sample_index), "--context-only", "--json",
-                         "--rerank", str(cross_encoder_dir), "--candidates", "20", "--min-relevance", "0").stdout)
+def test_two_stage_retrieval_with_a_cross_encoder(
+    sample_index: Path, cross_encoder_dir: Path, no_llm: list[str]
+) -> None:
+    out = json.loads(
+        cli(
+            "ask",
+            QUESTIONS[0]["question"],
+            "--db",
+            str(sample_index),
+            "--context-only",
+            "--json",
+            "--rerank",
+            str(cross_encoder_dir),
+            "--candidates",
+            "20",
+            "--min-relevance",
+            "0",
+        ).stdout
+    )
     assert len(out["sources"]) == 5
     scores = [s["rerank_score"] for s in out["sources"]]
     assert scores == sorted(scores, reverse=True) and all(0 <= x <= 1 for x in scores)
     assert out["models"]["reranker"] == str(cross_encoder_dir)
     assert "rerank_ms" in out["timings"]
     # A minimum relevance above every score leaves nothing: exit 4, no LLM.
-    result = cli("ask", QUESTIONS[0]["question"], "--db", str(sample_index), "--rerank", str(cross_encoder_dir),
-                 "--min-relevance", "1.01")
+    result = cli(
+        "ask",
+        QUESTIONS[0]["question"],
+        "--db",
+        str(sample_index),
+        "--rerank",
+        str(cross_encoder_dir),
+        "--min-relevance",
+        "1.01",
+    )
     assert result.exit_code == 4 and no_llm == []
 
 
@@ -277,7 +388,7 @@ def guarded(text: str, step: int) -> tuple[str, bool]:
 
     guard, shown = LoopGuard(), []
     for i in range(0, len(text), step):
-        out, stopped = guard.feed(text[i:i + step])
+        out, stopped = guard.feed(text[i : i + step])
         shown.append(out)
         if stopped:
             return "".join(shown), True
@@ -285,31 +396,38 @@ def guarded(text: str, step: int) -> tuple[str, bool]:
 
 
 def test_loop_guard_stops_before_showing_the_repeat() -> None:
-    text = ("The staging database listens on port 5433 [1].\n\n"
-            "## 2. The staging database is shared among all teams.\n\n"
-            "## 3. The staging database is shared among all teams.\n")
-    assert guarded(text, 7) == ("The staging database listens on port 5433 [1].\n\n"
-                                "## 2. The staging database is shared among all teams.\n\n", True)
+    text = (
+        "The staging database listens on port 5433 [1].\n\n"
+        "## 2. The staging database is shared among all teams.\n\n"
+        "## 3. The staging database is shared among all teams.\n"
+    )
+    assert guarded(text, 7) == (
+        "The staging database listens on port 5433 [1].\n\n## 2. The staging database is shared among all teams.\n\n",
+        True,
+    )
 
 
 @pytest.mark.parametrize("step", [1, 5, 100])
 def test_loop_guard_stops_where_the_model_starts_the_prompt_over(step: int) -> None:
     from locallens.answer import LoopGuard
 
-    text = ("The staging database listens on port 5433 [1].\n\n"
-            "Questions about it go to the platform team.\n\n"
-            "Question:\nWhich team is responsible for the staging database?\n\nThe answer is:")
+    text = (
+        "The staging database listens on port 5433 [1].\n\n"
+        "Questions about it go to the platform team.\n\n"
+        "Question:\nWhich team is responsible for the staging database?\n\nThe answer is:"
+    )
     # "Questions about it..." is an answer line: held while it could be the header, then shown.
-    assert guarded(text, step) == ("The staging database listens on port 5433 [1].\n\n"
-                                   "Questions about it go to the platform team.\n\n", True)
+    assert guarded(text, step) == (
+        "The staging database listens on port 5433 [1].\n\nQuestions about it go to the platform team.\n\n",
+        True,
+    )
     assert LoopGuard().feed("## Source excerpts:\n[1] docs")[1]
 
 
 def test_loop_guard_streams_novel_text_and_releases_near_repeats() -> None:
     from locallens.answer import LoopGuard
 
-    text = ("- 25 days of leave per year [1]\n- 25 days of leave are pro-rated [2]\nok\nok\n"
-            "The end, without a newline")
+    text = "- 25 days of leave per year [1]\n- 25 days of leave are pro-rated [2]\nok\nok\nThe end, without a newline"
     assert guarded(text, 1) == (text, False)
     # Novel text is released as it comes, not at the end of its line.
     first = LoopGuard()
@@ -336,4 +454,6 @@ def test_hybrid_search_is_safe_with_fts_syntax_and_honours_path(sample_index: Pa
     assert len(_sources(sample_index, 'NEAR("x" -y: *) OR', "--hybrid")) == 5
     filtered = _sources(sample_index, "NWL-CY-22871 insurance", "--hybrid", "--path", "hr/*")
     assert filtered and all(s["path"].startswith("hr/") for s in filtered)
-    assert _sources(sample_index, "NWL-CY-22871", "--hybrid", "--top-k", "1")[0]["path"] == "operations/vendor-contacts.md"
+    assert (
+        _sources(sample_index, "NWL-CY-22871", "--hybrid", "--top-k", "1")[0]["path"] == "operations/vendor-contacts.md"
+    )

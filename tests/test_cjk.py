@@ -32,8 +32,16 @@ VECTORS = {"ja.md": [1, 0, 0, 0], "zh.md": [0.6, 0.8, 0, 0], "ko.md": [0, 0, 1, 
 def write_notes(store: Store, brain: Brain, notes: dict[str, str] = NOTES) -> None:
     for n, (path, text) in enumerate(notes.items()):
         chunk = Chunk(id=f"c{n}-0", brain=brain.name, relative_path=path, chunk_index=0, content=text, checksum=f"c{n}")
-        store.write_document(brain, root="/notes", relative_path=path, size=len(text), mtime_ns=1, checksum=f"c{n}",
-                             chunks=[chunk], vectors=np.array([VECTORS.get(path, [1, 1, 1, 1])], dtype=np.float32))
+        store.write_document(
+            brain,
+            root="/notes",
+            relative_path=path,
+            size=len(text),
+            mtime_ns=1,
+            checksum=f"c{n}",
+            chunks=[chunk],
+            vectors=np.array([VECTORS.get(path, [1, 1, 1, 1])], dtype=np.float32),
+        )
 
 
 @pytest.fixture()
@@ -51,15 +59,18 @@ def paths(store: Store, ids: list[int]) -> list[str]:
 # -- keyword search ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("query", "expected"), [
-    ("打印机在哪里", "zh.md"),  # where is the printer: no word of it is a unicode61 token
-    ("打印", "zh.md"),  # a 2-character word: shorter than a trigram
-    ("年假 打印", "zh.md"),  # several 2-character words, one absent
-    ("プリンターはどこですか", "ja.md"),
-    ("서버 주소", "ko.md"),  # Korean stems carry particles in the text (서버가, 주소는)
-    ("서버가 언제 재시작돼요?", "ko.md"),
-    ("VPN 設定", "ja.md"),  # a Latin word glued to Japanese text, and a 2-character word
-])
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("打印机在哪里", "zh.md"),  # where is the printer: no word of it is a unicode61 token
+        ("打印", "zh.md"),  # a 2-character word: shorter than a trigram
+        ("年假 打印", "zh.md"),  # several 2-character words, one absent
+        ("プリンターはどこですか", "ja.md"),
+        ("서버 주소", "ko.md"),  # Korean stems carry particles in the text (서버가, 주소는)
+        ("서버가 언제 재시작돼요?", "ko.md"),
+        ("VPN 設定", "ja.md"),  # a Latin word glued to Japanese text, and a 2-character word
+    ],
+)
 def test_keyword_search_finds_words_inside_cjk_text(notes, query: str, expected: str) -> None:  # type: ignore[no-untyped-def]
     store, brain = notes
     assert paths(store, store.keyword_search(brain, query, 5))[:1] == [expected]
@@ -67,7 +78,9 @@ def test_keyword_search_finds_words_inside_cjk_text(notes, query: str, expected:
 
 def test_a_query_without_cjk_ranks_as_the_word_index_alone(notes) -> None:  # type: ignore[no-untyped-def]
     store, brain = notes
-    assert store.keyword_search(brain, "where is the printer", 5) == store._word_search(brain, "where is the printer", 5)
+    assert store.keyword_search(brain, "where is the printer", 5) == store._word_search(
+        brain, "where is the printer", 5
+    )
     assert paths(store, store.keyword_search(brain, "printer kitchen", 5)) == ["en.md"]
 
 
@@ -136,7 +149,9 @@ def test_the_glob_class_and_the_query_pattern_agree() -> None:
 # -- the schema upgrade ---------------------------------------------------------------------
 
 
-def test_a_database_written_before_the_trigram_index_is_upgraded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_written_before_the_trigram_index_is_upgraded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     step = next(s for s in migrations.MIGRATIONS if s.name == "trigram_index")
     earlier = tuple(s for s in migrations.MIGRATIONS if s.version < step.version)
     db = tmp_path / "index.db"

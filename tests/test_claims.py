@@ -42,16 +42,22 @@ def hit(content: str, path: str = "notes/a.md", index: int = 0) -> Hit:
 
 
 HITS = [
-    hit("# Staging\n\nThe staging database runs PostgreSQL 16.2 and listens on port 5433. "
-        "Backups are kept for 14 days.", "engineering/staging.md"),
-    hit("The on-call rotation hands over on Mondays at 09:30 CET. Run `shipctl deploy --dry-run` first.",
-        "operations/on-call.md"),
-    hit("La VPN corporativa usa WireGuard en el puerto 51820. El fichero es /etc/wireguard/wg0.conf.",
-        "notas/vpn.md"),
+    hit(
+        "# Staging\n\nThe staging database runs PostgreSQL 16.2 and listens on port 5433. "
+        "Backups are kept for 14 days.",
+        "engineering/staging.md",
+    ),
+    hit(
+        "The on-call rotation hands over on Mondays at 09:30 CET. Run `shipctl deploy --dry-run` first.",
+        "operations/on-call.md",
+    ),
+    hit("La VPN corporativa usa WireGuard en el puerto 51820. El fichero es /etc/wireguard/wg0.conf.", "notas/vpn.md"),
 ]
 
 
-def check(answer: str, question: str = "Which port does the staging database use, and how long are backups kept?", **kw):  # type: ignore[no-untyped-def]
+def check(
+    answer: str, question: str = "Which port does the staging database use, and how long are backups kept?", **kw
+):  # type: ignore[no-untyped-def]
     # Bag-of-words cosines are lower than a model's: a lower relevance floor for the fake.
     kw.setdefault("min_relevance", 0.1)
     return check_answer(answer, HITS, fake_vector(question), fake_encode, question=question, **kw)
@@ -60,21 +66,24 @@ def check(answer: str, question: str = "Which port does the staging database use
 # -- literal facts ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("claim", "facts"), [
-    ("The database listens on port 5433.", ["5433"]),
-    ("It runs PostgreSQL 16.2 since 2024-10-02.", ["16.2", "2024-10-02", "PostgreSQL"]),
-    ("Use v2.4.1 at 09:30 CET.", ["v2.4.1", "09:30", "CET"]),
-    ("Edit /etc/wireguard/wg0.conf or docs/setup.md then.", ["/etc/wireguard/wg0.conf", "docs/setup.md"]),
-    ("Run `shipctl deploy` with --dry-run and -v.", ["shipctl deploy", "--dry-run", "-v"]),
-    ('The tool is called "Tidewater Planner".', ["Tidewater Planner"]),
-    ("Call __exit__ on the context_manager object.", ["__exit__", "context_manager"]),
-    ("It raises AssertionError when it fails.", ["AssertionError"]),
-    ("The rotation hands over on Mondays.", ["Mondays"]),
-    ("La VPN escucha en el puerto 51820.", ["51820", "VPN"]),
-    ("The limit is 1,200 requests per minute.", ["1,200"]),
-    ("Use it and/or that.", []),
-    ("The database is shared among all teams.", []),
-])
+@pytest.mark.parametrize(
+    ("claim", "facts"),
+    [
+        ("The database listens on port 5433.", ["5433"]),
+        ("It runs PostgreSQL 16.2 since 2024-10-02.", ["16.2", "2024-10-02", "PostgreSQL"]),
+        ("Use v2.4.1 at 09:30 CET.", ["v2.4.1", "09:30", "CET"]),
+        ("Edit /etc/wireguard/wg0.conf or docs/setup.md then.", ["/etc/wireguard/wg0.conf", "docs/setup.md"]),
+        ("Run `shipctl deploy` with --dry-run and -v.", ["shipctl deploy", "--dry-run", "-v"]),
+        ('The tool is called "Tidewater Planner".', ["Tidewater Planner"]),
+        ("Call __exit__ on the context_manager object.", ["__exit__", "context_manager"]),
+        ("It raises AssertionError when it fails.", ["AssertionError"]),
+        ("The rotation hands over on Mondays.", ["Mondays"]),
+        ("La VPN escucha en el puerto 51820.", ["51820", "VPN"]),
+        ("The limit is 1,200 requests per minute.", ["1,200"]),
+        ("Use it and/or that.", []),
+        ("The database is shared among all teams.", []),
+    ],
+)
 def test_extract_facts(claim: str, facts: list[str]) -> None:
     assert extract_facts(claim) == facts
 
@@ -115,16 +124,19 @@ def test_a_wrong_number_is_a_missing_fact_whatever_the_similarity() -> None:
 
 
 def test_invented_sentences_are_withheld_and_the_layout_is_kept() -> None:
-    answer = ("1. The staging database runs PostgreSQL 16.2 and listens on port 5433.\n\n"
-              "## 2. The staging database is a server shared among all teams of the company.\n"
-              "Backups are kept for 14 days [2].")
+    answer = (
+        "1. The staging database runs PostgreSQL 16.2 and listens on port 5433.\n\n"
+        "## 2. The staging database is a server shared among all teams of the company.\n"
+        "Backups are kept for 14 days [2]."
+    )
     checked = check(answer)
     assert [c.supported for c in checked.claims] == [True, False, True]
     assert checked.withheld == 1
     # [2] does not back the backup sentence: removed, reported, and the right excerpt cited.
     assert checked.claims[2].wrong_citation == [2] and checked.claims[2].citations == [1]
-    assert checked.answer == ("1. The staging database runs PostgreSQL 16.2 and listens on port 5433 [1].\n"
-                              "Backups are kept for 14 days [1].")
+    assert checked.answer == (
+        "1. The staging database runs PostgreSQL 16.2 and listens on port 5433 [1].\nBackups are kept for 14 days [1]."
+    )
     shown = check(answer, show_unsupported=True).answer
     assert "(unsupported) ## 2. The staging database is a server" in shown
 
@@ -142,8 +154,9 @@ def test_invalid_citations_are_dropped_from_the_printed_answer() -> None:
 
 
 def test_supported_but_irrelevant_sentences_are_not_an_answer() -> None:
-    checked = check("The rotation hands over on Mondays at 09:30 CET.", question="What is the dress code?",
-                    min_relevance=0.35)
+    checked = check(
+        "The rotation hands over on Mondays at 09:30 CET.", question="What is the dress code?", min_relevance=0.35
+    )
     assert checked.claims[0].supported and checked.refused
     assert checked.answer == "The answer is not in the excerpts."
 
@@ -171,13 +184,26 @@ def test_decoration_is_not_a_claim() -> None:
 
 
 EXCERPT_SENTENCES = [s for h in HITS for s in split_sentences(h.content) if not s.startswith("#")]
-INVENTED = ["The database is shared among all teams.", "It costs 300 euros per month.",
-            "Contact Maria Lopez for access.", "The VPN uses port 1194 [2].", "Everything is fine [9]."]
+INVENTED = [
+    "The database is shared among all teams.",
+    "It costs 300 euros per month.",
+    "Contact Maria Lopez for access.",
+    "The VPN uses port 1194 [2].",
+    "Everything is fine [9].",
+]
 
 
-@given(st.lists(st.tuples(st.sampled_from(EXCERPT_SENTENCES + INVENTED),
-                          st.sampled_from(["", " [1]", " [2]", " [3]", " [5]", "[1, 3]"]),
-                          st.sampled_from([" ", "\n", "\n\n"])), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(EXCERPT_SENTENCES + INVENTED),
+            st.sampled_from(["", " [1]", " [2]", " [3]", " [5]", "[1, 3]"]),
+            st.sampled_from([" ", "\n", "\n\n"]),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_every_printed_sentence_is_supported_and_cited(parts: list[tuple[str, str, str]]) -> None:
     answer = "".join(sentence.rstrip(".") + cite + "." + sep for sentence, cite, sep in parts)
     checked = check(answer, question="staging database port backups rotation VPN WireGuard")
@@ -212,8 +238,15 @@ def test_loop_guard_stops_short_lines_repeated_with_new_citations() -> None:
 
 def test_extractive_answer_is_the_most_relevant_sentences_cited() -> None:
     question = "Which port does the staging database listen on?"
-    checked = extractive_answer(question, HITS, fake_vector("staging database port 5433"), fake_encode,
-                                max_sentences=2, margin=1.0, min_relevance=0.1)
+    checked = extractive_answer(
+        question,
+        HITS,
+        fake_vector("staging database port 5433"),
+        fake_encode,
+        max_sentences=2,
+        margin=1.0,
+        min_relevance=0.1,
+    )
     lines = checked.answer.splitlines()
     assert lines[0] == "The staging database runs PostgreSQL 16.2 and listens on port 5433 [1]."
     assert all(c.supported and c.citations == [c.source] for c in checked.claims)
@@ -226,15 +259,27 @@ def test_nothing_supported_falls_back_to_the_excerpts_own_sentences() -> None:
     from locallens.answer import checked_answer
 
     vector = fake_vector("Backups are kept for 14 days.")
-    fell = checked_answer("The database is shared among all teams of the company.", HITS,
-                          "How long are backups kept?", vector, fake_encode, max_tokens=64)
+    fell = checked_answer(
+        "The database is shared among all teams of the company.",
+        HITS,
+        "How long are backups kept?",
+        vector,
+        fake_encode,
+        max_tokens=64,
+    )
     assert fell.fallback and not fell.refused and fell.withheld == 1
     assert fell.answer.splitlines()[0] == "Backups are kept for 14 days [1]."
     assert [c.extracted for c in fell.claims][:2] == [False, True]
     assert [c.text for c in fell.claims if c.supported] == fell.answer.splitlines()
     # Nothing relevant among the excerpts either: the plain refusal.
-    refused = checked_answer("The database is shared among all teams.", HITS, "What is the dress code?",
-                             fake_vector("zebra giraffe"), fake_encode, max_tokens=64)
+    refused = checked_answer(
+        "The database is shared among all teams.",
+        HITS,
+        "What is the dress code?",
+        fake_vector("zebra giraffe"),
+        fake_encode,
+        max_tokens=64,
+    )
     assert refused.refused and not refused.fallback and refused.answer == "The answer is not in the excerpts."
 
 
@@ -244,12 +289,21 @@ def test_notices_say_what_the_check_did() -> None:
     partly = check("Backups are kept for 14 days [2]. The database is shared among all teams of the company.")
     assert partly.notices() == [
         "1 sentence(s) of the model's answer withheld: not supported by the excerpts (--show-unsupported shows them)",
-        "1 citation(s) pointed at an excerpt that does not back the sentence and were corrected"]
-    fell = checked_answer("The database is shared among all teams of the company.", HITS, "How long are backups kept?",
-                          fake_vector("Backups are kept for 14 days."), fake_encode, max_tokens=64,
-                          show_unsupported=True)
-    assert fell.notices(True) == ["the model's answer was withheld: none of its sentences is supported by the "
-                                  "excerpts; shown instead: the excerpts' most relevant sentences (shown marked, as asked)"]
+        "1 citation(s) pointed at an excerpt that does not back the sentence and were corrected",
+    ]
+    fell = checked_answer(
+        "The database is shared among all teams of the company.",
+        HITS,
+        "How long are backups kept?",
+        fake_vector("Backups are kept for 14 days."),
+        fake_encode,
+        max_tokens=64,
+        show_unsupported=True,
+    )
+    assert fell.notices(True) == [
+        "the model's answer was withheld: none of its sentences is supported by the "
+        "excerpts; shown instead: the excerpts' most relevant sentences (shown marked, as asked)"
+    ]
     assert fell.answer.endswith("\n\n(unsupported) The database is shared among all teams of the company.")
 
 
@@ -269,19 +323,24 @@ def test_a_sentence_said_twice_is_printed_once() -> None:
 
 # -- CJK claims: compared by characters and runs, not by clause ---------------------------------
 
-_CJK_EXCERPTS = ("报销请在每月五日前提交。打印机在三楼。会議は月曜日です。VPNの設定はヘルプデスクに連絡してください。"
-                 "회의는 월요일입니다. 자료를 준비하세요.")
+_CJK_EXCERPTS = (
+    "报销请在每月五日前提交。打印机在三楼。会議は月曜日です。VPNの設定はヘルプデスクに連絡してください。"
+    "회의는 월요일입니다. 자료를 준비하세요."
+)
 
 
-@pytest.mark.parametrize(("claim", "missing"), [
-    ("打印机在三楼。", []),
-    ("报销要在每月五日前提交。", []),  # 要 is a function character: a faithful paraphrase adds it
-    ("会議は月曜日です。", []),
-    ("会議は火曜日です。", ["火"]),  # Tuesday where the note says Monday
-    ("サポートに連絡してください。", ["サポート"]),  # an invented katakana name
-    ("회의를 월요일에 합니다.", []),  # another particle, the same words
-    ("회식은 월요일입니다.", ["회식"]),  # a dinner, not a meeting
-])
+@pytest.mark.parametrize(
+    ("claim", "missing"),
+    [
+        ("打印机在三楼。", []),
+        ("报销要在每月五日前提交。", []),  # 要 is a function character: a faithful paraphrase adds it
+        ("会議は月曜日です。", []),
+        ("会議は火曜日です。", ["火"]),  # Tuesday where the note says Monday
+        ("サポートに連絡してください。", ["サポート"]),  # an invented katakana name
+        ("회의를 월요일에 합니다.", []),  # another particle, the same words
+        ("회식은 월요일입니다.", ["회식"]),  # a dinner, not a meeting
+    ],
+)
 def test_cjk_claims_are_checked_by_their_parts(claim: str, missing: list[str]) -> None:
     from locallens.claims import novel_words, vocabulary_of
 

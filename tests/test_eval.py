@@ -60,13 +60,25 @@ QUESTIONS_JSONL = ROOT / "tests" / "data" / "questions.jsonl"
 QUESTIONS_TXT = ROOT / "tests" / "data" / "questions.txt"
 LOG3 = math.log2(3)  # the discount of rank 2
 
-SWEEP_KEYS = {"threshold", "window", "avg_tokens_baseline", "avg_tokens_trim", "token_reduction_pct",
-              "avg_overlap_vs_baseline", "answer_retention", "best"}
+SWEEP_KEYS = {
+    "threshold",
+    "window",
+    "avg_tokens_baseline",
+    "avg_tokens_trim",
+    "token_reduction_pct",
+    "avg_overlap_vs_baseline",
+    "answer_retention",
+    "best",
+}
 
 
 def _hit(path: str, index: int = 0, content: str = "text", score: float = 0.5) -> Hit:
-    return Hit(Chunk(id=f"{path}-{index}", brain="b", relative_path=path, chunk_index=index,
-                     content=content, checksum="0" * 64), score)
+    return Hit(
+        Chunk(
+            id=f"{path}-{index}", brain="b", relative_path=path, chunk_index=index, content=content, checksum="0" * 64
+        ),
+        score,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -111,8 +123,12 @@ def test_ndcg_binary_and_graded() -> None:
 
 
 def test_ranking_metrics_refuse_undefined_cases() -> None:
-    for call in (lambda: hit_at_k(["a"], set(), 1), lambda: recall_at_k(["a"], {"a": 0}, 1),
-                 lambda: ndcg_at_k(["a"], {}, 10), lambda: reciprocal_rank(["a"], [])):
+    for call in (
+        lambda: hit_at_k(["a"], set(), 1),
+        lambda: recall_at_k(["a"], {"a": 0}, 1),
+        lambda: ndcg_at_k(["a"], {}, 10),
+        lambda: reciprocal_rank(["a"], []),
+    ):
         with pytest.raises(UsageError, match="undefined"):
             call()
     with pytest.raises(UsageError, match="k must be at least 1"):
@@ -128,8 +144,12 @@ def test_ranking_metrics_refuse_undefined_cases() -> None:
 def test_ranking_metrics_stay_in_range(ranked: list[str], grades: dict[str, int], k: int) -> None:
     if not any(g > 0 for g in grades.values()):
         return
-    for value in (hit_at_k(ranked, grades, k), recall_at_k(ranked, grades, k),
-                  reciprocal_rank(ranked, grades, k), ndcg_at_k(ranked, grades, k)):
+    for value in (
+        hit_at_k(ranked, grades, k),
+        recall_at_k(ranked, grades, k),
+        reciprocal_rank(ranked, grades, k),
+        ndcg_at_k(ranked, grades, k),
+    ):
         assert 0.0 <= value <= 1.0 + 1e-12
     ideal = sorted((d for d, g in grades.items() if g > 0), key=lambda d: -grades[d])
     assert ndcg_at_k(ideal + ranked, grades, k) == pytest.approx(1.0)
@@ -160,7 +180,9 @@ def test_plain_text_questions(tmp_path: Path) -> None:
     path.write_text("# my questions\n\nWhere is the printer?\n   \n  What port?  \n# done\n", encoding="utf-8")
     questions = load_questions(path)
     assert [(q.text, q.line, q.files, q.answers) for q in questions] == [
-        ("Where is the printer?", 3, None, None), ("What port?", 5, None, None)]
+        ("Where is the printer?", 3, None, None),
+        ("What port?", 5, None, None),
+    ]
     assert len(load_questions(QUESTIONS_TXT)) == len(load_questions(QUESTIONS_JSONL)) == 20
 
 
@@ -181,13 +203,16 @@ def test_jsonl_questions(tmp_path: Path) -> None:
     assert all(q.files and q.answers for q in loaded)
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ('{"question": "ok"}\n{"question": "ok"}\n{"question": \n', "line 3: not valid JSON"),
-    ('{"question": "ok"}\n\n["a list"]\n', "line 3: expected a JSON object"),
-    ('{"question": "ok"}\n{"files": ["a.md"]}\n', 'line 2: "question" must be a non-empty string'),
-    ('{"question": "ok", "files": "a.md"}\n{"question": "q", "files": [1]}\n', 'line 2: "files" must be a list'),
-    ('{"question": "ok"}\nWhere is the printer?\n', "line 2: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"question": "ok"}\n{"question": "ok"}\n{"question": \n', "line 3: not valid JSON"),
+        ('{"question": "ok"}\n\n["a list"]\n', "line 3: expected a JSON object"),
+        ('{"question": "ok"}\n{"files": ["a.md"]}\n', 'line 2: "question" must be a non-empty string'),
+        ('{"question": "ok", "files": "a.md"}\n{"question": "q", "files": [1]}\n', 'line 2: "files" must be a list'),
+        ('{"question": "ok"}\nWhere is the printer?\n', "line 2: not valid JSON"),
+    ],
+)
 def test_bad_jsonl_line_is_a_usage_error_naming_the_line(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text(content, encoding="utf-8")
@@ -299,7 +324,8 @@ def test_eval_json_shape(sample_report: EvalReport) -> None:
     assert list(data) == ["questions", "search", "sweep", "retrieval", "answers", "per_question"]
     assert data["questions"] == 20 and data["search"] == "vector"
     assert [(row["threshold"], row["window"]) for row in data["sweep"]] == [
-        (t, w) for t in (0.3, 0.38, 0.45) for w in (0, 1, 2)]
+        (t, w) for t in (0.3, 0.38, 0.45) for w in (0, 1, 2)
+    ]
     assert all(set(row) == SWEEP_KEYS for row in data["sweep"])
     assert set(data["retrieval"]) == {"hit_at_k", "recall_at_k", "mrr", "ndcg_at_10"}
     assert data["answers"] is None
@@ -335,14 +361,19 @@ def test_sweep_invariants(sample_report: EvalReport) -> None:
 
 
 def test_hybrid_eval_searches_by_keywords_too(sample_index: Path, sample_report: EvalReport) -> None:
-    hybrid = run_eval(EvalRequest(db=sample_index, questions=QUESTIONS_JSONL, device="cpu", hybrid=True,
-                                  thresholds=(0.38,), windows=(1,)))
+    hybrid = run_eval(
+        EvalRequest(
+            db=sample_index, questions=QUESTIONS_JSONL, device="cpu", hybrid=True, thresholds=(0.38,), windows=(1,)
+        )
+    )
     assert hybrid.as_json()["search"] == "hybrid" and "hybrid search" in hybrid.render_text()
     assert hybrid.retrieval is not None and sample_report.retrieval is not None
     assert hybrid.retrieval.hit_at_k >= 0.8
     # The fused rankings differ from the vector rankings for some question.
-    assert any([h.chunk.id for h in a.hits] != [h.chunk.id for h in b.hits]
-               for a, b in zip(hybrid.baselines, sample_report.baselines))
+    assert any(
+        [h.chunk.id for h in a.hits] != [h.chunk.id for h in b.hits]
+        for a, b in zip(hybrid.baselines, sample_report.baselines)
+    )
 
 
 def test_retrieval_metrics_on_sample_docs(sample_report: EvalReport) -> None:
@@ -355,8 +386,9 @@ def test_retrieval_metrics_on_sample_docs(sample_report: EvalReport) -> None:
     assert retrieval.recall_at_k == retrieval.hit_at_k
 
 
-def test_questions_are_embedded_once_and_searched_once(sample_index: Path, tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch, embedder) -> None:  # type: ignore[no-untyped-def]
+def test_questions_are_embedded_once_and_searched_once(
+    sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder
+) -> None:  # type: ignore[no-untyped-def]
     from locallens.store import Store
 
     searches: list[int] = []
@@ -373,8 +405,9 @@ def test_questions_are_embedded_once_and_searched_once(sample_index: Path, tmp_p
     monkeypatch.setattr(embedder, "encode_query", no_single_query)
     questions = tmp_path / "q.txt"
     questions.write_text("Which port does staging use?\nWhat is the hotel cap in Madrid?\n", encoding="utf-8")
-    report = run_eval(EvalRequest(db=sample_index, questions=questions, device="cpu",
-                                  thresholds=(0.3, 0.45), windows=(0, 1, 2)))
+    report = run_eval(
+        EvalRequest(db=sample_index, questions=questions, device="cpu", thresholds=(0.3, 0.45), windows=(0, 1, 2))
+    )
     assert len(searches) == 2  # one search per question, whatever the number of settings
     assert len(report.sweep.rows) == 6
     assert report.retrieval is None  # no expected files in a plain text file
@@ -424,10 +457,21 @@ def test_eval_usage_errors(sample_index: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_answers_judged_with_grammar_constrained_output(sample_index: Path, tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
-    questions.write_text("".join(QUESTIONS_JSONL.read_text(encoding="utf-8").splitlines(keepends=True)[:2]),
-                         encoding="utf-8")
-    report = run_eval(EvalRequest(db=sample_index, questions=questions, device="cpu", answers=True,
-                                  top_k=2, max_tokens=64, thresholds=(0.38,), windows=(0,)))
+    questions.write_text(
+        "".join(QUESTIONS_JSONL.read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8"
+    )
+    report = run_eval(
+        EvalRequest(
+            db=sample_index,
+            questions=questions,
+            device="cpu",
+            answers=True,
+            top_k=2,
+            max_tokens=64,
+            thresholds=(0.38,),
+            windows=(0,),
+        )
+    )
     answers = report.answers
     assert answers is not None and answers.questions == 2
     per_question = answers.per_question
@@ -448,14 +492,29 @@ def test_answers_judged_with_grammar_constrained_output(sample_index: Path, tmp_
 
 
 @pytest.mark.slow
-def test_extractive_answers_measured_by_fact_accuracy_citations_and_refusals(sample_index: Path, tmp_path: Path) -> None:
+def test_extractive_answers_measured_by_fact_accuracy_citations_and_refusals(
+    sample_index: Path, tmp_path: Path
+) -> None:
     questions = tmp_path / "q.jsonl"
     questions.write_text(
         '{"question": "How long are the nightly PostgreSQL backups kept?", "answers": ["35 days"]}\n'
         '{"question": "Which port does the staging database listen on?", "answers": ["5433"]}\n'
-        '{"question": "zebra giraffe migration across the savanna", "answerable": false}\n', encoding="utf-8")
-    report = run_eval(EvalRequest(db=sample_index, questions=questions, device="cpu", answers=True, extractive=True,
-                                  top_k=2, max_tokens=64, thresholds=(0.38,), windows=(0,)))
+        '{"question": "zebra giraffe migration across the savanna", "answerable": false}\n',
+        encoding="utf-8",
+    )
+    report = run_eval(
+        EvalRequest(
+            db=sample_index,
+            questions=questions,
+            device="cpu",
+            answers=True,
+            extractive=True,
+            top_k=2,
+            max_tokens=64,
+            thresholds=(0.38,),
+            windows=(0,),
+        )
+    )
     answers = report.answers
     assert answers is not None and answers.mode == "extractive"
     per_question = answers.per_question
@@ -480,11 +539,31 @@ def test_answerable_must_be_a_boolean() -> None:
 # --------------------------------------------------------------------------------------------
 
 TINY_CORPUS = [
-    {"_id": "d1", "title": "Photosynthesis", "text": "Green plants use chlorophyll to turn sunlight, water and carbon dioxide into glucose and oxygen."},
-    {"_id": "d2", "title": "Volcanoes", "text": "During an eruption magma rises through the crust and pours out as lava, ash and volcanic gas."},
-    {"_id": "d3", "title": "Chess openings", "text": "The Sicilian Defence answers the king's pawn opening with the move c5 and leads to sharp games."},
-    {"_id": "d4", "title": "Sourdough", "text": "A sourdough starter of wild yeast and lactic acid bacteria leavens bread dough slowly."},
-    {"_id": "doc/5.v2", "title": "", "text": "A turbofan jet engine compresses air, burns kerosene and produces thrust for aircraft."},
+    {
+        "_id": "d1",
+        "title": "Photosynthesis",
+        "text": "Green plants use chlorophyll to turn sunlight, water and carbon dioxide into glucose and oxygen.",
+    },
+    {
+        "_id": "d2",
+        "title": "Volcanoes",
+        "text": "During an eruption magma rises through the crust and pours out as lava, ash and volcanic gas.",
+    },
+    {
+        "_id": "d3",
+        "title": "Chess openings",
+        "text": "The Sicilian Defence answers the king's pawn opening with the move c5 and leads to sharp games.",
+    },
+    {
+        "_id": "d4",
+        "title": "Sourdough",
+        "text": "A sourdough starter of wild yeast and lactic acid bacteria leavens bread dough slowly.",
+    },
+    {
+        "_id": "doc/5.v2",
+        "title": "",
+        "text": "A turbofan jet engine compresses air, burns kerosene and produces thrust for aircraft.",
+    },
 ]
 TINY_QUERIES = [
     {"_id": "q1", "text": "How do plants make glucose from sunlight?"},
@@ -528,7 +607,8 @@ def test_beir_on_a_tiny_dataset(tiny_beir: Path, tmp_path: Path, embedder) -> No
     assert report.short_rankings == 3  # five documents cannot fill a top 100
     docs = db.parent / "beir" / "tiny" / "docs"
     assert sorted(p.name for p in docs.iterdir()) == sorted(
-        ["d1.txt", "d2.txt", "d3.txt", "d4.txt", safe_doc_name("doc/5.v2")])
+        ["d1.txt", "d2.txt", "d3.txt", "d4.txt", safe_doc_name("doc/5.v2")]
+    )
     assert (docs / "d1.txt").read_text(encoding="utf-8").startswith("Photosynthesis Green plants")
     assert (docs / safe_doc_name("doc/5.v2")).read_text(encoding="utf-8").startswith("A turbofan")
     assert report.files_embedded == 5
@@ -559,8 +639,9 @@ def test_beir_reading_and_naming(tiny_beir: Path) -> None:
     assert safe_doc_name("d1") == "d1.txt"
     unsafe = {safe_doc_name(i) for i in ("a/b", "a.b", "a_b", ".hidden", "")}
     assert len(unsafe) == 5 and not any(n.startswith(".") for n in unsafe)
-    assert rank_documents(["x.txt", "y.txt", "x.txt", "other.txt", "z.txt"],
-                          {"x.txt": "X", "y.txt": "Y", "z.txt": "Z"}, limit=2) == ["X", "Y"]
+    assert rank_documents(
+        ["x.txt", "y.txt", "x.txt", "other.txt", "z.txt"], {"x.txt": "X", "y.txt": "Y", "z.txt": "Z"}, limit=2
+    ) == ["X", "Y"]
     (tiny_beir / "qrels" / "test.tsv").unlink()
     with pytest.raises(UsageError, match="not a BEIR dataset folder"):
         load_beir(tiny_beir)
@@ -582,8 +663,22 @@ def test_eval_cli_json_csv_plot(sample_index: Path, tmp_path: Path) -> None:
     from locallens.cli import app
 
     csv_path, png_path = tmp_path / "sweep.csv", tmp_path / "sweep.png"
-    result = CliRunner().invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--windows", "0,1",
-                                      "--json", "--csv", str(csv_path), "--plot", str(png_path)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            str(QUESTIONS_JSONL),
+            "--db",
+            str(sample_index),
+            "--windows",
+            "0,1",
+            "--json",
+            "--csv",
+            str(csv_path),
+            "--plot",
+            str(png_path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert set(out) >= {"questions", "sweep", "retrieval", "answers", "per_question"}
@@ -602,5 +697,8 @@ def test_eval_cli_usage_errors(sample_index: Path, tmp_path: Path) -> None:
 
     runner = CliRunner()
     assert runner.invoke(app, ["eval", "--db", str(sample_index)]).exit_code == 2
-    assert runner.invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--thresholds", "x"]).exit_code == 2
+    assert (
+        runner.invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(sample_index), "--thresholds", "x"]).exit_code
+        == 2
+    )
     assert runner.invoke(app, ["eval", str(QUESTIONS_JSONL), "--db", str(tmp_path / "none.db")]).exit_code == 3

@@ -29,8 +29,9 @@ def test_disk_full_is_one_line_nonzero_and_commits_nothing_partial(small: Path, 
 
     monkeypatch.setattr(Store, "_migrate", capped)
     big = small / "big.md"
-    big.write_text("\n\n".join(f"Paragraph {i} about storage quotas and inode tables." * 8 for i in range(60)),
-                   encoding="utf-8")
+    big.write_text(
+        "\n\n".join(f"Paragraph {i} about storage quotas and inode tables." * 8 for i in range(60)), encoding="utf-8"
+    )
     result = cli("index", str(small), "--db", str(db))
     assert result.exit_code == 1
     assert "disk full" in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -99,8 +100,9 @@ def test_config_file_then_env_then_flag(small: Path, tmp_path: Path, isolated_ho
     from locallens.cli import main
 
     isolated_home.mkdir(parents=True, exist_ok=True)
-    (isolated_home / "config.toml").write_text('brain = "from-config"\n[index]\nchunk_size = 120\nchunk_overlap = 10\n',
-                                               encoding="utf-8")
+    (isolated_home / "config.toml").write_text(
+        'brain = "from-config"\n[index]\nchunk_size = 120\nchunk_overlap = 10\n', encoding="utf-8"
+    )
 
     def run(*args: str) -> dict:
         monkeypatch.setattr("sys.argv", ["locallens", *args])

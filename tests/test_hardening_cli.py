@@ -36,8 +36,13 @@ def _raw(result) -> str:  # type: ignore[no-untyped-def]
 def test_control_characters_are_escaped_in_plain_text_and_exact_in_json(evil_index: tuple[Path, Path]) -> None:
     folder, db = evil_index
     q = "staging database port"
-    for args in (["ask", q, "--context-only"], ["ask", q, "--extractive"], ["trim", q],
-                 ["trim", q, "--verbose"], ["status"]):
+    for args in (
+        ["ask", q, "--context-only"],
+        ["ask", q, "--extractive"],
+        ["trim", q],
+        ["trim", q, "--verbose"],
+        ["status"],
+    ):
         result = cli(*args, "--db", str(db))
         assert result.exit_code == 0, result.output
         out = _raw(result)
@@ -68,8 +73,13 @@ def test_control_characters_are_escaped_in_plain_text_and_exact_in_json(evil_ind
 def _piped(command: str) -> int:
     """locallens's own exit code when its reader goes away early."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(["bash", "-c", f"set -o pipefail; {sys.executable} -m locallens {command}; "
-                           "exit ${PIPESTATUS[0]}"], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m locallens {command}; exit ${{PIPESTATUS[0]}}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert "Traceback" not in proc.stderr and "rror" not in proc.stderr, proc.stderr
     return proc.returncode
 
@@ -83,17 +93,20 @@ def test_a_closed_pipe_is_exit_0(sample_index: Path) -> None:
     assert _piped(f"status --db {db} | true") == 0
 
 
-@pytest.mark.parametrize(("args", "env", "blamed"), [
-    (["index", ".", "--max-file-mb", "inf"], {}, "'--max-file-mb'"),
-    (["index", ".", "--max-file-mb", "nan"], {}, "'--max-file-mb'"),
-    (["index", "."], {"LOCALLENS_MAX_FILE_MB": "inf"}, "LOCALLENS_MAX_FILE_MB"),
-    (["ask", "x", "--context-only"], {"LOCALLENS_TRIM": "abc"}, "LOCALLENS_TRIM"),
-    (["trim", "x", "--threshold", "5"], {}, "'--threshold'"),
-    (["trim", "x"], {"LOCALLENS_TRIM_THRESHOLD": "-3"}, "LOCALLENS_TRIM_THRESHOLD"),
-    (["ask", "x", "--threshold", "nan"], {}, "'--threshold'"),
-    (["ask", "x", "--min-score", "nan"], {}, "'--min-score'"),
-    (["ask", "x", "--min-relevance", "nan"], {}, "'--min-relevance'"),
-])
+@pytest.mark.parametrize(
+    ("args", "env", "blamed"),
+    [
+        (["index", ".", "--max-file-mb", "inf"], {}, "'--max-file-mb'"),
+        (["index", ".", "--max-file-mb", "nan"], {}, "'--max-file-mb'"),
+        (["index", "."], {"LOCALLENS_MAX_FILE_MB": "inf"}, "LOCALLENS_MAX_FILE_MB"),
+        (["ask", "x", "--context-only"], {"LOCALLENS_TRIM": "abc"}, "LOCALLENS_TRIM"),
+        (["trim", "x", "--threshold", "5"], {}, "'--threshold'"),
+        (["trim", "x"], {"LOCALLENS_TRIM_THRESHOLD": "-3"}, "LOCALLENS_TRIM_THRESHOLD"),
+        (["ask", "x", "--threshold", "nan"], {}, "'--threshold'"),
+        (["ask", "x", "--min-score", "nan"], {}, "'--min-score'"),
+        (["ask", "x", "--min-relevance", "nan"], {}, "'--min-relevance'"),
+    ],
+)
 def test_bad_values_are_usage_errors_naming_their_source(args: list[str], env: dict[str, str], blamed: str) -> None:
     result = cli(*args, env=env)
     assert result.exit_code == 2, result.output
@@ -122,11 +135,14 @@ def _main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *
     return exit_info.value.code, capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("topk = 3\n", "unknown option 'topk'; did you mean 'top_k'?"),
-    ("[ask]\nthreshhold = 0.4\n", "unknown option 'threshhold' in [ask]; did you mean 'threshold'?"),
-    ("[aks]\ntop_k = 3\n", "unknown table [aks]; did you mean [ask]?"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("topk = 3\n", "unknown option 'topk'; did you mean 'top_k'?"),
+        ("[ask]\nthreshhold = 0.4\n", "unknown option 'threshhold' in [ask]; did you mean 'threshold'?"),
+        ("[aks]\ntop_k = 3\n", "unknown table [aks]; did you mean [ask]?"),
+    ],
+)
 def test_unknown_config_keys_are_named(text: str, expected: str, isolated_home: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text(text, encoding="utf-8")
@@ -140,11 +156,17 @@ def test_a_config_path_that_is_a_folder_is_a_usage_error(tmp_path: Path, monkeyp
     assert code == 2 and str(tmp_path) in err and "not a file" in err
 
 
-@pytest.mark.parametrize(("text", "param"), [("[ask]\ntop_k = \"abc\"\n", "top_k"),
-                                             ("[ask]\nthreshold = 3.0\n", "threshold"),
-                                             ("[index]\nmax_file_mb = inf\n", "max_file_mb")])
-def test_bad_config_values_are_blamed_on_the_config_file(text: str, param: str, isolated_home: Path,
-                                                         monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("text", "param"),
+    [
+        ('[ask]\ntop_k = "abc"\n', "top_k"),
+        ("[ask]\nthreshold = 3.0\n", "threshold"),
+        ("[index]\nmax_file_mb = inf\n", "max_file_mb"),
+    ],
+)
+def test_bad_config_values_are_blamed_on_the_config_file(
+    text: str, param: str, isolated_home: Path, monkeypatch, capsys
+) -> None:  # type: ignore[no-untyped-def]
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text(text, encoding="utf-8")
     code, err = _main(monkeypatch, capsys, "ask" if "[ask]" in text else "index", "x")

@@ -249,7 +249,8 @@ def test_failed_first_run_leaves_no_database_or_lock(docs: Path, db: Path, tmp_p
 def test_failed_run_on_an_existing_index_keeps_it(docs: Path, db: Path, tmp_path: Path) -> None:
     cli_json("index", str(docs), "--db", str(db))
     before = stored_paths(db)
-    result = cli("index", str(docs), "--db", str(db), "--brain", "other",
-                 "--model", str(tmp_path / "nonexistent" / "folder"))
+    result = cli(
+        "index", str(docs), "--db", str(db), "--brain", "other", "--model", str(tmp_path / "nonexistent" / "folder")
+    )
     assert result.exit_code == 6, result.output
     assert db.exists() and stored_paths(db) == before

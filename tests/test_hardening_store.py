@@ -24,8 +24,6 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-
-
 @pytest.fixture(scope="module")
 def small_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two documents indexed once for this module; tests work on copies (`small_db`)."""
@@ -78,8 +76,13 @@ def foreign_database(path: Path) -> bytes:
 def test_another_programs_database_is_refused_and_left_byte_identical(tmp_path: Path, small: Path) -> None:
     db = tmp_path / "app.sqlite"
     before = foreign_database(db)
-    for args in (("status",), ("ask", QUESTION, "--context-only"), ("ask", QUESTION, "--context-only", "--trim"),
-                 ("trim", QUESTION), ("index", str(small))):
+    for args in (
+        ("status",),
+        ("ask", QUESTION, "--context-only"),
+        ("ask", QUESTION, "--context-only", "--trim"),
+        ("trim", QUESTION),
+        ("index", str(small)),
+    ):
         result = cli(*args, "--db", str(db))
         assert result.exit_code == 2, (args, result.output)
         assert "not a locallens database" in one_line(result), args
@@ -155,7 +158,8 @@ def test_index_turns_an_empty_file_into_an_index(tmp_path: Path, small: Path) ->
 
 @pytest.mark.slow
 def test_home_database_wal_and_lock_are_private_whatever_the_umask(
-        small: Path, isolated_home: Path, umask_022: None) -> None:
+    small: Path, isolated_home: Path, umask_022: None
+) -> None:
     assert not isolated_home.exists()
     assert cli("index", str(small)).exit_code == 0
     db = isolated_home / "index.db"
@@ -170,7 +174,8 @@ def test_home_database_wal_and_lock_are_private_whatever_the_umask(
 
 @pytest.mark.slow
 def test_a_chosen_existing_folder_keeps_its_mode_and_new_folders_are_private(
-        small: Path, tmp_path: Path, umask_022: None) -> None:
+    small: Path, tmp_path: Path, umask_022: None
+) -> None:
     chosen = tmp_path / "chosen"
     chosen.mkdir(mode=0o755)
     os.chmod(chosen, 0o755)
@@ -184,7 +189,8 @@ def test_a_chosen_existing_folder_keeps_its_mode_and_new_folders_are_private(
 
 
 def test_the_tokenizer_cache_under_the_home_is_private(
-        isolated_home: Path, monkeypatch: pytest.MonkeyPatch, umask_022: None) -> None:
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch, umask_022: None
+) -> None:
     from locallens import tokens
 
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
@@ -212,8 +218,11 @@ def pin_dimension(db: Path, dim: int) -> None:
 @pytest.mark.slow
 def test_ask_and_trim_refuse_a_brain_of_another_dimension_with_advice(small_db: Path) -> None:
     pin_dimension(small_db, 8)
-    for args in (("ask", QUESTION, "--context-only"), ("ask", QUESTION, "--context-only", "--hybrid"),
-                 ("trim", QUESTION)):
+    for args in (
+        ("ask", QUESTION, "--context-only"),
+        ("ask", QUESTION, "--context-only", "--hybrid"),
+        ("trim", QUESTION),
+    ):
         result = cli(*args, "--db", str(small_db))
         assert result.exit_code == 2, (args, result.output)
         err = one_line(result)

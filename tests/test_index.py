@@ -107,8 +107,7 @@ def test_editing_one_paragraph_embeds_only_changed_chunks(docs: Path, db: Path) 
     out = cli_json("index", str(docs), "--db", str(db))
     assert out["files"]["changed"] == 1 and out["files"]["new"] == 0
     assert 1 <= out["chunks"]["embedded"] <= 2 < n_chunks
-    assert out["chunks"]["reused"] == out["chunks"]["total"] - out["chunks"]["embedded"] - (
-        len(before) - n_chunks)
+    assert out["chunks"]["reused"] == out["chunks"]["total"] - out["chunks"]["embedded"] - (len(before) - n_chunks)
     after = snapshot(db)
     # Every id of the edited file changed (the checksum changed); other files untouched.
     assert not ({k for k in after if k[0] == rel} & {k for k in before if k[0] == rel})
@@ -338,7 +337,10 @@ def _spawn_index(docs: Path, db: Path, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "locallens", "index", str(docs), "--db", str(db), "--json", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
     )
 
 
@@ -392,7 +394,9 @@ def test_sigkill_mid_run_then_rerun_equals_uninterrupted(tmp_path: Path) -> None
     assert set(killed) == set(clean)
     for key, (content, vector) in clean.items():
         assert killed[key][0] == content
-        np.testing.assert_allclose(np.frombuffer(killed[key][1], np.float32), np.frombuffer(vector, np.float32), atol=1e-5)
+        np.testing.assert_allclose(
+            np.frombuffer(killed[key][1], np.float32), np.frombuffer(vector, np.float32), atol=1e-5
+        )
 
 
 @pytest.mark.slow
@@ -403,9 +407,11 @@ def test_json_stdout_is_only_json_and_no_ansi(docs: Path, db: Path) -> None:
 
 
 def test_help_and_version_are_instant_and_import_no_models() -> None:
-    code = ("import sys; from locallens.cli import app; "
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'llama_cpp', 'transformers') if m in sys.modules]; "
-            "print(heavy)")
+    code = (
+        "import sys; from locallens.cli import app; "
+        "heavy = [m for m in ('torch', 'sentence_transformers', 'llama_cpp', 'transformers') if m in sys.modules]; "
+        "print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
     result = cli("--version")

@@ -134,9 +134,7 @@ def test_unreadable_gguf(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- resolution
 
 
-def test_resolve_explicit_beats_env_beats_package(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_resolve_explicit_beats_env_beats_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     packaged = tmp_path / "pkg.gguf"
     monkeypatch.setattr(llm_module, "packaged_llm_path", lambda: packaged)
     monkeypatch.setenv(ENV_LLM, str(tmp_path / "env.gguf"))
@@ -202,9 +200,7 @@ def grounded_messages() -> list[ChatMessage]:
         content="The staging database listens on port 5433. Production uses port 5432.",
         checksum="0123456789ab" + "0" * 52,
     )
-    return build_grounded_history(
-        "Which port does the staging database use?", [Hit(chunk=chunk, score=0.8)]
-    )
+    return build_grounded_history("Which port does the staging database use?", [Hit(chunk=chunk, score=0.8)])
 
 
 @pytest.mark.slow
@@ -242,9 +238,7 @@ def test_stream_chat_is_deterministic_and_counts_match(smollm) -> None:  # type:
 
 @pytest.mark.slow
 def test_max_tokens_stops_with_length(smollm) -> None:  # type: ignore[no-untyped-def]
-    "".join(smollm.stream_chat(
-        [ChatMessage("user", "Count from 1 to 100, separated by commas.")], max_tokens=5
-    ))
+    "".join(smollm.stream_chat([ChatMessage("user", "Count from 1 to 100, separated by commas.")], max_tokens=5))
     assert smollm.last_usage.completion_tokens == 5
     assert smollm.last_usage.stop_reason == "length"
 
@@ -282,7 +276,9 @@ def test_truncated_real_gguf_is_model_unavailable(tmp_path: Path, capfd) -> None
 
 @pytest.mark.slow
 def test_llama_cpp_load_failure_is_wrapped_quietly(
-    tmp_path: Path, capfd, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+    capfd,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """A file the header check passes but llama.cpp rejects still gives one clean line."""
     from locallens.gguf import GGUFInfo

@@ -42,8 +42,9 @@ def reference(minilm_dir: Path):  # type: ignore[no-untyped-def]
     return SentenceTransformer(str(minilm_dir), device="cpu")
 
 
-def variant(src: Path, dest: Path, *, config: dict | None = None, pooling: dict | None = None,
-            modules: list | None = None) -> Path:
+def variant(
+    src: Path, dest: Path, *, config: dict | None = None, pooling: dict | None = None, modules: list | None = None
+) -> Path:
     """A copy of a model folder (weights linked) with some JSON files changed."""
     dest.mkdir()
     for item in src.iterdir():
@@ -57,7 +58,9 @@ def variant(src: Path, dest: Path, *, config: dict | None = None, pooling: dict 
         data = json.loads((dest / "config.json").read_text()) | config
         (dest / "config.json").write_text(json.dumps(data))
     if pooling:
-        data = {k: False for k in json.loads((dest / "1_Pooling/config.json").read_text()) if k.startswith("pooling_mode_")}
+        data = {
+            k: False for k in json.loads((dest / "1_Pooling/config.json").read_text()) if k.startswith("pooling_mode_")
+        }
         data["word_embedding_dimension"] = 384
         (dest / "1_Pooling/config.json").write_text(json.dumps(data | pooling))
     if modules is not None:
@@ -77,12 +80,17 @@ def test_packaged_minilm_matches_sentence_transformers(minilm_dir: Path, referen
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("config", "pooling"), [
-    ({}, {"pooling_mode_cls_token": True}),  # BGE's pooling
-    ({"hidden_act": "gelu_new"}, None),
-    ({"hidden_act": "relu"}, None),
-])
-def test_variants_match_sentence_transformers(minilm_dir: Path, tmp_path: Path, config: dict, pooling: dict | None) -> None:
+@pytest.mark.parametrize(
+    ("config", "pooling"),
+    [
+        ({}, {"pooling_mode_cls_token": True}),  # BGE's pooling
+        ({"hidden_act": "gelu_new"}, None),
+        ({"hidden_act": "relu"}, None),
+    ],
+)
+def test_variants_match_sentence_transformers(
+    minilm_dir: Path, tmp_path: Path, config: dict, pooling: dict | None
+) -> None:
     from sentence_transformers import SentenceTransformer
 
     folder = variant(minilm_dir, tmp_path / "model", config=config, pooling=pooling)
@@ -98,8 +106,12 @@ def test_what_it_does_not_cover_is_left_to_sentence_transformers(minilm_dir: Pat
     modules = json.loads((minilm_dir / "modules.json").read_text())
     kwargs: dict = {
         "roberta": {"config": {"model_type": "roberta"}},
-        "dense": {"modules": [*modules[:2], {"idx": 2, "name": "2", "path": "2_Dense",
-                                             "type": "sentence_transformers.models.Dense"}]},
+        "dense": {
+            "modules": [
+                *modules[:2],
+                {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        },
         "max_pooling": {"pooling": {"pooling_mode_max_tokens": True}},
         "relative_positions": {"config": {"position_embedding_type": "relative_key"}},
         "no_safetensors": {},
@@ -174,21 +186,27 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
 
 def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:
     """A cold `ask` or `trim` embeds its question with NumPy: torch costs 4-5 s to import."""
-    for args in (["ask", "Which port does the staging database listen on?", "--context-only"],
-                 ["trim", "Which port does the staging database listen on?"]):
-        code = ("import sys, atexit\n"
-                "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
-                " if m in sys.modules], file=sys.stderr))\n"
-                "from locallens.cli import main\n"
-                f"sys.argv = ['locallens', *{args!r}, '--db', {str(sample_index)!r}]\n"
-                "main()\n")
+    for args in (
+        ["ask", "Which port does the staging database listen on?", "--context-only"],
+        ["trim", "Which port does the staging database listen on?"],
+    ):
+        code = (
+            "import sys, atexit\n"
+            "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
+            " if m in sys.modules], file=sys.stderr))\n"
+            "from locallens.cli import main\n"
+            f"sys.argv = ['locallens', *{args!r}, '--db', {str(sample_index)!r}]\n"
+            "main()\n"
+        )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stderr
         assert "HEAVY []" in out.stderr
 
 
-LONG = ("The warehouse in Zaragoza opens at seven and closes at nine. " * 30
-        + "The launch code of the pilot project is TANGERINE-42.")
+LONG = (
+    "The warehouse in Zaragoza opens at seven and closes at nine. " * 30
+    + "The launch code of the pilot project is TANGERINE-42."
+)
 
 
 @pytest.mark.slow
@@ -230,8 +248,10 @@ _WINDOWING = embedding.Embedder(embedding.resolve_model("minilm"))
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet=st.sampled_from(list("abcdefghij .,é日")), max_size=120), min_size=1, max_size=5),
-       st.integers(min_value=3, max_value=12))
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(list("abcdefghij .,é日")), max_size=120), min_size=1, max_size=5),
+    st.integers(min_value=3, max_value=12),
+)
 def test_windows_cover_every_token_and_fit_the_model(texts: list[str], window: int) -> None:
     embedder = _WINDOWING
     real_max = embedder.max_seq_length

@@ -156,9 +156,7 @@ FIT_HITS = [make_hit(f"f{i}.md", i, words(100, f"w{i}_"), 1.0 - i / 10) for i in
 
 def test_fit_keeps_everything_when_it_fits_with_one_count() -> None:
     counter = CountingCounter()
-    kept, dropped = fit_hits_to_context(
-        "q?", FIT_HITS, count_prompt_tokens=counter, n_ctx=100_000, max_tokens=512
-    )
+    kept, dropped = fit_hits_to_context("q?", FIT_HITS, count_prompt_tokens=counter, n_ctx=100_000, max_tokens=512)
     assert kept == FIT_HITS and dropped == []
     assert counter.calls == 1
 
@@ -179,9 +177,7 @@ def test_fit_drops_lowest_ranked_first_and_reports_them() -> None:
 def test_fit_counts_each_excerpt_once_not_quadratically() -> None:
     hits = [make_hit(f"f{i}.md", i, words(50, f"w{i}_")) for i in range(60)]
     counter = CountingCounter()
-    kept, dropped = fit_hits_to_context(
-        "q?", hits, count_prompt_tokens=counter, n_ctx=1000, max_tokens=100
-    )
+    kept, dropped = fit_hits_to_context("q?", hits, count_prompt_tokens=counter, n_ctx=1000, max_tokens=100)
     assert kept == hits[: len(kept)] and dropped == hits[len(kept) :]
     assert 1 <= len(kept) < 60
     # full + fixed + empty + 60 excerpts + one confirmation (+ at most a couple of corrections)
@@ -189,20 +185,15 @@ def test_fit_counts_each_excerpt_once_not_quadratically() -> None:
 
 
 def test_fit_with_no_hits_is_a_no_op() -> None:
-    assert fit_hits_to_context(
-        "q?", [], count_prompt_tokens=word_counter, n_ctx=10, max_tokens=5
-    ) == ([], [])
+    assert fit_hits_to_context("q?", [], count_prompt_tokens=word_counter, n_ctx=10, max_tokens=5) == ([], [])
 
 
 def test_question_alone_too_long_is_usage_error() -> None:
     question = words(300, "q")
     with pytest.raises(UsageError) as info:
-        fit_hits_to_context(
-            question, FIT_HITS, count_prompt_tokens=word_counter, n_ctx=256, max_tokens=64
-        )
+        fit_hits_to_context(question, FIT_HITS, count_prompt_tokens=word_counter, n_ctx=256, max_tokens=64)
     fixed = word_counter(
-        [ChatMessage("system", SYSTEM_PROMPT),
-         ChatMessage("user", f"Source excerpts:\n\n\n\nQuestion:\n{question}")]
+        [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", f"Source excerpts:\n\n\n\nQuestion:\n{question}")]
     )
     assert str(info.value) == (
         f"question too long for the model's context: {fixed} tokens + 64 reserved for the "
@@ -214,9 +205,7 @@ def test_question_alone_too_long_is_usage_error() -> None:
 def test_question_fits_but_not_with_top_excerpt_is_usage_error() -> None:
     fixed = word_counter(build_grounded_history("q?", [])) - len(NO_HITS_CONTEXT.split())
     with pytest.raises(UsageError, match="question too long for the model's context"):
-        fit_hits_to_context(
-            "q?", FIT_HITS, count_prompt_tokens=word_counter, n_ctx=fixed + 64 + 50, max_tokens=64
-        )
+        fit_hits_to_context("q?", FIT_HITS, count_prompt_tokens=word_counter, n_ctx=fixed + 64 + 50, max_tokens=64)
 
 
 def test_fit_corrects_a_non_additive_tokenizer() -> None:

@@ -28,12 +28,18 @@ def doc(path: str, text: str, **kwargs: object) -> Document:
 
 
 def test_markdown_title_and_heading_path_skip_code_fences() -> None:
-    text = ("# Guide\n\nintro\n\n## Install\n\n```sh\n# not a heading\n```\n\ntext a\n\n"
-            "### Linux\n\ntext b\n\nOther\n-----\n\ntext c")
+    text = (
+        "# Guide\n\nintro\n\n## Install\n\n```sh\n# not a heading\n```\n\ntext a\n\n"
+        "### Linux\n\ntext b\n\nOther\n-----\n\ntext c"
+    )
     d = doc("guide.md", text)
     assert document_title(d) == "Guide"
     assert chunk_headers(d, ["intro", "text a", "text b", "text c"]) == [
-        "Guide", "Guide > Install", "Guide > Install > Linux", "Guide > Other"]
+        "Guide",
+        "Guide > Install",
+        "Guide > Install > Linux",
+        "Guide > Other",
+    ]
 
 
 def test_a_chunk_that_starts_with_its_heading_leaves_it_to_the_text() -> None:
@@ -53,8 +59,11 @@ def test_text_manual_sections_and_the_file_name_as_title() -> None:
 
 def test_html_title_and_headings_come_from_the_reader(tmp_path: Path) -> None:
     page = tmp_path / "p.html"
-    page.write_text("<html><head><title>Widget  Manual</title></head><body><h1>Setup</h1><p>Plug it in.</p>"
-                    "<h2>Power</h2><p>Use 12 V.</p></body></html>", encoding="utf-8")
+    page.write_text(
+        "<html><head><title>Widget  Manual</title></head><body><h1>Setup</h1><p>Plug it in.</p>"
+        "<h2>Power</h2><p>Use 12 V.</p></body></html>",
+        encoding="utf-8",
+    )
     st = page.stat()
     read = read_document(FileStat(str(tmp_path), "p.html", str(page), st.st_size, st.st_mtime_ns))
     assert isinstance(read, Document)
@@ -87,19 +96,38 @@ def chunk(path: str, index: int, content: str) -> Chunk:
     return Chunk(f"{'c' * 12}-{index}", "b", path, index, content, "c" * 64)
 
 
-def write(store: Store, brain, path: str, contents: list[str], vectors: list[np.ndarray],  # type: ignore[no-untyped-def]
-          headers: list[str] | None = None) -> None:
-    store.write_document(brain, root="/r", relative_path=path, size=1, mtime_ns=1, checksum="c" * 64,
-                         chunks=[chunk(path, i, c) for i, c in enumerate(contents)], vectors=vectors,
-                         headers=headers)
+def write(
+    store: Store,
+    brain,
+    path: str,
+    contents: list[str],
+    vectors: list[np.ndarray],  # type: ignore[no-untyped-def]
+    headers: list[str] | None = None,
+) -> None:
+    store.write_document(
+        brain,
+        root="/r",
+        relative_path=path,
+        size=1,
+        mtime_ns=1,
+        checksum="c" * 64,
+        chunks=[chunk(path, i, c) for i, c in enumerate(contents)],
+        vectors=vectors,
+        headers=headers,
+    )
 
 
 def test_a_chunk_scores_as_its_best_window_and_knn_returns_distinct_chunks(tmp_path: Path) -> None:
     with Store(tmp_path / "i.db") as store:
         brain = store.create_brain("b", "m", DIM, "paragraph", 220, 40, multi_vector=True)
         # a.md chunk 0 has three windows; its last one is the query's direction.
-        write(store, brain, "a.md", ["long one", "short"],
-              [np.stack([unit(0, 1, 0, 0), unit(0, 0, 1, 0), unit(1, 0, 0, 0)]), unit(0, 1, 1, 0)])
+        write(
+            store,
+            brain,
+            "a.md",
+            ["long one", "short"],
+            [np.stack([unit(0, 1, 0, 0), unit(0, 0, 1, 0), unit(1, 0, 0, 0)]), unit(0, 1, 1, 0)],
+        )
         write(store, brain, "b/x.md", ["other"], [np.stack([unit(1, 0.2, 0, 0), unit(0, 0, 0, 1)])])
         query = unit(1, 0, 0, 0)
         hits = store.knn(brain, query, 3)
@@ -112,12 +140,14 @@ def test_a_chunk_scores_as_its_best_window_and_knn_returns_distinct_chunks(tmp_p
         assert by_id[ids[0]].score == pytest.approx(1.0, abs=1e-6)  # the best window, as knn
         assert store.vector_count(brain) == store.stats(brain).vectors == 3
         assert store.execute(f"SELECT count(*) FROM {brain.vec_table}")[0][0] == 6
-        assert all(part == (rowid & ((1 << WINDOW_SHIFT) - 1)) % store_module.PARTITIONS
-                   for rowid, part in store.execute(f"SELECT rowid, part FROM {brain.vec_table}"))
+        assert all(
+            part == (rowid & ((1 << WINDOW_SHIFT) - 1)) % store_module.PARTITIONS
+            for rowid, part in store.execute(f"SELECT rowid, part FROM {brain.vec_table}")
+        )
         # Reuse hands back every window; deleting a document deletes them all.
-        (h,), = store.execute("SELECT content_hash FROM chunks WHERE id = ?", (ids[0],))
+        ((h,),) = store.execute("SELECT content_hash FROM chunks WHERE id = ?", (ids[0],))
         assert store.reusable_vectors(brain, [h])[h].shape == (3, DIM)
-        (doc_id,), = store.execute("SELECT id FROM documents WHERE relative_path = 'a.md'")
+        ((doc_id,),) = store.execute("SELECT id FROM documents WHERE relative_path = 'a.md'")
         store.delete_documents(brain, [doc_id])
         assert store.execute(f"SELECT count(*) FROM {brain.vec_table}")[0][0] == 2
 
@@ -141,12 +171,18 @@ def test_upgrade_adds_the_settings_and_the_fts_header_column(tmp_path: Path, mon
     monkeypatch.setattr(migrations, "SCHEMA_VERSION", before[-1].version)
     monkeypatch.setattr(store_module, "SCHEMA_VERSION", before[-1].version)
     with Store(db) as store:
-        store.conn.execute("INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at)"
-                           " VALUES ('b', 'm', 4, 'paragraph', 220, 40, 0)")
-        store.conn.execute("INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
-                           " VALUES (1, '/r', 'a.md', 1, 1, 'c', 0)")
-        store.conn.execute("INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index, content,"
-                           " checksum, content_hash) VALUES (1, 1, 'c-0', 'a.md', 0, 'the quick fox', 'c', x'00')")
+        store.conn.execute(
+            "INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at)"
+            " VALUES ('b', 'm', 4, 'paragraph', 220, 40, 0)"
+        )
+        store.conn.execute(
+            "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
+            " VALUES (1, '/r', 'a.md', 1, 1, 'c', 0)"
+        )
+        store.conn.execute(
+            "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index, content,"
+            " checksum, content_hash) VALUES (1, 1, 'c-0', 'a.md', 0, 'the quick fox', 'c', x'00')"
+        )
     monkeypatch.undo()
     with Store(db) as store:
         brain = store.get_brain("b")

@@ -41,8 +41,13 @@ def test_vectors_are_spread_over_the_partitions_by_rowid(sample_index: Path) -> 
 
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("k", [1, 5, 40, 500])
-def test_knn_is_exact_serial_or_parallel(sample_index: Path, embedder, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
-                                         parallel: bool, k: int) -> None:
+def test_knn_is_exact_serial_or_parallel(
+    sample_index: Path,
+    embedder,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+    parallel: bool,
+    k: int,
+) -> None:
     monkeypatch.setattr(store_module, "PARALLEL_MIN_VECTORS", 0 if parallel else 10**9)
     monkeypatch.setattr(store_module, "_usable_cores", lambda: 2)
     with Store(sample_index, create=False) as store:
@@ -55,8 +60,11 @@ def test_knn_is_exact_serial_or_parallel(sample_index: Path, embedder, monkeypat
         assert len(store._readers) == (1 if parallel else 0)
 
 
-def test_parallel_knn_applies_the_path_filter_inside(sample_index: Path, embedder,  # type: ignore[no-untyped-def]
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_knn_applies_the_path_filter_inside(
+    sample_index: Path,
+    embedder,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with Store(sample_index, create=False) as store:
         brain = store.get_brain("default")
         query = embedder.encode_query(QUESTION)
@@ -74,8 +82,10 @@ def v1_database(path: Path) -> None:
         for brain in store.brains():
             rows = store.execute(f"SELECT rowid, embedding FROM {brain.vec_table}")
             store.conn.execute(f"DROP TABLE {brain.vec_table}")
-            store.conn.execute(f"CREATE VIRTUAL TABLE {brain.vec_table} USING vec0("
-                               f"embedding float[{brain.dim}] distance_metric=cosine)")
+            store.conn.execute(
+                f"CREATE VIRTUAL TABLE {brain.vec_table} USING vec0("
+                f"embedding float[{brain.dim}] distance_metric=cosine)"
+            )
             for rowid, blob in rows:
                 store.conn.execute(f"INSERT INTO {brain.vec_table}(rowid, embedding) VALUES (?, ?)", (rowid, blob))
         store.conn.execute("PRAGMA user_version=1")
@@ -83,15 +93,22 @@ def v1_database(path: Path) -> None:
 
 def test_a_schema_1_index_is_upgraded_in_place(sample_copy: Path, sample_index: Path, embedder) -> None:  # type: ignore[no-untyped-def]
     with Store(sample_index, create=False) as store:
-        before = {r[0]: r[1] for r in store.execute(f"SELECT rowid, embedding FROM {store.get_brain('default').vec_table}")}
+        before = {
+            r[0]: r[1] for r in store.execute(f"SELECT rowid, embedding FROM {store.get_brain('default').vec_table}")
+        }
     v1_database(sample_copy)
     with Store(sample_copy, create=False) as store:
         assert store.execute("PRAGMA user_version")[0][0] == store_module.SCHEMA_VERSION
         brain = store.get_brain("default")
-        assert "PARTITION KEY" in store.execute("SELECT sql FROM sqlite_master WHERE name = ?", (brain.vec_table,))[0][0]
+        assert (
+            "PARTITION KEY" in store.execute("SELECT sql FROM sqlite_master WHERE name = ?", (brain.vec_table,))[0][0]
+        )
         after = {r[0]: r[1] for r in store.execute(f"SELECT rowid, embedding FROM {brain.vec_table}")}
         assert after == before
-        assert store.knn(brain, embedder.encode_query(QUESTION), 1)[0].chunk.relative_path == "engineering/staging-environment.md"
+        assert (
+            store.knn(brain, embedder.encode_query(QUESTION), 1)[0].chunk.relative_path
+            == "engineering/staging-environment.md"
+        )
         assert store.integrity_check() == "ok"
 
 
@@ -113,7 +130,9 @@ def test_keyword_search_leaves_out_words_most_chunks_have(sample_index: Path, mo
         # Diacritics are folded as the index folds them: "qué" is counted as "que".
         assert store._without_common_words(['"qué"', '"puerto"']) == store._without_common_words(['"que"', '"puerto"'])
         ids = store.keyword_search(brain, "the port of the staging database", 3)
-        paths = [r[0] for r in store.execute(f"SELECT relative_path FROM chunks WHERE id IN ({','.join(map(str, ids))})")]
+        paths = [
+            r[0] for r in store.execute(f"SELECT relative_path FROM chunks WHERE id IN ({','.join(map(str, ids))})")
+        ]
         assert "engineering/staging-environment.md" in paths
     monkeypatch.setattr(store_module, "KEYWORD_PRUNE_MIN_CHUNKS", 10**9)
     with Store(sample_index, create=False) as store:

@@ -66,8 +66,13 @@ def test_mcp_stdio_tools_resources_and_schema_errors(sample_index: Path) -> None
         first = out["by_path"].structured_content["chunks"][0]["id"]
         out["by_id"] = await client.call_tool("get", {"id": first})
         out["status"] = await client.call_tool("status", {})
-        out["eval"] = await client.call_tool("eval_retrieval", {"questions": [
-            {"question": QUESTION, "files": ["engineering/staging-environment.md"]}], "thresholds": [0.38]})
+        out["eval"] = await client.call_tool(
+            "eval_retrieval",
+            {
+                "questions": [{"question": QUESTION, "files": ["engineering/staging-environment.md"]}],
+                "thresholds": [0.38],
+            },
+        )
         resources = (await client.list_resources()).resources
         out["resources"] = [str(r.uri) for r in resources]
         out["read"] = await client.read_resource("locallens://default/engineering/staging-environment.md")
@@ -127,8 +132,11 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.
 
 def test_mcp_over_streamable_http_on_loopback(sample_index: Path) -> None:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "locallens", "mcp", "--db", str(sample_index), "--http",
-                             f"127.0.0.1:{port}"], env=env(), stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "locallens", "mcp", "--db", str(sample_index), "--http", f"127.0.0.1:{port}"],
+        env=env(),
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_for_port(port, proc)
 
@@ -167,8 +175,13 @@ def test_http_api_endpoints_and_errors(served: Served) -> None:
     status, body = served.request("GET", "/status")
     assert status == 200 and body["brains"][0]["chunks"] > 100
     assert served.request("POST", "/ask", {"question": "q", "bogus": True}) == (
-        400, {"error": "ask: unknown argument(s) bogus; allowed: question, brain, top_k, trim, hybrid, path, "
-                       "extractive, max_tokens", "exit_code": 2})
+        400,
+        {
+            "error": "ask: unknown argument(s) bogus; allowed: question, brain, top_k, trim, hybrid, path, "
+            "extractive, max_tokens",
+            "exit_code": 2,
+        },
+    )
     assert served.request("POST", "/ask", b"{not json")[0] == 400
     assert served.request("POST", "/ask", {"question": QUESTION, "brain": "nope"})[0] == 404
     assert served.request("POST", "/ask", {"question": QUESTION, "path": "x/*", "extractive": True})[0] == 422
@@ -204,8 +217,9 @@ def test_an_index_run_meanwhile_is_seen_by_the_next_request(tmp_path: Path) -> N
     index(IndexRequest(paths=[docs], db=db))
     server = Served(db)
     try:
-        (docs / "b.md").write_text("# Coffee\n\nThe espresso machine on the 3rd floor is descaled on Fridays.\n",
-                                   encoding="utf-8")
+        (docs / "b.md").write_text(
+            "# Coffee\n\nThe espresso machine on the 3rd floor is descaled on Fridays.\n", encoding="utf-8"
+        )
         errors: list[Any] = []
 
         def keep_searching() -> None:
@@ -226,8 +240,9 @@ def test_an_index_run_meanwhile_is_seen_by_the_next_request(tmp_path: Path) -> N
 
 
 def test_ask_with_the_server_down_answers_locally(sample_index: Path) -> None:
-    result = runner.invoke(app, ["ask", QUESTION, "--db", str(sample_index), "--extractive",
-                                 "--server", f"http://127.0.0.1:{free_port()}"])
+    result = runner.invoke(
+        app, ["ask", QUESTION, "--db", str(sample_index), "--extractive", "--server", f"http://127.0.0.1:{free_port()}"]
+    )
     assert result.exit_code == 0 and "5433" in result.stdout
     assert "is not answering" in result.stderr and "answering locally" in result.stderr
 
@@ -248,9 +263,12 @@ def test_ask_batch_one_answer_or_error_per_line(sample_index: Path, tmp_path: Pa
     questions.write_text(
         json.dumps({"question": QUESTION}) + "\n"
         "{not json\n"
-        + json.dumps({"question": "How long are backups kept?", "bogus": 1}) + "\n\n"
-        + json.dumps({"question": "How long are the nightly PostgreSQL backups kept?", "top_k": 3}) + "\n",
-        encoding="utf-8")
+        + json.dumps({"question": "How long are backups kept?", "bogus": 1})
+        + "\n\n"
+        + json.dumps({"question": "How long are the nightly PostgreSQL backups kept?", "top_k": 3})
+        + "\n",
+        encoding="utf-8",
+    )
     result = runner.invoke(app, ["ask", "--batch", str(questions), "--db", str(sample_index), "--extractive"])
     assert result.exit_code == 7, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -259,8 +277,11 @@ def test_ask_batch_one_answer_or_error_per_line(sample_index: Path, tmp_path: Pa
     assert lines[1]["exit_code"] == 2 and "not JSON" in lines[1]["error"]
     assert lines[2]["exit_code"] == 2 and "bogus" in lines[2]["error"]
     assert "35 days" in lines[3]["answer"] and len(lines[3]["sources"]) == 3
-    from_stdin = runner.invoke(app, ["ask", "--batch", "-", "--db", str(sample_index), "--extractive"],
-                               input=json.dumps({"question": QUESTION}) + "\n")
+    from_stdin = runner.invoke(
+        app,
+        ["ask", "--batch", "-", "--db", str(sample_index), "--extractive"],
+        input=json.dumps({"question": QUESTION}) + "\n",
+    )
     assert from_stdin.exit_code == 0 and len(from_stdin.stdout.splitlines()) == 1
 
 

@@ -55,8 +55,7 @@ def make_pdf(page_streams: list[bytes]) -> bytes:
     page_ids = [4 + 2 * i for i in range(len(page_streams))]
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % p for p in page_ids)
-        + b"] /Count %d >>" % len(page_streams),
+        b"<< /Type /Pages /Kids [" + b" ".join(b"%d 0 R" % p for p in page_ids) + b"] /Count %d >>" % len(page_streams),
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
     ]
     for page_id, stream in zip(page_ids, page_streams):
@@ -172,9 +171,7 @@ def test_row6_over_the_cap_is_skipped_without_reading(tmp_path: Path, monkeypatc
 def test_row6_too_large_message_in_megabytes(tmp_path: Path) -> None:
     stat = FileStat(str(tmp_path), "huge.pdf", str(tmp_path / "huge.pdf"), 25 * 1024 * 1024 + 1, 0)
     result = read_document(stat)  # never touches the (absent) file
-    assert result == Skipped(
-        "huge.pdf", "file too large (25.1 MB > cap 10 MB; raise with --max-file-mb)", error=False
-    )
+    assert result == Skipped("huge.pdf", "file too large (25.1 MB > cap 10 MB; raise with --max-file-mb)", error=False)
 
 
 def test_row7_one_long_line_under_a_raised_cap_reads_fine(tmp_path: Path) -> None:
@@ -267,10 +264,15 @@ def test_html_pre_keeps_its_layout(tmp_path: Path) -> None:
 
 
 def test_pdf_text_of_every_page(tmp_path: Path) -> None:
-    write(tmp_path / "doc.pdf", make_pdf([
-        b"BT /F1 24 Tf 72 720 Td (Hello PDF world) Tj ET",
-        b"BT /F1 12 Tf 72 700 Td (Second page) Tj ET",
-    ]))
+    write(
+        tmp_path / "doc.pdf",
+        make_pdf(
+            [
+                b"BT /F1 24 Tf 72 720 Td (Hello PDF world) Tj ET",
+                b"BT /F1 12 Tf 72 700 Td (Second page) Tj ET",
+            ]
+        ),
+    )
     doc = read(tmp_path, "doc.pdf")
     assert isinstance(doc, Document)
     assert doc.text == "Hello PDF world\n\nSecond page"
@@ -412,9 +414,7 @@ def test_symlinks_inside_the_root_are_followed(tmp_path: Path) -> None:
     (tmp_path / "zlink").symlink_to(tmp_path / "real")  # a second way in: followed once only
     results = walked(tmp_path)
     assert rels(results) == ["alias.md", "linked/doc.md", "real/doc.md"]
-    assert skips(results) == {
-        "zlink": Skipped("zlink", "symlink to a folder already indexed", error=False)
-    }
+    assert skips(results) == {"zlink": Skipped("zlink", "symlink to a folder already indexed", error=False)}
     alias = next(r for r in results if isinstance(r, FileStat) and r.relative_path == "alias.md")
     assert alias.path == str(tmp_path.resolve() / "alias.md")
     doc = read_document(alias)
@@ -559,8 +559,7 @@ def test_root_that_is_a_file(tmp_path: Path) -> None:
     path = write(tmp_path / "one.org", "single")  # named explicitly: no extension policy
     results = walked(path)
     assert results == [
-        FileStat(str(tmp_path.resolve()), "one.org", str(tmp_path.resolve() / "one.org"), 6,
-                 path.stat().st_mtime_ns)
+        FileStat(str(tmp_path.resolve()), "one.org", str(tmp_path.resolve() / "one.org"), 6, path.stat().st_mtime_ns)
     ]
     doc = read_document(results[0])  # type: ignore[arg-type]
     assert isinstance(doc, Document) and doc.text == "single"

@@ -126,9 +126,7 @@ def test_seed_02_keep_first_and_last_marks_the_gap() -> None:
     encode = FakeEncoder(dict(zip(SEED_02_SENTENCES, [0.7, 0.1, 0.6])))
     [result] = trim_chunks_by_sentence(QUERY, [make_hit(content)], threshold=0.5, encode=encode)
     assert result.kept == [0, 2]
-    assert result.hit.content == (
-        "La multi-tenancy aislaba datos. [...] Las queries explícitas mantenían la RLS."
-    )
+    assert result.hit.content == ("La multi-tenancy aislaba datos. [...] Las queries explícitas mantenían la RLS.")
 
 
 def test_default_threshold_is_inclusive() -> None:
@@ -258,9 +256,7 @@ def test_trim_text_builds_a_single_pseudo_hit() -> None:
         "",
     )
     assert result.hit.score == 0.0
-    assert result.hit.content == (
-        "La multi-tenancy aislaba datos. [...] Las queries explícitas mantenían la RLS."
-    )
+    assert result.hit.content == ("La multi-tenancy aislaba datos. [...] Las queries explícitas mantenían la RLS.")
     assert result.original.content == " ".join(SEED_02_SENTENCES)
     assert result.dropped == 1
 
@@ -292,9 +288,7 @@ def test_encoder_returning_the_wrong_shape_is_refused() -> None:
     with pytest.raises(UsageError, match="expected"):
         trim_chunks_by_sentence(QUERY, [make_hit(SEED_01)], encode=lambda texts: np.zeros((1, 3)))
     with pytest.raises(UsageError, match="dimensions"):
-        trim_chunks_by_sentence(
-            QUERY, [make_hit(SEED_01)], encode=lambda texts: np.ones((len(texts), 5))
-        )
+        trim_chunks_by_sentence(QUERY, [make_hit(SEED_01)], encode=lambda texts: np.ones((len(texts), 5)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,9 +311,7 @@ def hash_encode(texts: list[str]) -> np.ndarray:
 _WORDS = ["alpha", "Beta", "gamma", "Délta", "e.g.", "v1.2", "Sr.", "datos", "RLS", "¿qué"]
 _sentence = st.builds(
     lambda words, end: " ".join(words) + end,
-    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(
-        lambda ws: [ws[0].capitalize(), *ws[1:]]
-    ),
+    st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(lambda ws: [ws[0].capitalize(), *ws[1:]]),
     st.sampled_from([".", "!", "?", "...", ""]),
 )
 _content = st.one_of(
@@ -364,9 +356,7 @@ def test_trimmer_properties(
         calls.append(texts)
         return hash_encode(texts)
 
-    results = trim_chunks_by_sentence(
-        query, hits, threshold, min_sentences, window, encode=encode
-    )
+    results = trim_chunks_by_sentence(query, hits, threshold, min_sentences, window, encode=encode)
     assert len(calls) <= 1  # one batch, or none
     again = trim_chunks_by_sentence(query, hits, threshold, min_sentences, window, encode=hash_encode)
     assert again == results  # deterministic

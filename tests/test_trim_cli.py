@@ -19,8 +19,15 @@ def test_trim_json_shape_and_accounting(sample_index: Path) -> None:
     result = cli("trim", QUERY, "--db", str(sample_index), "--json", "--threshold", "0.4")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert set(out) >= {"query", "chunks", "tokens_before", "tokens_in_context", "tiktoken_before",
-                        "tiktoken_in_context", "reduction_pct"}
+    assert set(out) >= {
+        "query",
+        "chunks",
+        "tokens_before",
+        "tokens_in_context",
+        "tiktoken_before",
+        "tiktoken_in_context",
+        "reduction_pct",
+    }
     assert len(out["chunks"]) == 5
     for chunk in out["chunks"]:
         assert set(chunk) >= {"id", "path", "chunk_index", "score", "content", "trimmed", "kept", "sentences"}
@@ -47,8 +54,10 @@ def test_trim_text_output_and_verbose(sample_index: Path) -> None:
 
 @pytest.mark.slow
 def test_trim_given_text_needs_no_index(tmp_path: Path) -> None:
-    text = ("The cafeteria opens at eight. The staging database listens on port 5433. "
-            "Parking is free on weekends. Our mascot is a heron.")
+    text = (
+        "The cafeteria opens at eight. The staging database listens on port 5433. "
+        "Parking is free on weekends. Our mascot is a heron."
+    )
     path = tmp_path / "note.txt"
     path.write_text(text, encoding="utf-8")
     out = json.loads(cli("trim", QUERY, "--text", str(path), "--json", "--threshold", "0.5").stdout)

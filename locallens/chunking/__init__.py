@@ -84,9 +84,7 @@ def get_chunker(
     name = strategy.strip().lower()
     if name == "paragraph":
         if options:
-            raise UsageError(
-                f"the paragraph chunker takes no options besides size and overlap (got {sorted(options)})"
-            )
+            raise UsageError(f"the paragraph chunker takes no options besides size and overlap (got {sorted(options)})")
         return ParagraphTokenChunker(chunk_size, chunk_overlap)
     if name in ("percentile", "maxmin"):
         if encode is None:

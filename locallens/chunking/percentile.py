@@ -103,8 +103,7 @@ def unit_rows(vectors: object, expected: int) -> np.ndarray:
     array = np.asarray(vectors, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] != expected:
         raise LocallensError(
-            f"the embedding function returned shape {array.shape} for {expected} sentences; "
-            f"expected ({expected}, dim)"
+            f"the embedding function returned shape {array.shape} for {expected} sentences; expected ({expected}, dim)"
         )
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     return np.divide(array, norms, out=np.zeros_like(array), where=norms > 0)

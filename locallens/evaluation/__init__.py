@@ -15,6 +15,7 @@ report into JSON, text, CSV or a plot is `locallens.evaluation.report`'s job. Th
 flags, calls one of these, and prints `as_json()` or `render_text()` (plus `write_csv` / `plot`
 on request).
 """
+
 from __future__ import annotations
 
 import time
@@ -56,6 +57,7 @@ __all__ = [
 EMBEDDING_QUESTIONS = "embedding questions"
 RETRIEVING = "retrieving"
 
+
 @dataclass(frozen=True, slots=True)
 class EvalRequest:
     db: Path
@@ -86,8 +88,9 @@ def _parse_list(text: str, kind: type, flag: str) -> tuple[Any, ...]:
     try:
         return tuple(kind(p) for p in items)
     except ValueError:
-        raise UsageError(f"{flag} takes comma-separated {'numbers' if kind is float else 'integers'} "
-                         f"(got {text!r})") from None
+        raise UsageError(
+            f"{flag} takes comma-separated {'numbers' if kind is float else 'integers'} (got {text!r})"
+        ) from None
 
 
 def parse_thresholds(text: str) -> tuple[float, ...]:
@@ -162,8 +165,15 @@ def _validate(request: EvalRequest) -> None:
         raise UsageError(f"--windows takes integers >= 0 (got {request.windows!r})")
 
 
-def _baselines(store: Any, brain: Any, embedder: Any, questions: Sequence[Question], top_k: int,
-               progress: Progress, hybrid: bool = False) -> list[Baseline]:
+def _baselines(
+    store: Any,
+    brain: Any,
+    embedder: Any,
+    questions: Sequence[Question],
+    top_k: int,
+    progress: Progress,
+    hybrid: bool = False,
+) -> list[Baseline]:
     """Embed every question once (one batch, with the model's query prefix) and search once."""
     from locallens.retrieval import search
 
@@ -202,29 +212,55 @@ def run_eval(request: EvalRequest, progress: Progress | None = None, models: Mod
         baselines = _baselines(store, brain, embedder, questions, request.top_k, progress, request.hybrid)
         t2 = time.perf_counter()
         encode = SentenceEncoder(embedder, store)
-        result = sweep(baselines, request.thresholds, request.windows, min_sentences=request.min_sentences,
-                       encode=encode, progress=progress)
+        result = sweep(
+            baselines,
+            request.thresholds,
+            request.windows,
+            min_sentences=request.min_sentences,
+            encode=encode,
+            progress=progress,
+        )
         t3 = time.perf_counter()
         timings.update(embed_load_s=t1 - t0, retrieve_s=t2 - t1, sweep_s=t3 - t2)
 
         answers = None
         if request.answers:
             answers = evaluate_answers(
-                questions, [b.hits for b in baselines], [b.vector for b in baselines], encode,
-                AnswerSettings(llm=request.llm, judge=request.judge, n_ctx=request.n_ctx,
-                               max_tokens=request.max_tokens, extractive=request.extractive),
+                questions,
+                [b.hits for b in baselines],
+                [b.vector for b in baselines],
+                encode,
+                AnswerSettings(
+                    llm=request.llm,
+                    judge=request.judge,
+                    n_ctx=request.n_ctx,
+                    max_tokens=request.max_tokens,
+                    extractive=request.extractive,
+                ),
                 progress,
             )
             timings["answers_s"] = time.perf_counter() - t3
 
-    scored = [score_question(b.ranked_hits, request.top_k, q.files)
-              for q, b in zip(questions, baselines, strict=False) if q.files]
+    scored = [
+        score_question(b.ranked_hits, request.top_k, q.files)
+        for q, b in zip(questions, baselines, strict=False)
+        if q.files
+    ]
     retrieval = aggregate_retrieval(scored, request.top_k)
 
     return EvalReport(
-        brain=request.brain, db=str(request.db), model=brain.model, top_k=request.top_k,
-        questions=questions, baselines=baselines, sweep=result, retrieval=retrieval, answers=answers,
-        seconds=time.perf_counter() - started, timings=timings, search="hybrid" if request.hybrid else "vector",
+        brain=request.brain,
+        db=str(request.db),
+        model=brain.model,
+        top_k=request.top_k,
+        questions=questions,
+        baselines=baselines,
+        sweep=result,
+        retrieval=retrieval,
+        answers=answers,
+        seconds=time.perf_counter() - started,
+        timings=timings,
+        search="hybrid" if request.hybrid else "vector",
     )
 
 
@@ -232,5 +268,12 @@ def run_beir(request: EvalRequest, progress: Progress | None = None) -> BeirRepo
     """The `--beir DIR` form: index the corpus into brain `beir-<name>` of `request.db` and score it."""
     if request.beir is None:
         raise UsageError("--beir needs a BEIR-layout folder")
-    return evaluate_beir(request.beir, Path(request.db).expanduser(), model=request.model, device=request.device,
-                         chunks_per_query=request.beir_chunks, hybrid=request.hybrid, progress=progress)
+    return evaluate_beir(
+        request.beir,
+        Path(request.db).expanduser(),
+        model=request.model,
+        device=request.device,
+        chunks_per_query=request.beir_chunks,
+        hybrid=request.hybrid,
+        progress=progress,
+    )

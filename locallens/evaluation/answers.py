@@ -105,16 +105,18 @@ def answer_statements(answer: str) -> list[str]:
 def faithfulness_messages(context: str, statement: str) -> list[ChatMessage]:
     return [
         ChatMessage("system", FAITHFULNESS_SYSTEM),
-        ChatMessage("user", f"Context:\n{context}\n\nStatement:\n{statement}\n\n"
-                            "Is the statement supported by the context?"),
+        ChatMessage(
+            "user", f"Context:\n{context}\n\nStatement:\n{statement}\n\nIs the statement supported by the context?"
+        ),
     ]
 
 
 def relevance_messages(question: str, excerpt: str) -> list[ChatMessage]:
     return [
         ChatMessage("system", RELEVANCE_SYSTEM),
-        ChatMessage("user", f"Question:\n{question}\n\nExcerpt:\n{excerpt}\n\n"
-                            "Does this excerpt help to answer the question?"),
+        ChatMessage(
+            "user", f"Question:\n{question}\n\nExcerpt:\n{excerpt}\n\nDoes this excerpt help to answer the question?"
+        ),
     ]
 
 
@@ -249,8 +251,9 @@ class QuestionAnswer:
             "citations": self.citations,
             "invalid_citations": self.invalid_citations,
             "statements": [{"statement": s.statement, "supported": s.supported} for s in self.statements],
-            "excerpts": [{"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "relevant": e.relevant}
-                         for e in self.excerpts],
+            "excerpts": [
+                {"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "relevant": e.relevant} for e in self.excerpts
+            ],
             "faithfulness": _round(self.faithfulness),
             "context_precision": _round(self.context_precision),
             "citation_validity": _round(self.citation_validity),
@@ -289,8 +292,9 @@ class AnswerMetrics:
     @property
     def citation_coverage(self) -> float | None:
         """Printed sentences that carry a valid citation."""
-        return self._share(sum(q.cited_sentences for q in self.per_question),
-                           sum(q.printed_sentences for q in self.per_question))
+        return self._share(
+            sum(q.cited_sentences for q in self.per_question), sum(q.printed_sentences for q in self.per_question)
+        )
 
     @property
     def refusal_rate(self) -> float | None:
@@ -328,8 +332,11 @@ class AnswerMetrics:
             "judge_calls": self.judge_calls,
             "judge_parse_failures": self.judge_parse_failures,
             "judge_errors": self.judge_errors,
-            "timings": {"generate_s": round(self.generate_seconds, 2), "judge_s": round(self.judge_seconds, 2),
-                        "check_ms_median": _round(self.check_ms, 1)},
+            "timings": {
+                "generate_s": round(self.generate_seconds, 2),
+                "judge_s": round(self.judge_seconds, 2),
+                "check_ms_median": _round(self.check_ms, 1),
+            },
         }
 
 
@@ -361,20 +368,31 @@ def evaluate_answers(
     generator_info = None if generator_path is None else check_gguf(generator_path)
     judge_info = check_gguf(judge_path)
 
-    judge_llm = LocalLLM(judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed,
-                         info=judge_info)
+    judge_llm = LocalLLM(
+        judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed, info=judge_info
+    )
     # The judge's prompts hold the generator's excerpts plus a statement: the same context size
     # fits them. The same file is loaded once and serves both roles.
-    generator = None if generator_path is None else judge_llm if _same_file(generator_path, judge_path) else LocalLLM(
-        generator_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed, info=generator_info)
+    generator = (
+        None
+        if generator_path is None
+        else judge_llm
+        if _same_file(generator_path, judge_path)
+        else LocalLLM(
+            generator_path,
+            n_ctx=settings.n_ctx,
+            n_gpu_layers=settings.gpu_layers,
+            seed=settings.seed,
+            info=generator_info,
+        )
+    )
     judge = Judge(judge_llm, settings.judge_max_tokens)
     results: list[QuestionAnswer] = []
     generate_seconds = 0.0
     try:
         progress.add(ANSWERING, len(questions))
         for question, hits, vector in zip(questions, contexts, question_vectors):
-            result = QuestionAnswer(question=question.text, expected=question.answers,
-                                    answerable=question.answerable)
+            result = QuestionAnswer(question=question.text, expected=question.answers, answerable=question.answerable)
             results.append(result)
             started = time.perf_counter()
             if generator is None:
@@ -427,8 +445,9 @@ def _record(result: QuestionAnswer, checked: CheckedAnswer) -> None:
     result.citations = checked.citations
 
 
-def _extract(question: str, hits: list[Hit], vector: np.ndarray, encode: Encode, settings: AnswerSettings,
-             result: QuestionAnswer) -> list[Hit]:
+def _extract(
+    question: str, hits: list[Hit], vector: np.ndarray, encode: Encode, settings: AnswerSettings, result: QuestionAnswer
+) -> list[Hit]:
     """`ask --extractive` on one question; returns the excerpts it drew from."""
     if not hits:
         result.error = "nothing relevant found"
@@ -438,8 +457,15 @@ def _extract(question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
     return hits
 
 
-def _generate(llm: LocalLLM, question: str, hits: list[Hit], vector: np.ndarray, encode: Encode,
-              settings: AnswerSettings, result: QuestionAnswer) -> list[Hit]:
+def _generate(
+    llm: LocalLLM,
+    question: str,
+    hits: list[Hit],
+    vector: np.ndarray,
+    encode: Encode,
+    settings: AnswerSettings,
+    result: QuestionAnswer,
+) -> list[Hit]:
     """`ask`'s generation and answer check on a loaded model; returns the excerpts actually sent."""
     if not hits:
         # `ask` never calls the model without excerpts (exit 4); neither does the evaluation.

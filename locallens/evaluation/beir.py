@@ -81,7 +81,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 except json.JSONDecodeError as exc:
                     raise UsageError(f"{path} line {number}: not valid JSON ({exc.msg})") from None
                 if not isinstance(value, dict) or "_id" not in value:
-                    raise UsageError(f"{path} line {number}: expected an object with an \"_id\"")
+                    raise UsageError(f'{path} line {number}: expected an object with an "_id"')
                 yield number, value
         except UnicodeDecodeError as exc:
             raise UsageError(f"{path} is not UTF-8 text ({exc.reason})") from None
@@ -261,15 +261,25 @@ class BeirReport:
             "search": self.search,
             "queries_skipped": self.queries_skipped,
             "short_rankings": self.short_rankings,
-            "timings": {"index_s": round(self.index_seconds, 2), "model_load_s": round(self.load_seconds, 2),
-                        "query_s": round(self.query_seconds, 2)},
-            "index": {"files_written": self.files_written, "files_embedded": self.files_embedded,
-                      "chunks_embedded": self.chunks_embedded,
-                      "chunks_over_max_length": self.chunks_over_length},
+            "timings": {
+                "index_s": round(self.index_seconds, 2),
+                "model_load_s": round(self.load_seconds, 2),
+                "query_s": round(self.query_seconds, 2),
+            },
+            "index": {
+                "files_written": self.files_written,
+                "files_embedded": self.files_embedded,
+                "chunks_embedded": self.chunks_embedded,
+                "chunks_over_max_length": self.chunks_over_length,
+            },
             "per_query": [
-                {"query_id": q.query_id, "ndcg_at_10": round(q.ndcg_at_10, 4),
-                 "recall_at_10": round(q.recall_at_10, 4), "recall_at_100": round(q.recall_at_100, 4),
-                 "ranked": q.ranked}
+                {
+                    "query_id": q.query_id,
+                    "ndcg_at_10": round(q.ndcg_at_10, 4),
+                    "recall_at_10": round(q.recall_at_10, 4),
+                    "recall_at_100": round(q.recall_at_100, 4),
+                    "ranked": q.ranked,
+                }
                 for q in self.per_query
             ],
         }
@@ -291,8 +301,10 @@ class BeirReport:
         if self.queries_skipped:
             lines.append(f"{self.queries_skipped} judged queries skipped (missing text or no relevant document)")
         if self.short_rankings:
-            lines.append(f"{self.short_rankings} queries ranked fewer than {RANKED_DOCUMENTS} documents "
-                         "(raise the chunks per query)")
+            lines.append(
+                f"{self.short_rankings} queries ranked fewer than {RANKED_DOCUMENTS} documents "
+                "(raise the chunks per query)"
+            )
         return "\n".join(lines)
 
 
@@ -326,14 +338,18 @@ def evaluate_beir(
     # The title field is each document's title: the header of its chunks when the brain embeds
     # headers (a chunk that starts with the title, as the first does, is embedded as it is).
     titles = {name: dataset.titles[doc_id] for name, doc_id in files.names.items() if doc_id in dataset.titles}
-    indexed = index(IndexRequest(paths=[docs_folder], db=db, brain=brain_name, model=model, device=device,
-                                 titles=titles),
-                    Relabelled(progress, {FILES: INDEXING_FILES, EMBEDDING: EMBEDDING_CHUNKS}))
+    indexed = index(
+        IndexRequest(paths=[docs_folder], db=db, brain=brain_name, model=model, device=device, titles=titles),
+        Relabelled(progress, {FILES: INDEXING_FILES, EMBEDDING: EMBEDDING_CHUNKS}),
+    )
     index_seconds = time.perf_counter() - started
 
     # Queries judged in this split, with text, and with at least one relevant document.
-    judged = [(qid, dataset.queries[qid], rels) for qid, rels in dataset.qrels.items()
-              if qid in dataset.queries and dataset.queries[qid] and any(g > 0 for g in rels.values())]
+    judged = [
+        (qid, dataset.queries[qid], rels)
+        for qid, rels in dataset.qrels.items()
+        if qid in dataset.queries and dataset.queries[qid] and any(g > 0 for g in rels.values())
+    ]
     skipped = len(dataset.qrels) - len(judged)
     if not judged:
         raise UsageError(f"no judged {split} query of {folder} has a text and a relevant document")
@@ -353,13 +369,15 @@ def evaluate_beir(
         for (qid, text, rels), vector in zip(judged, vectors):
             hits = search(store, brain, text, vector, chunks_per_query, hybrid=hybrid)
             ranked = rank_documents([h.chunk.relative_path for h in hits], files.names)
-            results.append(BeirQueryResult(
-                query_id=qid,
-                ndcg_at_10=ndcg_at_k(ranked, rels, 10),
-                recall_at_10=recall_at_k(ranked, rels, 10),
-                recall_at_100=recall_at_k(ranked, rels, 100),
-                ranked=len(ranked),
-            ))
+            results.append(
+                BeirQueryResult(
+                    query_id=qid,
+                    ndcg_at_10=ndcg_at_k(ranked, rels, 10),
+                    recall_at_10=recall_at_k(ranked, rels, 10),
+                    recall_at_100=recall_at_k(ranked, rels, 100),
+                    ranked=len(ranked),
+                )
+            )
             progress.advance(SEARCHING)
     query_seconds = time.perf_counter() - started
 

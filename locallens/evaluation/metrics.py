@@ -131,8 +131,7 @@ def ndcg_at_k(ranked: Sequence[str], relevant: Relevance, k: int = 10) -> float:
     _check_k(k)
     gains = _gains(relevant)
     _require_relevant(gains, "nDCG")
-    dcg = sum(gains.get(item, 0.0) / math.log2(rank + 1)
-              for rank, item in enumerate(dedupe(ranked)[:k], start=1))
+    dcg = sum(gains.get(item, 0.0) / math.log2(rank + 1) for rank, item in enumerate(dedupe(ranked)[:k], start=1))
     ideal = sorted(gains.values(), reverse=True)[:k]
     idcg = sum(gain / math.log2(rank + 1) for rank, gain in enumerate(ideal, start=1))
     return dcg / idcg

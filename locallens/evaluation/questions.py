@@ -48,14 +48,13 @@ def _string_list(value: Any, key: str, where: str) -> tuple[str, ...] | None:
     if isinstance(value, str):  # a lone string is an easy slip; accept it as a list of one
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{where}: \"{key}\" must be a list of strings")
+        raise UsageError(f'{where}: "{key}" must be a list of strings')
     items = tuple(v for v in (s.strip() for s in value) if v)
     return items or None
 
 
 def _meaningful(lines: list[str]) -> list[tuple[int, str]]:
-    return [(n, s) for n, raw in enumerate(lines, start=1)
-            if (s := raw.strip()) and not s.startswith("#")]
+    return [(n, s) for n, raw in enumerate(lines, start=1) if (s := raw.strip()) and not s.startswith("#")]
 
 
 def parse_questions(text: str, *, source: str = "<questions>", jsonl: bool | None = None) -> list[Question]:
@@ -77,21 +76,23 @@ def parse_questions(text: str, *, source: str = "<questions>", jsonl: bool | Non
         except json.JSONDecodeError as exc:
             raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(value, dict):
-            raise UsageError(f"{where}: expected a JSON object with a \"question\"")
+            raise UsageError(f'{where}: expected a JSON object with a "question"')
         question = value.get("question")
         if not isinstance(question, str) or not question.strip():
-            raise UsageError(f"{where}: \"question\" must be a non-empty string")
+            raise UsageError(f'{where}: "question" must be a non-empty string')
         files = _string_list(value.get("files"), "files", where)
         answerable = value.get("answerable", True)
         if not isinstance(answerable, bool):
-            raise UsageError(f"{where}: \"answerable\" must be true or false")
-        questions.append(Question(
-            text=question.strip(),
-            files=tuple(normalise_path(f) for f in files) if files else None,
-            answers=_string_list(value.get("answers"), "answers", where),
-            line=n,
-            answerable=answerable,
-        ))
+            raise UsageError(f'{where}: "answerable" must be true or false')
+        questions.append(
+            Question(
+                text=question.strip(),
+                files=tuple(normalise_path(f) for f in files) if files else None,
+                answers=_string_list(value.get("answers"), "answers", where),
+                line=n,
+                answerable=answerable,
+            )
+        )
     return questions
 
 

@@ -591,8 +591,8 @@ def test_beir_on_a_tiny_dataset(tiny_beir: Path, tmp_path: Path, embedder) -> No
     stages: dict[str, list[int]] = {}
 
     class Recorder:
-        def start(self, stage: str, total: int) -> None:
-            stages.setdefault(stage, [0, 0])[0] = total
+        def add(self, stage: str, n: int) -> None:  # locallens.progress.Progress: n more units of work
+            stages.setdefault(stage, [0, 0])[0] += n
 
         def advance(self, stage: str, n: int = 1) -> None:
             stages[stage][1] += n

@@ -89,8 +89,9 @@ def golden_rules() -> list[tuple[str, list[str]]]:
 
 def committed_splitter(tmp: Path) -> ModuleType:
     """`locallens/sentences.py` as committed (HEAD), loaded as a module of its own."""
-    source = subprocess.run(["git", "show", "HEAD:locallens/sentences.py"], cwd=c.ROOT,
-                            capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", "HEAD:locallens/sentences.py"], cwd=c.ROOT, capture_output=True, text=True, check=True
+    ).stdout
     path = tmp / "sentences_head.py"
     path.write_text(source, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("_sentences_head", path)
@@ -107,6 +108,7 @@ def committed_splitter(tmp: Path) -> ModuleType:
 
 def golden_score(split: Callable[[str], list[str]], rules: list[tuple[str, list[str]]]) -> tuple[int, list[int]]:
     """(rules passed, numbers of the failing rules), compared with whitespace collapsed."""
+
     def norm(sentences: list[str]) -> list[str]:
         return [" ".join(s.split()) for s in sentences]
 
@@ -126,17 +128,23 @@ def throughput(split: Callable[[str], list[str]], texts: list[str], repeats: int
     return size / min(walls), size / max(min(cpus), 1e-9), units
 
 
-def add_speed(table: c.Table, figure: str, result: tuple[float, float, int], size: float,
-              target: bool = False, note: str = "") -> None:
+def add_speed(
+    table: c.Table, figure: str, result: tuple[float, float, int], size: float, target: bool = False, note: str = ""
+) -> None:
     wall, cpu, units = result
-    table.add(figure, f"{wall:.2f} MB/s", f">= {TARGET_MB_S:g} MB/s" if target else "",
-              (wall >= TARGET_MB_S) if target else None,
-              note=f"CPU {cpu:.2f} MB/s; {size:.2f} MB, {units:,} units" + (f"; {note}" if note else ""))
+    table.add(
+        figure,
+        f"{wall:.2f} MB/s",
+        f">= {TARGET_MB_S:g} MB/s" if target else "",
+        (wall >= TARGET_MB_S) if target else None,
+        note=f"CPU {cpu:.2f} MB/s; {size:.2f} MB, {units:,} units" + (f"; {note}" if note else ""),
+    )
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.splitlines()[0],
-                        extra=[("--baseline", "also measure the committed locallens/sentences.py (git HEAD)")])
+    args = c.parse_args(
+        __doc__.splitlines()[0], extra=[("--baseline", "also measure the committed locallens/sentences.py (git HEAD)")]
+    )
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("locallens splitter benchmark", args.quick)
@@ -154,31 +162,54 @@ def main() -> None:
         rules = golden_rules()
         table.section(f"pySBD's English golden rules ({len(rules)})")
         ours, ours_failing = golden_score(split_sentences, rules)
-        table.add("split_sentences", f"{ours}/{len(rules)}", f">= {TARGET_GOLDEN}", ours >= TARGET_GOLDEN,
-                  note="failing: " + (", ".join(f"#{n}" for n in ours_failing) or "none"))
+        table.add(
+            "split_sentences",
+            f"{ours}/{len(rules)}",
+            f">= {TARGET_GOLDEN}",
+            ours >= TARGET_GOLDEN,
+            note="failing: " + (", ".join(f"#{n}" for n in ours_failing) or "none"),
+        )
         theirs, theirs_failing = golden_score(segmenter.segment, rules)
-        table.add(f"pysbd {pysbd.__version__}", f"{theirs}/{len(rules)}",
-                  note="language='en', clean=False; failing: " + (", ".join(f"#{n}" for n in theirs_failing) or "none"))
+        table.add(
+            f"pysbd {pysbd.__version__}",
+            f"{theirs}/{len(rules)}",
+            note="language='en', clean=False; failing: " + (", ".join(f"#{n}" for n in theirs_failing) or "none"),
+        )
         if baseline is not None:
             before, before_failing = golden_score(baseline.split_sentences, rules)
-            table.add("split_sentences, committed (HEAD)", f"{before}/{len(rules)}",
-                      note="failing: " + (", ".join(f"#{n}" for n in before_failing) or "none"))
+            table.add(
+                "split_sentences, committed (HEAD)",
+                f"{before}/{len(rules)}",
+                note="failing: " + (", ".join(f"#{n}" for n in before_failing) or "none"),
+            )
 
         texts = [text for _, text in sample_texts()]
         corpus = replicate(texts, (2 if args.quick else 20) * 1e6)
         size = mb(corpus)
         table.section("throughput (UTF-8 MB/s; markdown from sample_docs/, repeated)")
         c.note(f"split_sentences on {size:.1f} MB, per document (best of {REPEATS})")
-        add_speed(table, "split_sentences, per document", throughput(split_sentences, corpus, REPEATS), size,
-                  target=True, note=f"{len(corpus):,} documents")
+        add_speed(
+            table,
+            "split_sentences, per document",
+            throughput(split_sentences, corpus, REPEATS),
+            size,
+            target=True,
+            note=f"{len(corpus):,} documents",
+        )
         if baseline is not None:
             c.note(f"committed split_sentences on {size:.1f} MB, per document (best of {REPEATS})")
-            add_speed(table, "  committed (HEAD), per document", throughput(baseline.split_sentences, corpus, REPEATS),
-                      size, note="same corpus, same run")
+            add_speed(
+                table,
+                "  committed (HEAD), per document",
+                throughput(baseline.split_sentences, corpus, REPEATS),
+                size,
+                note="same corpus, same run",
+            )
         joined = ["\n\n".join(corpus)]
         c.note(f"split_sentences on {size:.1f} MB as one string")
-        add_speed(table, "split_sentences, one string", throughput(split_sentences, joined, 1), size,
-                  note="linearity check")
+        add_speed(
+            table, "split_sentences, one string", throughput(split_sentences, joined, 1), size, note="linearity check"
+        )
         del joined
 
         piece = replicate(texts, (0.1 if args.quick else 1) * 1e6)
@@ -187,15 +218,23 @@ def main() -> None:
         theirs_speed = throughput(segmenter.segment, piece, 1)
         ours_speed = throughput(split_sentences, piece, REPEATS)
         add_speed(table, f"split_sentences, {piece_size:.2f} MB slice", ours_speed, piece_size)
-        table.add(f"pysbd {pysbd.__version__}, same slice", f"{theirs_speed[0]:.3f} MB/s",
-                  note=f"CPU {theirs_speed[1]:.3f} MB/s; {theirs_speed[2]:,} units; split_sentences is "
-                  f"{ours_speed[0] / theirs_speed[0]:.0f}x faster (wall)")
+        table.add(
+            f"pysbd {pysbd.__version__}, same slice",
+            f"{theirs_speed[0]:.3f} MB/s",
+            note=f"CPU {theirs_speed[1]:.3f} MB/s; {theirs_speed[2]:,} units; split_sentences is "
+            f"{ours_speed[0] / theirs_speed[0]:.0f}x faster (wall)",
+        )
 
         cjk = replicate([CJK_SAMPLE], (0.5 if args.quick else 5) * 1e6)
         cjk_size = mb(cjk)
         c.note(f"split_sentences on {cjk_size:.1f} MB of CJK markdown")
-        add_speed(table, "split_sentences, CJK markdown", throughput(split_sentences, cjk, REPEATS), cjk_size,
-                  note=f"zh/ja/ko sample x{len(cjk):,}; {len(split_sentences(CJK_SAMPLE))} units each")
+        add_speed(
+            table,
+            "split_sentences, CJK markdown",
+            throughput(split_sentences, cjk, REPEATS),
+            cjk_size,
+            note=f"zh/ja/ko sample x{len(cjk):,}; {len(split_sentences(CJK_SAMPLE))} units each",
+        )
 
     table.print()
     c.print_end(started)

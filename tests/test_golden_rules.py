@@ -48,4 +48,6 @@ def test_english_golden_rules() -> None:
         if _normalised(got) != _normalised(expected):
             failing.append(f"#{number}: {text!r}\n    expected {expected!r}\n    got      {got!r}")
     passed = len(rules) - len(failing)
-    assert passed >= MIN_PASSING, f"{passed}/{len(rules)} golden rules pass (want >= {MIN_PASSING}); failing:\n" + "\n".join(failing)
+    assert passed >= MIN_PASSING, (
+        f"{passed}/{len(rules)} golden rules pass (want >= {MIN_PASSING}); failing:\n" + "\n".join(failing)
+    )

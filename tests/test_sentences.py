@@ -33,10 +33,7 @@ def test_seed_01_chunk_body_splits_into_three() -> None:
 
 
 def test_seed_02_trimming_example_splits_into_three() -> None:
-    text = (
-        "La multi-tenancy aislaba datos. Cada tenant veía solo su esquema. "
-        "Las queries explícitas mantenían la RLS."
-    )
+    text = "La multi-tenancy aislaba datos. Cada tenant veía solo su esquema. Las queries explícitas mantenían la RLS."
     assert split_sentences(text) == [
         "La multi-tenancy aislaba datos.",
         "Cada tenant veía solo su esquema.",
@@ -64,9 +61,7 @@ def test_split_chunk_prefix(text: str, expected: tuple[str, str]) -> None:
     assert split_chunk_prefix(text) == expected
 
 
-@pytest.mark.parametrize(
-    "text", ["No prefix here.", "See [Doc: X] later.", "[doc: lower] x", "[Docs: X] y", ""]
-)
+@pytest.mark.parametrize("text", ["No prefix here.", "See [Doc: X] later.", "[doc: lower] x", "[Docs: X] y", ""])
 def test_split_chunk_prefix_absent_returns_text_untouched(text: str) -> None:
     assert split_chunk_prefix(text) == ("", text)
 
@@ -226,7 +221,10 @@ def test_prose_does_not_split_without_a_sentence_start(text: str) -> None:
     ("text", "expected"),
     [
         # Spanish titles and abbreviations.
-        ("El Sr. García y la Sra. López llegaron. Luego se fueron.", ["El Sr. García y la Sra. López llegaron.", "Luego se fueron."]),
+        (
+            "El Sr. García y la Sra. López llegaron. Luego se fueron.",
+            ["El Sr. García y la Sra. López llegaron.", "Luego se fueron."],
+        ),
         ("La Srta. Ruiz, el Dr. Gil y la Dra. Mora. Todos.", ["La Srta. Ruiz, el Dr. Gil y la Dra. Mora.", "Todos."]),
         ("El Prof. Ríos, el Ing. Paz y el Lic. Soto. Fin.", ["El Prof. Ríos, el Ing. Paz y el Lic. Soto.", "Fin."]),
         ("Frutas, p.ej. Manzanas. Fin.", ["Frutas, p.ej. Manzanas.", "Fin."]),
@@ -235,10 +233,19 @@ def test_prose_does_not_split_without_a_sentence_start(text: str) -> None:
         ("Frutas, verduras, etc. Todo fresco.", ["Frutas, verduras, etc. Todo fresco."]),
         ("Son aprox. Cien. Fin.", ["Son aprox. Cien.", "Fin."]),
         # English titles and abbreviations.
-        ("Mr. Smith met Mrs. Jones and Ms. Lee. They talked.", ["Mr. Smith met Mrs. Jones and Ms. Lee.", "They talked."]),
+        (
+            "Mr. Smith met Mrs. Jones and Ms. Lee. They talked.",
+            ["Mr. Smith met Mrs. Jones and Ms. Lee.", "They talked."],
+        ),
         ("Fruit, e.g. Apples. Or i.e. Pears. Fin.", ["Fruit, e.g. Apples.", "Or i.e. Pears.", "Fin."]),
-        ("See vol. II and Fig. A of approx. Ten pages. Done.", ["See vol. II and Fig. A of approx. Ten pages.", "Done."]),
-        ("Acme Inc. And Foo Ltd. Merged. Then Bob Jr. Spoke.", ["Acme Inc. And Foo Ltd. Merged.", "Then Bob Jr. Spoke."]),
+        (
+            "See vol. II and Fig. A of approx. Ten pages. Done.",
+            ["See vol. II and Fig. A of approx. Ten pages.", "Done."],
+        ),
+        (
+            "Acme Inc. And Foo Ltd. Merged. Then Bob Jr. Spoke.",
+            ["Acme Inc. And Foo Ltd. Merged.", "Then Bob Jr. Spoke."],
+        ),
         ("Python vs. Rust, cf. Chapter two. Done.", ["Python vs. Rust, cf. Chapter two.", "Done."]),
         ("Made in the U.S. For export. Done.", ["Made in the U.S. For export.", "Done."]),
         ("We met at 10 a.m. Then at 5 p.m. Bye. Ok.", ["We met at 10 a.m. Then at 5 p.m. Bye.", "Ok."]),
@@ -298,10 +305,16 @@ def test_ellipsis_never_ends_a_sentence(text: str, expected: list[str]) -> None:
     [
         # Postpositive abbreviations and dotted acronyms end a sentence before a starter word...
         ("Let's ask Jane and co. They should know.", ["Let's ask Jane and co.", "They should know."]),
-        ("The deal went to Pitt, Briggs & Co. It closed yesterday.", ["The deal went to Pitt, Briggs & Co.", "It closed yesterday."]),
+        (
+            "The deal went to Pitt, Briggs & Co. It closed yesterday.",
+            ["The deal went to Pitt, Briggs & Co.", "It closed yesterday."],
+        ),
         ("I live in the U.S. How about you?", ["I live in the U.S.", "How about you?"]),
         ("I live in the E.U. What about you?", ["I live in the E.U.", "What about you?"]),
-        ("He left the bank at 6 P.M. Mr. Smith then went home.", ["He left the bank at 6 P.M.", "Mr. Smith then went home."]),
+        (
+            "He left the bank at 6 P.M. Mr. Smith then went home.",
+            ["He left the bank at 6 P.M.", "Mr. Smith then went home."],
+        ),
         ("As shown by Smith et al. The results hold.", ["As shown by Smith et al.", "The results hold."]),
         ("He got his Ph.D. He then left.", ["He got his Ph.D.", "He then left."]),
         # ... and only before one: a name, a noun or a lower-case word continues the sentence.
@@ -322,7 +335,10 @@ def test_ellipsis_never_ends_a_sentence(text: str, expected: list[str]) -> None:
         ("I can see Mt. Fuji from here.", ["I can see Mt. Fuji from here."]),
         ("St. Michael's Church is on 5th st. near the light.", ["St. Michael's Church is on 5th st. near the light."]),
         # The pronoun `I` against an initial.
-        ("We make a good team, you and I. Did you see Albert I. Jones?", ["We make a good team, you and I.", "Did you see Albert I. Jones?"]),
+        (
+            "We make a good team, you and I. Did you see Albert I. Jones?",
+            ["We make a good team, you and I.", "Did you see Albert I. Jones?"],
+        ),
         ("Written by I. Asimov. Great.", ["Written by I. Asimov.", "Great."]),
     ],
 )
@@ -346,11 +362,20 @@ def test_abbreviation_ending_a_sentence_en(text: str, expected: list[str]) -> No
         ("Las FF. AA. Españolas desfilaron.", ["Las FF. AA. Españolas desfilaron."]),
         ("En EE. UU. El clima es variado.", ["En EE. UU. El clima es variado."]),
         # p. ej. introduces: never an end.
-        ("Usa un nombre claro, p. ej. El nombre del proyecto. Fin.", ["Usa un nombre claro, p. ej. El nombre del proyecto.", "Fin."]),
+        (
+            "Usa un nombre claro, p. ej. El nombre del proyecto. Fin.",
+            ["Usa un nombre claro, p. ej. El nombre del proyecto.", "Fin."],
+        ),
         ("Frutas, p. ej. Manzanas. Fin.", ["Frutas, p. ej. Manzanas.", "Fin."]),
         # etc. ends a sentence before a starter word, not before another word.
-        ("Compramos frutas, verduras, etc. El resto lo trajo Ana.", ["Compramos frutas, verduras, etc.", "El resto lo trajo Ana."]),
-        ("Trajeron mesas, sillas, etc. Nosotros pusimos la comida.", ["Trajeron mesas, sillas, etc.", "Nosotros pusimos la comida."]),
+        (
+            "Compramos frutas, verduras, etc. El resto lo trajo Ana.",
+            ["Compramos frutas, verduras, etc.", "El resto lo trajo Ana."],
+        ),
+        (
+            "Trajeron mesas, sillas, etc. Nosotros pusimos la comida.",
+            ["Trajeron mesas, sillas, etc.", "Nosotros pusimos la comida."],
+        ),
         ("Frutas, verduras, etc. Todo fresco.", ["Frutas, verduras, etc. Todo fresco."]),
         ("Frutas, verduras, etc. y más.", ["Frutas, verduras, etc. y más."]),
         # Times (`p. m.` with the space the RAE recommends) and introductory phrases.
@@ -380,7 +405,10 @@ def test_abbreviation_ending_a_sentence_es(text: str, expected: list[str]) -> No
         ("1. The first item. 2. The second item.", ["1. The first item.", "2. The second item."]),
         ("• 9. The first item • 10. The second item", ["• 9. The first item", "• 10. The second item"]),
         ("⁃9. The first item ⁃10. The second item", ["⁃9. The first item", "⁃10. The second item"]),
-        ("a. The first item b. The second item c. The third", ["a. The first item", "b. The second item", "c. The third"]),
+        (
+            "a. The first item b. The second item c. The third",
+            ["a. The first item", "b. The second item", "c. The third"],
+        ),
         # Spanish.
         ("a) Uno b) Dos c) Tres", ["a) Uno", "b) Dos", "c) Tres"]),
         ("1) Primero. 2) Segundo.", ["1) Primero.", "2) Segundo."]),
@@ -388,7 +416,10 @@ def test_abbreviation_ending_a_sentence_es(text: str, expected: list[str]) -> No
         ("1.) Abrir el panel. Pulsar Guardar. 2.) Cerrar.", ["1.) Abrir el panel. Pulsar Guardar.", "2.) Cerrar."]),
         # In prose (`a.` does not make a list item), each item is split as prose.
         ("a. Abrir el panel. Pulsar Guardar. b. Cerrar.", ["a. Abrir el panel.", "Pulsar Guardar.", "b. Cerrar."]),
-        ("Hallazgos:\n  a) Un endpoint sin filtro.\n  b) Cabeceras ausentes.", ["Hallazgos:", "a) Un endpoint sin filtro.", "b) Cabeceras ausentes."]),
+        (
+            "Hallazgos:\n  a) Un endpoint sin filtro.\n  b) Cabeceras ausentes.",
+            ["Hallazgos:", "a) Un endpoint sin filtro.", "b) Cabeceras ausentes."],
+        ),
         ("• 1. Uno • 2. Dos", ["• 1. Uno", "• 2. Dos"]),
         ("- a) uno b) dos", ["- a) uno", "b) dos"]),
         ("*   1. one 2. two", ["*   1. one", "2. two"]),
@@ -432,7 +463,10 @@ def test_inline_enumerations(text: str, expected: list[str]) -> None:
             ["Words into compounds.", ". . . The practice was not abandoned. . . ."],
         ),
         ("A spaced ellipsis. . . Then more.", ["A spaced ellipsis. . . Then more."]),
-        ("Bohr [...] used the analogy [...] (Smith 55). Next.", ["Bohr [...] used the analogy [...] (Smith 55).", "Next."]),
+        (
+            "Bohr [...] used the analogy [...] (Smith 55). Next.",
+            ["Bohr [...] used the analogy [...] (Smith 55).", "Next."],
+        ),
     ],
 )
 def test_four_dots_and_spaced_ellipses(text: str, expected: list[str]) -> None:
@@ -447,7 +481,10 @@ def test_four_dots_and_spaced_ellipses(text: str, expected: list[str]) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("# 上海办公室\n\n报销请在每月五日前提交。打印机在三楼。", ["# 上海办公室", "报销请在每月五日前提交。", "打印机在三楼。"]),
+        (
+            "# 上海办公室\n\n报销请在每月五日前提交。打印机在三楼。",
+            ["# 上海办公室", "报销请在每月五日前提交。", "打印机在三楼。"],
+        ),
         ("会議は月曜日です。「資料は？」と聞かれた。", ["会議は月曜日です。", "「資料は？」と聞かれた。"]),
         ("회의는 월요일입니다. 자료를 준비하세요.", ["회의는 월요일입니다.", "자료를 준비하세요."]),
         ("정말요? 네! 좋아요.", ["정말요?", "네!", "좋아요."]),
@@ -525,10 +562,52 @@ def _non_ws(text: str) -> str:
 
 
 _MARKUP_PIECES = [
-    "Sr.", "e.g.", "EE.UU.", "J.", "v1.2.3", "3.14", "192.168.1.1", "...", "…", "?!", "¿Qué?",
-    "¡Sí!", "Hola.", "Adiós. ", "etc.", "No.", "(x).", '"Q."', "«a.»", "```", "~~~", "```py",
-    "\n", "\n\n", " ", "  ", "\t", "- ", "* ", "+ ", "1. ", "2) ", "> ", "| a | b |", "# T",
-    "---", "===", "Élan", "ñ", "a", "B", ".", "!", "?", ")", "(",
+    "Sr.",
+    "e.g.",
+    "EE.UU.",
+    "J.",
+    "v1.2.3",
+    "3.14",
+    "192.168.1.1",
+    "...",
+    "…",
+    "?!",
+    "¿Qué?",
+    "¡Sí!",
+    "Hola.",
+    "Adiós. ",
+    "etc.",
+    "No.",
+    "(x).",
+    '"Q."',
+    "«a.»",
+    "```",
+    "~~~",
+    "```py",
+    "\n",
+    "\n\n",
+    " ",
+    "  ",
+    "\t",
+    "- ",
+    "* ",
+    "+ ",
+    "1. ",
+    "2) ",
+    "> ",
+    "| a | b |",
+    "# T",
+    "---",
+    "===",
+    "Élan",
+    "ñ",
+    "a",
+    "B",
+    ".",
+    "!",
+    "?",
+    ")",
+    "(",
 ]
 
 
@@ -580,9 +659,30 @@ def test_megabyte_inputs_are_linear(text: str) -> None:
 _CJK_MARKS = "。！？｡"  # the marks that end a sentence whatever follows (`．` has exceptions)
 _CJK_CLOSERS = "」』）”’】》"
 _CJK_OPENERS = "「『（“‘【《"
-_CJK_PROSE = list("会議資料中文打印机在三楼报销とってはの한국어요다") + list(_CJK_MARKS + _CJK_CLOSERS + _CJK_OPENERS) + [
-    "．", "３", "…", "、", "，", " ", "  ", "\n", "A", "b", "Hi", "e.g.", "Sr.", ".", "!", "?", "?!", "1.",
-]
+_CJK_PROSE = (
+    list("会議資料中文打印机在三楼报销とってはの한국어요다")
+    + list(_CJK_MARKS + _CJK_CLOSERS + _CJK_OPENERS)
+    + [
+        "．",
+        "３",
+        "…",
+        "、",
+        "，",
+        " ",
+        "  ",
+        "\n",
+        "A",
+        "b",
+        "Hi",
+        "e.g.",
+        "Sr.",
+        ".",
+        "!",
+        "?",
+        "?!",
+        "1.",
+    ]
+)
 _CJK_PIECES = [*_CJK_PROSE, "\n\n", "# ", "- ", "1. ", "a) ", "| ", "> ", "```", "\t", "•"]
 
 

@@ -29,6 +29,7 @@ from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_EVAL_THRESHOLDS,
     DEFAULT_EVAL_WINDOWS,
+    DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MIN_RELEVANCE,
     DEFAULT_MIN_SENTENCES,
@@ -334,7 +335,7 @@ def index(
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
     max_file_mb: float = typer.Option(
-        10.0,
+        DEFAULT_MAX_FILE_MB,
         "--max-file-mb",
         min=0.0,
         envvar="LOCALLENS_MAX_FILE_MB",

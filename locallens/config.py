@@ -42,6 +42,7 @@ COMMANDS = ("index", "ask", "trim", "eval", "status")
 
 CHUNKERS = ("paragraph", "percentile", "maxmin")
 DEFAULT_CHUNKER = "paragraph"
+DEFAULT_MAX_FILE_MB = 10.0  # index: larger files are skipped (counted, not an error)
 DEFAULT_CHUNK_SIZE = 220  # tokens per chunk (the paragraph chunker)
 DEFAULT_CHUNK_OVERLAP = 40  # tokens shared by consecutive chunks
 

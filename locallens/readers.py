@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
+from locallens.config import DEFAULT_MAX_FILE_MB
 from locallens.domain import Document, FileStat, Skipped
 from locallens.walk import REASON_DISAPPEARED, REASON_NOT_REGULAR, REASON_PERMISSION, _oserror_text
 
-DEFAULT_MAX_BYTES: int = 10 * 1024 * 1024
+DEFAULT_MAX_BYTES: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
 
 # How much of a file is sniffed for a NUL byte: a NUL there means a binary file.
 SNIFF_BYTES = 8 * 1024

@@ -1,6 +1,6 @@
 """Splitter benchmark: pySBD's English golden rules and throughput, ours beside pySBD.
 
-    .venv/bin/python benchmarks/bench_split.py [--quick] [--baseline]
+    .venv/bin/python benchmarks/bench_split.py [--quick] [--baseline [REV]]
 
 1. pySBD's 48 English golden rules (shipped in the `pysbd` package as
    `benchmarks/english_golden_rules.py`, loaded by path): how many `split_sentences` passes
@@ -13,12 +13,14 @@
    `split_sentences` on ~5 MB of Chinese, Japanese and Korean markdown (the sample below,
    repeated; ~0.5 MB with --quick). Best of 3 runs (1 for pySBD); the wall figure is judged,
    the CPU figure (this process only) is in the note, since the machine may be shared.
-3. With --baseline, the same figures for the committed `locallens/sentences.py`
-   (`git show HEAD:locallens/sentences.py`), measured in the same run: before and after.
+3. With --baseline [REV], the golden rules and the per-document throughput of
+   `locallens/sentences.py` as of git revision REV (default HEAD; `git show
+   REV:locallens/sentences.py`), measured in the same run: before and after a change.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import subprocess
 import sys
@@ -87,10 +89,10 @@ def golden_rules() -> list[tuple[str, list[str]]]:
     return list(module.GOLDEN_EN_RULES)
 
 
-def committed_splitter(tmp: Path) -> ModuleType:
-    """`locallens/sentences.py` as committed (HEAD), loaded as a module of its own."""
+def committed_splitter(tmp: Path, revision: str) -> ModuleType:
+    """`locallens/sentences.py` as of git `revision`, loaded as a module of its own."""
     source = subprocess.run(
-        ["git", "show", "HEAD:locallens/sentences.py"], cwd=c.ROOT, capture_output=True, text=True, check=True
+        ["git", "show", f"{revision}:locallens/sentences.py"], cwd=c.ROOT, capture_output=True, text=True, check=True
     ).stdout
     path = tmp / "sentences_head.py"
     path.write_text(source, encoding="utf-8")
@@ -141,10 +143,25 @@ def add_speed(
     )
 
 
-def main() -> None:
-    args = c.parse_args(
-        __doc__.splitlines()[0], extra=[("--baseline", "also measure the committed locallens/sentences.py (git HEAD)")]
+def parse_args() -> argparse.Namespace:
+    """`--quick` as in every script (`_common.parse_args`), and `--baseline [REV]`, a string."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="a small version for smoke-testing (under a minute); default: full size"
     )
+    parser.add_argument(
+        "--baseline",
+        nargs="?",
+        const="HEAD",
+        default=None,
+        metavar="REV",
+        help="also measure locallens/sentences.py as of git revision REV (default HEAD), in the same run",
+    )
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("locallens splitter benchmark", args.quick)
@@ -157,7 +174,7 @@ def main() -> None:
     table = c.Table("Splitter benchmark")
 
     with tempfile.TemporaryDirectory(prefix="locallens-bench-split-") as tmp:
-        baseline = committed_splitter(Path(tmp)) if args.baseline else None
+        baseline = committed_splitter(Path(tmp), args.baseline) if args.baseline else None
 
         rules = golden_rules()
         table.section(f"pySBD's English golden rules ({len(rules)})")
@@ -178,7 +195,7 @@ def main() -> None:
         if baseline is not None:
             before, before_failing = golden_score(baseline.split_sentences, rules)
             table.add(
-                "split_sentences, committed (HEAD)",
+                f"split_sentences as of {args.baseline}",
                 f"{before}/{len(rules)}",
                 note="failing: " + (", ".join(f"#{n}" for n in before_failing) or "none"),
             )
@@ -197,10 +214,10 @@ def main() -> None:
             note=f"{len(corpus):,} documents",
         )
         if baseline is not None:
-            c.note(f"committed split_sentences on {size:.1f} MB, per document (best of {REPEATS})")
+            c.note(f"split_sentences as of {args.baseline} on {size:.1f} MB, per document (best of {REPEATS})")
             add_speed(
                 table,
-                "  committed (HEAD), per document",
+                f"  as of {args.baseline}, per document",
                 throughput(baseline.split_sentences, corpus, REPEATS),
                 size,
                 note="same corpus, same run",

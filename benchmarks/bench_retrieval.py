@@ -5,7 +5,7 @@ vector and hybrid search are both scored from it, and the hybrid fusion's parame
 depth taken from each list) are scored offline from the same two rankings, so no setting costs a
 second index:
 
-- SciFact (BEIR layout, default /work/shared/data/beir-scifact; `--scifact DIR`): the test
+- SciFact (BEIR layout: `--scifact DIR`, else $LOCALLENS_SCIFACT, else ~/datasets/beir-scifact): the test
   queries; a document scores as its best chunk among 300 (as `locallens eval --beir` ranks them).
 - stdlib: the standard library's manual pages as `pydoc MODULE` prints them
   (`benchmarks/corpora.py --stdlib`), with `benchmarks/data/stdlib_questions.jsonl`; a file
@@ -38,7 +38,7 @@ from typing import Any
 
 import _common as c
 
-DEFAULT_SCIFACT = Path("/work/shared/data/beir-scifact")
+DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scifact")).expanduser()
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 CONFIGS: dict[str, dict[str, bool]] = {
     "today": {"headers": False, "multi_vector": False},

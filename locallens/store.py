@@ -805,15 +805,7 @@ class Store:
         terms = self._trigram_terms(query)
         if not terms:
             return []
-        where, params = "", [" OR ".join(terms), brain.id]
-        if path_glob:
-            where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
-        rows = self.execute(
-            "SELECT c.id FROM chunks_trigram JOIN chunks c ON c.id = chunks_trigram.rowid"
-            f" WHERE chunks_trigram MATCH ? AND c.brain_id = ?{where} ORDER BY bm25(chunks_trigram), c.id LIMIT ?",
-            [*params, k],
-        )
-        return [r[0] for r in rows]
+        return self._ranked("chunks_trigram", " OR ".join(terms), brain, k, path_glob)
 
     def _word_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
         """Chunk ids ranked by BM25 over the unicode61 index `chunks_fts`, best first.
@@ -834,13 +826,16 @@ class Store:
         if not terms or k <= 0:
             return []
         terms = self._without_common_words(list(dict.fromkeys(terms)))
-        match = " OR ".join(terms)
+        return self._ranked("chunks_fts", " OR ".join(terms), brain, k, path_glob)
+
+    def _ranked(self, table: str, match: str, brain: Brain, k: int, path_glob: str | None) -> list[int]:
+        """Chunk ids of `brain` matching the FTS5 query `match` in `table`, best BM25 first."""
         where, params = "", [match, brain.id]
         if path_glob:
             where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
         rows = self.execute(
-            "SELECT c.id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
-            f" WHERE chunks_fts MATCH ? AND c.brain_id = ?{where} ORDER BY bm25(chunks_fts), c.id LIMIT ?",
+            f"SELECT c.id FROM {table} JOIN chunks c ON c.id = {table}.rowid"
+            f" WHERE {table} MATCH ? AND c.brain_id = ?{where} ORDER BY bm25({table}), c.id LIMIT ?",
             [*params, k],
         )
         return [r[0] for r in rows]

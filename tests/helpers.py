@@ -620,3 +620,27 @@ def install_fake_models(
     monkeypatch.setattr(locallens.llm, "check_gguf", check_gguf, raising=False)
     monkeypatch.setattr(locallens.retrieval, "load_reranker", lambda model, device="auto": fakes.reranker)
     return fakes
+
+
+def check_trim_json(out: dict[str, Any], chunks: int = 5, answer: str = "5433") -> None:
+    """The shape and arithmetic of `trim --json`, and that the sentence carrying `answer` survives."""
+    assert set(out) >= {
+        "query",
+        "chunks",
+        "tokens_before",
+        "tokens_in_context",
+        "tiktoken_before",
+        "tiktoken_in_context",
+        "reduction_pct",
+    }
+    assert len(out["chunks"]) == chunks
+    for chunk in out["chunks"]:
+        assert set(chunk) >= {"id", "path", "chunk_index", "score", "content", "trimmed", "kept", "sentences"}
+        assert chunk["kept"] == sorted(chunk["kept"]) and chunk["kept"]
+        assert all(chunk["sentences"][i] in chunk["trimmed"] for i in chunk["kept"])
+        if len(chunk["kept"]) == len(chunk["sentences"]):
+            assert chunk["trimmed"] == chunk["content"]
+    assert 0 < out["tokens_in_context"] < out["tokens_before"]
+    expected = round(100 * (out["tokens_before"] - out["tokens_in_context"]) / out["tokens_before"], 1)
+    assert out["reduction_pct"] == expected
+    assert any(answer in c["trimmed"] for c in out["chunks"])

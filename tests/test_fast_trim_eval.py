@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .helpers import FakeModels, cli, cli_json, cosine, quote_best_sentence, stdout_json, write_corpus
+from .helpers import FakeModels, check_trim_json, cli, cli_json, cosine, quote_best_sentence, stdout_json, write_corpus
 
 QUERY = "Which port does the staging database listen on?"
 TEXT = (
@@ -54,27 +54,7 @@ def test_trim_from_stdin_matches_the_file(tmp_path: Path, fake_models: FakeModel
 def test_trim_json_shape_and_accounting(db: Path, fake_models: FakeModels) -> None:
     result = cli("trim", QUERY, "--db", str(db), "--json", "--threshold", "0.3")
     assert result.exit_code == 0, result.output
-    out = stdout_json(result)
-    assert set(out) >= {
-        "query",
-        "chunks",
-        "tokens_before",
-        "tokens_in_context",
-        "tiktoken_before",
-        "tiktoken_in_context",
-        "reduction_pct",
-    }
-    assert len(out["chunks"]) == 5
-    for chunk in out["chunks"]:
-        assert set(chunk) >= {"id", "path", "chunk_index", "score", "content", "trimmed", "kept", "sentences"}
-        assert chunk["kept"] == sorted(chunk["kept"]) and chunk["kept"]
-        assert all(chunk["sentences"][i] in chunk["trimmed"] for i in chunk["kept"])
-        if len(chunk["kept"]) == len(chunk["sentences"]):
-            assert chunk["trimmed"] == chunk["content"]
-    assert 0 < out["tokens_in_context"] < out["tokens_before"]
-    expected = round(100 * (out["tokens_before"] - out["tokens_in_context"]) / out["tokens_before"], 1)
-    assert out["reduction_pct"] == expected
-    assert any("5433" in c["trimmed"] for c in out["chunks"])
+    check_trim_json(stdout_json(result))
     verbose = cli("trim", QUERY, "--db", str(db), "--threshold", "0.3", "--verbose")
     assert "  keep +" in verbose.stdout and "  drop " in verbose.stdout
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -36,7 +35,7 @@ from locallens.prompt import (
     parse_citations,
 )
 from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, check_question, retrieve
-from locallens.store import Store
+from locallens.storage import DbLocation, IndexStore, open_store
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
@@ -155,7 +154,7 @@ def loop_start(text: str) -> int | None:
 @dataclass(frozen=True, slots=True)
 class AskRequest:
     question: str
-    db: Path
+    db: DbLocation
     brain: str = "default"
     top_k: int = DEFAULT_TOP_K
     min_score: float | None = None
@@ -253,7 +252,9 @@ class AskResult:
         return out
 
 
-def _retrieve(request: AskRequest, store: Store, models: Models) -> tuple[RetrievalResult, Embedder, dict[str, float]]:
+def _retrieve(
+    request: AskRequest, store: IndexStore, models: Models
+) -> tuple[RetrievalResult, Embedder, dict[str, float]]:
     brain = store.get_brain(request.brain)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -394,7 +395,7 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
     # it has been embedded. The LLM's context only matters when the LLM will read the question.
     generates = not (request.context_only or request.extractive)
     check_question(question, n_ctx=request.n_ctx if generates else 0)
-    with Store(request.db, create=False) as store:
+    with open_store(request.db) as store:
         retrieval, embedder, timings = _retrieve(request, store, models)
         if not retrieval.hits:
             where = f" under {request.path_glob!r}" if request.path_glob else ""

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from locallens.retrieval import TrimSettings
+    from locallens.storage import DbLocation
 
 
 class _Commands(typer.core.TyperGroup):
@@ -97,7 +98,18 @@ app = typer.Typer(
 # -- shared options -----------------------------------------------------------------------------
 
 BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
-DbOpt = typer.Option(None, "--db", envvar="LOCALLENS_DB", help="Database file [default: $LOCALLENS_HOME/index.db].")
+DbOpt = typer.Option(
+    None,
+    "--db",
+    envvar="LOCALLENS_DB",
+    help="Database file, or a postgresql://user@host:port/dbname URL [default: $LOCALLENS_HOME/index.db].",
+)
+ExactOpt = typer.Option(
+    False,
+    "--exact",
+    envvar="LOCALLENS_EXACT",
+    help="PostgreSQL: search every vector instead of the HNSW index (exact, slower on large brains).",
+)
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
 HybridOpt = typer.Option(
     False,
@@ -129,10 +141,12 @@ def _number(low: float | None = None, high: float | None = None, allow_inf: bool
     return check
 
 
-def _db(db: Path | None) -> Path:
+def _db(db: str | None, exact: bool = False) -> DbLocation:
+    """The `--db` value as a location: a path (default `$LOCALLENS_HOME/index.db`) or a URL."""
     from locallens.config import default_db_path
+    from locallens.storage import parse_db
 
-    return (db or default_db_path()).expanduser()
+    return parse_db(db or default_db_path(), exact=exact)
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -307,7 +321,7 @@ def _root(
 def index(
     paths: list[Path] = typer.Argument(..., help="Folders or files to index.", show_default=False),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
     chunk_size: int = typer.Option(
         DEFAULT_CHUNK_SIZE, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."
     ),
@@ -473,7 +487,8 @@ def _trim_settings(trim: bool | None, threshold: float | None, window: int, min_
 def ask(
     question: str | None = typer.Argument(None, help="The question, or - to read it from stdin.", show_default=False),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
     top_k: int = typer.Option(
         DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
     ),
@@ -569,7 +584,7 @@ def ask(
 
         request = AskRequest(
             question="-" if batch is not None else _read_question(question),
-            db=_db(db),
+            db=_db(db, exact),
             brain=brain,
             top_k=top_k,
             min_score=min_score,
@@ -741,7 +756,8 @@ def _ask_batch(path: str, defaults: Any) -> int:
 def trim(
     query: str = typer.Argument(..., help="The question to trim against.", show_default=False),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
     threshold: float | None = typer.Option(
         None,
@@ -785,7 +801,7 @@ def trim(
                     raise UsageError(f"cannot read --text {text}: {exc}") from exc
             result = trim_given_text(body, query, settings, model=model, device=device)
         else:
-            result = trim_from_index(_db(db), brain, query, top_k, settings, device=device, hybrid=hybrid)
+            result = trim_from_index(_db(db, exact), brain, query, top_k, settings, device=device, hybrid=hybrid)
         if not result.hits:
             fail(f"nothing relevant found in brain {brain!r}", 4)
         reduction = (
@@ -860,7 +876,8 @@ def eval_(
         None, help="Questions: one per line, or JSONL {question, files?, answers?}.", show_default=False
     ),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Excerpts per question."),
     thresholds: str = typer.Option(
         ",".join(f"{t:g}" for t in DEFAULT_EVAL_THRESHOLDS),
@@ -901,7 +918,7 @@ def eval_(
         if (questions is None) == (beir is None):
             raise UsageError("give either a QUESTIONS file or --beir DIR")
         request = EvalRequest(
-            db=_db(db),
+            db=_db(db, exact),
             brain=brain,
             questions=questions,
             beir=beir,
@@ -930,7 +947,7 @@ def eval_(
 
 
 def _service(
-    db: Path,
+    db: DbLocation,
     brain: str,
     llm: str | None,
     ctx: int,
@@ -969,7 +986,8 @@ def serve(
         None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."
     ),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
     llm: str | None = LlmOpt,
     ctx: int = CtxOpt,
     threads: int | None = ThreadsOpt,
@@ -982,7 +1000,7 @@ def serve(
     with handled():
         from locallens.http_api import make_server, print_listening
 
-        service = _service(_db(db), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
         httpd = make_server(service, host, port, token)
         if not quiet:
             print_listening(host, httpd.server_address[1])
@@ -1002,7 +1020,8 @@ def serve(
 def mcp(
     http: str | None = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
     brain: str = BrainOpt,
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
     llm: str | None = LlmOpt,
     ctx: int = CtxOpt,
     threads: int | None = ThreadsOpt,
@@ -1019,7 +1038,7 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
         try:
             if http is None:
                 serve_stdio(service)
@@ -1038,7 +1057,7 @@ def mcp(
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
     brain: str | None = typer.Option(None, "--brain", "-b", help="Only this brain."),
-    db: Path | None = DbOpt,
+    db: str | None = DbOpt,
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -1056,11 +1075,9 @@ def status(
         if quiet:
             return
         out = stdout_console()
-        out.print(
-            f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB, "
-            f"{info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM)",
-            markup=False,
-        )
+        # SQLite keeps deleted pages until VACUUM; PostgreSQL's autovacuum reuses them itself.
+        reclaim = "" if "://" in info["db"] else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
+        out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB{reclaim})", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)
         for b in info["brains"]:
@@ -1071,6 +1088,61 @@ def status(
                 f"{b['stale']} file(s) changed since\n  roots: {clean(', '.join(b['roots'])) or '-'}",
                 markup=False,
             )
+
+
+@app.command(
+    "copy",
+    epilog="Examples:\n\n  locallens copy ~/.local/share/locallens/index.db postgresql://me@db.example.com/locallens\n\n"
+    "  locallens copy postgresql://me@db.example.com/locallens team.db --brain work\n\n"
+    "  locallens copy index.db backup.db --replace --json",
+)
+def copy_(
+    source: str = typer.Argument(..., help="Database to copy from: a file or a postgresql:// URL.", show_default=False),
+    dest: str = typer.Argument(
+        ..., help="Database to copy into (created if missing): a file or a postgresql:// URL.", show_default=False
+    ),
+    brains: list[str] = typer.Option(
+        [], "--brain", "-b", help="Copy only this brain (repeatable) [default: every brain]."
+    ),
+    replace: bool = typer.Option(False, "--replace", help="Overwrite brains that DEST already holds."),
+    wait: float = typer.Option(
+        0.0,
+        "--wait",
+        min=0.0,
+        envvar="LOCALLENS_WAIT",
+        callback=_number(allow_inf=True),
+        help="Seconds to wait for another writer of DEST to finish.",
+    ),
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Copy brains with their vectors into another database.
+
+    SOURCE and DEST are each a SQLite file or a PostgreSQL URL. Every brain (or each --brain)
+    is copied with its settings, roots, documents, chunks and vectors: nothing is re-embedded.
+    A brain arrives whole or not at all: it is written under a hidden name and swapped in when
+    complete, so DEST serves what it held until then. A brain DEST already holds is refused
+    (exit 2) unless --replace."""
+    with handled():
+        from locallens.copying import BrainCopy, CopyRequest, copy_brains
+        from locallens.storage import parse_db
+
+        request = CopyRequest(source=parse_db(source), dest=parse_db(dest), brains=brains, replace=replace, wait=wait)
+        copied: list[BrainCopy] = []
+        try:
+            with progress_for_stderr(quiet) as bar:
+                report = copy_brains(request, bar, on_brain=copied.append)
+        finally:
+            # After the bars are gone (while they are drawn, rich sends stdout to stderr); and
+            # also when a later brain failed: the brains already swapped in are in DEST.
+            if not json_out and not quiet:
+                out = stdout_console()
+                for done in copied:
+                    out.print(clean(done.summary()), markup=False)
+        if json_out:
+            print_json(report.as_json())
+        elif not quiet and report.sentence_vectors:
+            note(f"also copied {report.sentence_vectors} cached sentence vector(s) into {report.dest}")
 
 
 def option_names() -> dict[str, set[str]]:

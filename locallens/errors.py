@@ -13,6 +13,9 @@ EXIT_NOTHING_FOUND = 4
 EXIT_LOCKED = 5
 EXIT_MODEL_UNAVAILABLE = 6
 EXIT_SKIPPED = 7
+EXIT_DB_UNREACHABLE = 8
+EXIT_DB_AUTH = 9
+EXIT_DB_UNSUPPORTED = 10
 
 
 class LocallensError(Exception):
@@ -59,3 +62,21 @@ class StoreError(LocallensError):
     """The database cannot be opened or written (read-only folder, disk full, corrupt file)."""
 
     exit_code = EXIT_UNEXPECTED
+
+
+class DatabaseUnreachableError(StoreError):
+    """A PostgreSQL server cannot be reached (refused, unknown host, timeout)."""
+
+    exit_code = EXIT_DB_UNREACHABLE
+
+
+class DatabaseAuthError(StoreError):
+    """A PostgreSQL server refused the login: wrong password, unknown role or database, no privilege."""
+
+    exit_code = EXIT_DB_AUTH
+
+
+class DatabaseUnsupportedError(StoreError):
+    """A PostgreSQL server without pgvector, or psycopg not installed."""
+
+    exit_code = EXIT_DB_UNSUPPORTED

@@ -10,7 +10,8 @@ Endpoints (bodies and results are the MCP tools' arguments and results, `localle
 
 Errors are `{"error": message, "exit_code": n}` with the CLI's exit code and an HTTP status:
 400 bad request or argument (2), 401 missing or wrong token, 404 no such index, brain or
-document (3), 422 nothing relevant found (4), 503 model unavailable (6), 500 otherwise.
+document (3), 422 nothing relevant found (4), 503 model or database unavailable (6, 8-10), 500
+otherwise.
 A refused answer (`"refused": true`) is a 200: it is an answer.
 
 It listens on 127.0.0.1 unless told otherwise; a bearer token (`--token`, `LOCALLENS_TOKEN`) is
@@ -42,6 +43,9 @@ _STATUS_BY_EXIT = {
     3: HTTPStatus.NOT_FOUND,
     4: HTTPStatus.UNPROCESSABLE_ENTITY,
     6: HTTPStatus.SERVICE_UNAVAILABLE,
+    8: HTTPStatus.SERVICE_UNAVAILABLE,  # the PostgreSQL server is unreachable
+    9: HTTPStatus.SERVICE_UNAVAILABLE,  # it refused our login: the server's problem, not the caller's
+    10: HTTPStatus.SERVICE_UNAVAILABLE,  # it has no pgvector
 }
 _POST_TOOLS = {"/ask": "ask", "/search": "search", "/get": "get"}
 

@@ -3,7 +3,9 @@
 Safety:
 - One writer per database: an advisory lock on `<db>.lock` (fcntl), taken before anything is
   written and released by the kernel even on SIGKILL. A second run waits up to `wait` seconds
-  and then raises LockedError (exit 5). Readers never take it.
+  and then raises LockedError (exit 5). Readers never take it. On PostgreSQL the lock is a
+  server advisory lock per brain (`pgstore.writer_lock`), so two hosts never index the same
+  brain at once; the server releases it when the holder's connection ends, SIGKILL included.
 - Every document is replaced in one `BEGIN IMMEDIATE` transaction (chunks, vectors and FTS rows
   together), so a run killed at any point leaves each document either old or new, never half.
   The rerun finds the unfinished documents still changed on disk and completes the job.
@@ -49,6 +51,7 @@ from locallens.errors import LockedError, ModelMismatchError, NoIndexError, Stor
 from locallens.headers import chunk_headers, embedded_text
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_document
+from locallens.storage import DbLocation, IndexStore, PostgresURL, db_exists, open_store
 from locallens.store import Brain, Store, StoredDocument, check_not_foreign, content_hash
 from locallens.walk import walk
 
@@ -127,7 +130,7 @@ class IndexReport:
 @dataclass(frozen=True, slots=True)
 class IndexRequest:
     paths: Sequence[Path]
-    db: Path
+    db: DbLocation
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
@@ -233,7 +236,7 @@ class _Run:
     def __init__(
         self,
         request: IndexRequest,
-        store: Store | None,
+        store: IndexStore | None,
         progress: Progress,
         model_name: str,
         settings: EmbedSettings | None = None,
@@ -553,9 +556,11 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     started = time.perf_counter()
     # Fail on a bad path before taking any lock. A missing path can only be a root that vanished
     # (kept, or pruned with --prune-missing) when there is an index that may know it.
-    _resolve_roots(request.paths, allow_missing=request.db.exists())
+    _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
+    if isinstance(request.db, PostgresURL):
+        return _index_postgres(request, request.db, progress, started)
 
     check_not_foreign(request.db)  # another program's database: refused before any lock file
     lock_path = Path(f"{request.db}.lock")
@@ -576,6 +581,16 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
                 store.close()
             if discard:
                 _remove_files(request.db, None if lock_existed else lock_path)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _index_postgres(request: IndexRequest, url: PostgresURL, progress: Progress, started: float) -> IndexReport:
+    """`index` into a PostgreSQL store, under the server's advisory lock for this brain."""
+    from locallens.pgstore import writer_lock
+
+    with writer_lock(url, request.brain, request.wait), open_store(url, create=True) as store:
+        report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -643,7 +658,7 @@ def _pinned_settings(request: IndexRequest, existing: Brain | None) -> EmbedSett
     return EmbedSettings(headers=bool(existing.headers), multi_vector=bool(existing.multi_vector))
 
 
-def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> IndexReport:
+def _index_locked(request: IndexRequest, store: IndexStore, progress: Progress) -> IndexReport:
     existing = store.find_brain(request.brain)
     # Leftovers of an interrupted --rebuild were never swapped in: drop them.
     for leftover in store.brains():
@@ -674,8 +689,9 @@ def _index_locked(request: IndexRequest, store: Store, progress: Progress) -> In
 
 def _dry_run(request: IndexRequest, progress: Progress, started: float) -> IndexReport:
     """Report what would change; opens the database read-only-ish (never creates it)."""
+    store: IndexStore | None
     try:
-        store = Store(request.db, create=False) if request.db.exists() else None
+        store = open_store(request.db) if db_exists(request.db) else None
     except NoIndexError:
         store = None  # an empty database file: nothing indexed yet, and it stays as it is
     try:
@@ -698,7 +714,7 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
     return report
 
 
-def stale_files(store: Store, brain: Brain) -> int:
+def stale_files(store: IndexStore, brain: Brain) -> int:
     """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing."""
     # Documents are identified by absolute path, as `index` does: overlapping roots count once.
     by_path = {_file_path(doc.root, doc.relative_path): doc for doc in store.documents(brain).values()}

@@ -33,7 +33,8 @@ from locallens.domain import Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
 from locallens.progress import Progress
-from locallens.store import Brain, Store, content_hash
+from locallens.storage import DbLocation, IndexStore, open_store
+from locallens.store import Brain, content_hash
 from locallens.tokens import count_tokens, estimate_tokens
 
 # The longest question (or trim query), in characters: the same cap as the HTTP and MCP tools'
@@ -153,7 +154,7 @@ HYBRID_CANDIDATES = 50  # taken from each of the two rankings before fusing
 
 
 def hybrid_search(
-    store: Store, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
+    store: IndexStore, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
 ) -> list[Hit]:
     """Vector and keyword (FTS5 BM25) rankings fused by reciprocal rank; best `k`.
 
@@ -197,7 +198,7 @@ def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
 
 
 def search(
-    store: Store,
+    store: IndexStore,
     brain: Brain,
     query: str,
     qvec: np.ndarray,
@@ -225,7 +226,7 @@ class SentenceEncoder:
     def __init__(
         self,
         embedder: Embedder,
-        store: Store | None,
+        store: IndexStore | None,
         *,
         best_effort: bool = True,
         progress: Progress | None = None,
@@ -273,7 +274,7 @@ def count_context(hits: Sequence[Hit]) -> tuple[int, int]:
 
 
 def retrieve(
-    store: Store,
+    store: IndexStore,
     brain: Brain,
     embedder: Embedder,
     query: str,
@@ -324,7 +325,7 @@ def retrieve(
 
 
 def trim_from_index(
-    db: Path,
+    db: DbLocation,
     brain_name: str,
     query: str,
     top_k: int,
@@ -337,7 +338,7 @@ def trim_from_index(
     from locallens.embedding import load_embedder
 
     check_question(query, what="the query")
-    with Store(db, create=False) as store:
+    with open_store(db) as store:
         brain = store.get_brain(brain_name)
         embedder = load_embedder(brain.model, device=device)
         return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True), hybrid=hybrid)

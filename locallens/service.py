@@ -26,6 +26,7 @@ from locallens.config import DEFAULT_DEVICE, DEFAULT_EVAL_THRESHOLDS, DEFAULT_MA
 from locallens.errors import NoIndexError, UsageError
 from locallens.models import WarmModels
 from locallens.retrieval import MAX_QUESTION_CHARS
+from locallens.storage import DbLocation
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -176,7 +177,7 @@ def validate(tool: str, arguments: Any) -> dict[str, Any]:
 class ServiceSettings:
     """Defaults for every request (the server's flags); a request's arguments override some."""
 
-    db: Path
+    db: DbLocation
     brain: str = "default"
     llm: str | None = None
     n_ctx: int = DEFAULT_N_CTX
@@ -238,14 +239,14 @@ class Service:
     def _search(self, args: dict[str, Any]) -> dict[str, Any]:
         from locallens.errors import NothingFoundError
         from locallens.retrieval import retrieve, trim_settings_from_env
-        from locallens.store import Store
+        from locallens.storage import open_store
         from locallens.tokens import count_tokens
 
         s = self.settings
         brain_name = args.get("brain", s.brain)
         trim = trim_settings_from_env(args.get("trim", True), None, 1)
         budget = args.get("max_tokens", s.search_budget)
-        with Store(s.db, create=False) as store:
+        with open_store(s.db) as store:
             brain = store.get_brain(brain_name)
             embedder = self.models.embedder(brain.model, s.device)
             result = retrieve(
@@ -289,12 +290,12 @@ class Service:
         }
 
     def _get(self, args: dict[str, Any]) -> dict[str, Any]:
-        from locallens.store import Store
+        from locallens.storage import open_store
 
         if ("id" in args) == ("path" in args):
             raise UsageError("get: give exactly one of 'id' or 'path'")
         brain_name = args.get("brain", self.settings.brain)
-        with Store(self.settings.db, create=False) as store:
+        with open_store(self.settings.db) as store:
             brain = store.get_brain(brain_name)
             if "id" in args:
                 chunk = store.chunk_by_id(brain, args["id"])
@@ -319,9 +320,9 @@ class Service:
 
     def documents(self) -> list[tuple[str, str]]:
         """(brain, relative path) of every document of every visible brain."""
-        from locallens.store import Store
+        from locallens.storage import open_store
 
-        with Store(self.settings.db, create=False) as store:
+        with open_store(self.settings.db) as store:
             return [(b.name, p) for b in store.brains() if not b.name.startswith(".") for p in store.document_paths(b)]
 
     def _eval_retrieval(self, args: dict[str, Any]) -> dict[str, Any]:

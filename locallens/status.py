@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 from locallens.indexer import stale_files
-from locallens.store import Store
+from locallens.storage import DbLocation, open_store
 
 
 def _iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds") if ts else None
 
 
-def collect_status(db: Path, brain_name: str | None = None) -> dict[str, Any]:
-    with Store(db, create=False) as store:
+def collect_status(db: DbLocation, brain_name: str | None = None) -> dict[str, Any]:
+    with open_store(db) as store:
         brains = (
             [store.get_brain(brain_name)]
             if brain_name

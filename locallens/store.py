@@ -39,6 +39,7 @@ import numpy as np
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
 from locallens.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
+from locallens.storage import DocumentExport
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -276,6 +277,10 @@ class Store:
             os.fchmod(fd, PRIVATE_FILE_MODE)
         finally:
             os.close(fd)
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     def _writable(self) -> bool:
         """False when the database file or its folder cannot be written (read-only media)."""
@@ -602,6 +607,40 @@ class Store:
         with self.transaction():
             for doc_id in doc_ids:
                 self._delete_document_rows(brain, doc_id)
+
+    def export_documents(self, brain: Brain) -> Iterator[DocumentExport]:
+        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
+        by root and path: what `locallens copy` writes into another store."""
+        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
+            rows = self.execute(
+                f"SELECT {_CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM chunks c"
+                " WHERE c.document_id = ? ORDER BY c.chunk_index, c.id",
+                (doc.id,),
+            )
+            vectors = []
+            for row in rows:
+                wanted = [row[0] + (window << WINDOW_SHIFT) for window in range(max(int(row[8]), 1))]
+                found = dict(
+                    self.execute(
+                        f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(wanted))})",
+                        wanted,
+                    )
+                )
+                if len(found) != len(wanted):
+                    raise StoreError(f"{self.path}: chunk {row[1]} of {doc.relative_path} has lost its vector")
+                windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted])
+                vectors.append(windows[0] if len(wanted) == 1 else windows)
+            yield DocumentExport(
+                root=doc.root,
+                relative_path=doc.relative_path,
+                size=doc.size,
+                mtime_ns=doc.mtime_ns,
+                checksum=doc.checksum,
+                chunks=[_chunk(brain, row) for row in rows],
+                vectors=vectors,
+                headers=[row[6] or "" for row in rows],
+                hashes=[bytes(row[7]) for row in rows],
+            )
 
     # -- vectors ------------------------------------------------------------------------------
 

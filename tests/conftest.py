@@ -186,3 +186,31 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         for owner, name, original in saved:
             setattr(owner, name, original)
+
+
+# --------------------------------------------------------------------------------------------
+# PostgreSQL (tests/pg.py): one server per session, one database per test
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """The session's PostgreSQL server. Fails (never skips) the tests that need it when it cannot start."""
+    from .pg import start_server
+
+    try:
+        server = start_server()
+    except Exception as exc:
+        pytest.fail(
+            f"cannot start the test PostgreSQL server (pgserver): {exc.__class__.__name__}: {exc}", pytrace=False
+        )
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def pg_url(pg_server: Any) -> str:
+    """The URL of a new, empty database on the session's server."""
+    from .pg import new_database
+
+    return new_database(pg_server)

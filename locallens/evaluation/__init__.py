@@ -41,6 +41,7 @@ from locallens.evaluation.retrieval_eval import aggregate as aggregate_retrieval
 from locallens.evaluation.trimming import Baseline, SweepResult, sweep
 from locallens.models import Models
 from locallens.progress import NoProgress, Progress
+from locallens.storage import DbLocation
 
 __all__ = [
     "BeirReport",
@@ -60,7 +61,7 @@ RETRIEVING = "retrieving"
 
 @dataclass(frozen=True, slots=True)
 class EvalRequest:
-    db: Path
+    db: DbLocation
     brain: str = "default"
     questions: Path | None = None  # QUESTIONS file (run_eval)
     beir: Path | None = None  # BEIR-layout folder (run_beir)
@@ -193,7 +194,7 @@ def _baselines(
 def run_eval(request: EvalRequest, progress: Progress | None = None, models: Models | None = None) -> EvalReport:
     """The QUESTIONS form of `locallens eval` (see the module doc)."""
     from locallens.retrieval import SentenceEncoder
-    from locallens.store import Store
+    from locallens.storage import open_store
 
     if request.questions is None and not request.inline_questions:
         raise UsageError("give a QUESTIONS file (or --beir DIR)")
@@ -204,7 +205,7 @@ def run_eval(request: EvalRequest, progress: Progress | None = None, models: Mod
     questions = list(request.inline_questions or ()) or load_questions(request.questions)  # type: ignore[arg-type]
     timings: dict[str, float] = {}
 
-    with Store(Path(request.db).expanduser(), create=False) as store:
+    with open_store(request.db) as store:
         brain = store.get_brain(request.brain)
         t0 = time.perf_counter()
         embedder = models.embedder(brain.model, request.device)
@@ -270,7 +271,7 @@ def run_beir(request: EvalRequest, progress: Progress | None = None) -> BeirRepo
         raise UsageError("--beir needs a BEIR-layout folder")
     return evaluate_beir(
         request.beir,
-        Path(request.db).expanduser(),
+        request.db,
         model=request.model,
         device=request.device,
         chunks_per_query=request.beir_chunks,

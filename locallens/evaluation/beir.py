@@ -32,6 +32,7 @@ from locallens.config import DEFAULT_DEVICE
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean, ndcg_at_k, recall_at_k
 from locallens.progress import NoProgress, Progress, Relabelled
+from locallens.storage import DbLocation, PostgresURL
 
 DEFAULT_CHUNKS_PER_QUERY = 300
 RANKED_DOCUMENTS = 100  # recall@100 needs this many distinct documents per query
@@ -310,7 +311,7 @@ class BeirReport:
 
 def evaluate_beir(
     folder: Path,
-    db: Path,
+    db: DbLocation,
     *,
     model: str | None = None,
     device: str = DEFAULT_DEVICE,
@@ -320,18 +321,20 @@ def evaluate_beir(
     progress: Progress | None = None,
 ) -> BeirReport:
     """Index the dataset's corpus into brain `beir-<name>` of `db` and score its `split` queries."""
+    from locallens.config import locallens_home
     from locallens.embedding import load_embedder
     from locallens.indexer import EMBEDDING, FILES, IndexRequest, index
     from locallens.retrieval import search
-    from locallens.store import Store
+    from locallens.storage import open_store
 
     if chunks_per_query < 1:
         raise UsageError(f"chunks per query must be at least 1 (got {chunks_per_query})")
     progress = progress or NoProgress()
     dataset = load_beir(folder, split)
-    db = Path(db).expanduser()
     brain_name = f"beir-{dataset.name}"
-    docs_folder = db.resolve().parent / "beir" / dataset.name / "docs"
+    # The corpus as files, beside a SQLite database; under $LOCALLENS_HOME for a PostgreSQL one.
+    base = locallens_home() if isinstance(db, PostgresURL) else Path(db).expanduser().resolve().parent
+    docs_folder = base / "beir" / dataset.name / "docs"
 
     started = time.perf_counter()
     files = write_corpus(dataset, docs_folder, progress)
@@ -354,7 +357,7 @@ def evaluate_beir(
     if not judged:
         raise UsageError(f"no judged {split} query of {folder} has a text and a relevant document")
 
-    with Store(db, create=False) as store:
+    with open_store(db) as store:
         brain = store.get_brain(brain_name)
         loading = time.perf_counter()
         embedder = load_embedder(brain.model, device=device)  # already loaded if the index embedded

@@ -1,0 +1,419 @@
+"""`copy`: move brains from one store to another with their vectors, so nothing is re-embedded.
+
+A brain travels whole: its settings (model, dimension, chunker and sizes, `headers`,
+`multi_vector`), roots, documents (root, path, size, mtime, checksum), chunks (ids, text,
+headers, content hashes) and every vector, window vectors included. What arrives is exactly
+what an `index` run would have written, so the next incremental `index` of the copy finds its
+files unchanged (and, for a file that was touched, reuses its vectors by content hash).
+
+Safety:
+- SOURCE is only read, and in one snapshot (a read-only transaction), so an `index` run writing
+  SOURCE meanwhile cannot make a brain arrive half old, half new.
+- DEST is written under its writer lock (SQLite: the `<db>.lock` file lock of `index`, held for
+  the whole copy; PostgreSQL: the server's advisory lock of each brain), LockedError after `wait`.
+- Each brain is built under a hidden name (`.copy:<name>:<pid>`), checked against SOURCE
+  (documents, chunks, vectors, roots), and only then swapped in under its name in one
+  transaction (`replace_brain`). Until that moment DEST serves what it held before; a copy that
+  fails or is interrupted removes its hidden brain, and one that could not (killed) leaves it to
+  be removed by the next copy of that brain. A SQLite DEST that the copy created and that holds
+  no brain after a failure is deleted again.
+- A brain that DEST already holds is refused (UsageError) unless `replace`; all of them are
+  checked before anything is written.
+- Messages name a PostgreSQL location by `str(PostgresURL)`, which never shows its password.
+
+Also copied: the sentence-vector cache (used by trimming) of each copied brain's model; DEST
+keeps the rows it already holds. The store interface has no listing of the cache, so it is read
+here from either store's table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+
+from locallens.errors import NoIndexError, StoreError, UsageError
+from locallens.progress import NoProgress, Progress
+from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store
+
+if TYPE_CHECKING:
+    from locallens.store import Brain
+
+# Hidden brains being copied are named `.copy:<name>:<pid>`; names starting with "." are never
+# listed, searched or copied.
+HIDDEN_PREFIX = ".copy:"
+INTERNAL_PREFIX = "."
+# Sentence-cache rows are read and written in pages of this many, so a large cache never has to
+# fit in memory at once.
+SENTENCE_PAGE = 2_000
+DEFAULT_PG_PORT = 5432
+
+
+@dataclass(frozen=True, slots=True)
+class CopyRequest:
+    source: DbLocation
+    dest: DbLocation
+    brains: Sequence[str] = ()  # empty: every brain of SOURCE except internal ones
+    replace: bool = False  # overwrite brains DEST already holds
+    wait: float = 0.0  # seconds to wait for DEST's writer lock
+
+
+@dataclass(frozen=True, slots=True)
+class BrainCopy:
+    """One brain as it arrived in DEST (counts read back from DEST after the copy)."""
+
+    name: str
+    model: str
+    dim: int
+    documents: int
+    chunks: int
+    vectors: int  # chunks with a vector, as `status` counts them
+    window_vectors: int  # vectors beyond each chunk's first (multi-vector brains)
+    roots: list[str]
+    replaced: bool  # DEST held a brain of this name, now overwritten
+
+    def summary(self) -> str:
+        windows = f" (+{self.window_vectors} window vectors)" if self.window_vectors else ""
+        return (
+            f"copied brain {self.name!r}: {self.documents} documents, {self.chunks} chunks, "
+            f"{self.vectors} vectors{windows}"
+        )
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "model": self.model,
+            "dim": self.dim,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "vectors": self.vectors,
+            "window_vectors": self.window_vectors,
+            "roots": self.roots,
+            "replaced": self.replaced,
+        }
+
+
+@dataclass
+class CopyReport:
+    source: str  # never with a password
+    dest: str
+    brains: list[BrainCopy] = field(default_factory=list)
+    # Sentence-cache entries offered to DEST (those it already held are kept as they were);
+    # None when SOURCE's cache cannot be listed (a store this module does not know).
+    sentence_vectors: int | None = 0
+    seconds: float = 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "dest": self.dest,
+            "brains": [b.as_json() for b in self.brains],
+            "sentence_vectors": self.sentence_vectors,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def copy_brains(
+    request: CopyRequest,
+    progress: Progress | None = None,
+    on_brain: Callable[[BrainCopy], None] | None = None,
+) -> CopyReport:
+    """Copy the requested brains of `request.source` into `request.dest`.
+
+    `on_brain` is called as each brain is swapped in, so a caller can report it even when a
+    later brain fails.
+    """
+    progress = progress or NoProgress()
+    started = time.perf_counter()
+    if same_location(request.source, request.dest):
+        raise UsageError(f"SOURCE and DEST are the same database ({request.dest}): copy into another one")
+    for name in request.brains:
+        if name.startswith(INTERNAL_PREFIX):
+            raise UsageError(f"brain {name!r} is internal (an unfinished rebuild or copy) and is never copied")
+    report = CopyReport(source=str(request.source), dest=str(request.dest))
+    with open_store(request.source, create=False) as source, _read_snapshot(source):
+        brains = _chosen_brains(source, request)
+        progress.add("brains", len(brains))
+        copier = _Copier(request, source, progress, report, on_brain)
+        if isinstance(request.dest, PostgresURL):
+            copier.into_postgres(request.dest, brains)
+        else:
+            copier.into_sqlite(request.dest, brains)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _chosen_brains(source: IndexStore, request: CopyRequest) -> list[Brain]:
+    """The brains to copy: those named (each must exist), else every brain that is not internal."""
+    if request.brains:
+        return [source.get_brain(name) for name in dict.fromkeys(request.brains)]
+    brains = [b for b in source.brains() if not b.name.startswith(INTERNAL_PREFIX)]
+    if not brains:
+        raise NoIndexError(f"no brains in {request.source} to copy: run `locallens index PATH` first")
+    return brains
+
+
+@dataclass
+class _Copier:
+    """One copy run: SOURCE open, the report filling up as brains arrive."""
+
+    request: CopyRequest
+    source: IndexStore
+    progress: Progress
+    report: CopyReport
+    on_brain: Callable[[BrainCopy], None] | None
+
+    def into_sqlite(self, db: Path, brains: list[Brain]) -> None:
+        """Copy into a SQLite file under its writer lock, held for the whole copy."""
+        from locallens.indexer import write_lock
+        from locallens.store import Store, check_not_foreign
+
+        check_not_foreign(db)  # another program's database: refused before any lock file appears
+        lock_path = Path(f"{db}.lock")
+        lock_existed = lock_path.exists()
+        with write_lock(db, self.request.wait):
+            db_existed = db.exists()
+            store: Store | None = None
+            discard = False
+            try:
+                store = Store(db, create=True)
+                self._refuse_existing(store, brains)
+                for brain in brains:
+                    self._copy_brain(store, brain)
+                self._copy_sentence_cache(store, brains)
+            except BaseException:
+                # A DEST this run created and left without a brain is removed: as it was, absent.
+                discard = not db_existed and (store is None or not _holds_brains(store))
+                raise
+            finally:
+                if store is not None:
+                    store.close()
+                if discard:
+                    _remove_sqlite_files(db, None if lock_existed else lock_path)
+
+    def into_postgres(self, url: PostgresURL, brains: list[Brain]) -> None:
+        """Copy into PostgreSQL, each brain under the server's advisory lock for its name."""
+        from locallens.pgstore import writer_lock
+
+        with open_store(url, create=True) as store:
+            self._refuse_existing(store, brains)
+            for brain in brains:
+                with writer_lock(url, brain.name, self.request.wait):
+                    self._copy_brain(store, brain)
+            self._copy_sentence_cache(store, brains)
+
+    def _refuse_existing(self, dest: IndexStore, brains: list[Brain]) -> None:
+        """Without `replace`, refuse before writing anything when DEST holds one of the brains."""
+        if self.request.replace:
+            return
+        for brain in brains:
+            if dest.find_brain(brain.name) is not None:
+                raise UsageError(
+                    f"brain {brain.name!r} already exists in {self.request.dest}: pass --replace to overwrite it"
+                )
+
+    def _copy_brain(self, dest: IndexStore, brain: Brain) -> None:
+        """Build `brain` in DEST under a hidden name, check it, then swap it in (one transaction)."""
+        source = self.source
+        for leftover in dest.brains():  # of a copy of this brain that was killed: never swapped in
+            if leftover.name.startswith(f"{HIDDEN_PREFIX}{brain.name}:"):
+                dest.delete_brain(leftover)
+        existing = dest.find_brain(brain.name)  # again, now under the lock
+        if existing is not None and not self.request.replace:
+            raise UsageError(
+                f"brain {brain.name!r} already exists in {self.request.dest}: pass --replace to overwrite it"
+            )
+        expected = source.stats(brain)
+        hidden = f"{HIDDEN_PREFIX}{brain.name}:{os.getpid()}"
+        target = dest.create_brain(
+            hidden,
+            brain.model,
+            brain.dim,
+            brain.chunker,
+            brain.chunk_size,
+            brain.chunk_overlap,
+            headers=brain.headers,
+            multi_vector=brain.multi_vector,
+        )
+        windows = 0
+        try:
+            self.progress.add("documents", expected.documents)
+            for doc in source.export_documents(brain):
+                dest.write_document(
+                    target,
+                    root=doc.root,
+                    relative_path=doc.relative_path,
+                    size=doc.size,
+                    mtime_ns=doc.mtime_ns,
+                    checksum=doc.checksum,
+                    chunks=doc.chunks,
+                    vectors=doc.vectors,
+                    headers=doc.headers,
+                    hashes=doc.hashes,
+                )
+                windows += sum(max(np.shape(v)[0] - 1, 0) for v in doc.vectors if np.ndim(v) == 2)
+                self.progress.advance("documents")
+            dest.touch_brain(target, expected.roots)
+            got = dest.stats(target)
+            want = (expected.documents, expected.chunks, expected.vectors, sorted(expected.roots))
+            have = (got.documents, got.chunks, got.vectors, sorted(got.roots))
+            if have != want:
+                raise StoreError(
+                    f"copy of brain {brain.name!r} into {self.request.dest} is incomplete "
+                    f"(documents, chunks, vectors: {have[:3]} instead of {want[:3]}); "
+                    f"{self.request.dest} was left as it was: run the copy again"
+                )
+            dest.replace_brain(existing, target, brain.name)
+        except BaseException:
+            _drop_hidden(dest, hidden)
+            raise
+        done = BrainCopy(
+            name=brain.name,
+            model=brain.model,
+            dim=brain.dim,
+            documents=got.documents,
+            chunks=got.chunks,
+            vectors=got.vectors,
+            window_vectors=windows,
+            roots=sorted(got.roots),
+            replaced=existing is not None,
+        )
+        self.report.brains.append(done)
+        self.progress.advance("brains")
+        if self.on_brain is not None:
+            self.on_brain(done)
+
+    def _copy_sentence_cache(self, dest: IndexStore, brains: list[Brain]) -> None:
+        """Offer DEST the cached sentence vectors of the copied brains' models (trimming reuses
+        them); rows DEST already holds stay as they are."""
+        pages = _sentence_cache_pages(self.source)
+        if pages is None:
+            self.report.sentence_vectors = None
+            return
+        total = 0
+        for model in dict.fromkeys(b.model for b in brains):
+            for page in pages(model):
+                dest.cache_sentence_vectors(model, page)
+                total += len(page)
+        self.report.sentence_vectors = total
+
+
+def _drop_hidden(dest: IndexStore, hidden: str) -> None:
+    """Best effort: remove a hidden brain that was never swapped in (looked up by its hidden name,
+    so a brain already swapped in is never touched). Left behind, the next copy removes it."""
+    with contextlib.suppress(Exception):
+        leftover = dest.find_brain(hidden)
+        if leftover is not None:
+            dest.delete_brain(leftover)
+
+
+SentencePages = Callable[[str], Iterator[list[tuple[bytes, np.ndarray]]]]
+
+
+def _sentence_cache_pages(source: IndexStore) -> SentencePages | None:
+    """A reader of SOURCE's sentence cache by model, page by page (in hash order, resuming after
+    the last hash read); None for a store this module does not know how to list."""
+    from locallens.store import Store
+
+    if isinstance(source, Store):
+        table, mark = "sentence_cache", "?"
+        execute: Callable[[str, tuple[str, bytes, int]], list[Any]] = source.execute
+    else:
+        from locallens.pgstore import SCHEMA, PostgresStore
+
+        if not isinstance(source, PostgresStore):
+            return None
+        table, mark = f"{SCHEMA}.sentence_cache", "%s"
+        execute = source.execute
+    sql = f"SELECT text_hash, vector FROM {table} WHERE model = {mark} AND text_hash > {mark}"
+    sql += f" ORDER BY text_hash LIMIT {mark}"
+
+    def pages(model: str) -> Iterator[list[tuple[bytes, np.ndarray]]]:
+        after = b""
+        while True:
+            rows = execute(sql, (model, after, SENTENCE_PAGE))
+            if not rows:
+                return
+            yield [(bytes(h), np.frombuffer(bytes(v), dtype=np.float32)) for h, v in rows]
+            after = bytes(rows[-1][0])
+
+    return pages
+
+
+@contextlib.contextmanager
+def _read_snapshot(store: IndexStore) -> Iterator[None]:
+    """Read SOURCE in one read-only transaction, so every brain is copied as of one moment
+    whatever an `index` run commits meanwhile. SQLite: a WAL reader blocks no writer.
+    PostgreSQL: REPEATABLE READ, which blocks no writer either. The check before each swap
+    would otherwise catch a brain that changed under the copy, and fail it."""
+    from locallens.store import Store
+
+    if isinstance(store, Store):
+        store.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                store.execute("ROLLBACK")
+        return
+    from locallens.pgstore import PostgresStore
+
+    if not isinstance(store, PostgresStore):
+        yield
+        return
+    with store.transaction():
+        store.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
+
+
+def _holds_brains(store: IndexStore) -> bool:
+    try:
+        return bool(store.brains())
+    except Exception:
+        return True  # cannot tell: keep the file
+
+
+def _remove_sqlite_files(db: Path, lock_path: Path | None) -> None:
+    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
+    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
+    if lock_path is not None:
+        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
+def same_location(a: DbLocation, b: DbLocation) -> bool:
+    """True when `a` and `b` name the same database: one file (whatever the spelling of its
+    path), or one PostgreSQL database on one server (whatever the user or password)."""
+    if isinstance(a, PostgresURL) and isinstance(b, PostgresURL):
+        return _postgres_identity(a) == _postgres_identity(b)
+    if isinstance(a, Path) and isinstance(b, Path):
+        try:
+            if a.exists() and b.exists():
+                return os.path.samefile(a, b)
+        except OSError:
+            pass
+        return a.resolve() == b.resolve()
+    return False
+
+
+def _postgres_identity(url: PostgresURL) -> tuple[str, int, str, str]:
+    """(host, port, database, options) of a URL: what selects the database, not who logs in."""
+    parts = urlsplit(url.url)
+    query = {k.lower(): v[-1] for k, v in parse_qs(parts.query).items()}
+    host = (parts.hostname or query.get("host", "") or "localhost").lower()
+    try:
+        port = parts.port or int(query.get("port", DEFAULT_PG_PORT))
+    except ValueError:
+        port = -1  # not a number: the connection will say so
+    user = parts.username or query.get("user", "")
+    database = parts.path.lstrip("/") or query.get("dbname", "") or user
+    return host, port, database, query.get("options", "")

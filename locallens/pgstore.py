@@ -1,0 +1,1227 @@
+"""The PostgreSQL store: the same index as `locallens.store`, in a database a team can share.
+
+Binding: psycopg 3, imported only when a PostgreSQL `--db` is used, so that the SQLite path and
+`locallens --help` never pay for it. The connection is in autocommit mode: reads never leave a
+transaction open on a shared server, and every write method runs in one explicit transaction
+(`write_document`: one per file), as in the SQLite store.
+
+Layout: everything lives in the schema `locallens` (the database may hold anything else beside
+it). `meta` holds `schema_version`; `brains`, `roots`, `documents` and `chunks` mirror the SQLite
+tables. `chunks.id` (a bigint identity) is the key shared by a chunk, its vectors and its keyword
+row; `keyword_search` returns it and `hits_by_id` takes it back. Each brain owns a table
+`vec_<brain id>(chunk_id, win, embedding vector(dim))`, one row per vector (window `win` of a
+multi-vector chunk): a vector column has a fixed dimension, so brains of different models live
+side by side.
+
+Vector search: below EXACT_BELOW_VECTORS vectors, with a path filter, with `exact`, or when a
+search asks for more rows than HNSW can return, it scans every vector (exact, the SQLite store's
+results up to float rounding); otherwise it walks the brain's HNSW index (approximate, cosine).
+That index is built by `touch_brain`, which ends every `index` and `copy` run, once the brain
+holds EXACT_BELOW_VECTORS vectors: below that no search uses it, and writing the vectors then
+building it in one go is ~8x faster than keeping it up to date row by row (2,000 vectors of 384
+dimensions: 2 s against 16 s on 2 busy cores). Later runs then update it row by row.
+
+Keyword search: `chunks.tsv`, a tsvector with a GIN index. Its lexemes are computed here, not by
+the server's text-search parser, with the tokenisation the SQLite store's queries use (words of
+`\\w` characters, lower-cased, Latin diacritics removed, no stemming: Spanish and English alike),
+so that a query and the text it must find always agree, whatever the server's locale. Text in
+scripts written without spaces (Han, kana, Hangul, Thai) is indexed as its character bigrams.
+Ranking is `ts_rank_cd`, not BM25: the order can differ from the SQLite store's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import struct
+import time
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import numpy as np
+
+from locallens.domain import Chunk, Hit
+from locallens.errors import (
+    DatabaseAuthError,
+    DatabaseUnreachableError,
+    DatabaseUnsupportedError,
+    LockedError,
+    NoIndexError,
+    StoreError,
+    UsageError,
+)
+from locallens.migrations import NO_SPACE_CLASS
+from locallens.storage import DocumentExport, PostgresURL
+from locallens.store import (
+    COMMON_WORD_FRACTION,
+    KEYWORD_PRUNE_MIN_CHUNKS,
+    MULTI_VECTOR_OVERFETCH,
+    Brain,
+    BrainStats,
+    StoredDocument,
+    content_hash,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+SCHEMA = "locallens"
+SCHEMA_VERSION = 1
+# Key of the transaction-scoped advisory lock under which the schema is created or upgraded, so
+# that two clients opening a new database at the same moment do not both create it ("LLen", 1).
+SCHEMA_LOCK_KEY = 0x4C4C656E_00000001
+CONNECT_TIMEOUT_S = 10
+# pgvector 0.5 brought HNSW; older servers are refused with a message that says so.
+MIN_PGVECTOR = (0, 5, 0)
+# HNSW candidate list size per search (`hnsw.ef_search`): larger finds more of the true nearest
+# neighbours and costs more. A search for n rows uses max(HNSW_EF_SEARCH, n), because an HNSW
+# scan returns at most ef_search rows; pgvector accepts at most HNSW_MAX_EF_SEARCH, so a search
+# for more rows than that is exact. To be tuned by benchmark.
+HNSW_EF_SEARCH = 100
+HNSW_MAX_EF_SEARCH = 1000
+# HNSW build parameters (pgvector's defaults, written out so that they are a decision).
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
+# pgvector indexes vectors of at most this many dimensions with HNSW; a brain of a larger model
+# has no index and is always searched exactly.
+HNSW_MAX_DIM = 2000
+# Below this many vectors (window vectors included) in a brain an exact scan takes a few ms and
+# is never wrong: the brain has no HNSW index until it reaches it, and searches do not use one.
+EXACT_BELOW_VECTORS = 10_000
+# A reader caches sentence vectors only if the cache is free within this long.
+CACHE_LOCK_TIMEOUT_MS = 200
+# How often writer_lock asks again for a brain's lock while another run holds it.
+LOCK_POLL_S = 0.2
+# tsvector limits: a lexeme shorter than 2 KiB, positions 1..16383, at most 256 positions per
+# lexeme, and lexemes totalling less than 1 MiB. Text beyond them is not keyword-indexed.
+_TS_MAX_LEXEME_BYTES = 2046
+_TS_MAX_POSITION = 16383
+_TS_MAX_POSITIONS = 256
+_TS_MAX_BYTES = 1_000_000
+
+# A word of a space-separated script, or a run of a script written without spaces.
+_TOKEN = re.compile(f"([{NO_SPACE_CLASS}]+)|([^\\W{NO_SPACE_CLASS}]+)")
+# Latin letters with diacritics folded to their base letters (as FTS5's remove_diacritics does in
+# the SQLite store): `canción` and `cancion` are the same keyword. Other scripts are left alone
+# (a kana's voicing mark is part of the word).
+_LATIN_FOLD = {
+    code: "".join(ch for ch in unicodedata.normalize("NFKD", chr(code)) if not unicodedata.combining(ch))
+    for code in range(0xC0, 0x250)
+}
+_LATIN_FOLD = {code: text for code, text in _LATIN_FOLD.items() if text and text != chr(code)}
+# pgvector's binary format of a vector: dimension, an unused int16, then big-endian float4s.
+_VECTOR_HEADER = struct.Struct(">HH")
+_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+_BRAIN_COLUMNS = (
+    "id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed, headers, multi_vector"
+)
+
+
+def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
+    """A Chunk from a row that starts with _CHUNK_COLUMNS."""
+    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
+
+
+def _vec(brain: Brain) -> str:
+    return f"{SCHEMA}.{brain.vec_table}"
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise DatabaseUnsupportedError(
+            "a PostgreSQL --db needs psycopg: install locallens with the postgres extra: pip install 'locallens[postgres]'"
+        ) from None
+    return psycopg
+
+
+def _secrets(url: PostgresURL) -> list[str]:
+    """The password of `url` in every spelling a message could quote it in, longest first."""
+    # Read by hand first: a URL too malformed for urlsplit (libpq quotes it whole) still has one.
+    found = re.findall(r"^[^:]+://[^/?#@]*?:([^/?#@]*)@", url.url)
+    found += re.findall(r"(?i)[?&]password=([^&#]*)", url.url)
+    with contextlib.suppress(ValueError):
+        parts = urlsplit(url.url)
+        if parts.password:
+            found.append(parts.password)
+        found += parse_qs(parts.query).get("password", [])
+    found += [unquote(secret) for secret in found]
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+def _one_line(text: str, url: PostgresURL) -> str:
+    """`text` on one line, with the password of `url` (should a message ever quote it) masked."""
+    for secret in _secrets(url):
+        text = text.replace(secret, "***")
+    return " ".join(text.split())
+
+
+def _message(exc: Exception, url: PostgresURL) -> str:
+    """The server's own message for a psycopg error (its first line), else the error's text."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    return _one_line(primary or str(exc) or exc.__class__.__name__, url)
+
+
+# Words of a login refused by the server (the other refusals are "cannot reach it").
+_AUTH_WORDS = ("authentication", "password", "role", "permission denied", "pg_hba.conf", "not permitted", "privilege")
+
+
+def _connect_error(exc: Exception, url: PostgresURL) -> StoreError:
+    """What a failed connection means for the user: server unreachable (8) or login refused (9).
+
+    libpq gives no SQLSTATE for a failed connection: what the server said follows its FATAL:.
+    """
+    text = re.sub(r"^connection failed:\s*", "", _one_line(str(exc), url))
+    said = re.search(r"(?:FATAL|ERROR):\s*(.*)$", text)
+    reason = said.group(1) if said else text
+    database = re.search(r'database "(.*?)" does not exist', reason)
+    if database:
+        return DatabaseAuthError(
+            f"cannot open {url}: database {database.group(1)!r} does not exist; create it (createdb) or pass another --db"
+        )
+    if said and any(word in reason.lower() for word in _AUTH_WORDS):
+        return DatabaseAuthError(f"cannot log in to {url}: {reason}")
+    return DatabaseUnreachableError(f"cannot connect to {url}: {reason}")
+
+
+def _connection_lost(exc: Exception) -> bool:
+    import psycopg
+
+    if isinstance(exc, psycopg.InterfaceError):
+        return True
+    state = getattr(exc, "sqlstate", None)
+    return isinstance(exc, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+    )
+
+
+@contextlib.contextmanager
+def _translated(url: PostgresURL, action: str) -> Iterator[None]:
+    """Turn psycopg failures into one-line errors that say what was being done."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise DatabaseAuthError(
+            f"{action}: {_message(exc, url)}; ask the database owner to grant this role access to schema {SCHEMA}"
+        ) from exc
+    except psycopg.Error as exc:
+        if _connection_lost(exc):
+            raise DatabaseUnreachableError(f"{action}: lost the connection ({_message(exc, url)})") from exc
+        raise StoreError(f"{action}: {_message(exc, url)}") from exc
+
+
+def _connect(url: PostgresURL) -> psycopg.Connection[Any]:
+    """An autocommit connection to `url`, failures mapped to exit codes 8, 9 and 10."""
+    pg = _psycopg()
+    try:
+        conn: psycopg.Connection[Any] = pg.connect(
+            url.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="locallens"
+        )
+    except pg.OperationalError as exc:
+        raise _connect_error(exc, url) from None
+    except pg.Error as exc:  # a malformed URL: libpq cannot even parse it
+        raise UsageError(f"cannot use {url}: {_one_line(str(exc), url)}") from None
+    return conn
+
+
+# -- vectors over the wire --------------------------------------------------------------------
+
+
+def _register_vector(conn: psycopg.Connection[Any], oid: int) -> None:
+    """NumPy arrays go to the server as pgvector `vector`s in binary, and come back as float32."""
+    from psycopg.abc import Buffer
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.pq import Format
+
+    class VectorDumper(Dumper):
+        format = Format.BINARY
+
+        def dump(self, obj: Any) -> bytes:
+            values = np.asarray(obj, dtype=">f4").reshape(-1)
+            return _VECTOR_HEADER.pack(values.size, 0) + values.tobytes()
+
+    VectorDumper.oid = oid
+
+    class VectorBinaryLoader(Loader):
+        format = Format.BINARY
+
+        def load(self, data: Buffer) -> np.ndarray:
+            dim, _ = _VECTOR_HEADER.unpack_from(data)
+            return np.frombuffer(data, dtype=">f4", count=dim, offset=_VECTOR_HEADER.size).astype(np.float32)
+
+    class VectorTextLoader(Loader):
+        def load(self, data: Buffer) -> np.ndarray:
+            return np.array(bytes(data).decode().strip("[]").split(","), dtype=np.float32)
+
+    conn.adapters.register_dumper(np.ndarray, VectorDumper)
+    conn.adapters.register_loader(oid, VectorTextLoader)
+    conn.adapters.register_loader(oid, VectorBinaryLoader)
+
+
+# -- keyword index ----------------------------------------------------------------------------
+
+
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower().translate(_LATIN_FOLD)
+
+
+def _pieces(run: str) -> list[str]:
+    """A run of a script written without spaces as its keywords: its character bigrams (most
+    Chinese words have two characters), or the character itself when it stands alone."""
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _quote(lexeme: str) -> str:
+    """A lexeme as a quoted tsvector/tsquery literal: no text can be read as an operator."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_text(header: str, content: str) -> str:
+    """The `chunks.tsv` of a chunk, in tsvector input syntax: header then text, one position per
+    word and per bigram of a run without spaces (positions let a query match a phrase)."""
+    positions: dict[str, list[int]] = {}
+    size = position = 0
+    for match in _TOKEN.finditer(_normalise(f"{header}\n{content}" if header else content)):
+        run, word = match.groups()
+        for lexeme in _pieces(run) if run else [word]:
+            position = min(position + 1, _TS_MAX_POSITION)
+            found = positions.get(lexeme)
+            if found is None:
+                length = len(lexeme.encode("utf-8"))
+                if length > _TS_MAX_LEXEME_BYTES or size + length > _TS_MAX_BYTES:
+                    continue
+                size += length
+                positions[lexeme] = [position]
+            elif len(found) < _TS_MAX_POSITIONS and found[-1] != position:
+                found.append(position)
+    return " ".join(f"{_quote(lexeme)}:{','.join(map(str, found))}" for lexeme, found in positions.items())
+
+
+def keyword_terms(query: str) -> tuple[list[str], list[str]]:
+    """The words and other terms (phrases, bigrams) of a question, as tsquery operands.
+
+    Like the SQLite store: one term per whitespace-separated token; a token with inner
+    punctuation (an IP, a version, a policy number such as NWL-CY-22871) becomes a phrase of its
+    parts, so it matches only that sequence; single letters are dropped. A run of a script
+    written without spaces stands for its bigrams. Every lexeme is quoted, so no quote, `&`, `|`,
+    `!`, `:*` or parenthesis in a question can make the query fail or mean something else.
+    """
+    words: list[str] = []
+    others: list[str] = []
+    for token in _normalise(query).split():
+        parts = _TOKEN.findall(token)
+        if any(run for run, _ in parts):
+            for run, word in parts:
+                if run:
+                    others += [_quote(piece) for piece in _pieces(run)]
+                elif len(word) > 1 or word.isdigit():
+                    words.append(_quote(word))
+        elif len(parts) > 1:
+            others.append("(" + " <-> ".join(_quote(word) for _, word in parts) + ")")
+        elif parts and (len(parts[0][1]) > 1 or parts[0][1].isdigit()):
+            words.append(_quote(parts[0][1]))
+    return list(dict.fromkeys(words)), list(dict.fromkeys(others))
+
+
+# -- path filter ------------------------------------------------------------------------------
+
+
+def _regex_char(ch: str) -> str:
+    """`ch` as a literal in a PostgreSQL regular expression, also inside a bracket expression."""
+    return ch if ch.isalnum() or not ch.isascii() else f"\\U{ord(ch):08x}"
+
+
+def glob_regex(pattern: str) -> str | None:
+    """A PostgreSQL regular expression matching what SQLite's `GLOB pattern` matches.
+
+    `*` is any text (`/` included), `?` one character, `[...]` a set (`^` first negates it, `]`
+    first is a member, `a-z` a range of code points); everything else is literal and case
+    matters. None when nothing can match (SQLite: an unclosed `[`, or an empty set).
+    """
+    out = ["^"]
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        i += 1
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[":
+            invert = i < n and pattern[i] == "^"
+            i += invert
+            members: list[str] = []
+            if i < n and pattern[i] == "]":
+                members.append(_regex_char("]"))
+                i += 1
+            prior: str | None = None
+            closed = False
+            while i < n:
+                member = pattern[i]
+                i += 1
+                if member == "]":
+                    closed = True
+                    break
+                if member == "-" and prior is not None and i < n and pattern[i] != "]":
+                    last = pattern[i]
+                    i += 1
+                    if last >= prior:
+                        members.append(f"{_regex_char(prior)}-{_regex_char(last)}")
+                    prior = None
+                else:
+                    members.append(_regex_char(member))
+                    prior = member
+            if not closed:
+                return None
+            if not members:
+                if not invert:
+                    return None
+                out.append(".")
+            else:
+                out.append("[" + ("^" if invert else "") + "".join(members) + "]")
+        else:
+            out.append(_regex_char(ch))
+    out.append("$")
+    return "".join(out)
+
+
+# -- vector search SQL ------------------------------------------------------------------------
+
+
+def nearest_sql(table: str, *, approximate: bool, multi_vector: bool, filtered: bool) -> str:
+    """The nearest-rows query on a brain's vector table: (chunk id, cosine distance) rows.
+
+    Parameters: q (the query vector), limit, and brain and pattern when `filtered`. The
+    approximate query is the one form the HNSW index serves (`ORDER BY embedding <=> q`). The
+    exact ones order by an expression it cannot serve, `distance + 0` or a chunk's minimum over
+    its windows, so they scan every vector, ties in insertion (chunk id) order.
+    """
+    if approximate:
+        return f"SELECT chunk_id, embedding <=> %(q)s FROM {table} ORDER BY embedding <=> %(q)s LIMIT %(limit)s"
+    join = ""
+    if filtered:
+        join = (
+            f" JOIN {SCHEMA}.chunks c ON c.id = v.chunk_id"
+            " WHERE c.brain_id = %(brain)s AND c.relative_path ~ %(pattern)s"
+        )
+    if multi_vector:  # a chunk scores as its best window
+        return (
+            f"SELECT v.chunk_id, min(v.embedding <=> %(q)s) AS distance FROM {table} v{join}"
+            " GROUP BY v.chunk_id ORDER BY distance, v.chunk_id LIMIT %(limit)s"
+        )
+    return (
+        f"SELECT v.chunk_id, (v.embedding <=> %(q)s) + 0 AS distance FROM {table} v{join}"
+        " ORDER BY distance, v.chunk_id LIMIT %(limit)s"
+    )
+
+
+# -- schema -----------------------------------------------------------------------------------
+
+_TABLES = (
+    f"CREATE TABLE {SCHEMA}.meta(key text PRIMARY KEY, value text NOT NULL)",
+    f"""CREATE TABLE {SCHEMA}.brains(
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        name text NOT NULL UNIQUE,
+        model text NOT NULL,
+        dim integer NOT NULL,
+        chunker text NOT NULL,
+        chunk_size integer NOT NULL,
+        chunk_overlap integer NOT NULL,
+        created_at double precision NOT NULL,
+        last_indexed double precision,
+        headers boolean NOT NULL DEFAULT false,
+        multi_vector boolean NOT NULL DEFAULT false
+    )""",
+    f"""CREATE TABLE {SCHEMA}.roots(
+        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
+        path text NOT NULL,
+        PRIMARY KEY(brain_id, path)
+    )""",
+    f"""CREATE TABLE {SCHEMA}.documents(
+        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
+        root text NOT NULL,
+        relative_path text NOT NULL,
+        size bigint NOT NULL,
+        mtime_ns bigint NOT NULL,
+        checksum text NOT NULL,
+        indexed_at double precision NOT NULL,
+        UNIQUE(brain_id, root, relative_path)
+    )""",
+    # Ids are taken from the sequence before the rows are inserted (write_document), so that a
+    # chunk's vectors are inserted beside it without a round trip per chunk.
+    f"""CREATE TABLE {SCHEMA}.chunks(
+        id bigint GENERATED BY DEFAULT AS IDENTITY (SEQUENCE NAME {SCHEMA}.chunks_id_seq) PRIMARY KEY,
+        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
+        document_id bigint NOT NULL REFERENCES {SCHEMA}.documents(id) ON DELETE CASCADE,
+        chunk_id text NOT NULL,
+        relative_path text NOT NULL,
+        chunk_index integer NOT NULL,
+        content text NOT NULL,
+        checksum text NOT NULL,
+        content_hash bytea NOT NULL,
+        header text NOT NULL DEFAULT '',
+        vectors integer NOT NULL DEFAULT 1,
+        tsv tsvector NOT NULL
+    )""",
+    f"CREATE INDEX chunks_document ON {SCHEMA}.chunks(document_id)",
+    f"CREATE INDEX chunks_brain_hash ON {SCHEMA}.chunks(brain_id, content_hash)",
+    f"CREATE INDEX chunks_brain_path ON {SCHEMA}.chunks(brain_id, relative_path)",
+    f"CREATE INDEX chunks_brain_chunk_id ON {SCHEMA}.chunks(brain_id, chunk_id)",
+    f"CREATE INDEX chunks_tsv ON {SCHEMA}.chunks USING gin(tsv)",
+    f"""CREATE TABLE {SCHEMA}.sentence_cache(
+        model text NOT NULL,
+        text_hash bytea NOT NULL,
+        vector bytea NOT NULL,
+        PRIMARY KEY(model, text_hash)
+    )""",
+)
+
+
+def _step_tables(conn: psycopg.Connection[Any]) -> None:
+    """Step 1: meta, brains, roots, documents, chunks (with their keyword index), the cache.
+
+    Each brain's vectors live in a table of their own, created with the brain.
+    """
+    for statement in _TABLES:
+        conn.execute(statement)
+
+
+# Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
+# migrations: a released step is never edited; a change is a new step.
+_STEPS = ((1, _step_tables),)
+assert _STEPS[-1][0] == SCHEMA_VERSION
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+# -- the writer lock --------------------------------------------------------------------------
+
+
+def brain_lock_key(brain: str) -> int:
+    """The advisory lock key of a brain: a stable signed 64-bit hash of ('locallens', name)."""
+    digest = hashlib.sha256(b"locallens\x00" + brain.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+@contextlib.contextmanager
+def writer_lock(url: PostgresURL, brain: str, wait: float) -> Iterator[None]:
+    """Hold the brain's session advisory lock, on a connection of its own, while indexing.
+
+    Asked for every LOCK_POLL_S until `wait` seconds have passed (LockedError). The server
+    releases it when the connection closes, also when the holder is killed.
+    """
+    conn = _connect(url)
+    try:
+        key = brain_lock_key(brain)
+        deadline = time.monotonic() + max(wait, 0.0)
+        with _translated(url, f"locking brain {brain!r} in {url}"):
+            while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:  # type: ignore[index]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LockedError(
+                        f"brain {brain!r} in {url} is being indexed by another run; waited {wait:g}s"
+                        " (raise --wait to wait longer)"
+                    )
+                time.sleep(min(LOCK_POLL_S, left))
+        yield
+    finally:
+        conn.close()
+
+
+# -- the store --------------------------------------------------------------------------------
+
+
+class PostgresStore:
+    """One open PostgreSQL index. Not thread-safe; one per process and command."""
+
+    def __init__(self, url: PostgresURL, *, create: bool = False, exact: bool = False) -> None:
+        self.url = url
+        self.exact = exact or url.exact
+        self.read_only = False
+        self._indexed: set[int] = set()  # ids of brains whose HNSW index was seen
+        self.conn = _connect(url)
+        try:
+            with self._translated(f"opening {url}"):
+                self._open(create)
+        except BaseException:
+            self.conn.close()
+            raise
+
+    @property
+    def location(self) -> str:
+        return str(self.url)
+
+    def _translated(self, action: str) -> contextlib.AbstractContextManager[None]:
+        return _translated(self.url, action)
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _schema_version(self) -> int | None:
+        """The schema version, or None when the database holds no locallens index."""
+        row = self.conn.execute(f"SELECT to_regclass('{SCHEMA}.meta') IS NOT NULL").fetchone()
+        if row is None or not row[0]:
+            return None
+        row = self.conn.execute(f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row is not None else None
+
+    def _open(self, create: bool) -> None:
+        version = self._schema_version()
+        if version is None and not create:
+            raise NoIndexError(f"no index at {self.url}: run `locallens index PATH` first (or pass --db)")
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(f"{self.url} was written by a newer locallens (schema {version}); upgrade locallens")
+        if version is None or version < SCHEMA_VERSION:
+            self._upgrade()
+        self._prepare_session()
+        row = self.conn.execute(f"SELECT has_table_privilege('{SCHEMA}.chunks', 'INSERT')").fetchone()
+        self.read_only = not (row and row[0])
+
+    def _upgrade(self) -> None:
+        """Create the schema, or bring it to SCHEMA_VERSION, in one transaction.
+
+        Under an advisory lock, and the version is read again under it: another client may have
+        done it meanwhile.
+        """
+        with self.conn.transaction():
+            self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_KEY,))
+            self._create_vector_extension()
+            version = self._schema_version() or 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.url} was written by a newer locallens (schema {version}); upgrade locallens")
+            self.conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            for number, step in _STEPS:
+                if number > version:
+                    step(self.conn)
+            self.conn.execute(
+                f"INSERT INTO {SCHEMA}.meta(key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def _create_vector_extension(self) -> None:
+        import psycopg
+
+        if self.conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+            return
+        if not self.conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+            raise DatabaseUnsupportedError(
+                f"{self.url}: the server has no pgvector extension; install pgvector on it"
+                " (https://github.com/pgvector/pgvector) or pass another --db"
+            )
+        try:
+            self.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise DatabaseAuthError(
+                f"{self.url}: this role may not create the pgvector extension ({_message(exc, self.url)});"
+                " ask the database owner to run CREATE EXTENSION vector"
+            ) from exc
+        except (
+            psycopg.errors.FeatureNotSupported,
+            psycopg.errors.UndefinedFile,
+            psycopg.errors.UndefinedObject,
+        ) as exc:
+            raise DatabaseUnsupportedError(
+                f"{self.url}: cannot create the pgvector extension ({_message(exc, self.url)})"
+            ) from exc
+
+    def _prepare_session(self) -> None:
+        """Find pgvector (its schema goes on the search path), check its version, and teach the
+        connection its `vector` type."""
+        row = self.conn.execute(
+            "SELECT n.nspname, e.extversion, t.oid FROM pg_extension e"
+            " JOIN pg_namespace n ON n.oid = e.extnamespace"
+            " JOIN pg_type t ON t.typnamespace = e.extnamespace AND t.typname = 'vector'"
+            " WHERE e.extname = 'vector'"
+        ).fetchone()
+        if row is None:
+            raise DatabaseUnsupportedError(
+                f"{self.url} holds a locallens index but the pgvector extension was removed;"
+                " ask the database owner to run CREATE EXTENSION vector"
+            )
+        schema, version, oid = row
+        if _version_tuple(version) < MIN_PGVECTOR:
+            raise DatabaseUnsupportedError(
+                f"{self.url}: pgvector {version} has no HNSW index; locallens needs pgvector"
+                f" {'.'.join(map(str, MIN_PGVECTOR))} or later (ALTER EXTENSION vector UPDATE)"
+            )
+        # Our tables are always named with their schema; the search path only finds pgvector's
+        # type and operators, wherever the extension was installed.
+        self.conn.execute("SELECT set_config('search_path', quote_ident(%s), false)", (schema,))
+        _register_vector(self.conn, int(oid))
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = (), *, binary: bool = False) -> list[Any]:
+        with self._translated(f"reading {self.url}"):
+            return self.conn.execute(sql, params, binary=binary).fetchall()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; any exception (Ctrl-C included) rolls it back."""
+        with self._translated(f"writing {self.url}"), self.conn.transaction():
+            yield
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- brains -------------------------------------------------------------------------------
+
+    def brains(self) -> list[Brain]:
+        rows = self.execute(f'SELECT {_BRAIN_COLUMNS} FROM {SCHEMA}.brains ORDER BY name COLLATE "C"')
+        return [Brain(*row) for row in rows]
+
+    def find_brain(self, name: str) -> Brain | None:
+        rows = self.execute(f"SELECT {_BRAIN_COLUMNS} FROM {SCHEMA}.brains WHERE name = %s", (name,))
+        return Brain(*rows[0]) if rows else None
+
+    def get_brain(self, name: str) -> Brain:
+        brain = self.find_brain(name)
+        if brain is None:
+            known = ", ".join(b.name for b in self.brains() if not b.name.startswith(".")) or "none"
+            raise NoIndexError(f"no brain named {name!r} in {self.url} (brains: {known})")
+        return brain
+
+    def create_brain(
+        self,
+        name: str,
+        model: str,
+        dim: int,
+        chunker: str,
+        chunk_size: int,
+        chunk_overlap: int,
+        *,
+        headers: bool = False,
+        multi_vector: bool = False,
+    ) -> Brain:
+        with self.transaction():
+            row = self.conn.execute(
+                f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
+                " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), headers, multi_vector),
+            ).fetchone()
+            assert row is not None
+            # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
+            self.conn.execute(
+                f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
+                f" embedding vector({int(dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
+            )
+        return self.get_brain(name)
+
+    def _has_index(self, brain: Brain) -> bool:
+        if brain.id not in self._indexed:  # once built, an index stays as long as its brain
+            row = self.conn.execute(
+                "SELECT to_regclass(%s) IS NOT NULL", (f"{SCHEMA}.{brain.vec_table}_hnsw",)
+            ).fetchone()
+            if row and row[0]:
+                self._indexed.add(brain.id)
+        return brain.id in self._indexed
+
+    def _large(self, brain: Brain) -> bool:
+        """True from EXACT_BELOW_VECTORS vector rows on; counting stops there (a few ms)."""
+        if EXACT_BELOW_VECTORS <= 0:
+            return True
+        row = self.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {_vec(brain)} LIMIT %s) s", (EXACT_BELOW_VECTORS,)
+        ).fetchone()
+        return bool(row and row[0] >= EXACT_BELOW_VECTORS)
+
+    def _build_index(self, brain: Brain) -> None:
+        """Build the brain's HNSW index if it is large enough and has none (see the module doc).
+
+        Readers go on meanwhile (with exact scans); writers of this brain wait, and there are
+        none during `touch_brain`, which ends a run that holds the brain's writer lock.
+        """
+        if brain.dim > HNSW_MAX_DIM or self._has_index(brain) or not self._large(brain):
+            return
+        with self.transaction():
+            self.conn.execute(
+                f"CREATE INDEX IF NOT EXISTS {brain.vec_table}_hnsw ON {_vec(brain)}"
+                f" USING hnsw (embedding vector_cosine_ops)"
+                f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+            )
+
+    def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
+        with self.transaction():
+            self.conn.execute(
+                f"UPDATE {SCHEMA}.brains SET chunker = %s, chunk_size = %s, chunk_overlap = %s WHERE id = %s",
+                (chunker, chunk_size, chunk_overlap, brain.id),
+            )
+
+    def delete_brain(self, brain: Brain) -> None:
+        with self.transaction():
+            self._delete_brain_rows(brain)
+
+    def _delete_brain_rows(self, brain: Brain) -> None:
+        # Roots, documents and chunks go with the brain row (ON DELETE CASCADE).
+        self.conn.execute(f"DROP TABLE IF EXISTS {_vec(brain)}")
+        self.conn.execute(f"DELETE FROM {SCHEMA}.brains WHERE id = %s", (brain.id,))
+
+    def replace_brain(self, old: Brain | None, new: Brain, name: str) -> None:
+        """Atomically swap a freshly built brain in under `name` (used by --rebuild)."""
+        with self.transaction():
+            if old is not None:
+                self._delete_brain_rows(old)
+            self.conn.execute(f"UPDATE {SCHEMA}.brains SET name = %s WHERE id = %s", (name, new.id))
+
+    def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
+        """Record the end of a run (time, roots), then build the HNSW index if it is now due."""
+        with self.transaction():
+            self.conn.execute(f"UPDATE {SCHEMA}.brains SET last_indexed = %s WHERE id = %s", (time.time(), brain.id))
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {SCHEMA}.roots(brain_id, path) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    [(brain.id, root) for root in roots],
+                )
+        with self._translated(f"indexing the vectors of brain {brain.name!r} in {self.url}"):
+            self._build_index(brain)
+
+    def roots(self, brain: Brain) -> list[str]:
+        rows = self.execute(
+            f'SELECT path FROM {SCHEMA}.roots WHERE brain_id = %s ORDER BY path COLLATE "C"', (brain.id,)
+        )
+        return [r[0] for r in rows]
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
+        rows = self.execute(
+            f"SELECT id, root, relative_path, size, mtime_ns, checksum FROM {SCHEMA}.documents WHERE brain_id = %s",
+            (brain.id,),
+        )
+        return {(r[1], r[2]): StoredDocument(*r) for r in rows}
+
+    def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
+        """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.chunk_id = %s"
+            " ORDER BY c.id LIMIT 1",
+            (brain.id, chunk_id),
+        )
+        return _chunk(brain, rows[0]) if rows else None
+
+    def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
+        """A document's chunks in order (none when the brain has no such path)."""
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.relative_path = %s"
+            " ORDER BY c.chunk_index, c.id",
+            (brain.id, relative_path),
+        )
+        return [_chunk(brain, row) for row in rows]
+
+    def document_paths(self, brain: Brain) -> list[str]:
+        """The relative paths of the brain's documents, sorted (by code point, as SQLite sorts)."""
+        rows = self.execute(
+            f'SELECT DISTINCT relative_path COLLATE "C" FROM {SCHEMA}.documents WHERE brain_id = %s'
+            ' ORDER BY relative_path COLLATE "C"',
+            (brain.id,),
+        )
+        return [r[0] for r in rows]
+
+    def update_document_stat(self, doc_id: int, size: int, mtime_ns: int) -> None:
+        with self.transaction():
+            self.conn.execute(
+                f"UPDATE {SCHEMA}.documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id)
+            )
+
+    def write_document(
+        self,
+        brain: Brain,
+        *,
+        root: str,
+        relative_path: str,
+        size: int,
+        mtime_ns: int,
+        checksum: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray | Sequence[np.ndarray],
+        headers: Sequence[str] | None = None,
+        hashes: Sequence[bytes] | None = None,
+    ) -> None:
+        """Replace one document's chunks, vectors and keyword rows in a single transaction.
+
+        `vectors[i]` is chunk i's vector, or a (windows, dim) matrix of its window vectors;
+        `headers[i]` its header (keyword-indexed beside its text) and `hashes[i]` the
+        `content_hash` of what was embedded for it (by default, of its text).
+        """
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        headers = headers if headers is not None else [""] * len(chunks)
+        hashes = hashes if hashes is not None else [content_hash(chunk.content) for chunk in chunks]
+        windows = [np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32) for vector in vectors]
+        with self.transaction():
+            row = self.conn.execute(
+                f"SELECT id FROM {SCHEMA}.documents WHERE brain_id = %s AND root = %s AND relative_path = %s",
+                (brain.id, root, relative_path),
+            ).fetchone()
+            if row is not None:
+                self._delete_document_rows(brain, [row[0]])
+            row = self.conn.execute(
+                f"INSERT INTO {SCHEMA}.documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+            ).fetchone()
+            assert row is not None
+            doc_id = row[0]
+            if not chunks:
+                return
+            # Ascending ids in chunk order: knn breaks ties in this (insertion) order.
+            ids = sorted(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT nextval('{SCHEMA}.chunks_id_seq') FROM generate_series(1, %s)", (len(chunks),)
+                )
+            )
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    f"INSERT INTO {SCHEMA}.chunks(id, brain_id, document_id, chunk_id, relative_path, chunk_index,"
+                    " content, checksum, content_hash, header, vectors, tsv)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+                    [
+                        (
+                            chunk_pk,
+                            brain.id,
+                            doc_id,
+                            chunk.id,
+                            chunk.relative_path,
+                            chunk.chunk_index,
+                            chunk.content,
+                            chunk.checksum,
+                            bytes(digest),
+                            header,
+                            len(matrix),
+                            tsvector_text(header, chunk.content),
+                        )
+                        for chunk_pk, chunk, header, digest, matrix in zip(ids, chunks, headers, hashes, windows)
+                    ],
+                )
+                cur.executemany(
+                    f"INSERT INTO {_vec(brain)}(chunk_id, win, embedding) VALUES (%s, %s, %s)",
+                    [
+                        (chunk_pk, window, vector)
+                        for chunk_pk, matrix in zip(ids, windows)
+                        for window, vector in enumerate(matrix)
+                    ],
+                )
+
+    def _delete_document_rows(self, brain: Brain, doc_ids: Sequence[int]) -> None:
+        # Vector rows have no foreign key to chunks: one would make every chunk deletion probe
+        # every brain's vector table. They are deleted here, then chunks go with their documents.
+        ids = [int(doc_id) for doc_id in doc_ids]
+        self.conn.execute(
+            f"DELETE FROM {_vec(brain)} WHERE chunk_id IN"
+            f" (SELECT id FROM {SCHEMA}.chunks WHERE document_id = ANY(%s::bigint[]))",
+            (ids,),
+        )
+        self.conn.execute(
+            f"DELETE FROM {SCHEMA}.documents WHERE id = ANY(%s::bigint[]) AND brain_id = %s", (ids, brain.id)
+        )
+
+    def delete_documents(self, brain: Brain, doc_ids: Sequence[int]) -> None:
+        if not doc_ids:
+            return
+        with self.transaction():
+            self._delete_document_rows(brain, doc_ids)
+
+    def _windows(self, brain: Brain, chunk_pks: Sequence[int]) -> dict[int, list[np.ndarray]]:
+        """The vectors of these chunks, each chunk's in window order."""
+        found: dict[int, list[np.ndarray]] = {}
+        rows = self.execute(
+            f"SELECT chunk_id, embedding FROM {_vec(brain)} WHERE chunk_id = ANY(%s::bigint[]) ORDER BY chunk_id, win",
+            (list(chunk_pks),),
+            binary=True,
+        )
+        for chunk_pk, vector in rows:
+            found.setdefault(chunk_pk, []).append(vector)
+        return found
+
+    def export_documents(self, brain: Brain) -> Iterator[DocumentExport]:
+        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
+        by root and path: what `locallens copy` writes into another store."""
+        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
+            rows = self.execute(
+                f"SELECT {_CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM {SCHEMA}.chunks c"
+                " WHERE c.document_id = %s ORDER BY c.chunk_index, c.id",
+                (doc.id,),
+            )
+            found = self._windows(brain, [row[0] for row in rows])
+            vectors = []
+            for row in rows:
+                windows = found.get(row[0], [])
+                if len(windows) != max(int(row[8]), 1):
+                    raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
+                vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
+            yield DocumentExport(
+                root=doc.root,
+                relative_path=doc.relative_path,
+                size=doc.size,
+                mtime_ns=doc.mtime_ns,
+                checksum=doc.checksum,
+                chunks=[_chunk(brain, row) for row in rows],
+                vectors=vectors,
+                headers=[row[6] or "" for row in rows],
+                hashes=[bytes(row[7]) for row in rows],
+            )
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def reusable_vectors(self, brain: Brain, hashes: Iterable[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors already stored in this brain for chunks with these exact texts.
+
+        The brain pins one model, so a vector stored for the same text is the vector the model
+        would compute again: renames, duplicates and unchanged paragraphs cost no embedding.
+        """
+        wanted = list({bytes(h) for h in hashes})
+        if not wanted:
+            return {}
+        rows = self.execute(
+            f"SELECT DISTINCT ON (content_hash) content_hash, id, vectors FROM {SCHEMA}.chunks"
+            " WHERE brain_id = %s AND content_hash = ANY(%s::bytea[]) ORDER BY content_hash, id",
+            (brain.id, wanted),
+        )
+        windows = self._windows(brain, [row[1] for row in rows])
+        found: dict[bytes, np.ndarray] = {}
+        for digest, chunk_pk, count in rows:
+            stored = windows.get(chunk_pk, [])
+            if not stored or len(stored) != count:
+                continue  # incomplete: embed it again
+            found[bytes(digest)] = stored[0] if count == 1 else np.stack(stored)
+        return found
+
+    def vector_count(self, brain: Brain) -> int:
+        """Chunks with a vector in the brain (window vectors beyond a chunk's first not counted)."""
+        ((count,),) = self.execute(f"SELECT count(*) FROM {_vec(brain)} WHERE win = 0")
+        return int(count)
+
+    def _indexed_search(self, brain: Brain, rows: int) -> bool:
+        """True when a search for `rows` rows goes through the HNSW index (see the module doc)."""
+        if self.exact or brain.dim > HNSW_MAX_DIM or rows > HNSW_MAX_EF_SEARCH:
+            return False
+        return self._has_index(brain) and self._large(brain)
+
+    def _approximate(self, brain: Brain, query: np.ndarray, k: int) -> dict[int, float] | None:
+        """chunk id -> distance of (about) the k nearest chunks through the HNSW index; None
+        when the index returned fewer than k chunks and an exact scan must answer instead.
+
+        In a multi-vector brain the index is asked for MULTI_VECTOR_OVERFETCH times k rows (each
+        chunk counts once, at its best window), and again for more while fewer than k chunks
+        came back. The planner is told not to scan the table: the choice between an exact scan
+        and the index is made here, by size, not by its estimates.
+        """
+        limit = k * (MULTI_VECTOR_OVERFETCH if brain.multi_vector else 1)
+        sql = nearest_sql(_vec(brain), approximate=True, multi_vector=brain.multi_vector, filtered=False)
+        while True:
+            self.conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true)",
+                (str(max(HNSW_EF_SEARCH, limit)),),
+            )
+            rows = self.conn.execute(sql, {"q": query, "limit": limit}).fetchall()
+            best: dict[int, float] = {}
+            for chunk_pk, distance in rows:
+                if chunk_pk not in best or distance < best[chunk_pk]:
+                    best[chunk_pk] = distance
+            if len(best) >= k:
+                return best
+            if len(rows) < limit or limit >= HNSW_MAX_EF_SEARCH:
+                return None
+            limit = min(limit * 2, HNSW_MAX_EF_SEARCH)
+
+    def _exact(self, brain: Brain, query: np.ndarray, k: int, pattern: str | None) -> dict[int, float]:
+        sql = nearest_sql(_vec(brain), approximate=False, multi_vector=brain.multi_vector, filtered=pattern is not None)
+        params = {"q": query, "limit": k, "brain": brain.id, "pattern": pattern}
+        return {chunk_pk: distance for chunk_pk, distance in self.conn.execute(sql, params).fetchall()}
+
+    def _chunks(self, brain: Brain, chunk_pks: Sequence[int]) -> dict[int, Chunk]:
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.id = ANY(%s::bigint[])", (list(chunk_pks),)
+        )
+        return {row[0]: _chunk(brain, row) for row in rows}
+
+    def knn(self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None) -> list[Hit]:
+        """The k nearest chunks by cosine similarity; a path filter is applied inside the search.
+
+        A filtered search is always exact: the HNSW index would return its nearest rows first and
+        the filter would then keep too few of them (pgvector 0.6 cannot resume the walk).
+        """
+        if k <= 0:
+            return []
+        pattern = glob_regex(path_glob) if path_glob else None
+        if path_glob and pattern is None:
+            return []
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        with self._translated(f"reading {self.url}"), self.conn.transaction():
+            best = None
+            rows = k * (MULTI_VECTOR_OVERFETCH if brain.multi_vector else 1)
+            if pattern is None and self._indexed_search(brain, rows):
+                best = self._approximate(brain, vector, k)
+            if best is None:
+                best = self._exact(brain, vector, k, pattern)
+        if not best:
+            return []
+        chunks = self._chunks(brain, list(best))
+        # Closest first; equal distances in insertion order, so results are deterministic.
+        ranked = sorted(best.items(), key=lambda r: (r[1], r[0]))[:k]
+        return [Hit(chunks[pk], score=1.0 - float(distance)) for pk, distance in ranked if pk in chunks]
+
+    def hits_by_id(self, brain: Brain, query: np.ndarray, ids: Sequence[int]) -> dict[int, Hit]:
+        """These chunks as hits, scored by cosine similarity with `query` like knn() scores them
+        (a multi-vector chunk as its best window)."""
+        if not ids:
+            return {}
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        rows = self.execute(
+            f"SELECT {_CHUNK_COLUMNS}, min(v.embedding <=> %s) FROM {SCHEMA}.chunks c"
+            f" JOIN {_vec(brain)} v ON v.chunk_id = c.id WHERE c.id = ANY(%s::bigint[]) AND c.brain_id = %s"
+            " GROUP BY c.id",
+            (vector, [int(i) for i in ids], brain.id),
+        )
+        return {row[0]: Hit(_chunk(brain, row), score=1.0 - float(row[6])) for row in rows}
+
+    # -- keywords -----------------------------------------------------------------------------
+
+    def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
+        """Chunk ids ranked by `ts_rank_cd` for the terms of `query` (see keyword_terms), best first.
+
+        ts_rank_cd counts and weighs the covers of the terms in a chunk, divided by 1 + the log
+        of the chunk's length (normalisation 1, as BM25 favours a short chunk over a long one with
+        the same matches); unlike BM25 it has no idea of how rare a word is, so the order can
+        differ from the SQLite store's. Common words are left out as there (_common_words).
+        """
+        words, others = keyword_terms(query)
+        if k <= 0 or not (words or others):
+            return []
+        pattern = glob_regex(path_glob) if path_glob else None
+        if path_glob and pattern is None:
+            return []
+        common = self._common_words(words)
+        terms = [w for w in words if w not in common] + others
+        where, params = "", [" | ".join(terms), brain.id]
+        if pattern is not None:
+            where, params = " AND c.relative_path ~ %s", [*params, pattern]
+        rows = self.execute(
+            f"SELECT c.id FROM {SCHEMA}.chunks c, (SELECT %s::tsquery AS query) q"
+            f" WHERE c.brain_id = %s AND c.tsv @@ q.query{where}"
+            " ORDER BY ts_rank_cd(c.tsv, q.query, 1) DESC, c.id LIMIT %s",
+            [*params, k],
+        )
+        return [r[0] for r in rows]
+
+    def _common_words(self, words: list[str]) -> set[str]:
+        """Words (quoted lexemes) found in more than COMMON_WORD_FRACTION of the chunks.
+
+        As in the SQLite store: applied from KEYWORD_PRUNE_MIN_CHUNKS chunks on, phrases and
+        bigrams always kept, and when every word is common the rarest one stays. Frequencies come
+        from the planner's statistics of `chunks.tsv` (ANALYZE, which autovacuum runs): no scan.
+        A word missing from them is not common.
+        """
+        if len(words) < 2:
+            return set()
+        ((total,),) = self.execute(f"SELECT reltuples FROM pg_class WHERE oid = '{SCHEMA}.chunks'::regclass")
+        if total < max(KEYWORD_PRUNE_MIN_CHUNKS, 1):
+            return set()
+        rows = self.execute(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = %s AND tablename = 'chunks' AND attname = 'tsv'",
+            (SCHEMA,),
+        )
+        if not rows or rows[0][0] is None:
+            return set()
+        frequency = dict(zip(rows[0][0], rows[0][1]))
+        share = {word: float(frequency.get(word[1:-1].replace("''", "'"), 0.0)) for word in words}
+        common = {word for word in words if share[word] > COMMON_WORD_FRACTION}
+        if common == set(words):
+            common.discard(min(words, key=lambda word: share[word]))
+        return common
+
+    # -- sentence vectors (trimming) ----------------------------------------------------------
+
+    def cached_sentence_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        wanted = list({bytes(h) for h in hashes})
+        if not wanted:
+            return {}
+        rows = self.execute(
+            f"SELECT text_hash, vector FROM {SCHEMA}.sentence_cache WHERE model = %s AND text_hash = ANY(%s::bytea[])",
+            (model, wanted),
+        )
+        return {bytes(h): np.frombuffer(bytes(v), dtype=np.float32) for h, v in rows}
+
+    def _insert_cached(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        # In hash order, so that two writers of overlapping sets cannot wait on each other.
+        unique = dict(sorted((bytes(h), np.ascontiguousarray(v, dtype=np.float32).tobytes()) for h, v in items))
+        self.conn.execute(
+            f"INSERT INTO {SCHEMA}.sentence_cache(model, text_hash, vector)"
+            " SELECT %s, h, v FROM unnest(%s::bytea[], %s::bytea[]) AS t(h, v) ORDER BY h ON CONFLICT DO NOTHING",
+            (model, list(unique), list(unique.values())),
+        )
+
+    def cache_sentence_vectors(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self.transaction():
+            self._insert_cached(model, items)
+
+    def try_cache_sentence_vectors(self, model: str, items: Sequence[tuple[bytes, np.ndarray]]) -> bool:
+        """Cache if the rows can be locked within CACHE_LOCK_TIMEOUT_MS; a reader never waits on
+        an index run (nor fails for a role that may only read)."""
+        import psycopg
+
+        if not items:
+            return True
+        if self.read_only:
+            return False
+        try:
+            with self.transaction():
+                self.conn.execute(f"SET LOCAL lock_timeout = '{int(CACHE_LOCK_TIMEOUT_MS)}ms'")
+                self._insert_cached(model, items)
+            return True
+        except StoreError as exc:
+            refused = (
+                psycopg.errors.LockNotAvailable,
+                psycopg.errors.InsufficientPrivilege,
+                psycopg.errors.ReadOnlySqlTransaction,
+            )
+            if isinstance(exc.__cause__, refused):
+                return False
+            raise
+
+    # -- reporting ----------------------------------------------------------------------------
+
+    def stats(self, brain: Brain) -> BrainStats:
+        ((documents, chunks, keyword_rows),) = self.execute(
+            f"SELECT (SELECT count(*) FROM {SCHEMA}.documents WHERE brain_id = %(b)s),"
+            f" count(*), count(tsv) FROM {SCHEMA}.chunks WHERE brain_id = %(b)s",
+            {"b": brain.id},
+        )
+        vectors = self.vector_count(brain)  # chunks with vectors (a multi-vector chunk counts once)
+        return BrainStats(brain, self.roots(brain), int(documents), int(chunks), vectors, int(keyword_rows))
+
+    def size_bytes(self) -> int:
+        """Tables of the locallens schema with their indexes and TOAST data."""
+        ((total,),) = self.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'",
+            (SCHEMA,),
+        )
+        return int(total)
+
+    def free_bytes(self) -> int:
+        """0: PostgreSQL reuses the space of deleted rows itself (autovacuum), and measuring it
+        needs the pgstattuple extension, which a shared server may not have. `status` therefore
+        reports no space to reclaim, which is what a user can act on from here."""
+        return 0

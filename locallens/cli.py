@@ -382,7 +382,7 @@ def index(
         None,
         "--headers/--no-headers",
         show_default=False,
-        help="Embed each chunk with its document title and section headings, also keyword-indexed (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
+        help="Embed each chunk with its document title and section headings, also keyword-indexed (a new brain: on). Recorded in the brain; changing it needs --rebuild.",
     ),
     multi_vector: bool | None = typer.Option(
         None,

@@ -79,12 +79,19 @@ MIN_PGVECTOR = (0, 5, 0)
 # HNSW candidate list size per search (`hnsw.ef_search`): larger finds more of the true nearest
 # neighbours and costs more. A search for n rows uses max(HNSW_EF_SEARCH, n), because an HNSW
 # scan returns at most ef_search rows; pgvector accepts at most HNSW_MAX_EF_SEARCH, so a search
-# for more rows than that is exact. To be tuned by benchmark.
+# for more rows than that is exact. Measured at 100k clustered 384-d vectors (benchmarks/
+# bench_pg.py, load ~7): recall@10 0.882 / 0.960 / 0.995 / 1.000 / 1.000 at 10 / 20 / 40 / 100 /
+# 200, p50 3.7 / 3.1 / 3.7 / 4.9 / 12.6 ms (exact: 73 ms). 100 keeps a margin for larger brains.
 HNSW_EF_SEARCH = 100
 HNSW_MAX_EF_SEARCH = 1000
 # HNSW build parameters (pgvector's defaults, written out so that they are a decision).
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+# Memory for building the index: per vector its floats plus the graph's neighbour lists and
+# bookkeeping (~1.5 KB at m=16; 100k vectors of 384 dimensions need ~290 MB), capped. Measured at
+# 100k (benchmarks/bench_pg.py): 144 s with the server's default 64 MB, 46 s in memory.
+HNSW_BYTES_PER_NODE = 1_500
+HNSW_BUILD_MAX_MB = 2_048
 # pgvector indexes vectors of at most this many dimensions with HNSW; a brain of a larger model
 # has no index and is always searched exactly.
 HNSW_MAX_DIM = 2000
@@ -411,8 +418,9 @@ def nearest_sql(table: str, *, approximate: bool, multi_vector: bool, filtered: 
     join = ""
     if filtered:
         join = (
-            f" JOIN {SCHEMA}.chunks c ON c.id = v.chunk_id"
-            " WHERE c.brain_id = %(brain)s AND c.relative_path ~ %(pattern)s"
+            # The path pattern is tested once per document, not once per chunk.
+            f" JOIN {SCHEMA}.chunks c ON c.id = v.chunk_id WHERE c.document_id IN (SELECT d.id FROM"
+            f" {SCHEMA}.documents d WHERE d.brain_id = %(brain)s AND d.relative_path ~ %(pattern)s)"
         )
     if multi_vector:  # a chunk scores as its best window
         return (
@@ -751,6 +759,12 @@ class PostgresStore:
         if brain.dim > HNSW_MAX_DIM or self._has_index(brain) or not self._large(brain):
             return
         with self.transaction():
+            # Built in memory when it fits (a graph larger than maintenance_work_mem is built ~3x
+            # slower); SET LOCAL: only for this transaction, the server's setting stays as it is.
+            rows = self.conn.execute(f"SELECT count(*) FROM {_vec(brain)}").fetchone()
+            need = int((rows[0] if rows else 0) * (brain.dim * 4 + HNSW_BYTES_PER_NODE))
+            memory_mb = min(max(need >> 20, 64), HNSW_BUILD_MAX_MB)
+            self.conn.execute(f"SET LOCAL maintenance_work_mem = '{memory_mb}MB'")
             self.conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {brain.vec_table}_hnsw ON {_vec(brain)}"
                 f" USING hnsw (embedding vector_cosine_ops)"
@@ -1113,7 +1127,8 @@ class PostgresStore:
         terms = [w for w in words if w not in common] + others
         where, params = "", [" | ".join(terms), brain.id]
         if pattern is not None:
-            where, params = " AND c.relative_path ~ %s", [*params, pattern]
+            where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"
+            params = [*params, pattern]
         rows = self.execute(
             f"SELECT c.id FROM {SCHEMA}.chunks c, (SELECT %s::tsquery AS query) q"
             f" WHERE c.brain_id = %s AND c.tsv @@ q.query{where}"

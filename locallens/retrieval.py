@@ -149,8 +149,12 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
     return [replace(h, rerank_score=float(s)) for h, s in ranked if s >= settings.min_relevance][:top_k]
 
 
-RRF_K = 60  # reciprocal rank fusion constant (Cormack et al. 2009)
-HYBRID_CANDIDATES = 50  # taken from each of the two rankings before fusing
+# Reciprocal rank fusion: score = sum of 1 / (RRF_K + rank) over the two rankings, each cut at
+# max(k, HYBRID_CANDIDATES). Measured on the stdlib manual pages (docs/decisions.md#hybrid-search):
+# k from 10 to 100 moves nDCG@10 by at most 0.01; 20 candidates instead of 50 finds the right page
+# in the top 5 for 1-3 more of 56 questions, whatever the index settings.
+RRF_K = 60
+HYBRID_CANDIDATES = 20
 
 
 def hybrid_search(

@@ -2,7 +2,8 @@
 
 Fast tier: the source brains are indexed with the fake embedder (tests/helpers.py), whose
 `passages` record proves that nothing is embedded again after a copy. The PostgreSQL round trips
-run when a server is available (the `pg_url` fixture), and are skipped otherwise.
+run on the server the suite starts itself (the `pg_url` fixture, tests/pg.py); if it cannot
+start, they fail.
 """
 
 from __future__ import annotations

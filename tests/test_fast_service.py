@@ -12,6 +12,7 @@ import pytest
 
 from locallens.errors import NoIndexError, NothingFoundError, UsageError
 from locallens.service import TOOLS, Service, ServiceSettings, validate
+from locallens.storage import parse_db
 
 from .helpers import CORPUS, FakeModels, Served, cli_json, write_corpus
 
@@ -25,9 +26,12 @@ def db(tmp_path: Path, fake_models: FakeModels) -> Path:
     return db
 
 
-@pytest.fixture()
-def service(db: Path) -> Any:
-    service = Service(ServiceSettings(db=db))
+@pytest.fixture(params=["sqlite", "postgres"])
+def service(request: pytest.FixtureRequest, tmp_path: Path, fake_models: FakeModels) -> Any:
+    """The warm service over an index in either store (every tool must answer alike)."""
+    target = request.getfixturevalue("pg_url") if request.param == "postgres" else str(tmp_path / "index.db")
+    cli_json("index", str(write_corpus(tmp_path / "docs")), "--db", target)
+    service = Service(ServiceSettings(db=parse_db(target)))
     yield service
     service.close()
 

@@ -172,31 +172,14 @@ class _Copier:
 
     def into_sqlite(self, db: Path, brains: list[Brain]) -> None:
         """Copy into a SQLite file under its writer lock, held for the whole copy."""
-        from locallens.indexer import write_lock
-        from locallens.store import Store, check_not_foreign
+        from locallens.indexer import sqlite_writer
 
-        check_not_foreign(db)  # another program's database: refused before any lock file appears
-        lock_path = Path(f"{db}.lock")
-        lock_existed = lock_path.exists()
-        with write_lock(db, self.request.wait):
-            db_existed = db.exists()
-            store: Store | None = None
-            discard = False
-            try:
-                store = Store(db, create=True)
-                self._refuse_existing(store, brains)
-                for brain in brains:
-                    self._copy_brain(store, brain)
-                self._copy_sentence_cache(store, brains)
-            except BaseException:
-                # A DEST this run created and left without a brain is removed: as it was, absent.
-                discard = not db_existed and (store is None or not _holds_brains(store))
-                raise
-            finally:
-                if store is not None:
-                    store.close()
-                if discard:
-                    _remove_sqlite_files(db, None if lock_existed else lock_path)
+        # A DEST this run created and left without a brain is removed: as it was, absent.
+        with sqlite_writer(db, self.request.wait) as store:
+            self._refuse_existing(store, brains)
+            for brain in brains:
+                self._copy_brain(store, brain)
+            self._copy_sentence_cache(store, brains)
 
     def into_postgres(self, url: PostgresURL, brains: list[Brain]) -> None:
         """Copy into PostgreSQL, each brain under the server's advisory lock for its name."""
@@ -371,23 +354,6 @@ def _read_snapshot(store: IndexStore) -> Iterator[None]:
     with store.transaction():
         store.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         yield
-
-
-def _holds_brains(store: IndexStore) -> bool:
-    try:
-        return bool(store.brains())
-    except Exception:
-        return True  # cannot tell: keep the file
-
-
-def _remove_sqlite_files(db: Path, lock_path: Path | None) -> None:
-    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
-    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
-    if lock_path is not None:
-        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
-    for path in paths:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
 
 
 def same_location(a: DbLocation, b: DbLocation) -> bool:

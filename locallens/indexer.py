@@ -563,27 +563,38 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     if isinstance(request.db, PostgresURL):
         return _index_postgres(request, request.db, progress, started)
 
-    check_not_foreign(request.db)  # another program's database: refused before any lock file
-    lock_path = Path(f"{request.db}.lock")
+    with sqlite_writer(request.db, request.wait) as store:
+        report = _index_locked(request, store, progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+@contextlib.contextmanager
+def sqlite_writer(db: Path, wait: float) -> Iterator[Store]:
+    """The SQLite store at `db`, opened (created if need be) under its writer lock.
+
+    Another program's database is refused before any lock file appears. A database this call
+    created that holds no brain when the block fails is removed again, with its WAL files and the
+    lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
+    """
+    check_not_foreign(db)
+    lock_path = Path(f"{db}.lock")
     lock_existed = lock_path.exists()
-    with write_lock(request.db, request.wait):
-        db_existed = request.db.exists()
+    with write_lock(db, wait):
+        db_existed = db.exists()
         store: Store | None = None
         discard = False
         try:
-            store = Store(request.db, create=True)
-            report = _index_locked(request, store, progress)
+            store = Store(db, create=True)
+            yield store
         except BaseException:
-            # A first run that fails before writing a brain leaves no empty database behind.
             discard = not db_existed and (store is None or not _has_brains(store))
             raise
         finally:
             if store is not None:
                 store.close()
             if discard:
-                _remove_files(request.db, None if lock_existed else lock_path)
-    report.seconds = time.perf_counter() - started
-    return report
+                _remove_files(db, None if lock_existed else lock_path)
 
 
 def _index_postgres(request: IndexRequest, url: PostgresURL, progress: Progress, started: float) -> IndexReport:

@@ -79,10 +79,11 @@ MIN_PGVECTOR = (0, 5, 0)
 # HNSW candidate list size per search (`hnsw.ef_search`): larger finds more of the true nearest
 # neighbours and costs more. A search for n rows uses max(HNSW_EF_SEARCH, n), because an HNSW
 # scan returns at most ef_search rows; pgvector accepts at most HNSW_MAX_EF_SEARCH, so a search
-# for more rows than that is exact. Measured at 100k clustered 384-d vectors (benchmarks/
-# bench_pg.py, load ~7): recall@10 0.882 / 0.960 / 0.995 / 1.000 / 1.000 at 10 / 20 / 40 / 100 /
-# 200, p50 3.7 / 3.1 / 3.7 / 4.9 / 12.6 ms (exact: 73 ms). 100 keeps a margin for larger brains.
-HNSW_EF_SEARCH = 100
+# for more rows than that is exact. Measured on clustered synthetic 384-d vectors (benchmarks/
+# bench_pg.py; docs/decisions.md#postgresql-store), recall@10 at 10 / 20 / 40 / 100 / 200: 0.882 /
+# 0.960 / 0.995 / 1.000 / 1.000 at 100k chunks, 0.566 / 0.679 / 0.806 / 0.917 / 0.961 at 500k,
+# where 200 costs 6.5 ms at p50 against 6.0 for 100 (exact: 251 ms).
+HNSW_EF_SEARCH = 200
 HNSW_MAX_EF_SEARCH = 1000
 # HNSW build parameters (pgvector's defaults, written out so that they are a decision).
 HNSW_M = 16

@@ -41,7 +41,7 @@ import numpy as np
 
 from locallens.errors import NoIndexError, StoreError, UsageError
 from locallens.progress import NoProgress, Progress
-from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store
+from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, write_export
 
 if TYPE_CHECKING:
     from locallens.store import Brain
@@ -229,18 +229,7 @@ class _Copier:
         try:
             self.progress.add("documents", expected.documents)
             for doc in source.export_documents(brain):
-                dest.write_document(
-                    target,
-                    root=doc.root,
-                    relative_path=doc.relative_path,
-                    size=doc.size,
-                    mtime_ns=doc.mtime_ns,
-                    checksum=doc.checksum,
-                    chunks=doc.chunks,
-                    vectors=doc.vectors,
-                    headers=doc.headers,
-                    hashes=doc.hashes,
-                )
+                write_export(dest, target, doc)
                 windows += sum(max(np.shape(v)[0] - 1, 0) for v in doc.vectors if np.ndim(v) == 2)
                 self.progress.advance("documents")
             dest.touch_brain(target, expected.roots)

@@ -155,6 +155,22 @@ class IndexStore(Protocol):
     def free_bytes(self) -> int: ...
 
 
+def write_export(store: IndexStore, brain: Brain, doc: DocumentExport) -> None:
+    """Store `doc` (read by some store's `export_documents`) in `brain`, vectors and all."""
+    store.write_document(
+        brain,
+        root=doc.root,
+        relative_path=doc.relative_path,
+        size=doc.size,
+        mtime_ns=doc.mtime_ns,
+        checksum=doc.checksum,
+        chunks=doc.chunks,
+        vectors=doc.vectors,
+        headers=doc.headers,
+        hashes=doc.hashes,
+    )
+
+
 def open_store(db: DbLocation, *, create: bool = False) -> IndexStore:
     """The store at `db`. `create`: may create the database or schema and upgrade it (`index`).
 

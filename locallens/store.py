@@ -617,19 +617,24 @@ class Store:
                 " WHERE c.document_id = ? ORDER BY c.chunk_index, c.id",
                 (doc.id,),
             )
-            vectors = []
-            for row in rows:
-                wanted = [row[0] + (window << WINDOW_SHIFT) for window in range(max(int(row[8]), 1))]
-                found = dict(
+            # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
+            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[8]), 1))] for row in rows}
+            rowids = [rowid for windows in wanted.values() for rowid in windows]
+            found: dict[int, bytes] = {}
+            for start in range(0, len(rowids), 500):
+                part = rowids[start : start + 500]
+                found.update(
                     self.execute(
-                        f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(wanted))})",
-                        wanted,
+                        f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})",
+                        part,
                     )
                 )
-                if len(found) != len(wanted):
+            vectors = []
+            for row in rows:
+                if any(rowid not in found for rowid in wanted[row[0]]):
                     raise StoreError(f"{self.path}: chunk {row[1]} of {doc.relative_path} has lost its vector")
-                windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted])
-                vectors.append(windows[0] if len(wanted) == 1 else windows)
+                windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted[row[0]]])
+                vectors.append(windows[0] if len(windows) == 1 else windows)
             yield DocumentExport(
                 root=doc.root,
                 relative_path=doc.relative_path,

@@ -36,7 +36,7 @@ from locallens.errors import (
     NoIndexError,
     StoreError,
 )
-from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, parse_db
+from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, parse_db, write_export
 from locallens.store import Brain, content_hash
 
 from .pg import PASSWORD, PASSWORD_ROLE, PgServer, new_database
@@ -402,18 +402,7 @@ def test_export_then_write_elsewhere_gives_the_same_index(
             exported = list(store.export_documents(source))
             assert [(d.root, d.relative_path) for d in exported] == [("/r", "a.md"), ("/s", "sub/b.md")]
             for doc in exported:
-                other.write_document(
-                    copy,
-                    root=doc.root,
-                    relative_path=doc.relative_path,
-                    size=doc.size,
-                    mtime_ns=doc.mtime_ns,
-                    checksum=doc.checksum,
-                    chunks=doc.chunks,
-                    vectors=doc.vectors,
-                    headers=doc.headers,
-                    hashes=doc.hashes,
-                )
+                write_export(other, copy, doc)
             again = list(other.export_documents(copy))
             for before, after in zip(exported, again, strict=True):
                 assert (before.chunks, before.headers, before.hashes) == (after.chunks, after.headers, after.hashes)

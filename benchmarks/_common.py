@@ -43,17 +43,10 @@ def offline_env() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # Settings a user may have exported would change what is measured (another model, trimming).
-    for var in (
-        "LOCALLENS_DB",
-        "LOCALLENS_BRAIN",
-        "LOCALLENS_MODEL",
-        "LOCALLENS_CONFIG",
-        "LOCALLENS_TRIM",
-        "LOCALLENS_TRIM_THRESHOLD",
-        "LOCALLENS_LLM",
-    ):
-        os.environ.pop(var, None)
+    # Settings a user may have exported would change what is measured (another model, trimming,
+    # hybrid search, ...); only where locallens keeps its files stays.
+    for var in [v for v in os.environ if v.startswith("LOCALLENS_") and v != "LOCALLENS_HOME"]:
+        os.environ.pop(var)
 
 
 @contextmanager

@@ -38,8 +38,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 # Offline for the whole session, before anything imports the hub stack.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.pop("LOCALLENS_TRIM", None)
-os.environ.pop("LOCALLENS_LLM", None)
+
+
+def _user_settings() -> list[str]:
+    """The LOCALLENS_* variables of the environment: a user's exported settings (a database, a
+    model, trimming, hybrid search, ...) must not change what a test sees."""
+    return [var for var in os.environ if var.startswith("LOCALLENS_")]
+
+
+for _var in _user_settings():
+    del os.environ[_var]
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -50,20 +58,11 @@ def _tiktoken_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "home"
+    for var in [*_user_settings(), "NO_COLOR"]:  # also what an earlier test left behind
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("LOCALLENS_HOME", str(home))
     # A user's Hugging Face cache must not change which model `auto` picks in tests.
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    for var in (
-        "LOCALLENS_DB",
-        "LOCALLENS_BRAIN",
-        "LOCALLENS_MODEL",
-        "LOCALLENS_CONFIG",
-        "LOCALLENS_TRIM",
-        "LOCALLENS_TRIM_THRESHOLD",
-        "LOCALLENS_LLM",
-        "NO_COLOR",
-    ):
-        monkeypatch.delenv(var, raising=False)
     return home
 
 

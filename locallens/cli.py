@@ -141,6 +141,18 @@ def _number(low: float | None = None, high: float | None = None, allow_inf: bool
     return check
 
 
+def _threshold_option(what: str) -> Any:
+    """`--threshold` of `ask` and `trim`: $LOCALLENS_TRIM_THRESHOLD, a cosine similarity in -1..1."""
+    return typer.Option(
+        None,
+        "--threshold",
+        envvar="LOCALLENS_TRIM_THRESHOLD",
+        show_envvar=False,
+        callback=_number(-1.0, 1.0),
+        help=f"{what}, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}.",
+    )
+
+
 def _db(db: str | None, exact: bool = False) -> DbLocation:
     """The `--db` value as a location: a path (default `$LOCALLENS_HOME/index.db`) or a URL."""
     from locallens.config import default_db_path
@@ -514,14 +526,7 @@ def ask(
         show_envvar=False,
         help="Trim excerpts to their relevant sentences [default: $LOCALLENS_TRIM or off].",
     ),
-    threshold: float | None = typer.Option(
-        None,
-        "--threshold",
-        envvar="LOCALLENS_TRIM_THRESHOLD",
-        show_envvar=False,
-        callback=_number(-1.0, 1.0),
-        help=f"Trimming threshold, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}.",
-    ),
+    threshold: float | None = _threshold_option("Trimming threshold"),
     window: int = typer.Option(
         DEFAULT_ASK_TRIM_WINDOW,
         "--window",
@@ -759,14 +764,7 @@ def trim(
     db: str | None = DbOpt,
     exact: bool = ExactOpt,
     top_k: int = typer.Option(DEFAULT_TOP_K, "--top-k", "-k", min=1, help="Chunks to retrieve and trim."),
-    threshold: float | None = typer.Option(
-        None,
-        "--threshold",
-        envvar="LOCALLENS_TRIM_THRESHOLD",
-        show_envvar=False,
-        callback=_number(-1.0, 1.0),
-        help=f"Keep sentences scoring at least this, a cosine similarity in -1..1 {_THRESHOLD_DEFAULT}.",
-    ),
+    threshold: float | None = _threshold_option("Keep sentences scoring at least this"),
     min_sentences: int = typer.Option(
         DEFAULT_MIN_SENTENCES, "--min-sentences", min=0, help="Keep at least this many sentences per chunk."
     ),

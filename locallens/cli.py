@@ -1065,8 +1065,10 @@ def status(
     read (0) or not (3)."""
     with handled():
         from locallens.status import collect_status
+        from locallens.storage import is_postgres
 
-        info = collect_status(_db(db), brain)
+        location = _db(db)
+        info = collect_status(location, brain)
         if json_out:
             print_json(info)
             return
@@ -1074,7 +1076,7 @@ def status(
             return
         out = stdout_console()
         # SQLite keeps deleted pages until VACUUM; PostgreSQL's autovacuum reuses them itself.
-        reclaim = "" if "://" in info["db"] else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
+        reclaim = "" if is_postgres(location) else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
         out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB{reclaim})", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)

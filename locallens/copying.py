@@ -362,7 +362,10 @@ def same_location(a: DbLocation, b: DbLocation) -> bool:
 
 def _postgres_identity(url: PostgresURL) -> tuple[str, int, str, str]:
     """(host, port, database, options) of a URL: what selects the database, not who logs in."""
-    parts = urlsplit(url.url)
+    try:
+        parts = urlsplit(url.url)
+    except ValueError:  # malformed: compared as it is; connecting to it reports the problem
+        return url.url, -1, "", ""
     query = {k.lower(): v[-1] for k, v in parse_qs(parts.query).items()}
     host = (parts.hostname or query.get("host", "") or "localhost").lower()
     try:

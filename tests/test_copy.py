@@ -277,6 +277,12 @@ def test_same_source_and_dest_exit_2(tmp_path: Path, source: Path) -> None:
     assert "s3cret" not in result.output and "hunter2" not in result.output
 
 
+def test_malformed_urls_are_a_usage_error_without_the_password() -> None:
+    result = cli("copy", "postgresql://u:s3cret@[::1/db", "postgresql://u:s3cret@[::1/other")
+    assert result.exit_code == 2, result.output
+    assert "s3cret" not in result.output and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_dest_locked_exits_5(tmp_path: Path, source: Path) -> None:
     from locallens.indexer import write_lock
 

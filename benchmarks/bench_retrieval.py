@@ -1,15 +1,17 @@
 """Retrieval quality and index time of the index settings, on SciFact and on a documentation corpus.
 
 For each configuration (index settings, and optionally a chunker) one index is built per corpus;
-vector and hybrid search are both scored from it, and the hybrid fusion's parameters (RRF's k, the
-depth taken from each list) are scored offline from the same two rankings, so no setting costs a
-second index:
+vector and hybrid search are both scored from it, and the hybrid fusion's parameters (the vector
+weight and the depth taken from each list; reciprocal rank fusion's k for comparison) are scored
+offline from the same two rankings, so no setting costs a second index:
 
 - SciFact (BEIR layout: `--scifact DIR`, else $LOCALLENS_SCIFACT, else ~/datasets/beir-scifact): the test
   queries; a document scores as its best chunk among 300 (as `locallens eval --beir` ranks them).
 - stdlib: the standard library's manual pages as `pydoc MODULE` prints them
   (`benchmarks/corpora.py --stdlib`), with `benchmarks/data/stdlib_questions.jsonl`; a file
   scores as its best chunk among 50 (as `locallens eval` ranks them).
+- pydoc: the language-reference topics CPython bundles for `help()` (`benchmarks/corpora.py`),
+  with `benchmarks/data/pydoc_questions.jsonl`; scored like stdlib.
 
 Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, and
 the index time (embedding included, model load excluded). Figures are printed as one table and
@@ -17,7 +19,10 @@ appended as JSON lines to `--out`.
 
 Usage:
     python benchmarks/bench_retrieval.py [--configs today,headers,multi,both] [--corpora scifact,stdlib]
-        [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE]
+        [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE] [--reuse]
+
+`--reuse` scores the indexes an earlier run left in `--work` instead of building them again (the
+index time is then not measured): for comparing search code on the same vectors.
 
 `today` indexes with the settings of the previous release (no headers, one averaged vector per
 chunk). Run with PYTHONPATH pointing at an older checkout, the script measures that checkout
@@ -32,7 +37,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ import _common as c
 
 DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scifact")).expanduser()
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
+PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 CONFIGS: dict[str, dict[str, bool]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
@@ -48,7 +54,8 @@ CONFIGS: dict[str, dict[str, bool]] = {
 }
 BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
 DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)
-RRF_KS = (5, 10, 20, 30, 60, 100)
+RRF_KS = (10, 60)
+WEIGHTS = (0.4, 0.5, 0.6, 0.7)
 DEPTHS = (20, 50, 100, 300)
 
 
@@ -91,21 +98,32 @@ def load_scifact(folder: Path, work: Path) -> Corpus:
     return Corpus("scifact", files.folder, files.names, queries, BEIR_CHUNKS, titles)
 
 
+def load_docs(name: str, folder: Path, questions: Path) -> Corpus:
+    """A folder of text files with a JSONL of questions naming their expected files."""
+    names = {p.name: p.name for p in folder.glob("*.txt")}
+    queries = []
+    for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
+        item = json.loads(line) if line.strip() else {}
+        if item.get("files"):  # questions the corpus cannot answer have none
+            missing = [f for f in item["files"] if f not in names]
+            if missing:
+                raise SystemExit(f"{questions}:{number}: expected files not in the corpus: {missing}")
+            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
+    return Corpus(name, folder, names, queries, DOCS_CHUNKS)
+
+
 def load_stdlib(work: Path) -> Corpus:
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
     from corpora import write_stdlib_corpus
 
-    folder = write_stdlib_corpus(work / "stdlib-docs")
-    names = {p.name: p.name for p in folder.glob("*.txt")}
-    queries = []
-    for number, line in enumerate(STDLIB_QUESTIONS.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            item = json.loads(line)
-            missing = [f for f in item["files"] if f not in names]
-            if missing:
-                raise SystemExit(f"{STDLIB_QUESTIONS}:{number}: expected files not in the corpus: {missing}")
-            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
-    return Corpus("stdlib", folder, names, queries, DOCS_CHUNKS)
+    return load_docs("stdlib", write_stdlib_corpus(work / "stdlib-docs"), STDLIB_QUESTIONS)
+
+
+def load_pydoc(work: Path) -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_pydoc_corpus
+
+    return load_docs("pydoc", write_pydoc_corpus(work / "pydoc-docs"), PYDOC_QUESTIONS)
 
 
 def load_sample() -> Corpus:
@@ -194,8 +212,11 @@ def derive_mean(source: Path, db: Path) -> None:
             store.conn.execute("UPDATE brains SET multi_vector = 0 WHERE id = ?", (brain.id,))
 
 
-def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[list[tuple[int, str, float]], list[tuple[int, str]]]]:
-    """Per query: the dense ranking (chunk row id, file, cosine) and the keyword one (row id, file)."""
+Ranking = list[tuple[int, str, float, float]]  # (chunk row id, file, score, cosine), best first
+
+
+def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Ranking]]:
+    """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance)."""
     from locallens.store import Store
 
     out = []
@@ -207,27 +228,39 @@ def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[list[tuple[int,
         path = {r[0]: r[2] for r in rows}
         for query, qvec in zip(corpus.queries, qvecs, strict=True):
             dense = store.knn(brain, qvec, deep)
-            keyword = store.keyword_search(brain, query.text, deep)
+            keyword = store.keyword_scores(brain, query.text, deep)
+            cosine = {i: h.score for i, h in store.hits_by_id(brain, qvec, [i for i, _ in keyword]).items()}
             out.append(
                 (
-                    [(row_id[(h.chunk.id, h.chunk.relative_path)], h.chunk.relative_path, h.score) for h in dense],
-                    [(i, path[i]) for i in keyword],
+                    [
+                        (row_id[(h.chunk.id, h.chunk.relative_path)], h.chunk.relative_path, h.score, h.score)
+                        for h in dense
+                    ],
+                    [(i, path[i], s, cosine[i]) for i, s in keyword],
                 )
             )
     return out
 
 
-def fuse(
-    dense: Sequence[tuple[int, str, float]], keyword: Sequence[tuple[int, str]], rrf_k: int, depth: int, limit: int
-) -> list[str]:
-    """Files of the fused ranking, as `retrieval.hybrid_search` ranks chunks (ties by cosine)."""
+def fuse_ranks(dense: Ranking, keyword: Ranking, rrf_k: int, depth: int, limit: int) -> list[str]:
+    """Files of the reciprocal-rank fusion of the two rankings (the fusion before score fusion)."""
     scores: dict[int, float] = {}
-    cosine = {i: s for i, _, s in dense}
-    files = {i: p for i, p, _ in dense} | {i: p for i, p in keyword}
-    for ranking in ([i for i, _, _ in dense[:depth]], [i for i, _ in keyword[:depth]]):
+    cosine = {i: s for i, _, s, _ in dense}
+    files = {i: p for i, p, _, _ in dense} | {i: p for i, p, _, _ in keyword}
+    for ranking in ([i for i, _, _, _ in dense[:depth]], [i for i, _, _, _ in keyword[:depth]]):
         for rank, i in enumerate(ranking, start=1):
             scores[i] = scores.get(i, 0.0) + 1.0 / (rrf_k + rank)
     order = sorted(scores, key=lambda i: (-scores[i], -cosine.get(i, -1.0), files[i]))
+    return [files[i] for i in order[:limit]]
+
+
+def fuse_scores(dense: Ranking, keyword: Ranking, weight: float, depth: int, limit: int) -> list[str]:
+    """Files of the standardised-score fusion (`retrieval.fuse_scores`, as `hybrid_search` ranks)."""
+    from locallens.retrieval import fuse_scores
+
+    cosine = {i: c for i, _, _, c in keyword[:depth]} | {i: c for i, _, _, c in dense[:depth]}
+    files = {i: p for i, p, _, _ in dense} | {i: p for i, p, _, _ in keyword}
+    order = fuse_scores(cosine, {i: s for i, _, s, _ in keyword[:depth]}, weight)
     return [files[i] for i in order[:limit]]
 
 
@@ -245,12 +278,15 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
 
 
 def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
-    """Vector, hybrid (the package's own defaults, through `search`) and the RRF grid."""
+    """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid."""
     from locallens.retrieval import search
     from locallens.store import Store
 
     ranks = rankings(corpus, db, qvecs)
-    result: dict[str, Any] = {"vector": score(corpus, [[p for _, p, _ in d[: corpus.depth]] for d, _ in ranks])}
+    result: dict[str, Any] = {
+        "vector": score(corpus, [[p for _, p, _, _ in d[: corpus.depth]] for d, _ in ranks]),
+        "keyword": score(corpus, [[p for _, p, _, _ in kw[: corpus.depth]] for _, kw in ranks]),
+    }
     with Store(db, create=False) as store:
         brain = store.get_brain("bench")
         hybrid = [
@@ -259,12 +295,29 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
         ]
     result["hybrid"] = score(corpus, hybrid)
     grid = {}
-    for rrf_k in RRF_KS:
-        for depth in DEPTHS:
-            fused = [fuse(d, k, rrf_k, max(depth, 1), corpus.depth) for d, k in ranks]
-            grid[f"k={rrf_k},depth={depth}"] = score(corpus, fused)
-    result["rrf_grid"] = grid
+    for depth in DEPTHS:
+        for weight in WEIGHTS:
+            grid[f"weight={weight},depth={depth}"] = score(
+                corpus, [fuse_scores(d, k, weight, depth, corpus.depth) for d, k in ranks]
+            )
+        for rrf_k in RRF_KS:
+            grid[f"rrf k={rrf_k},depth={depth}"] = score(
+                corpus, [fuse_ranks(d, k, rrf_k, depth, corpus.depth) for d, k in ranks]
+            )
+    result["fusion_grid"] = grid
     return result
+
+
+def count_chunks(db: Path) -> int:
+    from locallens.store import Store
+
+    with Store(db, create=False) as store:
+        return int(store.execute("SELECT count(*) FROM chunks")[0][0])
+
+
+def seconds_text(seconds: float | None) -> str:
+    """An index time; None or NaN for a reused index, whose time was not measured."""
+    return "not measured" if seconds is None or seconds != seconds else f"{seconds:.0f} s"
 
 
 def main() -> None:
@@ -286,6 +339,9 @@ def main() -> None:
         action="store_true",
         help="after each multi-vector config, also score its windows averaged (no second index)",
     )
+    parser.add_argument(
+        "--reuse", action="store_true", help="score the indexes already in --work instead of building them"
+    )
     args = parser.parse_args()
     c.offline_env()
     started = time.perf_counter()
@@ -299,6 +355,7 @@ def main() -> None:
     loaders: dict[str, Callable[[], Corpus]] = {
         "scifact": lambda: load_scifact(args.scifact, args.work),
         "stdlib": lambda: load_stdlib(args.work),
+        "pydoc": lambda: load_pydoc(args.work),
         "sample": load_sample,
     }
     rows = []
@@ -310,13 +367,18 @@ def main() -> None:
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
                 db = args.work / f"{corpus_name}-{label.replace('/', '-')}.db"
-                c.note(f"{corpus_name} {label}: indexing")
-                seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker)
-                c.note(f"{corpus_name} {label}: {chunks} chunks in {seconds:.1f} s; scoring")
+                if args.reuse and db.exists():
+                    seconds, chunks = float("nan"), count_chunks(db)
+                    c.note(f"{corpus_name} {label}: reusing {db} ({chunks} chunks); scoring")
+                else:
+                    c.note(f"{corpus_name} {label}: indexing")
+                    seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker)
+                    c.note(f"{corpus_name} {label}: {chunks} chunks in {seconds:.1f} s; scoring")
                 variants = [(label, db)]
                 if args.derive_mean and CONFIGS[config]["multi_vector"]:
                     derived = db.with_name(db.stem + "-mean.db")
-                    derive_mean(db, derived)
+                    if not (args.reuse and derived.exists()):
+                        derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
@@ -325,16 +387,16 @@ def main() -> None:
                         "config": name,
                         "chunker": chunker,
                         "chunks": chunks,
-                        "index_s": round(seconds, 1),
+                        "index_s": round(seconds, 1) if seconds == seconds else None,
                         "load": c.load_average(),
                         **result,
                     }
                     rows.append(row)
-                    for mode in ("vector", "hybrid"):
+                    for mode in ("vector", "keyword", "hybrid"):
                         m = result[mode]
                         print(
                             f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
-                            f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds:.0f} s ({chunks} chunks)",
+                            f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds_text(seconds)} ({chunks} chunks)",
                             flush=True,
                         )
                     if args.out:
@@ -344,12 +406,18 @@ def main() -> None:
     print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        for mode in ("vector", "hybrid"):
+        for mode in ("vector", "keyword", "hybrid"):
             m = row[mode]
             print(
                 f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
-                f"{m['ndcg@10']:.3f} | {row['index_s']:.0f} s |"
+                f"{m['ndcg@10']:.3f} | {seconds_text(row['index_s'])} |"
             )
+    print()
+    print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
+    for row in rows:
+        print(f"  {row['corpus']} {row['config']}:")
+        for name, m in row["fusion_grid"].items():
+            print(f"    {name:24} {m['ndcg@10']:.3f} ({m['hit@5']:.3f})")
     c.print_end(started)
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
-from locallens.config import DEFAULT_DEVICE, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
+from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
 from locallens.extractive import extractive_answer
@@ -168,7 +168,7 @@ class AskRequest:
     context_only: bool = False
     trim: TrimSettings = field(default_factory=TrimSettings)
     rerank: RerankSettings | None = None
-    hybrid: bool = False  # fuse keyword (BM25) and vector rankings
+    hybrid: bool = DEFAULT_HYBRID  # fuse keyword (BM25) and vector rankings
     device: str = DEFAULT_DEVICE
     seed: int = 0
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM

@@ -29,6 +29,7 @@ from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_EVAL_THRESHOLDS,
     DEFAULT_EVAL_WINDOWS,
+    DEFAULT_HYBRID,
     DEFAULT_MAX_FILE_MB,
     DEFAULT_MAX_TOKENS,
     DEFAULT_MIN_RELEVANCE,
@@ -112,10 +113,10 @@ ExactOpt = typer.Option(
 )
 JsonOpt = typer.Option(False, "--json", help="Print one JSON document on stdout and nothing else.")
 HybridOpt = typer.Option(
-    False,
+    DEFAULT_HYBRID,
     "--hybrid/--no-hybrid",
     envvar="LOCALLENS_HYBRID",
-    help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names.",
+    help="Fuse keyword (BM25) and vector search: finds exact codes, numbers and names; --no-hybrid: vectors alone.",
 )
 QuietOpt = typer.Option(
     False, "--quiet", "-q", help="Print only what needs a person (errors, skipped files): for cron and scripts."

@@ -23,10 +23,15 @@ dimensions: 2 s against 16 s on 2 busy cores). Later runs then update it row by 
 
 Keyword search: `chunks.tsv`, a tsvector with a GIN index. Its lexemes are computed here, not by
 the server's text-search parser, with the tokenisation the SQLite store's queries use (words of
-`\\w` characters, lower-cased, Latin diacritics removed, no stemming: Spanish and English alike),
-so that a query and the text it must find always agree, whatever the server's locale. Text in
-scripts written without spaces (Han, kana, Hangul, Thai) is indexed as its character bigrams.
-Ranking is `ts_rank_cd`, not BM25: the order can differ from the SQLite store's.
+`\\w` characters, lower-cased, Latin diacritics removed), each word then stemmed as FTS5's
+`porter` tokenizer stems it in the SQLite store (`locallens.stemming.porter_stem`: English suffix
+rules, applied to words of every language in the text and in the query alike), so that a query
+and the text it must find always agree, whatever the server's locale and text-search
+configurations. Text in scripts written without spaces (Han, kana, Hangul, Thai) is indexed as
+its character bigrams, unstemmed. Queries leave out question words (how, what, ...) as on SQLite.
+Ranking is `ts_rank_cd`, not BM25: the order can differ from the SQLite store's, and its scores
+(`keyword_scores`) are on another scale. Schema 1 indexed words unstemmed: opening such a
+database recomputes every `tsv` (step 2).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from locallens.errors import (
     UsageError,
 )
 from locallens.migrations import NO_SPACE_CLASS
+from locallens.stemming import drop_question_words, porter_stem
 from locallens.storage import DocumentExport, PostgresURL
 from locallens.store import (
     COMMON_WORD_FRACTION,
@@ -69,7 +75,7 @@ if TYPE_CHECKING:
     import psycopg
 
 SCHEMA = "locallens"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Key of the transaction-scoped advisory lock under which the schema is created or upgraded, so
 # that two clients opening a new database at the same moment do not both create it ("LLen", 1).
 SCHEMA_LOCK_KEY = 0x4C4C656E_00000001
@@ -296,12 +302,13 @@ def _quote(lexeme: str) -> str:
 
 def tsvector_text(header: str, content: str) -> str:
     """The `chunks.tsv` of a chunk, in tsvector input syntax: header then text, one position per
-    word and per bigram of a run without spaces (positions let a query match a phrase)."""
+    word (its stem) and per bigram of a run without spaces (positions let a query match a
+    phrase)."""
     positions: dict[str, list[int]] = {}
     size = position = 0
     for match in _TOKEN.finditer(_normalise(f"{header}\n{content}" if header else content)):
         run, word = match.groups()
-        for lexeme in _pieces(run) if run else [word]:
+        for lexeme in _pieces(run) if run else [porter_stem(word)]:
             position = min(position + 1, _TS_MAX_POSITION)
             found = positions.get(lexeme)
             if found is None:
@@ -320,9 +327,12 @@ def keyword_terms(query: str) -> tuple[list[str], list[str]]:
 
     Like the SQLite store: one term per whitespace-separated token; a token with inner
     punctuation (an IP, a version, a policy number such as NWL-CY-22871) becomes a phrase of its
-    parts, so it matches only that sequence; single letters are dropped. A run of a script
-    written without spaces stands for its bigrams. Every lexeme is quoted, so no quote, `&`, `|`,
-    `!`, `:*` or parenthesis in a question can make the query fail or mean something else.
+    parts, so it matches only that sequence; single letters are dropped, and so are question
+    words (`drop_question_words`, on the single words before stemming; phrases keep theirs).
+    Words and the parts of phrases are stemmed as the text was (`porter_stem`). A run of a
+    script written without spaces stands for its bigrams. Every lexeme is quoted, so no quote,
+    `&`, `|`, `!`, `:*` or parenthesis in a question can make the query fail or mean something
+    else.
     """
     words: list[str] = []
     others: list[str] = []
@@ -333,12 +343,13 @@ def keyword_terms(query: str) -> tuple[list[str], list[str]]:
                 if run:
                     others += [_quote(piece) for piece in _pieces(run)]
                 elif len(word) > 1 or word.isdigit():
-                    words.append(_quote(word))
+                    words.append(word)
         elif len(parts) > 1:
-            others.append("(" + " <-> ".join(_quote(word) for _, word in parts) + ")")
+            others.append("(" + " <-> ".join(_quote(porter_stem(word)) for _, word in parts) + ")")
         elif parts and (len(parts[0][1]) > 1 or parts[0][1].isdigit()):
-            words.append(_quote(parts[0][1]))
-    return list(dict.fromkeys(words)), list(dict.fromkeys(others))
+            words.append(parts[0][1])
+    stems = [_quote(porter_stem(word)) for word in drop_question_words(words)]
+    return list(dict.fromkeys(stems)), list(dict.fromkeys(others))
 
 
 # -- path filter ------------------------------------------------------------------------------
@@ -506,9 +517,40 @@ def _step_tables(conn: psycopg.Connection[Any]) -> None:
         conn.execute(statement)
 
 
+# Chunks whose keyword rows _step_stemmed_keywords recomputes per round trip.
+_RETOKENISE_BATCH = 1_000
+
+
+def _step_stemmed_keywords(conn: psycopg.Connection[Any]) -> None:
+    """Step 2: every chunk's `tsv` recomputed by tsvector_text, which now stems its words.
+
+    Schema 1 indexed words unstemmed, which the stemmed words of a query would not find. The
+    chunks are read and written back _RETOKENISE_BATCH at a time, in id order, inside the
+    upgrade's transaction: other clients see the old rows or the new ones, never a mix. The
+    planner's statistics of `tsv`, which name the common words a search leaves out, are
+    refreshed at the end (they would otherwise hold unstemmed words until autovacuum's next
+    ANALYZE).
+    """
+    last = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT id, header, content FROM {SCHEMA}.chunks WHERE id > %s ORDER BY id LIMIT %s",
+            (last, _RETOKENISE_BATCH),
+        ).fetchall()
+        if not rows:
+            break
+        conn.execute(
+            f"UPDATE {SCHEMA}.chunks c SET tsv = t.tsv::tsvector"
+            " FROM unnest(%s::bigint[], %s::text[]) AS t(id, tsv) WHERE c.id = t.id",
+            ([row[0] for row in rows], [tsvector_text(row[1], row[2]) for row in rows]),
+        )
+        last = rows[-1][0]
+    conn.execute(f"ANALYZE {SCHEMA}.chunks")
+
+
 # Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
 # migrations: a released step is never edited; a change is a new step.
-_STEPS = ((1, _step_tables),)
+_STEPS = ((1, _step_tables), (2, _step_stemmed_keywords))
 assert _STEPS[-1][0] == SCHEMA_VERSION
 
 
@@ -1111,12 +1153,19 @@ class PostgresStore:
     # -- keywords -----------------------------------------------------------------------------
 
     def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
-        """Chunk ids ranked by `ts_rank_cd` for the terms of `query` (see keyword_terms), best first.
+        """Chunk ids ranked by `ts_rank_cd` for the terms of `query`, best first (see keyword_scores)."""
+        return [chunk_pk for chunk_pk, _ in self.keyword_scores(brain, query, k, path_glob=path_glob)]
 
-        ts_rank_cd counts and weighs the covers of the terms in a chunk, divided by 1 + the log
-        of the chunk's length (normalisation 1, as BM25 favours a short chunk over a long one with
-        the same matches); unlike BM25 it has no idea of how rare a word is, so the order can
-        differ from the SQLite store's. Common words are left out as there (_common_words).
+    def keyword_scores(
+        self, brain: Brain, query: str, k: int, *, path_glob: str | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, score) for the terms of `query` (see keyword_terms), best (highest) first.
+
+        The score is `ts_rank_cd`: it counts and weighs the covers of the terms in a chunk,
+        divided by 1 + the log of the chunk's length (normalisation 1, as BM25 favours a short
+        chunk over a long one with the same matches). Unlike BM25 it has no idea of how rare a
+        word is, so the order can differ from the SQLite store's, and the scale differs too. Equal
+        scores in id order. Common words are left out as there (_common_words).
         """
         words, others = keyword_terms(query)
         if k <= 0 or not (words or others):
@@ -1131,12 +1180,12 @@ class PostgresStore:
             where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"
             params = [*params, pattern]
         rows = self.execute(
-            f"SELECT c.id FROM {SCHEMA}.chunks c, (SELECT %s::tsquery AS query) q"
-            f" WHERE c.brain_id = %s AND c.tsv @@ q.query{where}"
-            " ORDER BY ts_rank_cd(c.tsv, q.query, 1) DESC, c.id LIMIT %s",
+            f"SELECT c.id, ts_rank_cd(c.tsv, q.query, 1) AS score FROM {SCHEMA}.chunks c,"
+            f" (SELECT %s::tsquery AS query) q WHERE c.brain_id = %s AND c.tsv @@ q.query{where}"
+            " ORDER BY score DESC, c.id LIMIT %s",
             [*params, k],
         )
-        return [r[0] for r in rows]
+        return [(int(r[0]), float(r[1])) for r in rows]
 
     def _common_words(self, words: list[str]) -> set[str]:
         """Words (quoted lexemes) found in more than COMMON_WORD_FRACTION of the chunks.

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from locallens.config import (
     DEFAULT_DEVICE,
+    DEFAULT_HYBRID,
     DEFAULT_MIN_RELEVANCE,
     DEFAULT_MIN_SENTENCES,
     DEFAULT_RERANK_CANDIDATES,
@@ -149,39 +150,63 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
     return [replace(h, rerank_score=float(s)) for h, s in ranked if s >= settings.min_relevance][:top_k]
 
 
-# Reciprocal rank fusion: score = sum of 1 / (RRF_K + rank) over the two rankings, each cut at
-# max(k, HYBRID_CANDIDATES). Measured on the stdlib manual pages (docs/decisions.md#hybrid-search):
-# k from 10 to 100 moves nDCG@10 by at most 0.01; 20 candidates instead of 50 finds the right page
-# in the top 5 for 1-3 more of 56 questions, whatever the index settings.
-RRF_K = 60
-HYBRID_CANDIDATES = 20
+# Hybrid fusion: every candidate (the best max(k, HYBRID_CANDIDATES) of each ranking) has a cosine
+# similarity and a keyword score (0 when it did not match the keywords); each is standardised over
+# the candidates (z = (score - mean) / standard deviation), and a candidate scores
+# HYBRID_VECTOR_WEIGHT * z_cosine + (1 - HYBRID_VECTOR_WEIGHT) * z_keyword. Measured against
+# reciprocal rank fusion on SciFact and the stdlib manual pages (docs/decisions.md#hybrid-search):
+# fusing scores keeps how far ahead a clear winner is, which ranks alone lose.
+HYBRID_VECTOR_WEIGHT = 0.7
+HYBRID_CANDIDATES = 50
+
+Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
+
+
+def _standardised(scores: Sequence[float]) -> np.ndarray:
+    """(score - mean) / standard deviation; all zero when the scores do not vary."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        return values
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 1e-12 else np.zeros_like(values)
+
+
+def fuse_scores(
+    cosine: Mapping[Key, float], keyword: Mapping[Key, float], weight: float = HYBRID_VECTOR_WEIGHT
+) -> list[Key]:
+    """The candidates (`cosine`'s keys: every one with its cosine similarity), best first.
+
+    A candidate missing from `keyword` did not match it and scores 0 there. Ties go to the
+    higher cosine, then to the smaller key, so the order is deterministic.
+    """
+    keys = list(cosine)
+    fused = weight * _standardised([cosine[k] for k in keys]) + (1.0 - weight) * _standardised(
+        [keyword.get(k, 0.0) for k in keys]
+    )
+    order = sorted(range(len(keys)), key=lambda j: (-fused[j], -cosine[keys[j]], keys[j]))
+    return [keys[j] for j in order]
 
 
 def hybrid_search(
     store: IndexStore, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
 ) -> list[Hit]:
-    """Vector and keyword (FTS5 BM25) rankings fused by reciprocal rank; best `k`.
+    """Vector and keyword (BM25 over stemmed words) rankings fused by standardised score; best `k`.
 
     Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
-    Fusion by rank needs no score calibration between the two. Every hit keeps its cosine
-    similarity as `score`, so --min-score means the same as in plain vector search.
+    Every hit keeps its cosine similarity as `score`, so --min-score means the same as in plain
+    vector search.
     """
     depth = max(k, HYBRID_CANDIDATES)
     dense = store.knn(brain, qvec, depth, path_glob=path_glob)
-    keyword_ids = store.keyword_search(brain, query, depth, path_glob=path_glob)
-    by_id = store.hits_by_id(brain, qvec, keyword_ids)
-    keyword = [by_id[i] for i in keyword_ids if i in by_id]
+    keyword = store.keyword_scores(brain, query, depth, path_glob=path_glob)
+    by_id = store.hits_by_id(brain, qvec, [i for i, _ in keyword])
 
     def key(hit: Hit) -> tuple[str, int, str]:
         return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
 
-    fused: dict[tuple[str, int, str], float] = {}
-    hits: dict[tuple[str, int, str], Hit] = {}
-    for ranking in (dense, keyword):
-        for rank, hit in enumerate(ranking, start=1):
-            fused[key(hit)] = fused.get(key(hit), 0.0) + 1.0 / (RRF_K + rank)
-            hits.setdefault(key(hit), hit)
-    order = sorted(fused, key=lambda kk: (-fused[kk], -hits[kk].score, kk))
+    hits = {key(by_id[i]): by_id[i] for i, _ in keyword if i in by_id} | {key(h): h for h in dense}
+    keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
+    order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score)
     return [hits[kk] for kk in order[:k]]
 
 
@@ -209,7 +234,7 @@ def search(
     k: int,
     *,
     path_glob: str | None = None,
-    hybrid: bool = False,
+    hybrid: bool = DEFAULT_HYBRID,
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
@@ -289,7 +314,7 @@ def retrieve(
     trim: TrimSettings = TrimSettings(),
     query_vector: np.ndarray | None = None,
     rerank: RerankSettings | None = None,
-    hybrid: bool = False,
+    hybrid: bool = DEFAULT_HYBRID,
 ) -> RetrievalResult:
     if top_k < 1:
         raise UsageError(f"--top-k must be at least 1 (got {top_k})")
@@ -336,7 +361,7 @@ def trim_from_index(
     settings: TrimSettings,
     *,
     device: str = DEFAULT_DEVICE,
-    hybrid: bool = False,
+    hybrid: bool = DEFAULT_HYBRID,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
     from locallens.embedding import load_embedder

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from locallens.config import DEFAULT_DEVICE, DEFAULT_EVAL_THRESHOLDS, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
+from locallens.config import (
+    DEFAULT_DEVICE,
+    DEFAULT_EVAL_THRESHOLDS,
+    DEFAULT_HYBRID,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_CTX,
+    DEFAULT_TOP_K,
+)
 from locallens.errors import NoIndexError, UsageError
 from locallens.models import WarmModels
 from locallens.retrieval import MAX_QUESTION_CHARS
@@ -33,7 +40,10 @@ from locallens.storage import DbLocation
 _BRAIN = {"type": "string", "minLength": 1, "description": "Named index inside the database (default: default)."}
 _TOP_K = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Excerpts to retrieve (default 5)."}
 _TRIM = {"type": "boolean", "description": "Trim excerpts to their sentences relevant to the question."}
-_HYBRID = {"type": "boolean", "description": "Fuse keyword (BM25) and vector search."}
+_HYBRID = {
+    "type": "boolean",
+    "description": f"Fuse keyword (BM25) and vector search (default {str(DEFAULT_HYBRID).lower()}; false: vectors alone).",
+}
 _PATH = {"type": "string", "minLength": 1, "description": "Only sources whose relative path matches this glob."}
 
 
@@ -185,7 +195,7 @@ class ServiceSettings:
     threads: int | None = None
     device: str = DEFAULT_DEVICE
     max_tokens: int = DEFAULT_MAX_TOKENS
-    hybrid: bool = False
+    hybrid: bool = DEFAULT_HYBRID
     search_budget: int = 2000  # tokens of excerpts `search` returns by default
 
 

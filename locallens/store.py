@@ -39,6 +39,7 @@ import numpy as np
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
 from locallens.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
+from locallens.stemming import drop_question_words, porter_stem
 from locallens.storage import DocumentExport
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ KEYWORD_PRUNE_MIN_CHUNKS = 20_000
 # TRIGRAM_EXPANSIONS of the indexed trigrams that start with it.
 NO_SPACE_RUN = re.compile(f"[{NO_SPACE_CLASS}]+")
 TRIGRAM_EXPANSIONS = 32
-# The word (unicode61) and trigram rankings of one query are fused by reciprocal rank, with the
+# The word (stemmed unicode61) and trigram rankings of one query are fused by reciprocal rank, with the
 # constant of retrieval.RRF_K.
 KEYWORD_RRF_K = 60
 # A chunk with several vectors (one per window of the model, `brains.multi_vector`) keeps its first
@@ -783,13 +784,19 @@ class Store:
             return self._connect(apsw.SQLITE_OPEN_READONLY)
 
     def keyword_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
-        """Chunk ids ranked by BM25 (FTS5) for the words of `query`, best first.
+        """Chunk ids ranked by BM25 (FTS5) for the words of `query`, best first (see keyword_scores)."""
+        return [chunk_id for chunk_id, _ in self.keyword_scores(brain, query, k, path_glob=path_glob)]
 
-        Words go to the unicode61 index `chunks_fts`. When the query has runs of Han, kana,
-        Hangul or Thai, they (and its other words of 3 characters or more, which such text often
-        glues to its neighbours: `VPNの設定`) also go to the trigram index `chunks_trigram`, and
-        the two rankings are fused by reciprocal rank. Without such runs the result is the word
-        ranking alone, as before the trigram index existed.
+    def keyword_scores(
+        self, brain: Brain, query: str, k: int, *, path_glob: str | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, score) ranked by BM25 (FTS5) for the words of `query`, best (highest) first.
+
+        Words go to the stemmed word index `chunks_fts`; the score is FTS5's bm25() negated.
+        When the query has runs of Han, kana, Hangul or Thai, they (and its other words of 3
+        characters or more, which such text often glues to its neighbours: `VPNの設定`) also go to
+        the trigram index `chunks_trigram`, and the two rankings are fused by reciprocal rank: the
+        score is then the fused one. Without such runs the result is the word ranking alone.
         """
         words = self._word_search(brain, query, k, path_glob=path_glob)
         if k <= 0 or not NO_SPACE_RUN.search(query):
@@ -799,9 +806,9 @@ class Store:
             return words or trigrams
         fused: dict[int, float] = {}
         for ranking in (words, trigrams):
-            for rank, chunk_id in enumerate(ranking, start=1):
+            for rank, (chunk_id, _) in enumerate(ranking, start=1):
                 fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (KEYWORD_RRF_K + rank)
-        return sorted(fused, key=lambda i: (-fused[i], i))[:k]
+        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
 
     def _trigram_terms(self, query: str) -> list[str]:
         """The trigrams that stand for `query` in `chunks_trigram`, as quoted FTS5 strings.
@@ -844,45 +851,54 @@ class Store:
                 ]
         return ['"' + t.replace('"', '""') + '"' for t in dict.fromkeys(terms)]
 
-    def _trigram_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
-        """Chunk ids ranked by BM25 over `chunks_trigram` for the trigrams of `query`."""
+    def _trigram_search(
+        self, brain: Brain, query: str, k: int, *, path_glob: str | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, -bm25) over `chunks_trigram` for the trigrams of `query`, best first."""
         terms = self._trigram_terms(query)
         if not terms:
             return []
         return self._ranked("chunks_trigram", " OR ".join(terms), brain, k, path_glob)
 
-    def _word_search(self, brain: Brain, query: str, k: int, *, path_glob: str | None = None) -> list[int]:
-        """Chunk ids ranked by BM25 over the unicode61 index `chunks_fts`, best first.
+    def _word_search(
+        self, brain: Brain, query: str, k: int, *, path_glob: str | None = None
+    ) -> list[tuple[int, float]]:
+        """(chunk id, -bm25) over the stemmed word index `chunks_fts`, best first.
 
         Every term is quoted and the terms OR-ed, so no FTS5 syntax in a question (quotes,
-        `NEAR`, `-`, `:`, `*`) can make the query fail or mean something else.
+        `NEAR`, `-`, `:`, `*`) can make the query fail or mean something else. Question words
+        (`locallens.stemming.QUESTION_WORDS`) are left out; FTS5 stems the terms as it stemmed
+        the text.
         """
         # One term per whitespace-separated token; a token with inner punctuation (an IP, a
         # version, a policy number such as NWL-CY-22871) becomes a phrase of its parts, which is
         # how FTS5's tokenizer indexed it, so it matches only that exact sequence.
-        terms = []
+        words: list[str] = []
+        phrases: list[str] = []
         for token in query.lower().split():
             parts = re.findall(r"\w+", token)
             if len(parts) > 1:
-                terms.append('"' + " ".join(parts) + '"')
+                phrases.append('"' + " ".join(parts) + '"')
             elif parts and (len(parts[0]) > 1 or parts[0].isdigit()):
-                terms.append(f'"{parts[0]}"')
+                words.append(parts[0])
+        words = drop_question_words(words)
+        terms = list(dict.fromkeys([f'"{w}"' for w in words] + phrases))
         if not terms or k <= 0:
             return []
-        terms = self._without_common_words(list(dict.fromkeys(terms)))
+        terms = self._without_common_words(terms)
         return self._ranked("chunks_fts", " OR ".join(terms), brain, k, path_glob)
 
-    def _ranked(self, table: str, match: str, brain: Brain, k: int, path_glob: str | None) -> list[int]:
-        """Chunk ids of `brain` matching the FTS5 query `match` in `table`, best BM25 first."""
+    def _ranked(self, table: str, match: str, brain: Brain, k: int, path_glob: str | None) -> list[tuple[int, float]]:
+        """(chunk id, -bm25) of `brain`'s chunks matching the FTS5 query `match` in `table`, best first."""
         where, params = "", [match, brain.id]
         if path_glob:
             where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
         rows = self.execute(
-            f"SELECT c.id FROM {table} JOIN chunks c ON c.id = {table}.rowid"
+            f"SELECT c.id, bm25({table}) FROM {table} JOIN chunks c ON c.id = {table}.rowid"
             f" WHERE {table} MATCH ? AND c.brain_id = ?{where} ORDER BY bm25({table}), c.id LIMIT ?",
             [*params, k],
         )
-        return [r[0] for r in rows]
+        return [(r[0], -float(r[1])) for r in rows]
 
     def _without_common_words(self, terms: list[str]) -> list[str]:
         """Drop single words found in more than COMMON_WORD_FRACTION of the chunks (the, of, on).
@@ -905,9 +921,10 @@ class Store:
             self._vocab_ready = True
         frequency = {}
         for term in words:
-            # The index holds words case- and diacritic-folded (unicode61, remove_diacritics 2).
-            folded = "".join(
-                ch for ch in unicodedata.normalize("NFKD", term.strip('"')) if not unicodedata.combining(ch)
+            # The index holds words case- and diacritic-folded (unicode61, remove_diacritics 2),
+            # then stemmed (porter).
+            folded = porter_stem(
+                "".join(ch for ch in unicodedata.normalize("NFKD", term.strip('"')) if not unicodedata.combining(ch))
             )
             rows = self.execute("SELECT doc FROM temp.chunks_vocab WHERE term = ?", (folded,))
             frequency[term] = int(rows[0][0]) if rows else 0

@@ -78,7 +78,7 @@ def test_keyword_search_finds_words_inside_cjk_text(notes, query: str, expected:
 
 def test_a_query_without_cjk_ranks_as_the_word_index_alone(notes) -> None:  # type: ignore[no-untyped-def]
     store, brain = notes
-    assert store.keyword_search(brain, "where is the printer", 5) == store._word_search(
+    assert store.keyword_scores(brain, "where is the printer", 5) == store._word_search(
         brain, "where is the printer", 5
     )
     assert paths(store, store.keyword_search(brain, "printer kitchen", 5)) == ["en.md"]

@@ -99,7 +99,8 @@ def questions(tmp_path: Path) -> Path:
 def test_eval_json_shape_and_retrieval_metrics(db: Path, questions: Path, fake_models: FakeModels) -> None:
     data = cli_json("eval", str(questions), "--db", str(db))
     assert list(data) == ["questions", "search", "sweep", "retrieval", "answers", "per_question"]
-    assert data["questions"] == len(QUESTIONS) and data["search"] == "vector" and data["answers"] is None
+    assert data["questions"] == len(QUESTIONS) and data["search"] == "hybrid" and data["answers"] is None
+    assert cli_json("eval", str(questions), "--db", str(db), "--no-hybrid")["search"] == "vector"
     assert [(row["threshold"], row["window"]) for row in data["sweep"]] == [
         (t, w) for t in (0.3, 0.38, 0.45) for w in (0, 1, 2)
     ]

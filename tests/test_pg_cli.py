@@ -86,20 +86,20 @@ def test_every_command_works_on_postgres_as_on_sqlite(five: Path, pg_url: str, t
     cli_json("index", str(docs), "--db", sqlite_db)
 
     # Vector search: the same excerpts in the same order (the PostgreSQL store searches a brain
-    # this small exactly). Hybrid: PostgreSQL ranks keywords with ts_rank_cd, not BM25, so the
-    # fused order may differ below the top; the answer's excerpt still leads.
-    on_pg = cli_json("ask", QUESTION, "--context-only", "--json", "--db", pg_url)
-    on_sqlite = cli_json("ask", QUESTION, "--context-only", "--json", "--db", sqlite_db)
+    # this small exactly). Hybrid (the default): PostgreSQL ranks keywords with ts_rank_cd, not
+    # BM25, so the fused order may differ below the top; the answer's excerpt still leads.
+    on_pg = cli_json("ask", QUESTION, "--context-only", "--json", "--no-hybrid", "--db", pg_url)
+    on_sqlite = cli_json("ask", QUESTION, "--context-only", "--json", "--no-hybrid", "--db", sqlite_db)
     assert _source_ids(on_pg) == _source_ids(on_sqlite)
     assert [s["score"] for s in on_pg["sources"]] == pytest.approx([s["score"] for s in on_sqlite["sources"]], abs=1e-3)
-    hybrid_pg = cli_json("ask", QUESTION, "--context-only", "--json", "--hybrid", "--db", pg_url)
-    hybrid_sqlite = cli_json("ask", QUESTION, "--context-only", "--json", "--hybrid", "--db", sqlite_db)
+    hybrid_pg = cli_json("ask", QUESTION, "--context-only", "--json", "--db", pg_url)
+    hybrid_sqlite = cli_json("ask", QUESTION, "--context-only", "--json", "--db", sqlite_db)
     assert (
         hybrid_pg["sources"][0]["path"] == hybrid_sqlite["sources"][0]["path"] == "engineering/staging-environment.md"
     )
     assert "5433" in json.dumps(hybrid_pg["sources"][:2])
-    exact = cli_json("ask", QUESTION, "--context-only", "--json", "--exact", "--db", pg_url)
-    assert _source_ids(exact) == _source_ids(cli_json("ask", QUESTION, "--context-only", "--json", "--db", pg_url))
+    exact = cli_json("ask", QUESTION, "--context-only", "--json", "--exact", "--no-hybrid", "--db", pg_url)
+    assert _source_ids(exact) == _source_ids(on_pg)
 
     trimmed = cli_json("trim", QUESTION, "--json", "--db", pg_url)
     assert "5433" in json.dumps(trimmed)

@@ -350,6 +350,85 @@ def test_keyword_search_indexes_headers(store: IndexStore) -> None:
     assert keyword_paths(store, brain, "quarterly") == ["a.md"]
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "gateway",
+        "printer kitchen gateway",
+        "NWL-CY-22871 policy",
+        "canción jardín",
+        "192.168.1.10 port",
+        "打印",
+        "VPN 設定",
+    ],
+)
+def test_keyword_scores_are_keyword_search_with_its_scores(store: IndexStore, notes: Brain, query: str) -> None:
+    scores = store.keyword_scores(notes, query, 10)
+    assert scores and [chunk_id for chunk_id, _ in scores] == store.keyword_search(notes, query, 10)
+    values = [score for _, score in scores]
+    assert all(isinstance(score, float) and score > 0 for score in values), scores
+    assert values == sorted(values, reverse=True)  # best first; ties allowed
+    assert store.keyword_scores(notes, query, 1) == scores[:1]
+
+
+def test_keyword_scores_are_higher_for_better_matches_and_filtered(store: IndexStore, brain: Brain) -> None:
+    write(store, brain, "both.md", ["Rotate the audit logs every night."], [e(1)])
+    write(store, brain, "one.md", ["Rotate the tyres every spring."], [e(1)])
+    write(store, brain, "sub/other.md", ["Audit logs are kept for a year."], [e(1)])
+    scores = store.keyword_scores(brain, "rotate audit logs", 10)
+    paths = keyword_paths(store, brain, "rotate audit logs")
+    assert paths[0] == "both.md" and set(paths) == {"both.md", "one.md", "sub/other.md"}
+    assert scores[0][1] > scores[-1][1]
+    filtered = store.keyword_scores(brain, "rotate audit logs", 10, path_glob="sub/*")
+    assert len(filtered) == 1 and filtered[0][0] in {chunk_id for chunk_id, _ in scores}
+    assert store.keyword_scores(brain, "", 5) == store.keyword_scores(brain, "rotate", 0) == []
+    assert store.keyword_scores(brain, "rotate", 5, path_glob="[") == []
+
+
+STEMMED_NOTES = {
+    "pool.md": "Each connection to the database comes from the pool.",
+    "index.md": "The documents were indexed overnight.",
+    "config.md": "See the configuration reference for every setting.",
+    "rotate.md": "Logs rotate at midnight.",
+    "other.md": "Nothing of interest here.",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("connections", "pool.md"),  # plural of the indexed word
+        ("connected", "pool.md"),
+        ("indexing", "index.md"),  # another inflection of "indexed"
+        ("configured", "config.md"),  # configured, configuration -> configur
+        ("rotation", "rotate.md"),
+        ("log", "rotate.md"),
+        ("CONNECTIONS", "pool.md"),
+        ("connection-pool", None),  # a phrase of stems: "connection pool" is not in the text
+        ("connection pool", "pool.md"),
+    ],
+)
+def test_keyword_search_matches_other_inflections(
+    store: IndexStore, brain: Brain, query: str, expected: str | None
+) -> None:
+    for path, text in STEMMED_NOTES.items():
+        write(store, brain, path, [text], [e(1)])
+    assert keyword_paths(store, brain, query) == ([expected] if expected else [])
+
+
+def test_question_words_are_left_out_of_a_keyword_search(store: IndexStore, brain: Brain) -> None:
+    write(store, brain, "faq.md", ["How do I? How do I do it? How do I know how? Do, do, do. How?"], [e(1)])
+    write(store, brain, "logs.md", ["Rotating the logs: logrotate runs each night and keeps seven log files."], [e(1)])
+    for n, text in enumerate(["Printers are on the second floor.", "Lunch is at noon.", "Backups run weekly."]):
+        write(store, brain, f"other-{n}.md", [text], [e(1)])
+    assert keyword_paths(store, brain, "how do I rotate the logs")[:1] == ["logs.md"]
+    assert keyword_paths(store, brain, "how do I rotate the logs?") == keyword_paths(store, brain, "rotate the logs")
+    # A question made only of question words keeps them.
+    assert keyword_paths(store, brain, "how do") == ["faq.md"]
+    # Phrases keep their words: "how-to" is still a phrase.
+    assert keyword_paths(store, brain, "how-to") == []
+
+
 # -- sentence cache, reporting, export --------------------------------------------------------
 
 
@@ -538,6 +617,40 @@ def test_a_newer_schema_is_refused(pg_url: str) -> None:
     for create in (False, True):
         with pytest.raises(StoreError, match=r"written by a newer locallens \(schema 99\); upgrade locallens"):
             open_store(url, create=create)
+
+
+def test_a_schema_1_database_gets_stemmed_keywords_when_opened(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    url = parse_db(pg_url)
+    texts = [f"Chunk {n}: the documents were indexed." for n in range(20)]
+    with monkeypatch.context() as schema_1:  # keyword rows as schema 1 wrote them: words unstemmed
+        schema_1.setattr(pgstore, "porter_stem", lambda word: word)
+        with open_store(url, create=True) as store:
+            brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20, headers=True)
+            write(store, brain, "pool.md", ["Each connection comes from the pool."], [e(1)], headers=["Connections"])
+            write(store, brain, "index.md", texts, [e(0, 1)] * len(texts))
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("UPDATE locallens.meta SET value = '1' WHERE key = 'schema_version'")
+        (before,) = conn.execute("SELECT tsv::text FROM locallens.chunks WHERE relative_path = 'pool.md'").fetchone()
+    assert "'connection'" in before and "'connect'" not in before
+
+    monkeypatch.setattr(pgstore, "_RETOKENISE_BATCH", 7)  # 21 chunks: several batches
+    with open_store(url) as store:
+        brain = store.get_brain("default")
+        assert keyword_paths(store, brain, "connected") == ["pool.md"]
+        assert len(store.keyword_search(brain, "indexing", 50)) == len(texts)
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT value FROM locallens.meta WHERE key = 'schema_version'").fetchone() == ("2",)
+        rows = conn.execute("SELECT id, header, content FROM locallens.chunks").fetchall()
+        stale = conn.execute(
+            "SELECT c.id FROM locallens.chunks c JOIN unnest(%s::bigint[], %s::text[]) AS t(id, tsv) ON c.id = t.id"
+            " WHERE c.tsv <> t.tsv::tsvector",
+            ([row[0] for row in rows], [pgstore.tsvector_text(row[1], row[2]) for row in rows]),
+        ).fetchall()
+        assert len(rows) == 21 and stale == []
+        (after,) = conn.execute("SELECT tsv::text FROM locallens.chunks WHERE relative_path = 'pool.md'").fetchone()
+    assert after == "'come':4 'connect':1,3 'each':2 'from':5 'pool':7 'the':6"  # header first
 
 
 def test_two_first_opens_at_once_create_the_schema_once(pg_url: str) -> None:

@@ -28,6 +28,7 @@ from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_EVAL_THRESHOLDS,
     DEFAULT_EVAL_WINDOWS,
+    DEFAULT_HYBRID,
     DEFAULT_MIN_SENTENCES,
     DEFAULT_N_CTX,
     DEFAULT_TOP_K,
@@ -77,7 +78,7 @@ class EvalRequest:
     device: str = DEFAULT_DEVICE
     model: str | None = None  # embedding model of the BEIR brain (None: auto, or the brain's pin)
     beir_chunks: int = DEFAULT_CHUNKS_PER_QUERY  # chunks searched per BEIR query
-    hybrid: bool = False  # search by vector and keywords fused (retrieval.hybrid_search)
+    hybrid: bool = DEFAULT_HYBRID  # search by vector and keywords fused (retrieval.hybrid_search)
     extractive: bool = False  # --answers without a generator: the extractive answer
     inline_questions: tuple[Question, ...] | None = None  # instead of a QUESTIONS file (the MCP tool)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from locallens.config import DEFAULT_DEVICE
+from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean, ndcg_at_k, recall_at_k
 from locallens.progress import NoProgress, Progress, Relabelled
@@ -317,7 +317,7 @@ def evaluate_beir(
     device: str = DEFAULT_DEVICE,
     chunks_per_query: int = DEFAULT_CHUNKS_PER_QUERY,
     split: str = "test",
-    hybrid: bool = False,
+    hybrid: bool = DEFAULT_HYBRID,
     progress: Progress | None = None,
 ) -> BeirReport:
     """Index the dataset's corpus into brain `beir-<name>` of `db` and score its `split` queries."""

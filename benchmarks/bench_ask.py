@@ -319,10 +319,14 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
                 total_ms.append((t2 - t0) * 1000)
             parallel = bool(store._readers)
             retrieve_ms = []
-            for q in queries[:20]:  # (fewer with --quick: as many as the queries)
+            vector_retrieve_ms = []
+            for q in queries[:20]:  # (fewer with --quick: as many as the queries); the two take turns
                 t0 = time.perf_counter()
-                retrieve(store, brain, embedder, q, 5)
+                retrieve(store, brain, embedder, q, 5)  # the default: hybrid
                 retrieve_ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                retrieve(store, brain, embedder, q, 5, hybrid=False)
+                vector_retrieve_ms.append((time.perf_counter() - t0) * 1000)
             # The same searches on one thread, for comparison.
             vectors = [embedder.encode_query(q) for q in queries]
             threshold = store_module.PARALLEL_MIN_VECTORS
@@ -378,16 +382,21 @@ def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries:
             (p95_total <= TARGET_RETRIEVAL_MS) if judged else None,
         )
         table.add(
-            "  retrieve() end to end, median",
+            "  retrieve() end to end (hybrid, the default), median",
             c.fmt_ms(c.median(retrieve_ms)),
             note=f"{len(retrieve_ms)} queries; adds token counting of the hits",
+        )
+        table.add(
+            "  retrieve() end to end, --no-hybrid, median",
+            c.fmt_ms(c.median(vector_retrieve_ms)),
+            note=f"ratio hybrid / vector {c.median(retrieve_ms) / c.median(vector_retrieve_ms):.2f}",
         )
         table.add(
             "  k-NN search on one thread, median / p95 (comparison)",
             f"{c.median(serial_ms):.1f} / {c.percentile(serial_ms, 95):.1f} ms",
         )
         table.add(
-            "  --hybrid: embed + vector + keyword search, median / p95",
+            "  hybrid: embed + vector + keyword search + fusion, median / p95",
             f"{c.median(hybrid_ms):.1f} / {c.percentile(hybrid_ms, 95):.1f} ms",
             note="every synthetic chunk shares most words: common words are left out from 20k chunks",
         )

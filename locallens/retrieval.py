@@ -10,6 +10,7 @@ the threshold: see `trim_settings_from_env`).
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -158,6 +159,13 @@ def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k
 # fusing scores keeps how far ahead a clear winner is, which ranks alone lose.
 HYBRID_VECTOR_WEIGHT = 0.7
 HYBRID_CANDIDATES = 50
+# A query made only of identifiers (every word holds a digit or inner punctuation: an IP, a
+# version, a policy number, `10.40.1.50`) gives the embedder nothing to read: its nearest chunks
+# are noise that a lone exact keyword match must be able to beat. Such queries weigh the vectors
+# at IDENTIFIER_VECTOR_WEIGHT. (None of the benchmark questions is one; with 0.7 a bare IP in
+# sample_docs/ ranked a VPN note above the one page that has it.)
+IDENTIFIER_VECTOR_WEIGHT = 0.5
+_WORD = re.compile(r"\w+")
 
 Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
 
@@ -187,6 +195,12 @@ def fuse_scores(
     return [keys[j] for j in order]
 
 
+def identifiers_only(query: str) -> bool:
+    """Whether every word of `query` is an identifier: has a digit, or inner punctuation."""
+    tokens = [t for t in query.split() if _WORD.search(t)]
+    return bool(tokens) and all(len(_WORD.findall(t)) > 1 or any(ch.isdigit() for ch in t) for t in tokens)
+
+
 def hybrid_search(
     store: IndexStore, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
 ) -> list[Hit]:
@@ -206,7 +220,8 @@ def hybrid_search(
 
     hits = {key(by_id[i]): by_id[i] for i, _ in keyword if i in by_id} | {key(h): h for h in dense}
     keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
-    order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score)
+    weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
+    order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
     return [hits[kk] for kk in order[:k]]
 
 

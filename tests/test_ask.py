@@ -441,12 +441,12 @@ def _sources(db: Path, question: str, *flags: str) -> list[dict]:
 
 
 def test_hybrid_search_finds_exact_tokens_that_embeddings_miss(sample_index: Path, no_llm: list[str]) -> None:
-    plain = _sources(sample_index, "10.40.1.50", "--top-k", "3")
-    hybrid = _sources(sample_index, "10.40.1.50", "--top-k", "3", "--hybrid")
+    plain = _sources(sample_index, "10.40.1.50", "--top-k", "3", "--no-hybrid")
+    hybrid = _sources(sample_index, "10.40.1.50", "--top-k", "3")  # hybrid: the default
     assert "notas/manual-almacen-zaragoza.md" not in {s["path"] for s in plain}
     assert hybrid[0]["path"] == "notas/manual-almacen-zaragoza.md" and "10.40.1.50" in hybrid[0]["content"]
     # Scores stay cosine similarities: the same chunk scores the same in both searches.
-    by_id = {s["id"]: s["score"] for s in _sources(sample_index, "10.40.1.50", "--top-k", "50")}
+    by_id = {s["id"]: s["score"] for s in _sources(sample_index, "10.40.1.50", "--top-k", "50", "--no-hybrid")}
     assert all(abs(by_id[s["id"]] - s["score"]) < 1e-3 for s in hybrid if s["id"] in by_id)
 
 

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from locallens import migrations
 from locallens import store as store_module
 from locallens.domain import Chunk
-from locallens.retrieval import HYBRID_VECTOR_WEIGHT, fuse_scores, hybrid_search, search
+from locallens.retrieval import (
+    HYBRID_VECTOR_WEIGHT,
+    IDENTIFIER_VECTOR_WEIGHT,
+    fuse_scores,
+    hybrid_search,
+    identifiers_only,
+    search,
+)
 from locallens.store import Brain, Store
 
 DIM = 4
@@ -96,9 +103,43 @@ def test_fusion_ranks_every_candidate_once(candidates: dict[int, tuple[float, fl
         assert order == sorted(cosine, key=lambda i: (-cosine[i], i))
 
 
-def test_the_default_leans_to_the_vectors() -> None:
+def test_the_default_leans_to_the_vectors_and_a_bare_identifier_to_the_keywords() -> None:
     # Measured on three corpora (docs/decisions.md#hybrid-search); a change must be measured again.
-    assert 0.5 < HYBRID_VECTOR_WEIGHT < 1.0
+    assert IDENTIFIER_VECTOR_WEIGHT < HYBRID_VECTOR_WEIGHT < 1.0
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("10.40.1.50", True),
+        ("NWL-CY-22871", True),
+        ("v2.1 10.0.0.1?", True),
+        ("What is at 10.40.1.50?", False),  # a sentence: the embedder can read it
+        ("ERR_CONN_RESET", False),  # one word (underscores are word characters), no digit
+        ("", False),
+        ("?!", False),
+    ],
+)
+def test_identifier_only_queries(query: str, expected: bool) -> None:
+    assert identifiers_only(query) is expected
+
+
+def test_a_bare_identifier_finds_its_one_exact_match_first(notes) -> None:  # type: ignore[no-untyped-def]
+    store, brain = notes
+    # The vectors prefer a.md by far; only other.md contains the code.
+    store.write_document(
+        brain,
+        root="/notes",
+        relative_path="code.md",
+        size=1,
+        mtime_ns=1,
+        checksum="code",
+        chunks=[Chunk(id="code-0", brain=brain.name, relative_path="code.md", chunk_index=0,
+                      content="The label printer answers at 10.40.1.50 on the warehouse network.", checksum="code")],
+        vectors=np.array([[0.1, 0.1, 0.1, 0.98]], dtype=np.float32),
+    )  # fmt: skip
+    assert search(store, brain, "", QUESTION_VECTOR, 1, hybrid=False)[0].chunk.relative_path == "a.md"
+    assert hybrid_search(store, brain, "10.40.1.50", QUESTION_VECTOR, 3)[0].chunk.relative_path == "code.md"
 
 
 # -- hybrid search on a store -----------------------------------------------------------------

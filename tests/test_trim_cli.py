@@ -108,8 +108,10 @@ def test_index_sentence_vectors_precomputes_everything(tmp_path: Path, embedder)
 
 
 def test_trim_with_hybrid_search_finds_exact_tokens(sample_index: Path) -> None:
-    plain = json.loads(cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3").stdout)
-    result = cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3", "--hybrid")
+    plain = json.loads(
+        cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3", "--no-hybrid").stdout
+    )
+    result = cli("trim", "10.40.1.50", "--db", str(sample_index), "--json", "--top-k", "3")  # hybrid: the default
     assert result.exit_code == 0, result.output
     hybrid = json.loads(result.stdout)
     assert hybrid["chunks"][0]["path"] == "notas/manual-almacen-zaragoza.md"

@@ -28,7 +28,7 @@ the server's text-search parser, with the tokenisation the SQLite store's querie
 rules, applied to words of every language in the text and in the query alike), so that a query
 and the text it must find always agree, whatever the server's locale and text-search
 configurations. Text in scripts written without spaces (Han, kana, Hangul, Thai) is indexed as
-its character bigrams, unstemmed. Queries leave out question words (how, what, ...) as on SQLite.
+its character bigrams, unstemmed.
 Ranking is `ts_rank_cd`, not BM25: the order can differ from the SQLite store's, and its scores
 (`keyword_scores`) are on another scale. Schema 1 indexed words unstemmed: opening such a
 database recomputes every `tsv` (step 2).
@@ -59,7 +59,7 @@ from locallens.errors import (
     UsageError,
 )
 from locallens.migrations import NO_SPACE_CLASS
-from locallens.stemming import drop_question_words, porter_stem
+from locallens.stemming import porter_stem
 from locallens.storage import DocumentExport, PostgresURL
 from locallens.store import (
     COMMON_WORD_FRACTION,
@@ -327,9 +327,8 @@ def keyword_terms(query: str) -> tuple[list[str], list[str]]:
 
     Like the SQLite store: one term per whitespace-separated token; a token with inner
     punctuation (an IP, a version, a policy number such as NWL-CY-22871) becomes a phrase of its
-    parts, so it matches only that sequence; single letters are dropped, and so are question
-    words (`drop_question_words`, on the single words before stemming; phrases keep theirs).
-    Words and the parts of phrases are stemmed as the text was (`porter_stem`). A run of a
+    parts, so it matches only that sequence; single letters are dropped. Words and the parts of
+    phrases are stemmed as the text was (`porter_stem`). A run of a
     script written without spaces stands for its bigrams. Every lexeme is quoted, so no quote,
     `&`, `|`, `!`, `:*` or parenthesis in a question can make the query fail or mean something
     else.
@@ -348,7 +347,7 @@ def keyword_terms(query: str) -> tuple[list[str], list[str]]:
             others.append("(" + " <-> ".join(_quote(porter_stem(word)) for _, word in parts) + ")")
         elif parts and (len(parts[0][1]) > 1 or parts[0][1].isdigit()):
             words.append(parts[0][1])
-    stems = [_quote(porter_stem(word)) for word in drop_question_words(words)]
+    stems = [_quote(porter_stem(word)) for word in words]
     return list(dict.fromkeys(stems)), list(dict.fromkeys(others))
 
 

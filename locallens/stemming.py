@@ -1,12 +1,7 @@
-"""Keyword normalisation shared by both stores: question words, and (see porter_stem) stems.
+"""The English stemmer both stores' keyword search shares: `porter_stem`, FTS5's `porter`.
 
-A question as a person types it ("how do I ...", "which setting ...") carries words that the
-documents it must find rarely contain, so BM25 gives them a high weight and ranks chunks that
-happen to say "how" or "which" above the ones about the subject. Keyword search therefore leaves
-these words out of the query (they still reach the embedder, which reads them in context).
-Measured on the stdlib manual pages' 56 questions (docs/decisions.md#hybrid-search): keyword-only
-hit@5 0.79 with them, 0.82 without; hybrid nDCG@10 0.861 → 0.875. English only: a question in
-another language keeps all its words.
+The SQLite store's word index stems with FTS5's built-in `porter` tokenizer; the PostgreSQL store
+computes its lexemes in Python, so it needs the very same stems: porter_stem gives them.
 """
 
 from __future__ import annotations
@@ -14,18 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import lru_cache
 from itertools import pairwise
-
-QUESTION_WORDS = frozenset(
-    {"how", "what", "when", "where", "why", "which", "who", "whom", "whose"}
-    | {"does", "do", "did", "is", "are", "can", "could", "should", "would", "will"}
-)
-
-
-def drop_question_words(words: list[str]) -> list[str]:
-    """`words` (lower-cased, unstemmed) without QUESTION_WORDS, unless that would leave none."""
-    kept = [w for w in words if w not in QUESTION_WORDS]
-    return kept or words
-
 
 # -- the Porter stemmer of SQLite FTS5 ----------------------------------------------------------
 #

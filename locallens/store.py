@@ -39,7 +39,7 @@ import numpy as np
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
 from locallens.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
-from locallens.stemming import drop_question_words, porter_stem
+from locallens.stemming import porter_stem
 from locallens.storage import DocumentExport
 
 if TYPE_CHECKING:
@@ -866,26 +866,22 @@ class Store:
         """(chunk id, -bm25) over the stemmed word index `chunks_fts`, best first.
 
         Every term is quoted and the terms OR-ed, so no FTS5 syntax in a question (quotes,
-        `NEAR`, `-`, `:`, `*`) can make the query fail or mean something else. Question words
-        (`locallens.stemming.QUESTION_WORDS`) are left out; FTS5 stems the terms as it stemmed
-        the text.
+        `NEAR`, `-`, `:`, `*`) can make the query fail or mean something else. FTS5 stems the
+        terms as it stemmed the text.
         """
         # One term per whitespace-separated token; a token with inner punctuation (an IP, a
         # version, a policy number such as NWL-CY-22871) becomes a phrase of its parts, which is
         # how FTS5's tokenizer indexed it, so it matches only that exact sequence.
-        words: list[str] = []
-        phrases: list[str] = []
+        terms = []
         for token in query.lower().split():
             parts = re.findall(r"\w+", token)
             if len(parts) > 1:
-                phrases.append('"' + " ".join(parts) + '"')
+                terms.append('"' + " ".join(parts) + '"')
             elif parts and (len(parts[0]) > 1 or parts[0].isdigit()):
-                words.append(parts[0])
-        words = drop_question_words(words)
-        terms = list(dict.fromkeys([f'"{w}"' for w in words] + phrases))
+                terms.append(f'"{parts[0]}"')
         if not terms or k <= 0:
             return []
-        terms = self._without_common_words(terms)
+        terms = self._without_common_words(list(dict.fromkeys(terms)))
         return self._ranked("chunks_fts", " OR ".join(terms), brain, k, path_glob)
 
     def _ranked(self, table: str, match: str, brain: Brain, k: int, path_glob: str | None) -> list[tuple[int, float]]:

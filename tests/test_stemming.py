@@ -1,4 +1,4 @@
-"""locallens.stemming: question words, and porter_stem against SQLite FTS5's own `porter` tokenizer.
+"""locallens.stemming: porter_stem against SQLite FTS5's own `porter` tokenizer.
 
 porter_stem must give, for every token, the very stem FTS5 indexes, so that the PostgreSQL store
 (which stems in Python) and the SQLite store (which lets FTS5 stem) find the same chunks. It is
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from locallens.stemming import QUESTION_WORDS, drop_question_words, porter_stem
+from locallens.stemming import porter_stem
 
 from .helpers import ROOT, SAMPLE_DOCS
 
@@ -204,32 +204,3 @@ def test_porter_stem_is_cached() -> None:
     hits = porter_stem.cache_info().hits
     assert porter_stem("configurations") == "configur"
     assert porter_stem.cache_info().hits == hits + 1
-
-
-# -- question words ---------------------------------------------------------------------------
-
-
-def test_question_words_are_dropped_in_order() -> None:
-    assert drop_question_words(["how", "do", "i", "rotate", "the", "logs"]) == ["i", "rotate", "the", "logs"]
-    assert drop_question_words(["which", "port", "does", "staging", "use"]) == ["port", "staging", "use"]
-    assert drop_question_words(["rotate", "logs"]) == ["rotate", "logs"]
-
-
-def test_a_question_of_question_words_only_keeps_them() -> None:
-    assert drop_question_words(["who", "is"]) == ["who", "is"]
-    assert drop_question_words(["what"]) == ["what"]
-    assert drop_question_words([]) == []
-
-
-def test_question_words_are_matched_whole_and_lower_case() -> None:
-    # The callers lower-case; inflected or longer words are not question words.
-    assert drop_question_words(["How", "however", "whatsoever", "doing", "logs"]) == [
-        "How",
-        "however",
-        "whatsoever",
-        "doing",
-        "logs",
-    ]
-    assert drop_question_words(["how", "how", "logs", "how"]) == ["logs"]
-    assert {"how", "what", "which", "does", "is"} <= QUESTION_WORDS
-    assert "the" not in QUESTION_WORDS and "not" not in QUESTION_WORDS

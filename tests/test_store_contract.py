@@ -416,19 +416,6 @@ def test_keyword_search_matches_other_inflections(
     assert keyword_paths(store, brain, query) == ([expected] if expected else [])
 
 
-def test_question_words_are_left_out_of_a_keyword_search(store: IndexStore, brain: Brain) -> None:
-    write(store, brain, "faq.md", ["How do I? How do I do it? How do I know how? Do, do, do. How?"], [e(1)])
-    write(store, brain, "logs.md", ["Rotating the logs: logrotate runs each night and keeps seven log files."], [e(1)])
-    for n, text in enumerate(["Printers are on the second floor.", "Lunch is at noon.", "Backups run weekly."]):
-        write(store, brain, f"other-{n}.md", [text], [e(1)])
-    assert keyword_paths(store, brain, "how do I rotate the logs")[:1] == ["logs.md"]
-    assert keyword_paths(store, brain, "how do I rotate the logs?") == keyword_paths(store, brain, "rotate the logs")
-    # A question made only of question words keeps them.
-    assert keyword_paths(store, brain, "how do") == ["faq.md"]
-    # Phrases keep their words: "how-to" is still a phrase.
-    assert keyword_paths(store, brain, "how-to") == []
-
-
 # -- sentence cache, reporting, export --------------------------------------------------------
 
 

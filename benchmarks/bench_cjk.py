@@ -8,7 +8,7 @@ three languages, `{question, files, answers}` as `locallens eval` reads them).
 
 1. Retrieval: the corpus indexed with the default model; hit@5 (an expected file among the
    files of the 5 best chunks) of vector search, of the keyword ranking alone
-   (`Store.keyword_search`) and of hybrid search (both fused by reciprocal rank), overall and by
+   (`Store.keyword_search`) and of hybrid search (`retrieval.hybrid_search`), overall and by
    language. For the trigram index's handling of 2-character words, the keyword and hybrid
    figures are also given with the 2-character expansion off (`TRIGRAM_EXPANSIONS = 0`: only the
    query's own trigrams), when the code under test has it.

@@ -13,6 +13,10 @@ offline from the same two rankings, so no setting costs a second index:
 - pydoc: the language-reference topics CPython bundles for `help()` (`benchmarks/corpora.py`),
   with `benchmarks/data/pydoc_questions.jsonl`; scored like stdlib.
 
+Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
+HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
+HYBRID_CANDIDATES per side as `ask` (k=5) fuses them.
+
 Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, and
 the index time (embedding included, model load excluded). Figures are printed as one table and
 appended as JSON lines to `--out`.
@@ -294,6 +298,22 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
             for q, v in zip(corpus.queries, qvecs, strict=True)
         ]
     result["hybrid"] = score(corpus, hybrid)
+    # As `ask` searches (k=5, so HYBRID_CANDIDATES per side), ranked on to the corpus's depth.
+    from locallens.retrieval import HYBRID_CANDIDATES, HYBRID_VECTOR_WEIGHT, IDENTIFIER_VECTOR_WEIGHT, identifiers_only
+
+    result["hybrid_ask"] = score(
+        corpus,
+        [
+            fuse_scores(
+                d,
+                k,
+                IDENTIFIER_VECTOR_WEIGHT if identifiers_only(q.text) else HYBRID_VECTOR_WEIGHT,
+                HYBRID_CANDIDATES,
+                corpus.depth,
+            )
+            for q, (d, k) in zip(corpus.queries, ranks, strict=True)
+        ],
+    )
     grid = {}
     for depth in DEPTHS:
         for weight in WEIGHTS:
@@ -392,7 +412,7 @@ def main() -> None:
                         **result,
                     }
                     rows.append(row)
-                    for mode in ("vector", "keyword", "hybrid"):
+                    for mode in ("vector", "keyword", "hybrid", "hybrid_ask"):
                         m = result[mode]
                         print(
                             f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
@@ -406,7 +426,7 @@ def main() -> None:
     print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
-        for mode in ("vector", "keyword", "hybrid"):
+        for mode in ("vector", "keyword", "hybrid", "hybrid_ask"):
             m = row[mode]
             print(
                 f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "

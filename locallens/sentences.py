@@ -9,8 +9,8 @@ The walk is line based and linear:
 1. Fenced code blocks (``` or ~~~, closed by a fence of the same character at least as long, or
    running to the end of the text when never closed) are atomic units.
 2. Blank lines end paragraphs.
-3. Structural lines (table rows ``|``, bullets ``-``/``*``/``+`` and the plain-text bullets
-   ``•``/``◦``/``‣``/``⁃``/``▪``, numbered items ``1.``/``1)``/``1.)``, lettered items
+3. Structural lines (table rows: ``|`` with another ``|`` after it, or alone; bullets
+   ``-``/``*``/``+`` and the plain-text bullets ``•``/``◦``/``‣``/``⁃``/``▪``, numbered items ``1.``/``1)``/``1.)``, lettered items
    ``a)``/``a.)`` (not ``a.``: a wrapped line may start with ``p. ej.``), blockquotes ``>``) and ATX
    headings (``#``) are one unit per line. An indented line right after a list item is that
    item's continuation (a wrapped bullet), not a new unit. A list item is never cut at its
@@ -104,7 +104,13 @@ _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})\s*")
 _HEADING = re.compile(r" {0,3}#{1,6}(?:\s|$)")
 # Thematic break or setext underline: `---`, `***`, `___`, `===` (spaces allowed between marks).
 _RULE = re.compile(r" {0,3}([-*_=])[ \t]*(?:\1[ \t]*){2,}\s*$")
-_TABLE = re.compile(r"\s*\|")
+# A table row has a cell boundary: its leading `|` and at least one more. A line that only starts
+# with `|` is a gutter, as pydoc draws a class body (` |  append(self, x)` / ` |      Add x ...`):
+# prose, its wrapped lines joined like any prose; a line holding nothing but the gutter stays a
+# unit of its own, so it parts paragraphs as a blank line would. Taking every such line for a
+# table row cut each wrapped line of a docstring into a unit of its own
+# (docs/decisions.md#trimming-defaults).
+_TABLE = re.compile(r"\s*\|(?:.*\||\s*$)")
 _QUOTE = re.compile(r"\s*>")
 # Bullets need a space (or the end of the line) after the mark, so `-5 °C`, `+1` and `**bold**`
 # stay prose. Besides markdown's three, the bullets of plain text (PDF and word processor

@@ -126,6 +126,28 @@ def test_table_rows_one_unit_per_line() -> None:
     assert split_sentences(text) == ["| Name | Value |", "|------|-------|", "| a. B | 3.14 |"]
 
 
+def test_a_pipe_gutter_is_not_a_table() -> None:
+    # pydoc draws a class body behind a `|` gutter: a wrapped docstring is prose, cut at its
+    # sentences, not one unit per line; a line holding only the gutter parts paragraphs.
+    text = (
+        " |  append(self, object, /)\n"
+        " |      Append object to the end of the list. It grows\n"
+        " |      by one.\n"
+        " |  \n"
+        " |  clear(self, /)\n"
+        " |      Remove all items from list.\n"
+    )
+    assert split_sentences(text) == [
+        "|  append(self, object, /)\n |      Append object to the end of the list.",
+        "It grows\n |      by one.",
+        "|",
+        "|  clear(self, /)\n |      Remove all items from list.",
+    ]
+    # A grammar alternative (`| name`) continues its production; one-column rows stay rows.
+    assert split_sentences("expr ::= a\n     | b") == ["expr ::= a\n     | b"]
+    assert split_sentences("| one |\n| two |") == ["| one |", "| two |"]
+
+
 def test_bullets_one_unit_per_line_with_every_marker() -> None:
     text = "Intro line. Second one:\n- first item. Has two sentences.\n* second\n+ third"
     assert split_sentences(text) == [

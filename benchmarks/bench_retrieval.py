@@ -26,7 +26,10 @@ Usage:
         [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE] [--reuse]
 
 `--reuse` scores the indexes an earlier run left in `--work` instead of building them again (the
-index time is then not measured): for comparing search code on the same vectors.
+index time is then not measured): for comparing search code on the same vectors. `--pg [URL]`
+also copies each index into PostgreSQL (`locallens copy`; a pgserver started for the run when no
+URL is given) and scores vector and hybrid search there, as the store's defaults search it (HNSW
+from 10,000 vectors, keywords ranked by ts_rank_cd).
 
 `today` indexes with the settings of the previous release (no headers, one averaged vector per
 chunk). Run with PYTHONPATH pointing at an older checkout, the script measures that checkout
@@ -36,12 +39,13 @@ chunk). Run with PYTHONPATH pointing at an older checkout, the script measures t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -328,6 +332,31 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     return result
 
 
+def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[str, Any]:
+    """Vector, hybrid (`search` with the corpus's depth) and hybrid as `ask` fuses (k=20) on a copy
+    of the index in PostgreSQL, scored like the SQLite rows."""
+    from locallens.copying import CopyRequest, copy_brains
+    from locallens.retrieval import HYBRID_CANDIDATES, search
+    from locallens.storage import open_store, parse_db
+
+    dest = parse_db(url)
+    copy_brains(CopyRequest(source=db, dest=dest, brains=("bench",), replace=True))
+    result: dict[str, Any] = {}
+    with open_store(dest, create=False) as store:
+        brain = store.get_brain("bench")
+        for name, hybrid, k in (
+            ("vector", False, corpus.depth),
+            ("hybrid", True, corpus.depth),
+            ("hybrid_ask", True, HYBRID_CANDIDATES),
+        ):
+            ranked = [
+                [h.chunk.relative_path for h in search(store, brain, q.text, v, k, hybrid=hybrid)]
+                for q, v in zip(corpus.queries, qvecs, strict=True)
+            ]
+            result[name] = score(corpus, ranked)
+    return result
+
+
 def count_chunks(db: Path) -> int:
     from locallens.store import Store
 
@@ -362,6 +391,14 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="score the indexes already in --work instead of building them"
     )
+    parser.add_argument(
+        "--pg",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URL",
+        help="also score a copy of each index in PostgreSQL (no URL: a pgserver for the run)",
+    )
     args = parser.parse_args()
     c.offline_env()
     started = time.perf_counter()
@@ -379,6 +416,54 @@ def main() -> None:
         "sample": load_sample,
     }
     rows = []
+    with contextlib.ExitStack() as stack:
+        pg_url = None
+        if args.pg is not None:
+            from bench_pg import postgres
+
+            pg_url = stack.enter_context(postgres(args.pg or None, stack.enter_context(_temporary_folder())))
+        run_corpora(args, loaders, embedder, rows, pg_url)
+    print()
+    print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        for mode in modes(row):
+            m = row[mode]
+            print(
+                f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
+                f"{m['ndcg@10']:.3f} | {seconds_text(row['index_s'])} |"
+            )
+    print()
+    print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
+    for row in rows:
+        print(f"  {row['corpus']} {row['config']}:")
+        for name, m in row["fusion_grid"].items():
+            print(f"    {name:24} {m['ndcg@10']:.3f} ({m['hit@5']:.3f})")
+    c.print_end(started)
+
+
+@contextlib.contextmanager
+def _temporary_folder() -> Iterator[Path]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="locallens-bench-retrieval-pg-") as folder:
+        yield Path(folder)
+
+
+def modes(row: dict[str, Any]) -> list[str]:
+    """The searches scored in `row`, in table order (the PostgreSQL ones when measured)."""
+    names = ["vector", "keyword", "hybrid", "hybrid_ask"]
+    return names + [f"pg_{n}" for n in ("vector", "hybrid", "hybrid_ask") if f"pg_{n}" in row]
+
+
+def run_corpora(
+    args: argparse.Namespace,
+    loaders: dict[str, Callable[[], Corpus]],
+    embedder: Any,
+    rows: list[dict[str, Any]],
+    pg_url: str | None,
+) -> None:
+    """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
@@ -402,6 +487,10 @@ def main() -> None:
                     variants.append((f"{label}(mean)", derived))
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
+                    if pg_url is not None:
+                        c.note(f"{corpus_name} {name}: copying into PostgreSQL; scoring")
+                        pg = evaluate_postgres(corpus, path, qvecs, pg_url)
+                        result |= {f"pg_{mode}": m for mode, m in pg.items()}
                     row = {
                         "corpus": corpus_name,
                         "config": name,
@@ -412,7 +501,7 @@ def main() -> None:
                         **result,
                     }
                     rows.append(row)
-                    for mode in ("vector", "keyword", "hybrid", "hybrid_ask"):
+                    for mode in modes(row):
                         m = result[mode]
                         print(
                             f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
@@ -422,23 +511,6 @@ def main() -> None:
                     if args.out:
                         with args.out.open("a", encoding="utf-8") as fh:
                             fh.write(json.dumps(row) + "\n")
-    print()
-    print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
-    print("|---|---|---|---|---|---|---|")
-    for row in rows:
-        for mode in ("vector", "keyword", "hybrid", "hybrid_ask"):
-            m = row[mode]
-            print(
-                f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
-                f"{m['ndcg@10']:.3f} | {seconds_text(row['index_s'])} |"
-            )
-    print()
-    print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
-    for row in rows:
-        print(f"  {row['corpus']} {row['config']}:")
-        for name, m in row["fusion_grid"].items():
-            print(f"    {name:24} {m['ndcg@10']:.3f} ({m['hit@5']:.3f})")
-    c.print_end(started)
 
 
 if __name__ == "__main__":

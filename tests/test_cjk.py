@@ -9,11 +9,12 @@ import pytest
 
 from locallens import migrations
 from locallens import store as store_module
-from locallens.domain import Chunk
 from locallens.errors import StoreError
 from locallens.retrieval import hybrid_search
 from locallens.store import Brain, Store
 from locallens.tokens import count_tokens, estimate_tokens
+
+from .helpers import write_one_chunk_notes
 
 ROOT = Path(__file__).resolve().parent.parent
 CJK_DOCS = ROOT / "benchmarks" / "data" / "cjk" / "docs"
@@ -30,18 +31,7 @@ VECTORS = {"ja.md": [1, 0, 0, 0], "zh.md": [0.6, 0.8, 0, 0], "ko.md": [0, 0, 1, 
 
 
 def write_notes(store: Store, brain: Brain, notes: dict[str, str] = NOTES) -> None:
-    for n, (path, text) in enumerate(notes.items()):
-        chunk = Chunk(id=f"c{n}-0", brain=brain.name, relative_path=path, chunk_index=0, content=text, checksum=f"c{n}")
-        store.write_document(
-            brain,
-            root="/notes",
-            relative_path=path,
-            size=len(text),
-            mtime_ns=1,
-            checksum=f"c{n}",
-            chunks=[chunk],
-            vectors=np.array([VECTORS.get(path, [1, 1, 1, 1])], dtype=np.float32),
-        )
+    write_one_chunk_notes(store, brain, notes, {path: VECTORS.get(path, [1, 1, 1, 1]) for path in notes})
 
 
 @pytest.fixture()

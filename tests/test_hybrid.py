@@ -22,6 +22,8 @@ from locallens.retrieval import (
 )
 from locallens.store import Brain, Store
 
+from .helpers import write_one_chunk_notes
+
 DIM = 4
 NOTES = {
     # The dense side (VECTORS) prefers notes/a.md for the question vector below; only rotate.md
@@ -36,18 +38,7 @@ QUESTION_VECTOR = np.array([1, 0, 0, 0], dtype=np.float32)
 
 
 def write_notes(store: Store, brain: Brain) -> None:
-    for n, (path, text) in enumerate(NOTES.items()):
-        chunk = Chunk(id=f"c{n}-0", brain=brain.name, relative_path=path, chunk_index=0, content=text, checksum=f"c{n}")
-        store.write_document(
-            brain,
-            root="/notes",
-            relative_path=path,
-            size=len(text),
-            mtime_ns=1,
-            checksum=f"c{n}",
-            chunks=[chunk],
-            vectors=np.array([VECTORS[path]], dtype=np.float32),
-        )
+    write_one_chunk_notes(store, brain, NOTES, VECTORS)
 
 
 @pytest.fixture()

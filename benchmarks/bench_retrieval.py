@@ -29,7 +29,7 @@ Usage:
 index time is then not measured): for comparing search code on the same vectors. `--pg [URL]`
 also copies each index into PostgreSQL (`locallens copy`; a pgserver started for the run when no
 URL is given) and scores vector and hybrid search there, as the store's defaults search it (HNSW
-from 10,000 vectors, keywords ranked by ts_rank_cd).
+from 10,000 vectors, keywords ranked by its BM25).
 
 `today` indexes with the settings of the previous release (no headers, one averaged vector per
 chunk). Run with PYTHONPATH pointing at an older checkout, the script measures that checkout

@@ -86,8 +86,9 @@ def test_every_command_works_on_postgres_as_on_sqlite(five: Path, pg_url: str, t
     cli_json("index", str(docs), "--db", sqlite_db)
 
     # Vector search: the same excerpts in the same order (the PostgreSQL store searches a brain
-    # this small exactly). Hybrid (the default): PostgreSQL ranks keywords with ts_rank_cd, not
-    # BM25, so the fused order may differ below the top; the answer's excerpt still leads.
+    # this small exactly). Hybrid (the default): PostgreSQL's BM25 measures a chunk's length in
+    # distinct lexemes, FTS5 in words, so the fused order may differ below the top; the answer's
+    # excerpt still leads.
     on_pg = cli_json("ask", QUESTION, "--context-only", "--json", "--no-hybrid", "--db", pg_url)
     on_sqlite = cli_json("ask", QUESTION, "--context-only", "--json", "--no-hybrid", "--db", sqlite_db)
     assert _source_ids(on_pg) == _source_ids(on_sqlite)

@@ -385,6 +385,18 @@ def test_keyword_scores_are_higher_for_better_matches_and_filtered(store: IndexS
     assert store.keyword_scores(brain, "rotate", 5, path_glob="[") == []
 
 
+def test_keyword_scores_weigh_rare_words_over_repeated_common_ones(store: IndexStore, brain: Brain) -> None:
+    # BM25 in both stores: "zebra" is in one chunk of eight, "report" in all of them, so the chunk
+    # with the rare word comes first even though another repeats the common one five times.
+    write(store, brain, "repeats.md", ["report report report report report"], [e(1)])
+    write(store, brain, "rare.md", ["zebra report"], [e(1)])
+    for n in range(6):
+        write(store, brain, f"r{n}.md", [f"report number {n}"], [e(1)])
+    assert keyword_paths(store, brain, "report zebra")[:2] == ["rare.md", "repeats.md"]
+    write(store, brain, "more.md", ["zebra zebra crossing"], [e(1)])  # the same store object
+    assert keyword_paths(store, brain, "zebra")[0] == "more.md"
+
+
 STEMMED_NOTES = {
     "pool.md": "Each connection to the database comes from the pool.",
     "index.md": "The documents were indexed overnight.",
@@ -770,6 +782,23 @@ def test_the_path_filter_matches_what_sqlite_glob_matches(pg_url: str) -> None:
                 (expected,) = reference.execute("SELECT ? GLOB ?", (path, pattern)).fetchone()
                 got = regex is not None and conn.execute("SELECT %s ~ %s", (path, regex)).fetchone() == (True,)
                 assert got == bool(expected), (pattern, path, regex)
+
+
+def test_common_words_are_counted_out_from_prune_min_chunks(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No ANALYZE: the planner's statistics know nothing; the counts alone find `the` common.
+    texts = [f"the the the note {n}" for n in range(30)] + ["the zebra"]
+    with open_store(parse_db(pg_url), create=True) as store:
+        brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
+        write(store, brain, "a.md", texts, [e(1)] * len(texts))
+        assert len(store.keyword_search(brain, "the zebra", 50)) == 31  # below PRUNE_MIN_CHUNKS: all scored
+        monkeypatch.setattr(pgstore, "PRUNE_MIN_CHUNKS", 20)
+        assert len(store.keyword_search(brain, "the zebra", 50)) == 1
+        assert len(store.keyword_search(brain, "the note", 50)) == 30  # all common: the rarer stays
+        assert len(store.keyword_search(brain, "the", 50)) == 31
+        assert len(store.keyword_search(brain, "zebra-the", 50)) == 0  # a phrase is never left out
+        assert store._keyword_stats(brain)[0] == 31
+        write(store, brain, "b.md", ["the zebra again"], [e(1)])
+        assert store._keyword_stats(brain)[0] == 32  # a write forgets the cached counts
 
 
 def test_common_words_are_left_out_of_a_keyword_search(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

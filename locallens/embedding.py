@@ -157,9 +157,12 @@ def pick_device(device: str) -> str:
     return "cpu"
 
 
-# While sentence-transformers is not loaded, jobs up to this many tokens go to the NumPy encoder:
-# importing torch and sentence-transformers costs 4-5 s, which NumPy's slower pace on batches
-# (measured on 2 cores: ~2,700 tokens/s against torch's ~7,000) only adds up to at ~20,000 tokens.
+# Until sentence-transformers is loaded, the NumPy encoder takes jobs while the tokens it has
+# embedded in this process (questions aside) stay within this budget: importing torch and
+# sentence-transformers costs 4-5 s, which NumPy's slower pace on batches (measured on 2 cores:
+# ~2,700 tokens/s against torch's ~7,000) only adds up to at ~20,000 tokens. The budget is for
+# the process, not per job: an index run that embeds in small slices would otherwise pay NumPy's
+# pace on every slice (21 stdlib pages: 9.7 s of a 50 s run), and then load torch anyway.
 NUMPY_TOKEN_BUDGET = 8192
 # Once it is loaded, torch takes every job but a question: NumPy embeds a question in ~9 ms
 # against torch's ~14 ms, and torch's OpenMP threads keep spinning after each call, which slows
@@ -171,9 +174,9 @@ class Embedder:
     """An embedding model producing L2-normalised float32 vectors, with two backends.
 
     - NumPy (`locallens.npbert`): BERT-family sentence-transformers folders (the packaged MiniLM,
-      BGE small/base), loaded in ~0.1 s without torch. It embeds questions and any small job
-      (<= NUMPY_TOKEN_BUDGET tokens) on the CPU, so `ask`, `trim` and a small reindex never
-      import torch.
+      BGE small/base), loaded in ~0.1 s without torch. It embeds questions, and jobs while the
+      process has embedded no more than NUMPY_TOKEN_BUDGET tokens, on the CPU, so `ask`, `trim`
+      and a small reindex never import torch.
     - sentence-transformers: loaded on first need, for large jobs, a GPU device, and every
       model the NumPy encoder does not cover. Once loaded, it does all the work but questions.
     Both give the same vectors to ~1e-6, so a brain can hold vectors from either.
@@ -189,6 +192,7 @@ class Embedder:
         self._np: NumpyBert | None = None
         self.last_backend = ""  # "numpy" or "sentence-transformers": what embedded the last job
         self._specials: int | None = None
+        self._numpy_spent = 0  # tokens of jobs (not questions) the NumPy encoder has embedded
         if self.requested_device in {"auto", "cpu"} and Path(spec.source).is_dir():
             from locallens import npbert
 
@@ -224,8 +228,7 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if progress is None:
             return self._encode(list(texts), batch_size)
-        if self._st is None and self._np is not None and not self._numpy_takes(self._np.token_ids(texts)):
-            _ = self.model  # a large job as a whole: load sentence-transformers before the first slice
+        self.plan(texts)  # a large job as a whole: sentence-transformers before the first slice
         # Feed the model in slices so a progress bar can move. Longest first, as
         # sentence-transformers orders one call: texts of similar length share a batch, so little
         # is padded. (In the given order, an index run measured +19% over one encode() call of
@@ -238,6 +241,12 @@ class Embedder:
             out[chosen] = self._encode([texts[i] for i in chosen], batch_size)
             progress(len(chosen))
         return out
+
+    def plan(self, texts: Sequence[str]) -> None:
+        """Announce a job of `texts` to come, maybe in many calls: sentence-transformers is
+        loaded now if the NumPy encoder would not take all of it (NUMPY_TOKEN_BUDGET)."""
+        if self._st is None and self._np is not None and texts and not self._numpy_takes(self._np.token_ids(texts)):
+            _ = self.model
 
     def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Vectors of `texts`; one longer than the model's window is embedded whole, in windows.
@@ -387,6 +396,9 @@ class Embedder:
             ids = self._np.token_ids(texts)
             if self._numpy_takes(ids):
                 self.last_backend = "numpy"
+                tokens = sum(map(len, ids))
+                if tokens > NUMPY_QUERY_TOKENS:
+                    self._numpy_spent += tokens
                 return self._np.encode_ids(ids, batch_size)
         self.last_backend = "sentence-transformers"
         vectors = self.model.encode(
@@ -400,7 +412,10 @@ class Embedder:
 
     def _numpy_takes(self, ids: Sequence[Sequence[int]]) -> bool:
         """Whether the NumPy encoder embeds a job of these token ids (the budgets above)."""
-        return sum(map(len, ids)) <= (NUMPY_TOKEN_BUDGET if self._st is None else NUMPY_QUERY_TOKENS)
+        tokens = sum(map(len, ids))
+        if tokens <= NUMPY_QUERY_TOKENS:
+            return True
+        return self._st is None and self._numpy_spent + tokens <= NUMPY_TOKEN_BUDGET
 
     def encode_query(self, text: str) -> np.ndarray:
         return self._encode([self.spec.query_prefix + text])[0]

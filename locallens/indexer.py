@@ -454,9 +454,9 @@ class _Run:
             keys = list(todo.keys())
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
-            report.over_length += embedder.count_over_length(
-                [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
-            )
+            embedded = [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
+            report.over_length += embedder.count_over_length(embedded)
+            embedder.plan(embedded)  # the batch's backend is chosen for all of it, not per slice
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.

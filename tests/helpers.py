@@ -370,6 +370,9 @@ class FakeEmbedder:
     def count_over_length(self, texts: Sequence[str]) -> int:
         return sum(1 for t in texts if len(_TOKEN.findall(t)) > self.max_seq_length - 2)
 
+    def plan(self, texts: Sequence[str]) -> None:
+        """One backend here: nothing to choose."""
+
 
 class FakeReranker:
     """A cross-encoder stand-in: `predict` scores pairs by the fake cosine, mapped to 0..1."""

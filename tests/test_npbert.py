@@ -162,7 +162,8 @@ def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypat
     assert embedder.count_over_length(over) == 1
     # A job over the token budget loads sentence-transformers, which then does all the work...
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
-    vectors = embedder.encode(["a passage long enough to go over a ten-token budget for numpy embedding"] * 2)
+    passage = "a passage long enough to go over the budget and the size of a question " * 10
+    vectors = embedder.encode([passage, passage + "again"])
     assert embedder.last_backend == "sentence-transformers" and vectors.shape == (2, 384)
     embedder.encode(["a job of a few hundred tokens, no question " * 20] * 2)
     assert embedder.last_backend == "sentence-transformers"
@@ -182,6 +183,37 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
     # Each 2-text slice (batch_size * 2) fits the budget; the 6 texts together do not.
     embedder.encode(["three tokens"] * 6, progress=done.append)
     assert embedder.last_backend == "sentence-transformers" and sum(done) == 6
+
+
+@pytest.mark.slow
+def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Small jobs one after another (an index run's slices, a semantic chunker's documents) use
+    # NumPy until their tokens together pass the budget; then sentence-transformers takes over.
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
+    jobs = [[f"passage number {n}, eleven plain words that are not a question"] for n in range(3)]
+    per_job = max(sum(map(len, embedder._np.token_ids(job))) for job in jobs)  # type: ignore[union-attr]
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 2 * per_job)
+    backends = []
+    for job in jobs:  # distinct texts: the suite memoises vectors by text
+        embedder.encode(job)
+        backends.append(embedder.last_backend)
+    assert backends == ["numpy", "numpy", "sentence-transformers"]
+    embedder.encode_query("short")  # a question stays on NumPy
+    assert embedder.last_backend == "numpy"
+
+
+@pytest.mark.slow
+def test_plan_loads_sentence_transformers_for_a_job_over_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 50)
+    monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
+    embedder.plan(["a few words"])
+    assert embedder._st is None
+    embedder.plan(["a few words"] * 20)  # about 100 tokens in all, each text far under the budget
+    assert embedder._st is not None
+    embedder.encode(["a few words, planned", "and a few more"])
+    assert embedder.last_backend == "sentence-transformers"
 
 
 def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:

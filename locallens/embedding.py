@@ -392,15 +392,26 @@ class Embedder:
         return self._specials
 
     def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
-        if self._np is not None:
-            ids = self._np.token_ids(texts)
-            if self._numpy_takes(ids):
-                self.last_backend = "numpy"
-                tokens = sum(map(len, ids))
-                if tokens > NUMPY_QUERY_TOKENS:
-                    self._numpy_spent += tokens
-                return self._np.encode_ids(ids, batch_size)
+        if self._np is None:
+            self.last_backend = "sentence-transformers"
+            return self._st_encode(texts, batch_size)
+        from locallens.npbert import token_batches
+
+        ids = self._np.token_ids(texts)
+        if self._numpy_takes(ids):
+            self.last_backend = "numpy"
+            tokens = sum(map(len, ids))
+            if tokens > NUMPY_QUERY_TOKENS:
+                self._numpy_spent += tokens
+            return self._np.encode_ids(ids, batch_size)
+        # Batches by tokens (npbert.token_batches): the same tokenizer, so the same lengths.
         self.last_backend = "sentence-transformers"
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch in token_batches([len(seq) for seq in ids], batch_size * self.max_seq_length):
+            out[batch] = self._st_encode([texts[i] for i in batch], len(batch))
+        return out
+
+    def _st_encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         vectors = self.model.encode(
             texts,
             batch_size=batch_size,

@@ -66,6 +66,10 @@ DEFAULT_HEADERS = True
 DEFAULT_MULTI_VECTOR = False
 
 EMBED_BATCH_CHUNKS = 1024  # chunks gathered across files before one encode() call
+# Files read are chunked together once their texts reach this many characters (or at a flush):
+# the semantic chunkers then embed the sentences of many files in one call (see
+# chunking.percentile.embed_documents).
+CHUNK_GROUP_CHARS = 200_000
 # Work is committed at least this often: pending files are flushed once this many seconds have
 # passed since the last commit, and a batch is embedded in slices sized to about this long, each
 # followed by the commit of the files it completed. A run stopped at any time keeps its progress.
@@ -254,6 +258,8 @@ class _Run:
         self.root_keys: list[str] = []  # what `roots` records: folders, or single files as given
         self.pending: list[_Pending] = []
         self.pending_chunks = 0
+        self.unchunked: list[Document] = []  # read, waiting to be chunked together
+        self.unchunked_chars = 0
         self.known_roots: list[str] = []  # roots the brain had before this run
         self.last_commit = time.monotonic()
 
@@ -367,14 +373,12 @@ class _Run:
             if not writing:
                 self.progress.advance(FILES)
                 continue
-            texts = self._get_chunker().chunk(read.text) if read.text else []
-            chunks = make_chunks(read, self.request.brain, texts)
-            contents = [chunk.content for chunk in chunks]
-            headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
-            hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
-            self.pending.append(_Pending(read, chunks, headers, hashes))
-            self.pending_chunks += len(chunks)
-            if self.pending_chunks >= EMBED_BATCH_CHUNKS or time.monotonic() - self.last_commit >= COMMIT_SECONDS:
+            self.unchunked.append(read)
+            self.unchunked_chars += len(read.text)
+            due = time.monotonic() - self.last_commit >= COMMIT_SECONDS
+            if self.unchunked_chars >= CHUNK_GROUP_CHARS or due:
+                self._chunk_unchunked()
+            if self.pending_chunks >= EMBED_BATCH_CHUNKS or due:
                 self._flush(report)
         if writing:
             self._flush(report)
@@ -433,7 +437,21 @@ class _Run:
                 )
         return outer
 
+    def _chunk_unchunked(self) -> None:
+        """Chunk the files read so far, all at once, into pending work."""
+        if not self.unchunked:
+            return
+        documents, self.unchunked, self.unchunked_chars = self.unchunked, [], 0
+        for read, texts in zip(documents, self._get_chunker().chunk_many([d.text for d in documents]), strict=True):
+            chunks = make_chunks(read, self.request.brain, texts)
+            contents = [chunk.content for chunk in chunks]
+            headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
+            hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
+            self.pending.append(_Pending(read, chunks, headers, hashes))
+            self.pending_chunks += len(chunks)
+
     def _flush(self, report: IndexReport) -> None:
+        self._chunk_unchunked()
         if not self.pending:
             return
         assert self.store is not None

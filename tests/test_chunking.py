@@ -26,6 +26,7 @@ from locallens.chunking.maxmin import sigmoid
 from locallens.chunking.percentile import cosine_distances, group_by_breakpoints, percentile_threshold
 from locallens.domain import Document
 from locallens.errors import UsageError
+from locallens.npbert import MAX_BATCH_TEXTS, token_batches
 from locallens.tokens import count_tokens, get_encoding
 
 # --------------------------------------------------------------------------------------------
@@ -447,6 +448,31 @@ def test_percentile_chunker_cuts_at_the_topic_shift() -> None:
     chunks = chunker.chunk(" ".join(CATS + CARS))
     assert chunks == [" ".join(CATS), " ".join(CARS)]
     assert encode.calls == [CATS + CARS]  # one batch for the whole document
+
+
+@pytest.mark.parametrize("strategy", ["percentile", "maxmin"])
+def test_chunk_many_is_chunk_of_each_text_with_one_encoder_call(strategy: str) -> None:
+    encode = TopicEncoder()
+    make = PercentileChunker if strategy == "percentile" else MaxMinChunker
+    chunker = make(encode, split=split_on_full_stops)
+    texts = [" ".join(CATS + CARS), "", "   ", "One sentence about the sea, long enough to be kept.", " ".join(CARS)]
+    expected = [chunker.chunk(text) for text in texts]
+    encode.calls.clear()
+    assert chunker.chunk_many(texts) == expected
+    assert len(encode.calls) == 1
+    assert chunker.chunk_many([]) == [] and chunker.chunk_many(["", " "]) == [[], []]
+
+
+@given(st.lists(st.integers(1, 600), max_size=60), st.integers(1, 9000))
+def test_token_batches_cover_every_text_once_within_the_slots(lengths: list[int], slots: int) -> None:
+    batches = token_batches(lengths, slots)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    flat = [lengths[i] for batch in batches for i in batch]
+    assert flat == sorted(flat, reverse=True)  # longest first, so similar lengths share a batch
+    for batch in batches:
+        longest = max(lengths[i] for i in batch)
+        assert 1 <= len(batch) <= MAX_BATCH_TEXTS
+        assert len(batch) == 1 or len(batch) * longest <= slots
 
 
 def test_percentile_chunker_respects_min_tokens() -> None:

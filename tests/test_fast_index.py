@@ -204,6 +204,26 @@ def test_semantic_chunkers_use_the_embedder_and_are_pinned(
     assert chunks == vectors == fts == out["chunks"]["total"]
 
 
+def test_semantic_chunkers_embed_the_sentences_of_many_files_in_one_call(
+    corpus: Path, db: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from locallens import indexer
+
+    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # no flush on the clock: one group
+    grouped = cli_json("index", str(corpus), "--db", str(db), "--chunker", "maxmin")
+    calls = fake_models.embedder.calls
+    assert len(CORPUS) > 2 and len(calls) == 2  # every file's sentences, then every chunk
+    # Chunked one file at a time (a group of one file), the chunks come out the same.
+    monkeypatch.setattr(indexer, "CHUNK_GROUP_CHARS", 1)
+    calls.clear()
+    alone = cli_json("index", str(corpus), "--db", str(tmp_path / "alone.db"), "--chunker", "maxmin")
+    assert len(calls) > 2
+    assert alone["chunks"]["total"] == grouped["chunks"]["total"]
+    with Store(db) as a, Store(tmp_path / "alone.db") as b:
+        contents = "SELECT relative_path, chunk_index, content FROM chunks ORDER BY 1, 2"
+        assert a.execute(contents) == b.execute(contents)
+
+
 def test_model_mismatch_is_refused_with_advice_then_rebuild(
     corpus: Path, db: Path, fake_models: FakeModels, tmp_path: Path
 ) -> None:

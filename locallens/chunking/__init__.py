@@ -12,7 +12,7 @@ the stable ids of docs/behaviour.md#chunk-ids, so every strategy numbers and nam
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from locallens.chunking.maxmin import MaxMinChunker, is_garbage_chunk
@@ -42,6 +42,10 @@ STRATEGIES = CHUNKERS  # the names `get_chunker` and `--chunker` take
 class Chunker(Protocol):
     def chunk(self, text: str) -> list[str]:
         """The chunk texts of `text`, in document order."""
+        ...
+
+    def chunk_many(self, texts: Sequence[str]) -> list[list[str]]:
+        """`chunk` of each of `texts`; the semantic chunkers embed all their sentences at once."""
         ...
 
 

@@ -47,6 +47,7 @@ import functools
 import math
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -54,7 +55,7 @@ from locallens.chunking.percentile import (
     Encode,
     SplitSentences,
     default_split,
-    embed_sentences,
+    embed_documents,
     sentence_encode,
     sentences_within,
 )
@@ -136,18 +137,21 @@ class MaxMinChunker:
         self.split = split or default_split
 
     def chunk(self, text: str) -> list[str]:
-        if not text.strip():
-            return []
-        sentences, token_counts = sentences_within(text, self.split, self.max_tokens)
-        if not sentences:
-            return []
-        rows = embed_sentences(self._encode_sentences, sentences)  # one call for the document
-        chunks = []
-        for group in self.group(rows, token_counts):
-            content = " ".join(sentences[i] for i in group)
-            if len(content) >= self.min_chunk_length and not is_garbage_chunk(content):
-                chunks.append(content)
-        return chunks
+        return self.chunk_many([text])[0]
+
+    def chunk_many(self, texts: Sequence[str]) -> list[list[str]]:
+        """`chunk` of each text, their sentences embedded in one call (see embed_documents)."""
+        split = [sentences_within(text, self.split, self.max_tokens) if text.strip() else ([], []) for text in texts]
+        rows = embed_documents(self._encode_sentences, [sentences for sentences, _ in split])
+        out: list[list[str]] = []
+        for (sentences, token_counts), document_rows in zip(split, rows, strict=True):
+            chunks = []
+            for group in self.group(document_rows, token_counts):
+                content = " ".join(sentences[i] for i in group)
+                if len(content) >= self.min_chunk_length and not is_garbage_chunk(content):
+                    chunks.append(content)
+            out.append(chunks)
+        return out
 
     def group(self, rows: np.ndarray, token_counts: list[int] | None = None) -> list[list[int]]:
         """Sentence indices grouped into chunks, before any filtering. `rows`: unit vectors."""

@@ -152,6 +152,10 @@ class ParagraphTokenChunker:
         """The chunk texts of `text`, in order: stripped, non-empty, within `chunk_size`."""
         return list(self.iter_chunks(text))
 
+    def chunk_many(self, texts: Sequence[str]) -> list[list[str]]:
+        """`chunk` of each text (the Chunker protocol's batch form)."""
+        return [self.chunk(text) for text in texts]
+
     def iter_chunks(self, text: str) -> Iterator[str]:
         """Lazy form of `chunk`: only the current and the previous chunk are held."""
         if "\r" in text:

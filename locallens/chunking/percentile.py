@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ __all__ = [
     "PercentileChunker",
     "SplitSentences",
     "cosine_distances",
+    "embed_documents",
     "embed_sentences",
     "group_by_breakpoints",
     "percentile_threshold",
@@ -84,6 +86,20 @@ def embed_sentences(encode: Encode, sentences: list[str]) -> np.ndarray:
     with _blas_one_thread():
         vectors = encode(sentences)
     return unit_rows(vectors, len(sentences))
+
+
+def embed_documents(encode: Encode, documents: list[list[str]]) -> list[np.ndarray]:
+    """`embed_sentences` for several documents' sentences in one call: unit rows per document.
+
+    Sentences are short: a document's few dozen make small batches, which cost mostly the fixed
+    price of a forward pass. Together, hundreds of sentences of similar length share a batch.
+    """
+    every = [sentence for sentences in documents for sentence in sentences]
+    if not every:
+        return [np.zeros((0, 0)) for _ in documents]
+    rows = embed_sentences(encode, every)
+    bounds = np.cumsum([0, *map(len, documents)])
+    return [rows[start:end] for start, end in itertools.pairwise(bounds)]
 
 
 def default_split(text: str) -> list[str]:
@@ -184,17 +200,23 @@ class PercentileChunker:
         self._encoding = get_encoding()
 
     def chunk(self, text: str) -> list[str]:
-        stripped = text.strip()
-        if not stripped:
-            return []
-        sentences, token_counts = sentences_within(stripped, self.split, self.max_tokens)
-        if len(sentences) <= 1:
-            return [stripped]
-        rows = embed_sentences(self._encode_sentences, sentences)  # one call for the document
-        distances = cosine_distances(rows)
-        threshold = percentile_threshold(distances, self.percentile)
-        groups = group_by_breakpoints(token_counts, distances, threshold, self.min_tokens, self.max_tokens)
-        return [" ".join(sentences[i] for i in group) for group in groups]
+        return self.chunk_many([text])[0]
+
+    def chunk_many(self, texts: Sequence[str]) -> list[list[str]]:
+        """`chunk` of each text, their sentences embedded in one call (see embed_documents)."""
+        stripped = [text.strip() for text in texts]
+        split = [sentences_within(text, self.split, self.max_tokens) if text else ([], []) for text in stripped]
+        # A text of one sentence or none is its own chunk (or none): nothing to compare.
+        compared = [i for i, (sentences, _) in enumerate(split) if len(sentences) > 1]
+        rows = embed_documents(self._encode_sentences, [split[i][0] for i in compared])
+        out: list[list[str]] = [[text] if text else [] for text in stripped]
+        for i, document_rows in zip(compared, rows, strict=True):
+            sentences, token_counts = split[i]
+            distances = cosine_distances(document_rows)
+            threshold = percentile_threshold(distances, self.percentile)
+            groups = group_by_breakpoints(token_counts, distances, threshold, self.min_tokens, self.max_tokens)
+            out[i] = [" ".join(sentences[j] for j in group) for group in groups]
+        return out
 
 
 def sentences_within(text: str, split: SplitSentences, max_tokens: int | None) -> tuple[list[str], list[int]]:

@@ -180,7 +180,7 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 0)
     done: list[int] = []
-    # Each 2-text slice (batch_size * 2) fits the budget; the 6 texts together do not.
+    # Each text fits the budget; the 6 together do not.
     embedder.encode(["three tokens"] * 6, progress=done.append)
     assert embedder.last_backend == "sentence-transformers" and sum(done) == 6
 

@@ -49,18 +49,18 @@ Encode = Callable[[list[str]], np.ndarray]
 SplitSentences = Callable[[str], list[str]]
 
 
-# A document's sentences go to the encoder in batches of this many, on one BLAS thread (see
-# `embed_sentences`).
+# Sentences go to the encoder in batches of up to this many windows' worth of tokens, on one BLAS
+# thread (see `sentence_encode`, `embed_sentences`).
 SENTENCE_BATCH = 8
 
 
 def sentence_encode(encode: Encode) -> Encode:
     """`encode` with ``batch_size=SENTENCE_BATCH`` when it takes that keyword (Embedder.encode does).
 
-    Sentences range from a 3-token heading to a 600-token code block. The encoder sorts them by
-    length and pads each batch to its longest, so a big batch pads short sentences to long ones
-    and attention grows with the square of that padding: on sample_docs/ (1,077 sentences, 26,800
-    tokens) batches of 8 took 19 s of CPU against 32 s for batches of 32 (the default).
+    Sentences range from a 3-token heading to a 600-token code block. Embedder batches by tokens
+    (npbert.token_batches): a batch holds up to ``batch_size`` full windows' worth of tokens, so
+    8 long sentences or a few hundred short ones. Fewer slots than the default 32 keep the
+    batches of long sentences small, where attention grows with the square of their length.
     """
     try:
         parameters = inspect.signature(encode).parameters

@@ -20,7 +20,9 @@ pgvector; the benchmark's brains, all named `bench-pg-...`, are deleted from it 
     index), a filtered search (path glob over 10 documents: exact on both stores), searches for
     k = 50 and 100 (`hybrid` asks for 50), which must return k hits, and last a rebuild of the
     HNSW index with maintenance_work_mem large enough for the graph (HNSW_BUILD_BYTES a vector;
-    the server's default is often 64MB, which `touch_brain` builds with).
+    the server's default is often 64MB, which `touch_brain` builds with). Keyword search too:
+    `keyword_scores` (BM25 on both stores) for the questions of tests/data/questions.txt, as deep
+    as `ask` asks, on PostgreSQL with its brain statistics kept and recounted, and on SQLite.
 (b) index: `locallens index sample_docs/` into a fresh SQLite file and a fresh PostgreSQL brain,
     alternated, --index-runs each: CLI wall time (model load included), median and ratio.
 (c) readers: --readers processes, each making --reader-searches searches (open the store,
@@ -386,6 +388,76 @@ def size_check_ms(store: Any, brain: Any, repeats: int = 50) -> float:
     return c.median(times)
 
 
+def bench_keywords(out: Output, label: str, pg: Any, pg_brain: Any, sq: Any, sq_brain: Any) -> None:
+    """Keyword search (`keyword_scores`, as deep as `ask` searches: HYBRID_CANDIDATES) with the questions of
+    tests/data/questions.txt on both stores, taking turns: latency, how many hits, and the top 10
+    both stores agree on (both rank by BM25, so they should mostly agree). PostgreSQL twice: with
+    its brain statistics kept (as a running server searches) and recounted before every search
+    (the first search after a write, or after KEYWORD_STATS_TTL_S)."""
+    from locallens.retrieval import HYBRID_CANDIDATES as KEYWORD_DEPTH
+
+    questions = [q for q in c.QUESTIONS.read_text(encoding="utf-8").splitlines() if q.strip()]
+    times: dict[str, list[float]] = {"PostgreSQL": [], "PostgreSQL, statistics recounted": [], "SQLite": []}
+    hits: dict[str, list[int]] = {name: [] for name in times}
+    agree: list[float] = []
+    for q in questions[:WARMUP_QUERIES]:  # untimed: connections, caches
+        pg.keyword_scores(pg_brain, q, KEYWORD_DEPTH)
+        sq.keyword_scores(sq_brain, q, KEYWORD_DEPTH)
+    load_before = load_now()
+    for i, q in enumerate(questions):
+        tops: dict[str, list[int]] = {}
+        order = list(times)
+        for name in order[i % len(order) :] + order[: i % len(order)]:
+            store, brain = (sq, sq_brain) if name == "SQLite" else (pg, pg_brain)
+            if name == "PostgreSQL, statistics recounted":
+                pg._stats_cache.clear()
+            start = time.perf_counter()
+            scored = store.keyword_scores(brain, q, KEYWORD_DEPTH)
+            times[name].append((time.perf_counter() - start) * 1000)
+            hits[name].append(len(scored))
+            tops[name] = [chunk_id for chunk_id, _ in scored[:K]]
+        pg_paths = {store_path(pg, i) for i in tops["PostgreSQL"]}
+        sq_paths = {store_path(sq, i) for i in tops["SQLite"]}
+        if sq_paths or pg_paths:
+            agree.append(len(pg_paths & sq_paths) / max(len(pg_paths), len(sq_paths)))
+    sqlite_p50 = c.median(times["SQLite"])
+    for name, values in times.items():
+        out.table.add(
+            f"{label}: keywords, {name}",
+            fmt_lat(values),
+            note=f"{len(values)} questions, {KEYWORD_DEPTH} deep; median {c.median(hits[name]):.0f} hits;"
+            f" {c.median(values) / sqlite_p50:.2f}x SQLite p50; load {load_before} -> {load_now()}",
+        )
+        out.emit(
+            {
+                "part": "keywords",
+                "size": label,
+                "config": name,
+                "p50_ms": c.median(values),
+                "p95_ms": c.percentile(values, 95),
+                "hits": c.median(hits[name]),
+            }
+        )
+    out.table.add(
+        f"{label}: keywords, top {K} shared by both stores",
+        f"{float(np.mean(agree)):.2f}" if agree else "-",
+        note="chunks (as document, index) in both stores' first 10, as a share; BM25 on both, but the"
+        " stores tokenise and stem differently and PostgreSQL drops common words",
+    )
+
+
+def store_path(store: Any, chunk_pk: int) -> tuple[str, int]:
+    """(relative path, chunk index) of a chunk by its row id: the same chunk in either store."""
+    from locallens.pgstore import SCHEMA, PostgresStore
+
+    if isinstance(store, PostgresStore):
+        sql = f"SELECT relative_path, chunk_index FROM {SCHEMA}.chunks WHERE id = %s"
+    else:
+        sql = "SELECT relative_path, chunk_index FROM chunks WHERE id = ?"
+    ((path, index),) = store.execute(sql, (chunk_pk,))
+    return str(path), int(index)
+
+
 def bench_search(args: argparse.Namespace, url: str, tmp: Path, out: Output) -> None:
     from locallens import pgstore
     from locallens.storage import open_store
@@ -564,6 +636,8 @@ def bench_search(args: argparse.Namespace, url: str, tmp: Path, out: Output) -> 
                             "recall": recall,
                         }
                     )
+
+                bench_keywords(out, label, pg, pg_brain, sq, sq_brain)
 
             # Last, as it rebuilds the graph the searches above walked.
             if hnsw is not None:

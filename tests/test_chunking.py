@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 import re
 
@@ -26,7 +27,7 @@ from locallens.chunking.maxmin import sigmoid
 from locallens.chunking.percentile import cosine_distances, group_by_breakpoints, percentile_threshold
 from locallens.domain import Document
 from locallens.errors import UsageError
-from locallens.npbert import MAX_BATCH_TEXTS, token_batches
+from locallens.npbert import MAX_BATCH_TEXTS, MIN_BATCH_FILL, token_batches
 from locallens.tokens import count_tokens, get_encoding
 
 # --------------------------------------------------------------------------------------------
@@ -473,6 +474,13 @@ def test_token_batches_cover_every_text_once_within_the_slots(lengths: list[int]
         longest = max(lengths[i] for i in batch)
         assert 1 <= len(batch) <= MAX_BATCH_TEXTS
         assert len(batch) == 1 or len(batch) * longest <= slots
+        assert all(lengths[i] >= MIN_BATCH_FILL * max(longest, 1) for i in batch[1:])  # little padding
+    for batch, following in itertools.pairwise(batches):  # a batch ends only when it must
+        longest = max(max(lengths[i] for i in batch), 1)
+        first_out = lengths[following[0]]
+        assert (
+            len(batch) == MAX_BATCH_TEXTS or (len(batch) + 1) * longest > slots or first_out < MIN_BATCH_FILL * longest
+        )
 
 
 def test_percentile_chunker_respects_min_tokens() -> None:

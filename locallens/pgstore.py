@@ -112,6 +112,10 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 KEYWORD_STATS_TTL_S = 60.0
 PRUNE_MIN_CHUNKS = 5_000  # keyword search leaves common words out from this many chunks in a brain
+# When a question's terms match more than this many (chunk, term) pairs, BM25 is computed only for
+# the KEYWORD_CANDIDATES chunks (at least 5 k) with the largest sum of their matched terms' idf.
+KEYWORD_EXACT_MATCHES = 20_000
+KEYWORD_CANDIDATES = 1_000
 # A reader caches sentence vectors only if the cache is free within this long.
 CACHE_LOCK_TIMEOUT_MS = 200
 # How often writer_lock asks again for a brain's lock while another run holds it.
@@ -1206,17 +1210,38 @@ class PostgresStore:
         if not terms:
             return []
         idf = [max(math.log((total - frequency[t] + 0.5) / (frequency[t] + 0.5)), 1e-6) for t in terms]
-        where, params = "", [BM25_K1, BM25_K1, 1 - BM25_B, BM25_B, mean_length, terms, idf, brain.id]
+        where = ""
+        filters: list[Any] = [brain.id]
         if pattern is not None:
             where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"
-            params.append(pattern)
+            filters.append(pattern)
+        # The chunks to score, with each matched term: all of them, or the candidates (see below).
+        matches = (
+            "SELECT c.id, t.idf, c.tsv, t.term FROM unnest(%s::text[], %s::float8[]) AS t(term, idf)"
+            f" JOIN {SCHEMA}.chunks c ON c.tsv @@ t.term::tsquery WHERE c.brain_id = %s{where}"
+        )
+        params: list[Any] = [terms, idf, *filters]
+        if sum(frequency[t] for t in terms) > KEYWORD_EXACT_MATCHES:
+            # Scoring reads each matched chunk's tsvector (stored out of line once it is large)
+            # once per term: at 100,000 chunks a question's words can match 70,000 pairs, over a
+            # second a search. Summing the matched terms' idf needs only the index and the row,
+            # and the best BM25 scores are among the best of those sums (the same top 20 on the
+            # questions of benchmarks/bench_pg.py): BM25 for those candidates only.
+            matches = (
+                "SELECT c.id, t.idf, c.tsv, t.term FROM ("
+                f"SELECT m.id, sum(m.idf) AS weight FROM ({matches}) m"
+                " GROUP BY m.id ORDER BY weight DESC, m.id LIMIT %s) top"
+                f" JOIN {SCHEMA}.chunks c ON c.id = top.id"
+                " JOIN unnest(%s::text[], %s::float8[]) AS t(term, idf) ON c.tsv @@ t.term::tsquery"
+            )
+            params += [max(KEYWORD_CANDIDATES, 5 * k), terms, idf]
+        # Each pair's tf and length computed once (OFFSET 0 keeps the planner from inlining them
+        # into the sum twice), and only (id, tf, length) reaches the aggregate.
         rows = self.execute(
-            "SELECT c.id, sum(t.idf * f.tf * (%s + 1) / (f.tf + %s * (%s + %s * length(c.tsv) / %s))) AS score"
-            " FROM unnest(%s::text[], %s::float8[]) AS t(term, idf)"
-            f" JOIN {SCHEMA}.chunks c ON c.tsv @@ t.term::tsquery"
-            " CROSS JOIN LATERAL (SELECT greatest(round(ts_rank_cd(c.tsv, t.term::tsquery, 0) * 10), 1) AS tf) f"
-            f" WHERE c.brain_id = %s{where} GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s",
-            [*params, k],
+            "SELECT id, sum(idf * tf * (%s + 1) / (tf + %s * (%s + %s * len / %s))) AS score FROM ("
+            "SELECT id, idf, greatest(round(ts_rank_cd(tsv, term::tsquery, 0) * 10), 1) AS tf, length(tsv) AS len"
+            f" FROM ({matches}) p OFFSET 0) s GROUP BY id ORDER BY score DESC, id LIMIT %s",
+            [BM25_K1, BM25_K1, 1 - BM25_B, BM25_B, mean_length, *params, k],
         )
         return [(int(r[0]), float(r[1])) for r in rows]
 

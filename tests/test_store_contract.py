@@ -10,6 +10,7 @@ The PostgreSQL server is tests/pg.py's, one per session, with a new database per
 from __future__ import annotations
 
 import hashlib
+import random
 import sqlite3
 import sys
 import threading
@@ -799,6 +800,38 @@ def test_common_words_are_counted_out_from_prune_min_chunks(pg_url: str, monkeyp
         assert store._keyword_stats(brain)[0] == 31
         write(store, brain, "b.md", ["the zebra again"], [e(1)])
         assert store._keyword_stats(brain)[0] == 32  # a write forgets the cached counts
+
+
+def test_keyword_candidates_give_the_exact_ranking_on_a_large_match(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Chunks that repeat a word, are short or long, hold one, two or three of the question's
+    # words: the candidates' BM25 (KEYWORD_EXACT_MATCHES exceeded) must rank as the full scoring.
+    rng = random.Random(3)
+    words = ["river", "stone", "lantern", "harbor", "copper", "meadow"]
+    texts = [
+        " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        + f" filler {n} "
+        + "padding " * rng.randint(0, 30)
+        for n in range(120)
+    ]
+    with open_store(parse_db(pg_url), create=True) as store:
+        brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
+        write(store, brain, "a.md", texts, [e(1)] * len(texts))
+        questions = ["river stone", "lantern harbor copper", "meadow", "stone copper meadow river"]
+        exact = {q: store.keyword_scores(brain, q, 120) for q in questions}
+        monkeypatch.setattr(pgstore, "KEYWORD_EXACT_MATCHES", 0)
+        monkeypatch.setattr(pgstore, "KEYWORD_CANDIDATES", 60)
+        for q in questions:
+            got = store.keyword_scores(brain, q, 10)
+            best = dict(exact[q])
+            assert all(score == pytest.approx(best[i]) for i, score in got)  # each score is the chunk's BM25
+            # The same ranking (chunks of equal score, summed in another order, may swap).
+            assert [s for _, s in got] == pytest.approx([s for _, s in exact[q][:10]])
+        everywhere = store.keyword_scores(brain, "river", 120)
+        assert 60 < len(everywhere) < 120
+        assert store.keyword_scores(brain, "river", 100) == everywhere  # k beyond the candidates: 5 k of them
+        assert store.keyword_scores(brain, "river", 5, path_glob="b*") == []  # the path filter still applies
 
 
 def test_common_words_are_left_out_of_a_keyword_search(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

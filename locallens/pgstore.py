@@ -111,6 +111,7 @@ EXACT_BELOW_VECTORS = 10_000
 BM25_K1 = 1.2
 BM25_B = 0.75
 KEYWORD_STATS_TTL_S = 60.0
+KEYWORD_TERMS_KEPT = 10_000  # term counts kept a brain (see _term_counts)
 PRUNE_MIN_CHUNKS = 5_000  # keyword search leaves common words out from this many chunks in a brain
 # When a question's terms match more than this many (chunk, term) pairs, BM25 is computed only for
 # the KEYWORD_CANDIDATES chunks (at least 5 k) with the largest sum of their matched terms' idf.
@@ -614,6 +615,8 @@ class PostgresStore:
         self.read_only = False
         self._indexed: set[int] = set()  # ids of brains whose HNSW index was seen
         self._stats_cache: dict[int, tuple[float, int, float]] = {}  # brain id -> (time, chunks, mean length)
+        # brain id -> (time, {term: (chunks counted, the cap they were counted to)}); see _term_counts
+        self._term_cache: dict[int, tuple[float, dict[str, tuple[int, int]]]] = {}
         self.conn = _connect(url)
         try:
             with self._translated(f"opening {url}"):
@@ -837,7 +840,7 @@ class PostgresStore:
             self._delete_brain_rows(brain)
 
     def _delete_brain_rows(self, brain: Brain) -> None:
-        self._stats_cache.clear()
+        self._forget_keyword_stats()
         # Roots, documents and chunks go with the brain row (ON DELETE CASCADE).
         self.conn.execute(f"DROP TABLE IF EXISTS {_vec(brain)}")
         self.conn.execute(f"DELETE FROM {SCHEMA}.brains WHERE id = %s", (brain.id,))
@@ -934,7 +937,7 @@ class PostgresStore:
         headers = headers if headers is not None else [""] * len(chunks)
         hashes = hashes if hashes is not None else [content_hash(chunk.content) for chunk in chunks]
         windows = [np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32) for vector in vectors]
-        self._stats_cache.clear()
+        self._forget_keyword_stats()
         with self.transaction():
             row = self.conn.execute(
                 f"SELECT id FROM {SCHEMA}.documents WHERE brain_id = %s AND root = %s AND relative_path = %s",
@@ -991,7 +994,7 @@ class PostgresStore:
                 )
 
     def _delete_document_rows(self, brain: Brain, doc_ids: Sequence[int]) -> None:
-        self._stats_cache.clear()
+        self._forget_keyword_stats()
         # Vector rows have no foreign key to chunks: one would make every chunk deletion probe
         # every brain's vector table. They are deleted here, then chunks go with their documents.
         ids = [int(doc_id) for doc_id in doc_ids]
@@ -1246,14 +1249,34 @@ class PostgresStore:
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _term_counts(self, brain: Brain, terms: list[str], cap: int) -> dict[str, int]:
-        """Chunks of `brain` matching each tsquery term, counted up to `cap`; unmatched terms left out."""
-        counted = self.execute(
-            "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM"
-            f" {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.tsv @@ t.term::tsquery LIMIT %s) s)"
-            " FROM unnest(%s::text[]) AS t(term)",
-            (brain.id, cap, terms),
-        )
-        return {str(term): int(n) for term, n in counted if n}
+        """Chunks of `brain` matching each tsquery term, counted up to `cap`; unmatched terms left out.
+
+        Counting reads every matching row (at 100,000 chunks a third of a search's time), and
+        questions share words, so counts are kept as the brain's statistics are (_keyword_stats):
+        for KEYWORD_STATS_TTL_S, forgotten when this store writes, at most KEYWORD_TERMS_KEPT
+        terms a brain. A count that stopped at a lower cap than asked for is counted again.
+        """
+        now = time.monotonic()
+        kept_at, known = self._term_cache.get(brain.id, (now, {}))
+        if now - kept_at >= KEYWORD_STATS_TTL_S or len(known) > KEYWORD_TERMS_KEPT:
+            kept_at, known = now, {}
+        missing = [t for t in dict.fromkeys(terms) if t not in known or _recount(known[t], cap)]
+        if missing:
+            counted = self.execute(
+                "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM"
+                f" {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.tsv @@ t.term::tsquery LIMIT %s) s)"
+                " FROM unnest(%s::text[]) AS t(term)",
+                (brain.id, cap, missing),
+            )
+            known.update((str(term), (int(n), cap)) for term, n in counted)
+        self._term_cache[brain.id] = (kept_at, known)
+        counts = {t: min(known[t][0], cap) for t in terms}
+        return {t: n for t, n in counts.items() if n}
+
+    def _forget_keyword_stats(self) -> None:
+        """This store wrote: chunk counts, lengths and term counts are read again."""
+        self._stats_cache.clear()
+        self._term_cache.clear()
 
     def _keyword_stats(self, brain: Brain) -> tuple[int, float]:
         """(chunks, mean distinct lexemes per chunk) of `brain`, for BM25.
@@ -1374,3 +1397,10 @@ class PostgresStore:
         needs the pgstattuple extension, which a shared server may not have. `status` therefore
         reports no space to reclaim, which is what a user can act on from here."""
         return 0
+
+
+def _recount(known: tuple[int, int], cap: int) -> bool:
+    """Whether a kept term count (chunks, the cap it was counted to) cannot answer for `cap`:
+    it stopped at its cap, and a higher one is asked for."""
+    counted, counted_to = known
+    return counted >= counted_to and cap > counted_to

@@ -802,6 +802,30 @@ def test_common_words_are_counted_out_from_prune_min_chunks(pg_url: str, monkeyp
         assert store._keyword_stats(brain)[0] == 32  # a write forgets the cached counts
 
 
+def test_term_counts_are_kept_until_a_write(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = [f"the note {n}" for n in range(30)] + ["the zebra"]
+    with open_store(parse_db(pg_url), create=True) as store:
+        brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
+        write(store, brain, "a.md", texts, [e(1)] * len(texts))
+        calls: list[str] = []
+        execute = store.execute
+        monkeypatch.setattr(store, "execute", lambda sql, *a, **k: (calls.append(sql), execute(sql, *a, **k))[1])
+        counting = lambda: sum("count(*) FROM (SELECT 1" in sql for sql in calls)  # noqa: E731
+        assert store._term_counts(brain, ["'the'", "'zebra'", "'absent'"], 5) == {"'the'": 5, "'zebra'": 1}
+        assert store._term_counts(brain, ["'zebra'", "'the'", "'absent'"], 3) == {"'the'": 3, "'zebra'": 1}
+        assert counting() == 1  # kept, and a lower cap is answered from them
+        assert store._term_counts(brain, ["'the'", "'zebra'"], 100) == {"'the'": 31, "'zebra'": 1}
+        assert counting() == 2  # `the` stopped at 5: counted again for a higher cap
+        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 1}
+        assert counting() == 2
+        write(store, brain, "b.md", ["the zebra again"], [e(1)])
+        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}  # a write forgets them
+        assert counting() == 3
+        monkeypatch.setattr(pgstore, "KEYWORD_STATS_TTL_S", 0.0)
+        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}
+        assert counting() == 4  # and so does time
+
+
 def test_keyword_candidates_give_the_exact_ranking_on_a_large_match(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1187,7 +1187,9 @@ class PostgresStore:
         near 0 (SciFact, 10,671 chunks: 53 ms a search with pruning, 192 ms without, the same
         nDCG@10). When every word is that common, the rarest stays; phrases are always kept. A
         term's frequency in a chunk is read with ts_rank_cd (0.1 per occurrence of an unweighted
-        lexeme or phrase). Equal scores in id order.
+        lexeme or phrase). Equal scores in id order. When the terms match more than
+        KEYWORD_EXACT_MATCHES (chunk, term) pairs, only the KEYWORD_CANDIDATES chunks with the
+        largest sum of their matched terms' idf are scored.
         """
         words, others = keyword_terms(query)
         if k <= 0 or not (words or others):

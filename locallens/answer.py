@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +175,9 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
+    # What retrieval searches for, when not the question itself: `locallens chat` searches a
+    # short follow-up together with the question before it. The prompt still gets `question` alone.
+    search_query: str | None = None
 
 
 @dataclass(slots=True)
@@ -264,7 +268,7 @@ def _retrieve(
         store,
         brain,
         embedder,
-        request.question,
+        request.search_query or request.question,
         request.top_k,
         min_score=request.min_score,
         path_glob=request.path_glob,
@@ -309,12 +313,15 @@ def generate_grounded(
     max_tokens: int,
     temperature: float = 0.0,
     cite_grammar: bool = False,
+    on_text: Callable[[str], None] | None = None,
 ) -> Generation:
     """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
 
     The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
     excerpts the model is never called. With `cite_grammar`, sampling is constrained by
     `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
+    `on_text` receives the model's text as it streams (what the loop guard lets through, before
+    the check): `locallens chat` shows it while the answer is being written.
     """
     kept, dropped = fit_hits_to_context(
         question, hits, count_prompt_tokens=llm.count_prompt_tokens, n_ctx=llm.n_ctx, max_tokens=max_tokens
@@ -329,6 +336,8 @@ def generate_grounded(
     for piece in stream:
         shown, looping = guard.feed(piece)
         pieces.append(shown)
+        if on_text is not None and shown:
+            on_text(shown)
         if looping:
             stream.close()  # ends generation; usage is still recorded
             break
@@ -377,13 +386,14 @@ def checked_answer(
     )
 
 
-def ask(request: AskRequest, models: Models | None = None) -> AskResult:
+def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[str], None] | None = None) -> AskResult:
     """Answer `request.question` from the brain, every printed sentence checked and cited.
 
     Raises NothingFoundError (exit 4) when retrieval finds nothing, before any model is loaded.
     When nothing the model wrote is supported by the excerpts and relevant to the question, the
     result is `refused` (the answer is the plain refusal; the CLI exits 4 too). `models` holds
     the loaded models: by default they are loaded for this call only (`WarmModels` keeps them).
+    `on_text` receives the model's answer as it streams, before the check (see `generate_grounded`).
     """
     models = models or Models()
     question = request.question.strip()
@@ -427,7 +437,7 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
             result.timings["extract_ms"] = result.checked.check_ms
             return result
 
-        gen = _generate(request, question, retrieval.hits, result, models)
+        gen = _generate(request, question, retrieval.hits, result, models, on_text)
         result.sources, result.dropped = gen.kept, gen.dropped
         result.stopped_looping = gen.stopped_looping
         result.invalid_citations = gen.citations.invalid
@@ -444,7 +454,14 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
     return result
 
 
-def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
+def _generate(
+    request: AskRequest,
+    question: str,
+    hits: list[Hit],
+    result: AskResult,
+    models: Models,
+    on_text: Callable[[str], None] | None = None,
+) -> Generation:
     """Generate with the GGUF `request` names (or the packaged one) and record usage."""
     started = time.perf_counter()
     with models.llm(
@@ -460,6 +477,7 @@ def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskRe
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             cite_grammar=request.cite_grammar,
+            on_text=on_text,
         )
     usage = gen.usage
     if usage is not None:

@@ -403,6 +403,12 @@ def index(
         show_default=False,
         help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="After indexing, keep watching the folders and index what changes (Ctrl-C or SIGTERM stops); "
+        "with --json, one JSON line per batch.",
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -430,32 +436,77 @@ def index(
             headers=headers,
             multi_vector=multi_vector,
         )
-        with progress_for_stderr(quiet) as bar:
+        if watch and dry_run:
+            from locallens.errors import UsageError
+
+            raise UsageError("--watch and --dry-run cannot go together: a watcher writes")
+        with progress_for_stderr(quiet or (watch and json_out)) as bar:
             report = run_index(request, bar)
-        for skipped in report.skipped:
-            warn(f"skipped {skipped.path}: {skipped.reason}")
-        if not quiet:
-            for message in report.notes:
-                note(message)
-        if report.over_length and not quiet:
-            note(
-                f"{report.over_length} chunk(s) are longer than the embedding model's "
-                "window and were embedded in windows (whole, not truncated)"
-            )
-        if json_out:
-            print_json(report.as_json())
-        elif not quiet:
-            stdout_console().print(
-                f"{'[dry run: nothing written] ' if report.dry_run else ''}"
-                f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
-                f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
-                f"{report.removed} removed, {len(report.skipped)} skipped\n"
-                f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
-                f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
-                markup=False,
-            )
+        if watch:
+            _print_index_report(report, json_out, quiet, watching=True)
+            raise typer.Exit(_watch(request, json_out, quiet))
+        _print_index_report(report, json_out, quiet)
         if report.had_errors:
             raise typer.Exit(EXIT_SKIPPED)
+
+
+def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool = False) -> None:
+    """An index run's skipped files and notes on stderr, then its summary (or JSON) on stdout;
+    a watcher's runs print their JSON as one line each."""
+    for skipped in report.skipped:
+        warn(f"skipped {skipped.path}: {skipped.reason}")
+    if not quiet:
+        for message in report.notes:
+            note(message)
+    if report.over_length and not quiet:
+        note(
+            f"{report.over_length} chunk(s) are longer than the embedding model's "
+            "window and were embedded in windows (whole, not truncated)"
+        )
+    if json_out and watching:
+        sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    elif json_out:
+        print_json(report.as_json())
+    elif not quiet:
+        stdout_console().print(
+            f"{'[dry run: nothing written] ' if report.dry_run else ''}"
+            f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
+            f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
+            f"{report.removed} removed, {len(report.skipped)} skipped\n"
+            f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
+            f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
+            markup=False,
+        )
+
+
+def _watch(request: Any, json_out: bool, quiet: bool) -> int:
+    """`index --watch` after its first pass: one line (or JSON line) per batch until stopped."""
+    import time
+
+    from locallens.watch import watch
+
+    if not quiet and not json_out:
+        note(f"watching {len(request.paths)} folder(s) for changes; Ctrl-C stops after the current batch")
+
+    def on_batch(batch: Any) -> None:
+        report = batch.report
+        for skipped in report.skipped:
+            warn(f"skipped {skipped.path}: {skipped.reason}")
+        if json_out:
+            sys.stdout.write(json.dumps(batch.as_json(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        elif not quiet and (report.new or report.changed or report.removed):
+            stdout_console().print(
+                f"{time.strftime('%H:%M:%S')} {report.new} new, {report.changed} changed, {report.removed} removed; "
+                f"{report.chunks_embedded} chunks embedded, {report.chunks_total} in the brain; {report.seconds:.2f}s",
+                markup=False,
+            )
+
+    watch(request, on_batch)
+    if not quiet and not json_out:
+        note("stopped watching; everything seen so far is committed")
+    return 0
 
 
 # The models' options, shared by ask, serve and mcp.
@@ -694,7 +745,14 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
             markup=False,
             style="dim",
         )
-    out.print("\nSources:", markup=False, style="bold")
+    out.print("", markup=False)
+    _print_sources(data, out)
+
+
+def _print_sources(data: dict[str, Any], out: Console | None = None) -> None:
+    """The sources of an answer (`ask --json`'s shape), each marked when the answer did not cite it."""
+    out = out or stdout_console()
+    out.print("Sources:", markup=False, style="bold")
     cited = set(data.get("citations", []))
     for source in data["sources"]:
         mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
@@ -1051,6 +1109,73 @@ def mcp(
             pass
         finally:
             service.close()
+
+
+@app.command(
+    epilog="Examples:\n\n  locallens chat\n\n  locallens chat --brain work --extractive\n\n"
+    "  locallens chat --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --no-history"
+)
+def chat(
+    brain: str = BrainOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
+    top_k: int = typer.Option(
+        DEFAULT_TOP_K, "--top-k", "-k", min=1, max=100, envvar="LOCALLENS_TOP_K", help="Excerpts per question."
+    ),
+    llm: str | None = LlmOpt,
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    ctx: int = CtxOpt,
+    threads: int | None = ThreadsOpt,
+    gpu_layers: int = GpuOpt,
+    device: str = DeviceOpt,
+    hybrid: bool = HybridOpt,
+    extractive: bool = typer.Option(
+        False, "--extractive", help="Start with extractive answers (no LLM); /generate switches back."
+    ),
+    follow_ups: bool = typer.Option(
+        True,
+        "--follow-ups/--no-follow-ups",
+        help="Search a short follow-up (6 words at most, opening with and/what about/y/... or leaning on "
+        "a pronoun: 'who does it?') together with the question before it; the prompt still holds only "
+        "the new question.",
+    ),
+    history: bool = typer.Option(
+        True,
+        "--history/--no-history",
+        envvar="LOCALLENS_CHAT_HISTORY",
+        help="Keep the questions typed in $LOCALLENS_HOME/chat_history (private, 0600) for the arrow keys.",
+    ),
+) -> None:
+    """Ask question after question at a terminal, with the models kept loaded.
+
+    Every question is searched on its own and answered from its excerpts alone: the prompt never
+    holds earlier questions or answers. The answer streams as the model writes it, then the
+    checked answer and its sources are printed as `ask` prints them. Type /help for the commands
+    (/sources, /show N, /extractive, /generate, /brain NAME, /path GLOB, /quit). Ctrl-C stops an
+    answer, Ctrl-D leaves. Not at a terminal: exit 2 (use `ask --batch`)."""
+    with handled():
+        from locallens.chat import ChatOutput, ChatSession, check_terminal, history_path, interactive
+
+        check_terminal(sys.stdin)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, max_tokens)
+
+        def stream(text: str) -> None:
+            sys.stdout.write(clean(text, multiline=True))
+            sys.stdout.flush()
+
+        output = ChatOutput(
+            stream=stream,
+            say=lambda text: stdout_console().print(clean(text, multiline=True), markup=False),
+            error=lambda message: print(f"locallens: {clean(message)}", file=sys.stderr, flush=True),
+            answer=lambda data: _print_answer(data, json_out=False),
+            sources=_print_sources,
+        )
+        session = ChatSession(service, output, top_k=top_k, extractive=extractive, follow_ups=follow_ups)
+        try:
+            code = interactive(session, history_path() if history else None)
+        finally:
+            service.close()
+        raise typer.Exit(code)
 
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")

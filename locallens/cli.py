@@ -1271,6 +1271,87 @@ def copy_(
             note(f"also copied {report.sentence_vectors} cached sentence vector(s) into {report.dest}")
 
 
+@app.command(epilog="Examples:\n\n  locallens models\n\n  locallens models --json")
+def models(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """List the models usable offline: packaged, in the Hugging Face cache, and named in the settings.
+
+    Each with its kind (embedding, llm, reranker), size, where it comes from, whether it is usable,
+    and which brains were built with it. Nothing is downloaded: `locallens pull NAME` does that."""
+    with handled():
+        from locallens.doctor import list_models, models_json, render_models
+
+        entries = list_models(_db(db))
+        if json_out:
+            sys.stdout.write(models_json(entries) + "\n")
+        elif not quiet:
+            stdout_console().print(clean(render_models(entries), multiline=True), markup=False)
+
+
+def _catalogue_help() -> str:
+    from locallens.pull import CATALOGUE
+
+    return "\n\n".join(f"  {e.name:16} {e.kind:9} {e.about}" for e in CATALOGUE)
+
+
+@app.command(
+    epilog="Catalogue:\n\n" + _catalogue_help() + "\n\nExamples:\n\n  locallens pull bge-small\n\n"
+    '  locallens pull qwen-1.5b && locallens ask "..." --llm qwen-1.5b\n\n'
+    "  locallens pull Qwen/Qwen2.5-3B-Instruct-GGUF/qwen2.5-3b-instruct-q8_0.gguf"
+)
+def pull(
+    name: str = typer.Argument(
+        ...,
+        help="A catalogue name, a hub id (OWNER/REPO or OWNER/REPO/FILE.gguf), or a GGUF's hub URL.",
+        show_default=False,
+    ),
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Download a model into the Hugging Face cache: the one command that uses the network.
+
+    Through the hub's own client, with a progress bar; a dropped connection is resumed, files
+    already there are kept, and every file is checked against the hub's checksum (a mismatch is
+    removed, exit 6). Then name it where a model is asked for: --model bge-small, --llm qwen-1.5b,
+    --rerank minilm-reranker. No network: one line, exit 6."""
+    with handled():
+        from locallens.pull import parse_target
+        from locallens.pull import pull as run_pull
+
+        result = run_pull(parse_target(name), progress=not quiet and not json_out and sys.stderr.isatty())
+        if json_out:
+            print_json(result.as_json())
+        elif not quiet:
+            stdout_console().print(
+                f"{clean(result.target.name)} ({result.kind}, {result.bytes / 1e6:.1f} MB, "
+                f"{len(result.files)} file(s) verified) in {clean(result.path)}\nuse it with: {clean(result.usage())}",
+                markup=False,
+            )
+
+
+@app.command(epilog="Examples:\n\n  locallens doctor\n\n  locallens doctor --json")
+def doctor(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show what this installation can do: versions, SQLite extensions, the store, models, GPU, settings.
+
+    Offline, read-only. Each setting is shown with where its value came from (environment,
+    config file or default)."""
+    with handled():
+        from locallens.doctor import doctor as run_doctor
+        from locallens.doctor import render_doctor
+
+        report = run_doctor(_db(db))
+        if json_out:
+            print_json(report)
+        else:
+            stdout_console().print(clean(render_doctor(report), multiline=True), markup=False)
+
+
 def option_names() -> dict[str, set[str]]:
     """{command: the names its options go by in the config file}, for every command."""
     group: Any = typer.main.get_command(app)

@@ -73,7 +73,7 @@ def test_each_question_is_its_own_round(session: tuple[ChatSession, Captured], f
     chat, out = session
     assert chat.handle("Which port does the staging database listen on?")
     assert chat.handle("and the PostgreSQL version?")
-    first, second = fake_models.prompts
+    _first, second = fake_models.prompts
     # Two messages each (system rules, user: excerpts + question), never an earlier turn.
     assert [m.role for m in second] == ["system", "user"]
     assert second[1].content.endswith("Question:\nand the PostgreSQL version?")

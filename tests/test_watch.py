@@ -26,7 +26,8 @@ def documents(db: Path) -> dict[str, str]:
     with open_store(db) as store:
         brain = store.get_brain("default")
         return {
-            path: "\n".join(c.content for c in store.document_chunks(brain, path)) for path in store.document_paths(brain)
+            path: "\n".join(c.content for c in store.document_chunks(brain, path))
+            for path in store.document_paths(brain)
         }
 
 
@@ -128,7 +129,7 @@ def test_a_root_that_disappears_and_comes_back(fake_models: Any, tmp_path: Path)
 
 
 def test_the_writer_lock_is_shared(watched: tuple[Path, Path, Watcher]) -> None:
-    root, db, watcher = watched
+    root, db, _watcher = watched
     # Between batches the watcher holds no lock: another index run (cron's) goes through.
     result = cli("index", str(root), "--db", str(db), "--json")
     assert result.exit_code == 0, result.output

@@ -10,6 +10,16 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceSpan:
+    """Where a stretch of Document.text comes from in a file that has no useful line numbers."""
+
+    start: int  # character offset into Document.text, inclusive
+    end: int  # character offset, exclusive
+    kind: str  # "page" (PDF), "slide" (pptx/odp), "sheet" (xlsx/ods; label "Sheet1" or "Sheet1!5-9" rows), "message" (eml/mbox), "cell" (ipynb)
+    label: str  # what a person reads after '#kind=' in a citation: "3", "4", "Budget", ...
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """One file under an indexed root, decoded and normalised (docs/behaviour.md#documents)."""
 
@@ -24,6 +34,23 @@ class Document:
     # HTML h1-h6 headings as (level, text) in document order.
     title: str = ""
     headings: tuple[tuple[int, str], ...] = ()
+    spans: tuple[SourceSpan, ...] = ()  # in order, non-overlapping; empty for text formats
+    # True when Document.text's lines ARE the file's lines (md, txt, rst, org after only BOM/CRLF
+    # normalisation), so a chunk's line range can be cited as path:START-END.
+    line_mapped: bool = False
+    # Lines of the file before the first line of `text` (the blank lines the strip removed): text
+    # line 1 is file line `line_offset + 1`. Only meaningful when `line_mapped`.
+    line_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a chunk is in its file (docs/behaviour.md#locations): lines, or a span's label."""
+
+    line_start: int | None = None  # first line in the file, 1-based (line_mapped documents)
+    line_end: int | None = None  # last line, inclusive
+    kind: str = ""  # the SourceSpan kind ("page", "slide", ...) for other formats; "" for lines
+    label: str = ""  # the span's label, or "first-last" when the chunk runs over several spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +83,13 @@ class Chunk:
     chunk_index: int
     content: str
     checksum: str  # checksum of the whole document
+    location: Location | None = None  # None: unknown (a brain indexed before locations, HTML)
+
+    def citation(self) -> str:
+        """How a person reads where this chunk is: `path:12-20`, `path#page=3`, else `path#chunk-1`."""
+        from locallens.locations import citation
+
+        return citation(self.relative_path, self.chunk_index, self.location)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +107,10 @@ class Hit:
     @property
     def id(self) -> str:
         return self.chunk.id
+
+    def citation(self) -> str:
+        """The chunk's citation for a person (`Chunk.citation`)."""
+        return self.chunk.citation()
 
 
 @dataclass(frozen=True, slots=True)

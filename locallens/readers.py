@@ -23,7 +23,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from locallens.config import DEFAULT_MAX_FILE_MB
-from locallens.domain import Document, FileStat, Skipped
+from locallens.domain import Document, FileStat, Skipped, SourceSpan
 from locallens.walk import REASON_DISAPPEARED, REASON_NOT_REGULAR, REASON_PERMISSION, _oserror_text
 
 DEFAULT_MAX_BYTES: int = int(DEFAULT_MAX_FILE_MB * 1024 * 1024)
@@ -100,6 +100,7 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         text, structure = _decode(data, os.path.splitext(rel)[1].lower())
     except _Skip as skip:
         return Skipped(rel, skip.reason, error=skip.error)
+    line_offset = _leading_lines(text) if structure.line_mapped else 0
     text = normalise_text(text)
     return Document(
         root=stat.root,
@@ -110,7 +111,16 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         mtime_ns=stat.mtime_ns,
         title=structure.title,
         headings=structure.headings,
+        spans=structure.spans,
+        line_mapped=structure.line_mapped,
+        line_offset=line_offset,
     )
+
+
+def _leading_lines(text: str) -> int:
+    """The lines `normalise_text` strips from the start of `text`: where the document's line 1 is."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text[: len(text) - len(text.lstrip())].count("\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +129,8 @@ class _Structure:
 
     title: str = ""
     headings: tuple[tuple[int, str], ...] = ()
+    spans: tuple[SourceSpan, ...] = ()  # where each page's text lies (PDF)
+    line_mapped: bool = False  # the text's lines are the file's lines (plain text, markdown)
 
 
 def _one_line(text: str) -> str:
@@ -176,7 +188,7 @@ def _decode(data: bytes, ext: str) -> tuple[str, _Structure]:
     text = _decode_text(data)
     if ext in _HTML_EXTENSIONS:
         return _html_text(normalise_text(text))
-    return text, _Structure()
+    return text, _Structure(line_mapped=True)
 
 
 def _decode_text(data: bytes) -> str:
@@ -413,13 +425,26 @@ def _pdf_text(data: bytes) -> tuple[str, _Structure]:
     except Exception as exc:  # pypdf raises many types (PdfReadError, KeyError, ValueError, ...)
         message = str(exc).splitlines()[0] if str(exc).strip() else exc.__class__.__name__
         raise _Skip(f"cannot read PDF: {message}", error=True) from None
-    text = "\n\n".join(normalise_text(page) for page in pages if page.strip())
-    # Extraction can produce NULs and lone surrogates; neither may reach the index. This is
-    # extractor debris, not the user's bytes, so replacing it is not mojibake.
-    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    # Pages are joined by a blank line, each span remembering its page (pages without text leave
+    # no span, but the numbers of the others stay the PDF's own). Extraction can produce NULs and
+    # lone surrogates; neither may reach the index. This is extractor debris, not the user's
+    # bytes, so replacing it is not mojibake.
+    parts: list[str] = []
+    spans: list[SourceSpan] = []
+    offset = 0
+    for number, page in enumerate(pages, start=1):
+        clean = normalise_text(page.replace("\x00", "").encode("utf-8", "replace").decode("utf-8"))
+        if not clean:
+            continue
+        if parts:
+            offset += 2  # the "\n\n" before this page
+        spans.append(SourceSpan(offset, offset + len(clean), "page", str(number)))
+        parts.append(clean)
+        offset += len(clean)
+    text = "\n\n".join(parts)
     if not text.strip():
         raise _Skip(REASON_PDF_NO_TEXT)
-    return text, _Structure(title)
+    return text, _Structure(title, spans=tuple(spans))
 
 
 def _pdf_title(reader: Any) -> str:

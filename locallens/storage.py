@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 if TYPE_CHECKING:
     import numpy as np
 
-    from locallens.domain import Chunk, Hit
+    from locallens.domain import Chunk, Hit, Location
     from locallens.store import Brain, BrainStats, StoredDocument
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -83,6 +83,7 @@ class DocumentExport:
     vectors: list[np.ndarray]  # chunk i's vector (dim,), or its window vectors (windows, dim)
     headers: list[str]
     hashes: list[bytes]
+    line_offset: int | None = 0  # None: stored before chunk locations, not located yet
 
 
 class IndexStore(Protocol):
@@ -123,6 +124,8 @@ class IndexStore(Protocol):
     def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]: ...
     def document_paths(self, brain: Brain) -> list[str]: ...
     def update_document_stat(self, doc_id: int, size: int, mtime_ns: int) -> None: ...
+    def chunk_texts(self, doc_id: int) -> list[tuple[int, str]]: ...
+    def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None: ...
     def write_document(
         self,
         brain: Brain,
@@ -136,6 +139,7 @@ class IndexStore(Protocol):
         vectors: np.ndarray | Sequence[np.ndarray],
         headers: Sequence[str] | None = None,
         hashes: Sequence[bytes] | None = None,
+        line_offset: int | None = 0,
     ) -> None: ...
     def delete_documents(self, brain: Brain, doc_ids: Sequence[int]) -> None: ...
     def export_documents(self, brain: Brain) -> Iterator[DocumentExport]: ...
@@ -171,6 +175,7 @@ def write_export(store: IndexStore, brain: Brain, doc: DocumentExport) -> None:
         vectors=doc.vectors,
         headers=doc.headers,
         hashes=doc.hashes,
+        line_offset=doc.line_offset,
     )
 
 

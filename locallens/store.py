@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from locallens.domain import Chunk, Hit
+from locallens.domain import Chunk, Hit, Location
 from locallens.errors import NoIndexError, StoreError
 from locallens.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
 from locallens.stemming import porter_stem
@@ -105,12 +105,40 @@ def content_hash(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8")).digest()
 
 
-_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+_CHUNK_COLUMNS = (
+    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
+    " c.line_start, c.line_end, c.span_kind, c.span_label"
+)
+_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
+
+
+def stored_location(line_start: Any, line_end: Any, span_kind: Any, span_label: Any) -> Location | None:
+    """A chunk's location from its four columns (all NULL: not known, docs/behaviour.md#locations)."""
+    if line_start is not None:
+        return Location(int(line_start), int(line_end if line_end is not None else line_start))
+    if span_kind:
+        return Location(kind=str(span_kind), label=str(span_label or ""))
+    return None
+
+
+def location_columns(location: Location | None) -> tuple[int | None, int | None, str | None, str | None]:
+    """The four columns of a chunk's location (the inverse of `stored_location`)."""
+    if location is None:
+        return None, None, None, None
+    return location.line_start, location.line_end, location.kind or None, location.label or None
 
 
 def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
     """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
+    return Chunk(
+        id=row[1],
+        brain=brain.name,
+        relative_path=row[2],
+        chunk_index=row[3],
+        content=row[4],
+        checksum=row[5],
+        location=stored_location(*row[6:10]),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +168,9 @@ class StoredDocument:
     size: int
     mtime_ns: int
     checksum: str
+    # Blank lines before the text (docs/behaviour.md#locations); None: stored before chunk
+    # locations existed, its chunks not located yet.
+    line_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,7 +520,7 @@ class Store:
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            "SELECT id, root, relative_path, size, mtime_ns, checksum FROM documents WHERE brain_id = ?",
+            "SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM documents WHERE brain_id = ?",
             (brain.id,),
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
@@ -524,6 +555,22 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
+    def chunk_texts(self, doc_id: int) -> list[tuple[int, str]]:
+        """A document's chunks as (row id, text), in order: what `set_locations` locates."""
+        return [
+            (int(r[0]), str(r[1]))
+            for r in self.execute("SELECT id, content FROM chunks WHERE document_id = ? ORDER BY chunk_index", (doc_id,))
+        ]
+
+    def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None:
+        """Store the locations of a document's chunks (by row id) and its line offset, in one transaction."""
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE chunks SET line_start = ?, line_end = ?, span_kind = ?, span_label = ? WHERE id = ?",
+                [(*location_columns(location), rowid) for rowid, location in locations],
+            )
+            self.conn.execute("UPDATE documents SET line_offset = ? WHERE id = ?", (line_offset, doc_id))
+
     def write_document(
         self,
         brain: Brain,
@@ -537,12 +584,14 @@ class Store:
         vectors: np.ndarray | Sequence[np.ndarray],
         headers: Sequence[str] | None = None,
         hashes: Sequence[bytes] | None = None,
+        line_offset: int | None = 0,
     ) -> None:
         """Replace one document's chunks, vectors and FTS rows in a single transaction.
 
         `vectors[i]` is chunk i's vector, or a (windows, dim) matrix of its window vectors;
         `headers[i]` its header (keyword-indexed beside its text) and `hashes[i]` the
-        `content_hash` of what was embedded for it (by default, of its text).
+        `content_hash` of what was embedded for it (by default, of its text). Each chunk's
+        `location` is stored with it; `line_offset` is the document's (None: not located).
         """
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
@@ -556,16 +605,17 @@ class Store:
             if row is not None:
                 self._delete_document_rows(brain, row[0])
             self.conn.execute(
-                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at, line_offset)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), line_offset),
             )
             doc_id = self.conn.last_insert_rowid()
             for chunk, vector, header, digest in zip(chunks, vectors, headers, hashes, strict=True):
                 windows = np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32)
                 self.conn.execute(
-                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index,"
-                    " content, checksum, content_hash, header, vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index, content,"
+                    " checksum, content_hash, header, vectors, line_start, line_end, span_kind, span_label)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         brain.id,
                         doc_id,
@@ -577,6 +627,7 @@ class Store:
                         digest,
                         header,
                         len(windows),
+                        *location_columns(chunk.location),
                     ),
                 )
                 rowid = self.conn.last_insert_rowid()
@@ -619,7 +670,8 @@ class Store:
                 (doc.id,),
             )
             # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
-            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[8]), 1))] for row in rows}
+            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
+            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
             rowids = [rowid for windows in wanted.values() for rowid in windows]
             found: dict[int, bytes] = {}
             for start in range(0, len(rowids), 500):
@@ -644,8 +696,9 @@ class Store:
                 checksum=doc.checksum,
                 chunks=[_chunk(brain, row) for row in rows],
                 vectors=vectors,
-                headers=[row[6] or "" for row in rows],
-                hashes=[bytes(row[7]) for row in rows],
+                headers=[row[n] or "" for row in rows],
+                hashes=[bytes(row[n + 1]) for row in rows],
+                line_offset=doc.line_offset,
             )
 
     # -- vectors ------------------------------------------------------------------------------
@@ -940,7 +993,7 @@ class Store:
             f" JOIN {brain.vec_table} v ON v.rowid = c.id WHERE c.id IN ({marks})",
             [blob, *ids],
         )
-        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[6])) for r in rows}
+        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[_N_CHUNK_COLUMNS])) for r in rows}
         if brain.multi_vector:
             # A chunk scores as its best window, as in knn().
             extra = [

@@ -24,9 +24,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from locallens.domain import Document, Location, SourceSpan
+from locallens.domain import Chunk, Document, Location, SourceSpan
 
-__all__ = ["as_json", "citation", "locate", "sentence_lines", "sentence_span"]
+__all__ = ["as_json", "citation", "cited_sentence", "fields", "locate", "sentence_lines", "sentence_span"]
 
 
 def citation(path: str, chunk_index: int, location: Location | None) -> str:
@@ -34,7 +34,9 @@ def citation(path: str, chunk_index: int, location: Location | None) -> str:
     if location is not None:
         if location.line_start is not None:
             end = location.line_end if location.line_end is not None else location.line_start
-            return f"{path}:{location.line_start}" if end == location.line_start else f"{path}:{location.line_start}-{end}"
+            return (
+                f"{path}:{location.line_start}" if end == location.line_start else f"{path}:{location.line_start}-{end}"
+            )
         if location.kind and location.label:
             return f"{path}#{location.kind}={location.label}"
     return f"{path}#chunk-{chunk_index}"
@@ -53,6 +55,27 @@ def as_json(location: Location | None) -> dict[str, Any]:
         "line_end": location.line_end,
         "page": page,
         "span": {"kind": location.kind, "label": location.label} if location.kind else None,
+    }
+
+
+def fields(chunk: Chunk) -> dict[str, Any]:
+    """What every JSON shape adds for a chunk: its `citation` and `as_json` of its location."""
+    return {"citation": chunk.citation(), **as_json(chunk.location)}
+
+
+def cited_sentence(sent: str, original: str, location: Location | None, sentence: str | None) -> dict[str, Any]:
+    """Where an excerpt's `sentence` is: `excerpt_span`, its [start, end) in the excerpt as sent
+    (`sent`, maybe trimmed), and the file lines it is on (via the untrimmed chunk, `original`)."""
+    span = sentence_span(sent, sentence or "")
+    lines = None
+    if sentence:
+        at = sentence_span(original, sentence)
+        if at is not None:
+            lines = sentence_lines(original, location, *at)
+    return {
+        "excerpt_span": list(span) if span else None,
+        "line_start": lines[0] if lines else None,
+        "line_end": lines[1] if lines else None,
     }
 
 

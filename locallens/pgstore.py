@@ -581,7 +581,12 @@ def _step_chunk_locations(conn: psycopg.Connection[Any]) -> None:
     document text, so the next `index` run locates the chunks of each unchanged document from
     its file; nothing is re-embedded (docs/behaviour.md#locations).
     """
-    for column, kind in (("line_start", "integer"), ("line_end", "integer"), ("span_kind", "text"), ("span_label", "text")):
+    for column, kind in (
+        ("line_start", "integer"),
+        ("line_end", "integer"),
+        ("span_kind", "text"),
+        ("span_label", "text"),
+    ):
         conn.execute(f"ALTER TABLE {SCHEMA}.chunks ADD COLUMN IF NOT EXISTS {column} {kind}")
     conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS line_offset integer")
 

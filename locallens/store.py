@@ -559,7 +559,9 @@ class Store:
         """A document's chunks as (row id, text), in order: what `set_locations` locates."""
         return [
             (int(r[0]), str(r[1]))
-            for r in self.execute("SELECT id, content FROM chunks WHERE document_id = ? ORDER BY chunk_index", (doc_id,))
+            for r in self.execute(
+                "SELECT id, content FROM chunks WHERE document_id = ? ORDER BY chunk_index", (doc_id,)
+            )
         ]
 
     def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None:

@@ -43,7 +43,13 @@ def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Pat
     assert "answer" not in out and no_llm == []
     assert set(out) >= {"question", "sources", "dropped", "tokens", "timings", "models"}
     assert [s["n"] for s in out["sources"]] == [1, 2, 3, 4, 5]
-    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"}
+    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"} | {
+        "citation",
+        "line_start",
+        "line_end",
+        "page",
+        "span",
+    }
     assert out["sources"][0]["path"] == "engineering/staging-environment.md"
     scores = [s["score"] for s in out["sources"]]
     assert scores == sorted(scores, reverse=True)

@@ -183,7 +183,7 @@ def derive_mean(source: Path, db: Path) -> None:
 
     import numpy as np
 
-    from locallens.store import PARTITIONS, WINDOW_SHIFT, Store
+    from locallens.storage.sqlite import PARTITIONS, WINDOW_SHIFT, Store
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -225,7 +225,7 @@ Ranking = list[tuple[int, str, float, float]]  # (chunk row id, file, score, cos
 
 def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Ranking]]:
     """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance)."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     out = []
     deep = max(corpus.depth, max(DEPTHS))
@@ -288,7 +288,7 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
 def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid."""
     from locallens.retrieval import search
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     ranks = rankings(corpus, db, qvecs)
     result: dict[str, Any] = {
@@ -358,7 +358,7 @@ def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[st
 
 
 def count_chunks(db: Path) -> int:
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         return int(store.execute("SELECT count(*) FROM chunks")[0][0])

@@ -12,6 +12,9 @@ offline from the same two rankings, so no setting costs a second index:
   scores as its best chunk among 50 (as `locallens eval` ranks them).
 - pydoc: the language-reference topics CPython bundles for `help()` (`benchmarks/corpora.py`),
   with `benchmarks/data/pydoc_questions.jsonl`; scored like stdlib.
+- borg: the BorgBackup manual from Debian's `borgbackup-doc` package (`corpora.py --borg`), with
+  `benchmarks/data/borg_questions.jsonl`; scored like stdlib. Nothing is tuned on it: it is the
+  check that a change carries over to documentation nobody here wrote.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -54,6 +57,7 @@ import _common as c
 DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scifact")).expanduser()
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
+BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
 CONFIGS: dict[str, dict[str, bool]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
@@ -132,6 +136,13 @@ def load_pydoc(work: Path) -> Corpus:
     from corpora import write_pydoc_corpus
 
     return load_docs("pydoc", write_pydoc_corpus(work / "pydoc-docs"), PYDOC_QUESTIONS)
+
+
+def load_borg(work: Path) -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_borg_corpus
+
+    return load_docs("borg", write_borg_corpus(work / "borg-docs"), BORG_QUESTIONS)
 
 
 def load_sample() -> Corpus:
@@ -413,6 +424,7 @@ def main() -> None:
         "scifact": lambda: load_scifact(args.scifact, args.work),
         "stdlib": lambda: load_stdlib(args.work),
         "pydoc": lambda: load_pydoc(args.work),
+        "borg": lambda: load_borg(args.work),
         "sample": load_sample,
     }
     rows = []

@@ -22,12 +22,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from locallens import locations, migrations
-from locallens import store as store_module
+from locallens import locations
 from locallens.chunking import get_chunker
 from locallens.domain import Chunk, Document, Location, SourceSpan
 from locallens.readers import read_document
-from locallens.store import Store
+from locallens.storage import migrations
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Store
 from locallens.walk import walk
 
 from .helpers import ROOT, FakeModels, cli, cli_json, copy_sample_docs, snapshot, stdout_json, write_files

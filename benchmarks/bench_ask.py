@@ -251,6 +251,7 @@ def prefill_sweep(table: c.Table, db: Path) -> None:
 def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> float:
     """A brain of `n_chunks` random unit vectors in fake documents of CHUNKS_PER_DOC chunks."""
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
     from locallens.storage.sqlite import Store
 
     rng = np.random.default_rng(seed)
@@ -275,13 +276,15 @@ def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> flo
             ]
             store.write_document(
                 brain,
-                root="/fake",
-                relative_path=path,
-                size=0,
-                mtime_ns=0,
-                checksum=checksum,
-                chunks=chunks,
-                vectors=vectors,
+                DocumentRecord(
+                    root="/fake",
+                    relative_path=path,
+                    size=0,
+                    mtime_ns=0,
+                    checksum=checksum,
+                    chunks=chunks,
+                    vectors=vectors,
+                ),
             )
     return time.perf_counter() - start
 

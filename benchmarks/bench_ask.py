@@ -18,7 +18,7 @@
    the store with random unit vectors (fake documents of 100 chunks each): the search cost of
    sqlite-vec does not depend on the values. Target: <= 50 ms at 100k chunks. The search is
    exact; from PARALLEL_MIN_VECTORS on it scans the brain's partitions on all cores (see
-   locallens/store.py), so the serial scan is measured beside it.
+   locallens/storage/sqlite.py), so the serial scan is measured beside it.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def _partitioned_vectors(conn: apsw.Connection) -> None:
 
 
 def _chunk_headers(conn: apsw.Connection) -> None:
-    """Chunk headers and several vectors per chunk: brain settings, chunk columns, FTS `header`.
+    """Step 3: chunk headers and several vectors per chunk: brain settings, chunk columns, FTS `header`.
 
     - `brains.headers`: chunks are embedded with their header (document title and section
       headings, `locallens.headers`), which also goes into the keyword index.
@@ -202,7 +202,7 @@ _HAS_NO_SPACE_SCRIPT = f"'*[{NO_SPACE_CLASS}]*'"
 
 
 def _trigram_index(conn: apsw.Connection) -> None:
-    """Step 4: `chunks_trigram`, an FTS5 trigram index of the chunks written in those scripts.
+    """Step 4: `chunks_trigram`, an FTS5 trigram index of the chunks in scripts written without spaces.
 
     FTS5's unicode61 tokenizer (`chunks_fts`) reads a run of Han, kana or Hangul as one word, so
     no word inside it can be found. The trigram tokenizer indexes every 3-character substring.

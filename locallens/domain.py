@@ -56,6 +56,15 @@ class Location:
     kind: str = ""  # the SourceSpan kind ("page", "slide", ...) for other formats; "" for lines
     label: str = ""  # the span's label, or "first-last" when the chunk runs over several spans
 
+    def cite(self, path: str) -> str | None:
+        """`path:START-END` (`path:LINE` for one line), `path#kind=label`; None when it says neither."""
+        if self.line_start is not None:
+            end = self.line_end if self.line_end is not None else self.line_start
+            return f"{path}:{self.line_start}" if end == self.line_start else f"{path}:{self.line_start}-{end}"
+        if self.kind and self.label:
+            return f"{path}#{self.kind}={self.label}"
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class FileStat:
@@ -96,10 +105,10 @@ class Chunk:
     location: Location | None = None  # None: unknown (a brain indexed before locations, HTML)
 
     def citation(self) -> str:
-        """How a person reads where this chunk is: `path:12-20`, `path#page=3`, else `path#chunk-1`."""
-        from locallens.locations import citation
-
-        return citation(self.relative_path, self.chunk_index, self.location)
+        """How a person reads where this chunk is: `path:12-20`, `path#page=3`, else `path#chunk-1`
+        (docs/behaviour.md#locations)."""
+        cited = self.location.cite(self.relative_path) if self.location is not None else None
+        return cited or f"{self.relative_path}#chunk-{self.chunk_index}"
 
 
 @dataclass(frozen=True, slots=True)

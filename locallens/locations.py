@@ -31,15 +31,8 @@ __all__ = ["as_json", "citation", "cited_sentence", "fields", "locate", "sentenc
 
 def citation(path: str, chunk_index: int, location: Location | None) -> str:
     """`path:START-END` (`path:LINE` for one line), `path#kind=label`, else `path#chunk-N`."""
-    if location is not None:
-        if location.line_start is not None:
-            end = location.line_end if location.line_end is not None else location.line_start
-            return (
-                f"{path}:{location.line_start}" if end == location.line_start else f"{path}:{location.line_start}-{end}"
-            )
-        if location.kind and location.label:
-            return f"{path}#{location.kind}={location.label}"
-    return f"{path}#chunk-{chunk_index}"
+    cited = location.cite(path) if location is not None else None
+    return cited or f"{path}#chunk-{chunk_index}"
 
 
 def as_json(location: Location | None) -> dict[str, Any]:

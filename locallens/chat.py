@@ -67,7 +67,7 @@ def search_query(question: str, previous: str | None) -> str | None:
 
 HELP = """Ask a question, or type a command:
   /sources       the sources of the last answer
-  /show N        excerpt N of the last answer, in full
+  /show N        source N of the last answer: its lines in the file (as `locallens show N`)
   /extractive    answer with the excerpts' most relevant sentences (no LLM, instant)
   /generate      answer with the LLM again (the default)
   /brain NAME    ask another brain of the database
@@ -90,6 +90,8 @@ class ChatOutput:
     error: Callable[[str], None]  # a one-line problem; the session goes on
     answer: Callable[[dict[str, Any]], None]  # an answer's JSON (as `ask --json`), rendered as `ask`
     sources: Callable[[dict[str, Any]], None]  # the sources part of that rendering alone
+    # Source N of the last answer in its file (`locallens show N`); None: the excerpt as sent.
+    show: Callable[[int], None] | None = None
 
 
 class ChatSession:
@@ -196,6 +198,12 @@ class ChatSession:
         if not arg.isdigit() or not 1 <= int(arg) <= len(sources):
             self.output.error(f"/show takes the number of a source, 1..{len(sources)}")
             return
+        if self.output.show is not None:
+            try:
+                self.output.show(int(arg))
+                return
+            except LocallensError as exc:  # the file is gone or unreadable: the excerpt as sent
+                self.output.error(str(exc))
         source = sources[int(arg) - 1]
         self.output.say(f"[{source['n']}] {source['path']}#chunk-{source['chunk_index']}\n{source['content']}")
 

@@ -240,7 +240,8 @@ def _sqlite() -> dict[str, Any]:
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         out["apsw_sqlite"] = apsw.sqlite_lib_version()
-        out["sqlite_vec"] = conn.execute("select vec_version()").fetchone()[0]
+        row = conn.execute("select vec_version()").fetchone()
+        out["sqlite_vec"] = row[0] if row else None
         out["extensions_ok"] = True
         conn.close()
     except Exception as exc:  # any failure here is what doctor reports
@@ -304,11 +305,15 @@ def _settings(db: DbLocation) -> list[dict[str, str]]:
         locallens_home(),
         "environment" if os.environ.get("LOCALLENS_HOME") else "default (XDG data dir)",
     )
-    add(
-        "database",
-        db,
-        "environment (LOCALLENS_DB)" if os.environ.get("LOCALLENS_DB") else "default ($LOCALLENS_HOME/index.db)",
-    )
+    from locallens.config import default_db_path
+
+    if os.environ.get("LOCALLENS_DB"):
+        db_source = "environment (LOCALLENS_DB)"
+    elif str(db) != str(default_db_path()):
+        db_source = "--db"
+    else:
+        db_source = "default ($LOCALLENS_HOME/index.db)"
+    add("database", db, db_source)
     path = config_path()
     add(
         "config file",

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from locallens.indexer import IndexRequest, index, write_lock
+from locallens.indexer import IndexRequest, index
 from locallens.storage import open_store
+from locallens.storage.sqlite import write_lock
 from locallens.watch import WatchBatch, stop_on_signals, watch
 
 from .helpers import cli, write_corpus

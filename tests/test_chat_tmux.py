@@ -79,7 +79,8 @@ def terminal(tmp_path: Path, sample_index: Path, isolated_home: Path) -> Iterato
         "NO_COLOR": "1",
     }
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    chat = f"{shlex.quote(sys.executable)} -m locallens chat --db {shlex.quote(str(sample_index))}"
+    # Short answers: the 135M model can loop to --max-tokens, slow on a busy machine.
+    chat = f"{shlex.quote(sys.executable)} -m locallens chat --max-tokens 96 --db {shlex.quote(str(sample_index))}"
     # After the chat ends, its exit code stays on the screen until the test closes the server.
     term = Terminal(tmp_path / "tmux.sock", f"env {exports} {chat}; echo CHAT-EXITED=$?; sleep 600")
     yield term
@@ -95,16 +96,16 @@ def test_chat_in_a_terminal(terminal: Terminal, isolated_home: Path) -> None:
 
     term.type("How long is parental leave?")
     screen = answered(1)
-    assert "hr/leave-policy.md#chunk-" in screen
+    assert "hr/leave-policy.md" in screen.split("Sources:")[-1]
     term.type("Which port does the staging database listen on?")
     screen = answered(2)
-    assert "engineering/staging-environment.md#chunk-" in screen.split("Which port does")[-1]
+    assert "engineering/staging-environment.md" in screen.split("Which port does")[-1]
     term.type("and which version does it run?")  # a follow-up: searched with the question before
     screen = answered(3)
-    assert "engineering/staging-environment.md#chunk-" in screen.split("which version does it run?")[-1]
+    assert "engineering/staging-environment.md" in screen.split("which version does it run?")[-1]
 
     term.type("/sources")
-    listed = re.compile(r"^Sources:\n\[1\] \S+#chunk-\d+ \(\d\.\d\d\)", re.M)
+    listed = re.compile(r"^Sources:\n\[1\] \S+ \(\d\.\d\d\)", re.M)
     term.wait_for(lambda s: listed.search(s.split("/sources")[-1]), "/sources")
 
     term.type("/show 1")  # the source's lines in its file, the cited ones marked

@@ -2,7 +2,7 @@
 #   make demo   index sample_docs/ and answer a question with the embedded default models
 #   make test   the whole test suite (offline, real models, small data)
 #   make test-fast  the fast tier: every test not marked slow, with deterministic model fakes (< 30 s)
-#   make lint   ruff (lint + format check), mypy, and the README's command reference against --help
+#   make lint   ruff (lint + format check), mypy, and docs/cli-reference.md against --help
 #   make bench  the benchmarks in benchmarks/ (prints figures)
 
 PYTHON ?= python3

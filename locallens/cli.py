@@ -2,7 +2,7 @@
 
 No logic lives here. Results go to stdout, progress and warnings to stderr; `--json` prints one
 JSON document and nothing else on stdout. Errors are one line on stderr with a stable exit code
-(see locallens/errors.py and the README). Heavy modules (torch, sentence-transformers, llama.cpp)
+(see locallens/errors.py and docs/guide.md#exit-codes). Heavy modules (torch, sentence-transformers, llama.cpp)
 are imported by the core only when a command needs them, so `--help` is instant.
 """
 

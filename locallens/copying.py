@@ -44,7 +44,7 @@ from locallens.progress import NoProgress, Progress
 from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, write_export
 
 if TYPE_CHECKING:
-    from locallens.store import Brain
+    from locallens.storage.sqlite import Brain
 
 # Hidden brains being copied are named `.copy:<name>:<pid>`; names starting with "." are never
 # listed, searched or copied.
@@ -183,7 +183,7 @@ class _Copier:
 
     def into_postgres(self, url: PostgresURL, brains: list[Brain]) -> None:
         """Copy into PostgreSQL, each brain under the server's advisory lock for its name."""
-        from locallens.pgstore import writer_lock
+        from locallens.storage.postgres import writer_lock
 
         with open_store(url, create=True) as store:
             self._refuse_existing(store, brains)
@@ -292,13 +292,13 @@ SentencePages = Callable[[str], Iterator[list[tuple[bytes, np.ndarray]]]]
 def _sentence_cache_pages(source: IndexStore) -> SentencePages | None:
     """A reader of SOURCE's sentence cache by model, page by page (in hash order, resuming after
     the last hash read); None for a store this module does not know how to list."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     if isinstance(source, Store):
         table, mark = "sentence_cache", "?"
         execute: Callable[[str, tuple[str, bytes, int]], list[Any]] = source.execute
     else:
-        from locallens.pgstore import SCHEMA, PostgresStore
+        from locallens.storage.postgres import SCHEMA, PostgresStore
 
         if not isinstance(source, PostgresStore):
             return None
@@ -325,7 +325,7 @@ def _read_snapshot(store: IndexStore) -> Iterator[None]:
     whatever an `index` run commits meanwhile. SQLite: a WAL reader blocks no writer.
     PostgreSQL: REPEATABLE READ, which blocks no writer either. The check before each swap
     would otherwise catch a brain that changed under the copy, and fail it."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     if isinstance(store, Store):
         store.execute("BEGIN")
@@ -335,7 +335,7 @@ def _read_snapshot(store: IndexStore) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 store.execute("ROLLBACK")
         return
-    from locallens.pgstore import PostgresStore
+    from locallens.storage.postgres import PostgresStore
 
     if not isinstance(store, PostgresStore):
         yield

@@ -52,7 +52,7 @@ from locallens.headers import chunk_headers, embedded_text
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_document
 from locallens.storage import DbLocation, IndexStore, PostgresURL, db_exists, open_store
-from locallens.store import Brain, Store, StoredDocument, check_not_foreign, content_hash
+from locallens.storage.sqlite import Brain, Store, StoredDocument, check_not_foreign, content_hash
 from locallens.walk import walk
 
 if TYPE_CHECKING:
@@ -629,7 +629,7 @@ def sqlite_writer(db: Path, wait: float) -> Iterator[Store]:
 
 def _index_postgres(request: IndexRequest, url: PostgresURL, progress: Progress, started: float) -> IndexReport:
     """`index` into a PostgreSQL store, under the server's advisory lock for this brain."""
-    from locallens.pgstore import writer_lock
+    from locallens.storage.postgres import writer_lock
 
     with writer_lock(url, request.brain, request.wait), open_store(url, create=True) as store:
         report = _index_locked(request, store, progress)

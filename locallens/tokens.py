@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locallens.errors import ModelUnavailableError
-from locallens.migrations import NO_SPACE_CLASS
+from locallens.storage.migrations import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     import tiktoken

@@ -201,7 +201,7 @@ def write_one_chunk_notes(store: Any, brain: Any, notes: dict[str, str], vectors
 
 def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
     """(documents, chunks, vectors, FTS rows) of a brain; checks the vector count knn sizes by."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         b = store.get_brain(brain)
@@ -212,7 +212,7 @@ def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
 
 def snapshot(db: Path, brain: str = "default") -> dict[tuple[str, str, int], tuple[str, bytes]]:
     """Everything that defines an index: per (path, chunk id, index) its content and vector."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         b = store.get_brain(brain)

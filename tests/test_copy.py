@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from locallens.storage import IndexStore, PostgresURL, open_store, parse_db
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import (
     CORPUS,
@@ -443,7 +443,7 @@ def test_sqlite_to_postgres_and_back_keeps_everything(
 
 
 def test_postgres_dest_refuses_replaces_and_locks(tmp_path: Path, source: Path, pg_url: str) -> None:
-    from locallens.pgstore import writer_lock
+    from locallens.storage.postgres import writer_lock
 
     empty = cli("copy", pg_url, str(tmp_path / "out.db"))  # a database without an index
     assert empty.exit_code == 3 and not (tmp_path / "out.db").exists()
@@ -465,7 +465,7 @@ def test_postgres_dest_refuses_replaces_and_locks(tmp_path: Path, source: Path, 
 def test_interrupted_copy_into_postgres_leaves_it_as_it_was(
     source: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from locallens.pgstore import PostgresStore
+    from locallens.storage.postgres import PostgresStore
 
     cli_json("copy", str(source), pg_url, "--brain", "default")
     before = state(pg_url)

@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from locallens import migrations
-from locallens import store as store_module
 from locallens.domain import Chunk
 from locallens.retrieval import (
     HYBRID_VECTOR_WEIGHT,
@@ -20,7 +18,9 @@ from locallens.retrieval import (
     identifiers_only,
     search,
 )
-from locallens.store import Brain, Store
+from locallens.storage import migrations
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Brain, Store
 
 from .helpers import write_one_chunk_notes
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from locallens.indexer import IndexRequest, index, write_lock
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import FOUR_DOCS, ROOT, SAMPLE_DOCS, cli, cli_json, copy_sample_docs, snapshot, table_counts
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locallens import migrations
-from locallens.store import Store
+from locallens.storage import migrations
+from locallens.storage.sqlite import Store
 
 
 def test_steps_are_numbered_one_by_one_with_unique_names() -> None:

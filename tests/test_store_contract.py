@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from locallens import pgstore
 from locallens.domain import Chunk
 from locallens.errors import (
     EXIT_DB_AUTH,
@@ -38,7 +37,8 @@ from locallens.errors import (
     StoreError,
 )
 from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, parse_db, write_export
-from locallens.store import Brain, content_hash
+from locallens.storage import postgres as pgstore
+from locallens.storage.sqlite import Brain, content_hash
 
 from .pg import PASSWORD, PASSWORD_ROLE, PgServer, new_database
 

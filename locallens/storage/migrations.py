@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def _partitioned_vectors(store: Store) -> None:
     A large brain is then scanned by several threads at once. vec0 tables cannot be renamed
     (their shadow tables keep their names), so the vectors go through a temporary plain table.
     """
-    from locallens.store import PARTITIONS
+    from locallens.storage.sqlite import PARTITIONS
 
     for brain in store.brains():
         columns = store.conn.execute(f"PRAGMA table_info({brain.vec_table})").fetchall()

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from locallens import store as store_module
-from locallens.store import Store
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Store
 
 from .helpers import SAMPLE_DOCS, SMALL_DOCS, cli, copy_sample_docs
 

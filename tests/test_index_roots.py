@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from locallens import walk as walk_module
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import cli, cli_json
 

@@ -38,9 +38,9 @@ import numpy as np
 
 from locallens.domain import Chunk, Hit
 from locallens.errors import NoIndexError, StoreError
-from locallens.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
 from locallens.stemming import porter_stem
 from locallens.storage import DocumentExport
+from locallens.storage.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor

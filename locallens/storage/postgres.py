@@ -59,10 +59,10 @@ from locallens.errors import (
     StoreError,
     UsageError,
 )
-from locallens.migrations import NO_SPACE_CLASS
 from locallens.stemming import porter_stem
 from locallens.storage import DocumentExport, PostgresURL
-from locallens.store import (
+from locallens.storage.migrations import NO_SPACE_CLASS
+from locallens.storage.sqlite import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from locallens.domain import Chunk, Hit
-    from locallens.store import Brain, BrainStats, StoredDocument
+    from locallens.storage.sqlite import Brain, BrainStats, StoredDocument
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 _URL = re.compile(r"^(postgresql|postgres)://", re.IGNORECASE)
@@ -180,10 +180,10 @@ def open_store(db: DbLocation, *, create: bool = False) -> IndexStore:
     A PostgreSQL URL with `exact` set searches without the HNSW index (the SQLite store always
     searches exactly)."""
     if isinstance(db, PostgresURL):
-        from locallens.pgstore import PostgresStore
+        from locallens.storage.postgres import PostgresStore
 
         return PostgresStore(db, create=create, exact=db.exact)
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     return Store(db, create=create)
 

@@ -1,0 +1,45 @@
+"""Citation markers in a checked sentence: kept with their sentence, stripped for checking, repaired for printing."""
+
+from __future__ import annotations
+
+import re
+
+from locallens.prompt import CITATION_RE, citation_numbers
+
+# A citation group right after a sentence's final punctuation belongs to that sentence:
+# `... 5433. [1] The next` becomes `... 5433 [1]. The next`.
+_CITATION_AFTER_STOP = re.compile(r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern + r"[ \t]*)+)(?=\s|$)")
+_MARKUP_LEAD = re.compile(r"^(?:[\s#>*+\-|]|\d{1,3}[.)](?=\s))*")
+_SPACES = re.compile(r"\s+")
+_EMPHASIS = re.compile(r"\*\*|__(?=\s)|(?<=\s)__")
+_TRAILING_STOP = re.compile(r"([.!?…:;]+[\"'”’»)\]]*)$")
+
+
+def move_citations_before_stops(text: str) -> str:
+    """`... 5433. [1] Next` -> `... 5433 [1]. Next`: a citation stays with the sentence it ends."""
+    return _CITATION_AFTER_STOP.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}", text)
+
+
+def claim_text(sentence: str) -> str:
+    """The sentence without citation markers, list/heading markup and bold marks."""
+    body = CITATION_RE.sub("", sentence)
+    body = _MARKUP_LEAD.sub("", body)
+    body = _EMPHASIS.sub("", body)
+    body = re.sub(r"\s+([.,;:!?])", r"\1", body)  # where a citation stood before the stop
+    return _SPACES.sub(" ", body).strip().strip("|").strip()
+
+
+def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
+    """`sentence` with citation numbers outside `keep` removed, and `[add]` put before its stop."""
+
+    def repl(match: re.Match[str]) -> str:
+        numbers = [n for n in dict.fromkeys(citation_numbers(match)) if n in keep]
+        return f"[{', '.join(map(str, numbers))}]" if numbers else ""
+
+    text = CITATION_RE.sub(repl, sentence)
+    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    if add is not None:
+        stop = _TRAILING_STOP.search(text)
+        cut = stop.start() if stop else len(text)
+        text = f"{text[:cut].rstrip()} [{add}]{text[cut:]}"
+    return text

@@ -1079,7 +1079,7 @@ def status(
     read (0) or not (3)."""
     with handled():
         from locallens.status import collect_status
-        from locallens.storage import is_postgres
+        from locallens.storage import keeps_deleted_pages
 
         location = _db(db)
         info = collect_status(location, brain)
@@ -1090,7 +1090,9 @@ def status(
             return
         out = stdout_console()
         # SQLite keeps deleted pages until VACUUM; PostgreSQL's autovacuum reuses them itself.
-        reclaim = "" if is_postgres(location) else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
+        reclaim = (
+            f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM" if keeps_deleted_pages(location) else ""
+        )
         out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB{reclaim})", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)

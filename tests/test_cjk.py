@@ -9,9 +9,9 @@ import pytest
 
 from locallens.errors import StoreError
 from locallens.retrieval import hybrid_search
-from locallens.storage import migrations
+from locallens.storage import Brain, migrations
 from locallens.storage import sqlite as store_module
-from locallens.storage.sqlite import Brain, Store
+from locallens.storage.sqlite import Store
 from locallens.tokens import count_tokens, estimate_tokens
 
 from .helpers import write_one_chunk_notes

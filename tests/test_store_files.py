@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from locallens.storage import migrations
 from locallens.storage import sqlite as store_module
 from locallens.storage.sqlite import Store
 
@@ -245,7 +246,7 @@ def pin_dimension(db: Path, dim: int) -> None:
         brain = store.get_brain("default")
         with store.transaction():
             store.conn.execute(f"DROP TABLE {brain.vec_table}")
-            store._create_vec_table(brain.id, dim)
+            migrations.create_vec_table(store.conn, brain.id, dim)
             store.conn.execute("UPDATE brains SET dim = ? WHERE id = ?", (dim, brain.id))
 
 

@@ -472,9 +472,9 @@ class _Run:
             keys = list(todo.keys())
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
-            embedded = [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
-            report.over_length += embedder.count_over_length(embedded)
-            embedder.plan(embedded)  # the batch's backend is chosen for all of it, not per slice
+            # Each text and header is tokenised once for the count, the plan and the slices.
+            report.over_length += embedder.count_over_length(texts, headers)
+            embedder.plan(texts, headers)  # the batch's backend is chosen for all of it, not per slice
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.

@@ -23,7 +23,7 @@ import itertools
 import os
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -53,14 +53,24 @@ ALIASES = {
 }
 
 
+# Encoders (docs/decisions.md#int8-encoder): what computes a model's vectors. A brain pins the one
+# that made its vectors as part of the model name (`all-MiniLM-L6-v2@int8`; no suffix: fp32), so
+# vectors of two encoders never mix; `auto` is int8 for a BERT-family model folder on the CPU.
+FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, torch for the rest
+INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
+ENCODERS = (FP32, INT8)
+DEFAULT_ENCODER = "auto"
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A resolved model: the name a brain pins, and where to load it from."""
 
-    name: str  # pinned in the brain: hub id, PACKAGED_MINILM, or an absolute folder path
+    name: str  # pinned in the brain: hub id, PACKAGED_MINILM or an absolute folder path, + "@encoder" unless fp32
     source: str  # what SentenceTransformer() gets: a local folder or a hub id
     query_prefix: str = ""
     offline: bool = True  # False only for an uncached hub model the user explicitly named
+    encoder: str = FP32
 
 
 def hf_cache_dir() -> Path:
@@ -100,9 +110,28 @@ def _query_prefix(name: str) -> str:
     return BGE_QUERY_INSTRUCTION if "bge-" in lowered and "-en" in lowered else ""
 
 
-def resolve_model(requested: str | None) -> ModelSpec:
-    """Map a --model value (or a brain's pinned name) to something loadable, offline first."""
+def resolve_model(requested: str | None, *, encoder: str | None = None, device: str = DEFAULT_DEVICE) -> ModelSpec:
+    """Map a --model value (or a brain's pinned name, maybe `NAME@ENCODER`) and an --encoder to
+    something loadable, offline first."""
     requested = (requested or "auto").strip()
+    named = encoder_named(requested)
+    if named:
+        requested = requested.rsplit("@", 1)[0]
+    wanted = (encoder or "auto").strip().lower()
+    if named and wanted not in ("auto", named):
+        raise UsageError(f"the model {requested}@{named} names encoder {named}, not {wanted}")
+    spec = _resolve_base(requested)
+    chosen = _pick_encoder(named or wanted, spec, device)
+    return replace(spec, name=spec.name if chosen == FP32 else f"{spec.name}@{chosen}", encoder=chosen)
+
+
+def encoder_named(model: str) -> str:
+    """The encoder a model name ends with (`all-MiniLM-L6-v2@int8`: int8), or ""."""
+    suffix = model.rsplit("@", 1)[1].lower() if "@" in model else ""
+    return suffix if suffix in ENCODERS else ""
+
+
+def _resolve_base(requested: str) -> ModelSpec:
     if requested == "auto":
         snapshot = cached_snapshot(ALIASES["bge-small"])
         if snapshot is not None:
@@ -176,13 +205,6 @@ NUMPY_QUERY_TOKENS = 128
 # index batch is tokenised once (a batch is at most indexer.EMBED_BATCH_CHUNKS chunks and their headers).
 TOKEN_MEMO_TEXTS = 4096
 
-# Encoders (docs/decisions.md#int8-encoder): what computes a model's vectors. A brain records the
-# one that made its vectors; `auto` is int8 for a BERT-family model folder on the CPU, else fp32.
-FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, torch for the rest
-INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
-ENCODERS = (FP32, INT8)
-DEFAULT_ENCODER = FP32  # until brains record their encoder
-
 
 @dataclass(frozen=True, slots=True)
 class Windows:
@@ -219,9 +241,7 @@ class Embedder:
 
     # 32, not 64: on CPU throughput is the same within noise, and a batch's activations are most
     # of the peak memory of an index run (64 took it to 1.43 GB on a 2,000-file corpus).
-    def __init__(
-        self, spec: ModelSpec, *, device: str = DEFAULT_DEVICE, batch_size: int = 32, encoder: str = DEFAULT_ENCODER
-    ) -> None:
+    def __init__(self, spec: ModelSpec, *, device: str = DEFAULT_DEVICE, batch_size: int = 32) -> None:
         from locallens import npbert
 
         self.spec = spec
@@ -236,7 +256,9 @@ class Embedder:
         self._numpy_spent = 0  # tokens of fp32 jobs (not questions) the NumPy encoder has embedded
         on_cpu = self.requested_device in {"auto", "cpu"}
         info = npbert.inspect(spec.source) if on_cpu and Path(spec.source).is_dir() else None
-        self.encoder = _pick_encoder(encoder, spec, info is not None, on_cpu)
+        self.encoder = spec.encoder
+        if self.encoder != FP32 and info is None:
+            raise UsageError(f"the {self.encoder} encoder needs a local BERT-family model folder on the CPU")
         if self.encoder == INT8 and info is not None:
             from locallens.onnx_encoder import OnnxEncoder, ensure_int8
 
@@ -262,8 +284,8 @@ class Embedder:
 
     @property
     def space(self) -> str:
-        """The vector space: the model, and the encoder unless it is the model as published."""
-        return self.spec.name if self.encoder == FP32 else f"{self.spec.name}@{self.encoder}"
+        """The vector space: the model, with its encoder unless fp32 (what caches of vectors are keyed by)."""
+        return self.spec.name
 
     @property
     def device(self) -> str:
@@ -480,17 +502,21 @@ class _HubTokens:
         return self._encode([t.lower() for t in prepared] if self.lower else prepared, False)
 
 
-def _pick_encoder(requested: str, spec: ModelSpec, covered: bool, on_cpu: bool) -> str:
-    """The encoder a run uses: `requested`, or for `auto` int8 where it applies (a BERT folder on the CPU)."""
-    requested = (requested or DEFAULT_ENCODER).strip().lower()
-    if requested == "auto":
-        return INT8 if covered and on_cpu else FP32
-    if requested not in ENCODERS:
+def _pick_encoder(requested: str, spec: ModelSpec, device: str) -> str:
+    """`requested`, or for `auto` int8 where it applies: a BERT-family model folder, on the CPU."""
+    from locallens import npbert
+
+    if requested not in ("auto", *ENCODERS):
         raise UsageError(f"--encoder must be {or_list(('auto', *ENCODERS))} (got {requested!r})")
-    if requested == INT8 and not (covered and on_cpu):
-        raise ModelUnavailableError(
-            f"the int8 encoder needs a local BERT-family sentence-transformers folder on the CPU; "
-            f"{spec.name} is not one here: use --encoder fp32"
+    if requested == FP32:
+        return FP32
+    covered = device in ("auto", "cpu") and Path(spec.source).is_dir() and npbert.inspect(spec.source) is not None
+    if requested == "auto":
+        return INT8 if covered else FP32
+    if not covered:
+        raise UsageError(
+            f"the {requested} encoder needs a local BERT-family sentence-transformers folder on the CPU; "
+            f"{spec.name} on {device} is not one: use --encoder fp32"
         )
     return requested
 
@@ -534,14 +560,13 @@ def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransfor
         ) from exc
 
 
-_loaded: dict[tuple[str, str, str], Embedder] = {}
+_loaded: dict[tuple[str, str], Embedder] = {}
 
 
-def load_embedder(requested: str | None, *, device: str = DEFAULT_DEVICE, encoder: str = DEFAULT_ENCODER) -> Embedder:
+def load_embedder(requested: str | None, *, device: str = DEFAULT_DEVICE, encoder: str | None = None) -> Embedder:
     """Resolve and load, once per process (tests and eval reuse the loaded model)."""
-    spec = resolve_model(requested)
-    key = (spec.name, device, encoder)
+    spec = resolve_model(requested, encoder=encoder, device=device)
+    key = (spec.name, device)
     if key not in _loaded:
-        embedder = Embedder(spec, device=device, encoder=encoder)
-        _loaded[key] = _loaded.setdefault((spec.name, device, embedder.encoder), embedder)
+        _loaded[key] = Embedder(spec, device=device)
     return _loaded[key]

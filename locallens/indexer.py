@@ -139,6 +139,7 @@ class IndexRequest:
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
+    encoder: str | None = None  # None/"auto": the brain's pin (part of its model name), else auto (int8 where it applies)
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -648,13 +649,19 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
-    from locallens.embedding import resolve_model
+    from locallens.embedding import FP32, encoder_named, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
+    encoder = None if request.encoder in (None, "", "auto") else request.encoder
     if existing is None or request.rebuild:
-        return resolve_model(requested).name
-    if requested is not None:
-        name = resolve_model(requested).name
+        return resolve_model(requested, encoder=encoder, device=request.device).name
+    if requested is not None or encoder is not None:
+        # The model named (else the brain's) with the encoder named (else the one the name says,
+        # else the brain's): naming the brain's own model keeps its encoder.
+        base = requested if requested is not None else existing.model
+        if encoder is None and not encoder_named(base):
+            encoder = encoder_named(existing.model) or FP32
+        name = resolve_model(base, encoder=encoder, device=request.device).name
         if name != existing.model:
             raise ModelMismatchError(
                 f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "

@@ -153,7 +153,7 @@ def _cached(folder: Path) -> npbert.NumpyBert:
 
 @pytest.mark.slow
 def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     assert embedder._st is None and embedder.dim == 384 and embedder.max_seq_length == 256
     question = "a question nobody else in the suite asks, about numpy backends"
     query = embedder.encode_query(question)
@@ -176,7 +176,7 @@ def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypat
 
 @pytest.mark.slow
 def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=1, encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), batch_size=1)
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 0)
     done: list[int] = []
@@ -189,7 +189,7 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
 def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small jobs one after another (an index run's slices, a semantic chunker's documents) use
     # NumPy until their tokens together pass the budget; then sentence-transformers takes over.
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     jobs = [[f"passage number {n}, eleven plain words that are not a question"] for n in range(3)]
     per_job = max(sum(map(len, embedder._np.token_ids(job))) for job in jobs)  # type: ignore[union-attr]
@@ -205,7 +205,7 @@ def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.Mon
 
 @pytest.mark.slow
 def test_plan_loads_sentence_transformers_for_a_job_over_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 50)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     embedder.plan(["a few words"])
@@ -243,7 +243,7 @@ LONG = (
 
 @pytest.mark.slow
 def test_a_text_longer_than_the_model_window_is_embedded_whole() -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     windows = embedder.windows([LONG, "", "short"])
     assert windows.owners == [0, 0, 1, 2] and windows.over_length == 1
     ids = embedder.tokens.ids([LONG])[0]
@@ -276,7 +276,7 @@ def test_a_text_longer_than_the_model_window_is_embedded_whole() -> None:
 
 @pytest.mark.slow
 def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=2, encoder="fp32")
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), batch_size=2)
     # Batches of about 2 x 256 tokens: these texts need several.
     texts = [f"text number {i} " + "padding words " * (40 + i * 7 % 11 * 8) for i in range(9)]
     done: list[int] = []
@@ -286,7 +286,7 @@ def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
     np.testing.assert_allclose(with_progress[4], embedder.encode([texts[4]])[0], atol=2e-6)
 
 
-_WINDOWING = embedding.Embedder(embedding.resolve_model("minilm"), encoder="fp32")
+_WINDOWING = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
 
 
 @settings(max_examples=60, deadline=None)

@@ -359,11 +359,12 @@ def index(
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
-    encoder: str = typer.Option(
-        "auto",
+    encoder: str | None = typer.Option(
+        None,
         "--encoder",
         envvar="LOCALLENS_ENCODER",
-        help="What computes the vectors: auto (int8 for a BERT-family model on the CPU, else fp32), int8 (ONNX Runtime, made locally once) or fp32. Recorded in the brain with the model; changing it needs --rebuild.",
+        show_default=False,
+        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
     ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),

@@ -55,11 +55,11 @@ ALIASES = {
 
 # Encoders (docs/decisions.md#int8-encoder): what computes a model's vectors. A brain pins the one
 # that made its vectors as part of the model name (`all-MiniLM-L6-v2@int8`; no suffix: fp32), so
-# vectors of two encoders never mix; `auto` is int8 for a BERT-family model folder on the CPU.
+# vectors of two encoders never mix.
 FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, torch for the rest
 INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
 ENCODERS = (FP32, INT8)
-DEFAULT_ENCODER = "auto"
+DEFAULT_ENCODER = FP32  # int8 stays opt-in until it is measured within noise on SciFact too
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +117,11 @@ def resolve_model(requested: str | None, *, encoder: str | None = None, device: 
     named = encoder_named(requested)
     if named:
         requested = requested.rsplit("@", 1)[0]
-    wanted = (encoder or "auto").strip().lower()
-    if named and wanted not in ("auto", named):
+    wanted = (encoder or "").strip().lower()
+    if named and wanted and wanted != named:
         raise UsageError(f"the model {requested}@{named} names encoder {named}, not {wanted}")
     spec = _resolve_base(requested)
-    chosen = _pick_encoder(named or wanted, spec, device)
+    chosen = _pick_encoder(named or wanted or DEFAULT_ENCODER, spec, device)
     return replace(spec, name=spec.name if chosen == FP32 else f"{spec.name}@{chosen}", encoder=chosen)
 
 
@@ -503,17 +503,14 @@ class _HubTokens:
 
 
 def _pick_encoder(requested: str, spec: ModelSpec, device: str) -> str:
-    """`requested`, or for `auto` int8 where it applies: a BERT-family model folder, on the CPU."""
+    """`requested`, checked: int8 needs a BERT-family model folder, on the CPU."""
     from locallens import npbert
 
-    if requested not in ("auto", *ENCODERS):
-        raise UsageError(f"--encoder must be {or_list(('auto', *ENCODERS))} (got {requested!r})")
+    if requested not in ENCODERS:
+        raise UsageError(f"--encoder must be {or_list(ENCODERS)} (got {requested!r})")
     if requested == FP32:
         return FP32
-    covered = device in ("auto", "cpu") and Path(spec.source).is_dir() and npbert.inspect(spec.source) is not None
-    if requested == "auto":
-        return INT8 if covered else FP32
-    if not covered:
+    if not (device in ("auto", "cpu") and Path(spec.source).is_dir() and npbert.inspect(spec.source) is not None):
         raise UsageError(
             f"the {requested} encoder needs a local BERT-family sentence-transformers folder on the CPU; "
             f"{spec.name} on {device} is not one: use --encoder fp32"

@@ -146,7 +146,9 @@ class IndexRequest:
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
-    encoder: str | None = None  # None/"auto": the brain's pin (part of its model name), else auto (int8 where it applies)
+    encoder: str | None = (
+        None  # None: the brain's (part of its pinned model name); a new brain: embedding.DEFAULT_ENCODER
+    )
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -558,7 +560,7 @@ def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     from locallens.embedding import FP32, encoder_named, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
-    encoder = None if request.encoder in (None, "", "auto") else request.encoder
+    encoder = request.encoder or None
     if existing is None or request.rebuild:
         return resolve_model(requested, encoder=encoder, device=request.device).name
     if requested is not None or encoder is not None:

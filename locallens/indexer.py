@@ -566,7 +566,7 @@ def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     if requested is not None or encoder is not None:
         # The model named (else the brain's) with the encoder named (else the one the name says,
         # else the brain's): naming the brain's own model keeps its encoder.
-        base = requested if requested is not None else existing.model
+        base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
         if encoder is None and not encoder_named(base):
             encoder = encoder_named(existing.model) or FP32
         name = resolve_model(base, encoder=encoder, device=request.device).name

@@ -80,6 +80,12 @@ def cli_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def context_text(sources: list[dict[str, Any]]) -> str:
+    """What `ask --context-only` prints for these `--json` sources: the excerpts as sent, each
+    headed by its citation for a person (docs/behaviour.md#locations)."""
+    return "\n\n---\n\n".join(f"[{s['n']}] {s['citation']}\n{s['content']}" for s in sources) + "\n"
+
+
 def stdout_json(result: Any) -> Any:
     """The JSON document a `--json` run printed on stdout."""
     return json.loads(result.stdout)

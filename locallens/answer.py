@@ -8,8 +8,9 @@ The code, not the (tiny) model, guarantees the promises of a grounded answer:
   a citation of an excerpt that backs it; when none is left, the answer is the excerpts' most
   relevant sentences (`checked_answer`), or the plain refusal when none is relevant enough;
 - the sources are listed whether or not the answer cited them.
-`--extractive` skips the model: the answer is the excerpts' most relevant sentences
-(`locallens.extractive`).
+What happens after retrieval is the answer mode's (`locallens.modes`): `generate` (this
+module's `GenerateMode`, the default), `extractive` (no model: the excerpts' best passage,
+`locallens.extractive`) or `context` (the excerpts only).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
 from locallens.extractive import extractive_answer
 from locallens.models import Models
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions, get_mode
 from locallens.prompt import (
     CITATION_RE,
     Citations,
@@ -174,6 +176,16 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
+    mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
+
+    @property
+    def mode_name(self) -> str:
+        """The answer mode: `mode`, else `context` / `extractive` from the flags, else the default."""
+        if self.mode:
+            return self.mode
+        if self.context_only:
+            return "context"
+        return "extractive" if self.extractive else DEFAULT_MODE
 
 
 @dataclass(slots=True)
@@ -393,8 +405,8 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
         raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
     # Before any model loads: a question that can never fit is refused in milliseconds, not after
     # it has been embedded. The LLM's context only matters when the LLM will read the question.
-    generates = not (request.context_only or request.extractive)
-    check_question(question, n_ctx=request.n_ctx if generates else 0)
+    mode = get_mode(request.mode_name)
+    check_question(question, n_ctx=request.n_ctx if mode.uses_llm else 0)
     with open_store(request.db) as store:
         retrieval, embedder, timings = _retrieve(request, store, models)
         if not retrieval.hits:
@@ -412,39 +424,62 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
                 "llm": None,
                 **({"reranker": request.rerank.model} if request.rerank else {}),
             },
+            mode=mode.name,
         )
-        if request.context_only:
+        if mode.name == "context":
             return result
-        encode = SentenceEncoder(embedder, store)
         question_vector = retrieval.query_vector
         if question_vector is None:  # retrieve() always sets it; a caller's own result may not
             question_vector = embedder.encode_query(question)
-        if request.extractive:
-            result.mode = "extractive"
-            result.checked = extractive_answer(
-                question, retrieval.hits, question_vector, encode, max_tokens=request.max_tokens
-            )
-            result.timings["extract_ms"] = result.checked.check_ms
-            return result
+        given = AnswerInput(
+            question,
+            retrieval.hits,
+            question_vector,
+            SentenceEncoder(embedder, store),
+            models,
+            AnswerOptions.of(request),
+        )
+        mode.answer(given, result)
+    return result
 
-        gen = _generate(request, question, retrieval.hits, result, models)
+
+def answer_with(mode_name: str, given: AnswerInput) -> AskResult:
+    """Answer from excerpts already retrieved, with the mode `mode_name`: what `ask` does after
+    retrieval, for callers that retrieve themselves (`eval --answers`)."""
+    mode = get_mode(mode_name)
+    retrieval = RetrievalResult(
+        hits=list(given.hits), tokens_before=0, tokens_in_context=0, tiktoken_before=0, tiktoken_in_context=0
+    )
+    result = AskResult(question=given.question, retrieval=retrieval, sources=list(given.hits), mode=mode.name)
+    result.show_unsupported = given.options.show_unsupported
+    mode.answer(given, result)
+    return result
+
+
+class GenerateMode:
+    """The default mode: the LLM's answer from the grounded prompt, checked (`checked_answer`)."""
+
+    name = "generate"
+    uses_llm = True
+
+    def answer(self, given: AnswerInput, result: AskResult) -> None:
+        gen = _generate(given.options, given.question, list(given.hits), result, given.models)
         result.sources, result.dropped = gen.kept, gen.dropped
         result.stopped_looping = gen.stopped_looping
         result.invalid_citations = gen.citations.invalid
         result.checked = checked_answer(
             gen.answer,
             gen.kept,
-            question,
-            question_vector,
-            encode,
-            max_tokens=request.max_tokens,
-            show_unsupported=request.show_unsupported,
+            given.question,
+            given.question_vector,
+            given.encode,
+            max_tokens=given.options.max_tokens,
+            show_unsupported=given.options.show_unsupported,
         )
         result.timings["check_ms"] = result.checked.check_ms
-    return result
 
 
-def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
+def _generate(request: AnswerOptions, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
     """Generate with the GGUF `request` names (or the packaged one) and record usage."""
     started = time.perf_counter()
     with models.llm(

@@ -672,14 +672,13 @@ def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any]
 
 def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> None:
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
-    answer and its sources (or the JSON) on stdout."""
+    answer and its sources (or the JSON) on stdout. A loop the model fell into and was cut is in
+    the JSON only (`stopped_looping`): the check decides what is printed either way."""
     if data.get("dropped") and not quiet:
         warn(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
             + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    if data.get("stopped_looping") and not quiet:
-        warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
         note(line)
     if json_out:

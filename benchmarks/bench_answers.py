@@ -442,7 +442,6 @@ def fit(args: argparse.Namespace) -> None:
     fit_sets = tuple(name for name in FIT_SETS if name in args.sets)
     examples = _examples(args, fit_sets)
     train = [ex for ex in examples if ex["answerable"]]
-    x = np.vstack([ex["x"] for ex in train])
     y = np.concatenate([ex["y"] for ex in train])
     all_cols = list(range(len(FEATURES)))
     w = _fit_rank(train, all_cols)
@@ -471,6 +470,7 @@ def fit(args: argparse.Namespace) -> None:
     # The refusal: combined evidence (the best unit's score, the share of the question's key
     # terms the excerpts hold, the top excerpt's retrieval score) on answerable vs unanswerable.
     calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
+
     def evidence(ex: dict[str, Any]) -> list[float]:
         best = int((ex["x"] @ w).argmax())
         return [float((ex["x"] @ w).max()), *ex["evidence"], float(ex["x"][best, 2] + ex["x"][best, 3])]
@@ -478,8 +478,10 @@ def fit(args: argparse.Namespace) -> None:
     ev = np.array([evidence(ex) for ex in calib])
     target = np.array([1.0 if ex["answerable"] else 0.0 for ex in calib])
     rw, rb = _fit(ev, target, l2=0.1)
-    print("\nrefusal evidence weights: best unit " + f"{rw[0]:+.2f}, term coverage {rw[1]:+.2f}, top score {rw[2]:+.2f}, "
-          f"missing terms {rw[3]:+.2f}, best unit's terms {rw[4]:+.2f}, bias {rb:+.2f}")
+    print(
+        "\nrefusal evidence weights: best unit " + f"{rw[0]:+.2f}, term coverage {rw[1]:+.2f}, top score {rw[2]:+.2f}, "
+        f"missing terms {rw[3]:+.2f}, best unit's terms {rw[4]:+.2f}, bias {rb:+.2f}"
+    )
     p = 1 / (1 + np.exp(-(ev @ rw + rb)))
     print("threshold: answerable refused / unanswerable refused (combined evidence) | (best unit alone)")
     z = ev[:, 0]
@@ -493,8 +495,10 @@ def fit(args: argparse.Namespace) -> None:
         )
     for name in sorted({ex["set"] for ex in calib}):
         rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
-        print(f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
-              f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}")
+        print(
+            f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
+            f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}"
+        )
 
 
 def main() -> None:

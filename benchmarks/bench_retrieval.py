@@ -12,6 +12,9 @@ offline from the same two rankings, so no setting costs a second index:
   scores as its best chunk among 50 (as `locallens eval` ranks them).
 - pydoc: the language-reference topics CPython bundles for `help()` (`benchmarks/corpora.py`),
   with `benchmarks/data/pydoc_questions.jsonl`; scored like stdlib.
+- borg: the BorgBackup manual from Debian's `borgbackup-doc` package (`corpora.py --borg`), with
+  `benchmarks/data/borg_questions.jsonl`; scored like stdlib. Nothing is tuned on it: it is the
+  check that a change carries over to documentation nobody here wrote.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -54,6 +57,7 @@ import _common as c
 DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scifact")).expanduser()
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
+BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
 CONFIGS: dict[str, dict[str, bool]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
@@ -134,6 +138,13 @@ def load_pydoc(work: Path) -> Corpus:
     return load_docs("pydoc", write_pydoc_corpus(work / "pydoc-docs"), PYDOC_QUESTIONS)
 
 
+def load_borg(work: Path) -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_borg_corpus
+
+    return load_docs("borg", write_borg_corpus(work / "borg-docs"), BORG_QUESTIONS)
+
+
 def load_sample() -> Corpus:
     """sample_docs/ with the project's own questions (tests/data/questions.jsonl): small, quick."""
     folder = c.SAMPLE_DOCS
@@ -183,7 +194,7 @@ def derive_mean(source: Path, db: Path) -> None:
 
     import numpy as np
 
-    from locallens.store import PARTITIONS, WINDOW_SHIFT, Store
+    from locallens.storage.sqlite import PARTITIONS, WINDOW_SHIFT, Store
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -225,7 +236,7 @@ Ranking = list[tuple[int, str, float, float]]  # (chunk row id, file, score, cos
 
 def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Ranking]]:
     """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance)."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     out = []
     deep = max(corpus.depth, max(DEPTHS))
@@ -288,7 +299,7 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
 def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid."""
     from locallens.retrieval import search
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     ranks = rankings(corpus, db, qvecs)
     result: dict[str, Any] = {
@@ -358,7 +369,7 @@ def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[st
 
 
 def count_chunks(db: Path) -> int:
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         return int(store.execute("SELECT count(*) FROM chunks")[0][0])
@@ -413,6 +424,7 @@ def main() -> None:
         "scifact": lambda: load_scifact(args.scifact, args.work),
         "stdlib": lambda: load_stdlib(args.work),
         "pydoc": lambda: load_pydoc(args.work),
+        "borg": lambda: load_borg(args.work),
         "sample": load_sample,
     }
     rows = []

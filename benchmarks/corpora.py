@@ -7,17 +7,25 @@
   (NAME, DESCRIPTION, CLASSES, FUNCTIONS, DATA...), one `<module>.txt` per module: every
   importable public top-level module and a few well-known submodules, ~260 pages of real reference
   documentation, long and short; `benchmarks/data/stdlib_questions.jsonl` holds questions about it.
+- `write_borg_corpus` writes the manual of BorgBackup as Debian's `borgbackup-doc` package ships it
+  (HTML), one plain-text file per page (`usage-prune.txt`, `faq.txt`, ...; 47 pages):
+  `benchmarks/data/borg_questions.jsonl` holds questions about it. This corpus is the one nothing in
+  the package is tuned on: it measures whether a change carries over to documentation nobody here
+  wrote. It needs the Debian package lists (`apt-get update`) to fetch the package.
 
-Neither needs a download. Usage: python3 benchmarks/corpora.py DEST [--stdlib]
+The first two need no download. Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg]
 """
 
 from __future__ import annotations
 
 import argparse
+import html.parser
 import json
 import pathlib
+import re
 import subprocess
 import sys
+import tempfile
 
 
 def write_pydoc_corpus(dest: pathlib.Path) -> pathlib.Path:
@@ -138,6 +146,113 @@ def write_stdlib_corpus(dest: pathlib.Path, max_chars: int = MAX_PAGE_CHARS) -> 
     return dest
 
 
+BORG_PACKAGE = "borgbackup-doc"
+BORG_HTML = "usr/share/doc/borgbackup/html"
+# Pages that are not documentation: the search form, and the font's licence under _static.
+_BORG_SKIPPED = ("search.html", "_static/", "_sources/", "_images/")
+
+
+class _PageText(html.parser.HTMLParser):
+    """The text of a Sphinx page's body: paragraphs and list items apart, a table row on one line
+    (cells two spaces apart), preformatted blocks as they are; scripts and styles dropped."""
+
+    _BLOCKS = frozenset({"p", "div", "section", "pre", "ul", "ol", "dl", "table", "blockquote"})
+    _LINES = frozenset({"li", "dt", "dd", "tr", "br", "h1", "h2", "h3", "h4", "h5", "h6"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.hidden = 0
+        self.pre = 0
+        self.cell = 0  # inside a table cell, paragraphs run on: the row stays one line
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("script", "style"):
+            self.hidden += 1
+        elif tag == "a" and ("class", "headerlink") in attrs:
+            self.hidden += 1  # the pilcrow after a heading
+            self.parts.append("\0a")
+        elif tag in ("td", "th"):
+            self.cell += 1
+            self.parts.append("\x01")  # a cell break: two spaces within a row, nothing at its start
+        elif self.cell and tag in self._BLOCKS | self._LINES and tag != "pre":
+            self.parts.append(" ")
+        elif tag in self._BLOCKS:
+            self.parts.append("\n\n")
+        elif tag in self._LINES:
+            self.parts.append("\n")
+        if tag == "pre":
+            self.pre += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("script", "style"):
+            self.hidden -= 1
+        elif tag == "a" and self.parts and self.parts[-1] == "\0a":
+            self.parts.pop()
+            self.hidden -= 1
+        elif tag in ("td", "th"):
+            self.cell -= 1
+        elif self.cell and tag in self._BLOCKS | self._LINES and tag != "pre":
+            self.parts.append(" ")
+        elif tag in self._BLOCKS or tag in self._LINES:
+            self.parts.append("\n\n" if tag in self._BLOCKS or tag[0] == "h" else "\n")
+        if tag == "pre":
+            self.pre -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.hidden:
+            return
+        self.parts.append(data if self.pre else re.sub(r"\s+", " ", data))
+
+    def text(self) -> str:
+        lines = [line.rstrip() for line in "".join(self.parts).replace("\0a", "").split("\n")]
+        lines = [re.sub(r"(?:\s*\x01)+\s*", "  ", line.lstrip("\x01 ")) if "\x01" in line else line for line in lines]
+        return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
+
+
+def borg_page_text(page: str) -> str:
+    """The text of one page of the BorgBackup manual (its body, without navigation and footer)."""
+    start = page.find('<div class="document clearer body">')
+    end = page.find('<div class="footer-relations">', start)
+    parser = _PageText()
+    parser.feed(page[start if start >= 0 else 0 : end if end >= 0 else len(page)])
+    parser.close()
+    return parser.text()
+
+
+def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the BorgBackup manual as `dest/<page>.txt` (`usage/prune.html` -> `usage-prune.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    if deb is None:
+        cached = sorted(dest.parent.glob(f"{BORG_PACKAGE}_*.deb"))
+        if not cached:
+            done = subprocess.run(
+                ["apt-get", "download", BORG_PACKAGE], cwd=dest.parent, capture_output=True, text=True, timeout=600
+            )
+            cached = sorted(dest.parent.glob(f"{BORG_PACKAGE}_*.deb"))
+            if done.returncode != 0 or not cached:
+                message = (done.stderr.strip().splitlines() or ["no package file"])[-1]
+                raise SystemExit(f"cannot fetch {BORG_PACKAGE} (run `apt-get update` first?): {message}")
+        deb = cached[-1]
+    with tempfile.TemporaryDirectory(prefix="locallens-borg-") as unpacked:
+        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
+        root = pathlib.Path(unpacked) / BORG_HTML
+        for page in sorted(root.rglob("*.html")):
+            relative = page.relative_to(root).as_posix()
+            if relative.startswith(_BORG_SKIPPED) or relative in _BORG_SKIPPED:
+                continue
+            text = borg_page_text(page.read_text(encoding="utf-8"))
+            path = dest / (relative.removesuffix(".html").replace("/", "-") + ".txt")
+            if not (path.is_file() and path.read_text(encoding="utf-8") == text):
+                path.write_text(text, encoding="utf-8")
+    return dest
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Write an evaluation corpus to a folder.")
     parser.add_argument("dest", type=pathlib.Path, help="destination folder (created if missing)")
@@ -146,10 +261,16 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="the stdlib manual pages (pydoc MODULE) instead of the language-reference topics",
     )
+    parser.add_argument(
+        "--borg", action="store_true", help="the BorgBackup manual from Debian's borgbackup-doc package"
+    )
     args = parser.parse_args(argv)
-    out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
+    if args.borg:
+        out = write_borg_corpus(args.dest)
+    else:
+        out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
-    print(f"wrote {count} {'pages' if args.stdlib else 'topics'} to {out}")
+    print(f"wrote {count} {'topics' if not (args.stdlib or args.borg) else 'pages'} to {out}")
 
 
 if __name__ == "__main__":

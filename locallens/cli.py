@@ -2,7 +2,7 @@
 
 No logic lives here. Results go to stdout, progress and warnings to stderr; `--json` prints one
 JSON document and nothing else on stdout. Errors are one line on stderr with a stable exit code
-(see locallens/errors.py and the README). Heavy modules (torch, sentence-transformers, llama.cpp)
+(see locallens/errors.py and docs/guide.md#exit-codes). Heavy modules (torch, sentence-transformers, llama.cpp)
 are imported by the core only when a command needs them, so `--help` is instant.
 """
 
@@ -1065,7 +1065,7 @@ def status(
     read (0) or not (3)."""
     with handled():
         from locallens.status import collect_status
-        from locallens.storage import is_postgres
+        from locallens.storage import keeps_deleted_pages
 
         location = _db(db)
         info = collect_status(location, brain)
@@ -1076,7 +1076,9 @@ def status(
             return
         out = stdout_console()
         # SQLite keeps deleted pages until VACUUM; PostgreSQL's autovacuum reuses them itself.
-        reclaim = "" if is_postgres(location) else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
+        reclaim = (
+            f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM" if keeps_deleted_pages(location) else ""
+        )
         out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB{reclaim})", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)

@@ -10,6 +10,18 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceSpan:
+    """Where a stretch of Document.text comes from in a file that has no useful line numbers."""
+
+    start: int  # character offset into Document.text, inclusive
+    end: int  # character offset, exclusive
+    # "page" (PDF, OCR'd images), "slide" (pptx/odp), "sheet" (xlsx/ods; label "Sheet1" or
+    # "Sheet1!5" for one row), "message" (eml/mbox), "cell" (ipynb)
+    kind: str
+    label: str  # what a person reads after '#kind=' in a citation: "3", "4", "Budget", ...
+
+
+@dataclass(frozen=True, slots=True)
 class Document:
     """One file under an indexed root, decoded and normalised (docs/behaviour.md#documents)."""
 
@@ -24,6 +36,12 @@ class Document:
     # HTML h1-h6 headings as (level, text) in document order.
     title: str = ""
     headings: tuple[tuple[int, str], ...] = ()
+    # Where stretches of `text` come from (pages, slides, sheet rows, messages, cells), in order
+    # and non-overlapping; empty for text formats.
+    spans: tuple[SourceSpan, ...] = ()
+    # True when `text`'s lines ARE the file's lines (md, txt, rst, org after only BOM/line-end
+    # normalisation), so a chunk's line range can be cited as path:START-END.
+    line_mapped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +53,12 @@ class FileStat:
     path: str  # absolute path
     size: int
     mtime_ns: int
+
+
+# Skip reasons the walker and the readers share, spelled once so they and the tests agree.
+REASON_PERMISSION = "permission denied"
+REASON_NOT_REGULAR = "not a regular file"
+REASON_DISAPPEARED = "file disappeared"
 
 
 @dataclass(frozen=True, slots=True)

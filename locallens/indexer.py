@@ -1,11 +1,12 @@
 """`index`: walk roots → plan against the store → chunk → embed (reusing vectors) → write.
 
 Safety:
-- One writer per database: an advisory lock on `<db>.lock` (fcntl), taken before anything is
-  written and released by the kernel even on SIGKILL. A second run waits up to `wait` seconds
-  and then raises LockedError (exit 5). Readers never take it. On PostgreSQL the lock is a
-  server advisory lock per brain (`pgstore.writer_lock`), so two hosts never index the same
-  brain at once; the server releases it when the holder's connection ends, SIGKILL included.
+- One writer per brain, through `storage.open_writer` and `store.writing`: on SQLite an advisory
+  lock on `<db>.lock` (fcntl, the whole file), taken before anything is written and released by
+  the kernel even on SIGKILL; on PostgreSQL a server advisory lock per brain, so two hosts never
+  index the same brain at once (the server releases it when the holder's connection ends,
+  SIGKILL included). A second run waits up to `wait` seconds and then raises LockedError
+  (exit 5). Readers never take it.
 - Every document is replaced in one `BEGIN IMMEDIATE` transaction (chunks, vectors and FTS rows
   together), so a run killed at any point leaves each document either old or new, never half.
   The rerun finds the unfinished documents still changed on disk and completes the job.
@@ -32,12 +33,9 @@ the model's window keeps one vector per window instead of their mean).
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,14 +43,23 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from locallens.chunking import Chunker, get_chunker, make_chunks
-from locallens.config import DEFAULT_DEVICE, PRIVATE_FILE_MODE, ChunkSettings, make_private_dir
+from locallens.config import DEFAULT_DEVICE, ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
-from locallens.errors import LockedError, ModelMismatchError, NoIndexError, StoreError, UsageError
+from locallens.errors import ModelMismatchError, NoIndexError, UsageError
 from locallens.headers import chunk_headers, embedded_text
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_document
-from locallens.storage import DbLocation, IndexStore, PostgresURL, db_exists, open_store
-from locallens.store import Brain, Store, StoredDocument, check_not_foreign, content_hash
+from locallens.storage import (
+    Brain,
+    DbLocation,
+    DocumentRecord,
+    IndexStore,
+    StoredDocument,
+    content_hash,
+    db_exists,
+    open_store,
+    open_writer,
+)
 from locallens.walk import walk
 
 if TYPE_CHECKING:
@@ -160,49 +167,6 @@ class EmbedSettings:
 
     headers: bool = DEFAULT_HEADERS
     multi_vector: bool = DEFAULT_MULTI_VECTOR
-
-
-@contextlib.contextmanager
-def write_lock(db: Path, wait: float) -> Iterator[None]:
-    """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
-    lock_path = Path(f"{db}.lock")
-    deadline = time.monotonic() + max(wait, 0.0)
-    while True:
-        try:
-            make_private_dir(lock_path.parent)  # a folder it creates is 0700; existing ones stay
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-        except OSError as exc:
-            raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                        raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
-                    if time.monotonic() >= deadline:
-                        raise LockedError(
-                            f"{db} is being indexed by another run; waited {wait:g}s (raise --wait to wait longer)"
-                        ) from None
-                    time.sleep(0.1)
-        except BaseException:
-            os.close(fd)
-            raise
-        # A failed first run removes the lock file it created while holding it: a lock taken on
-        # that unlinked file locks nothing, so take the one now at the path instead.
-        held = os.fstat(fd)
-        try:
-            current = os.stat(lock_path)
-        except FileNotFoundError:
-            current = None
-        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
-            break
-        os.close(fd)
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
 
 
 def _resolve_roots(paths: Sequence[Path], allow_missing: bool = False) -> list[Path]:
@@ -520,8 +484,7 @@ class _Run:
             self._embed_sentences(report, [chunk for item in self.pending[start:end] for chunk in item.chunks])
         for item, doc_hashes in zip(self.pending[start:end], hashes[start:end], strict=True):
             doc = item.document
-            self.store.write_document(
-                brain,
+            record = DocumentRecord(
                 root=doc.root,
                 relative_path=doc.relative_path,
                 size=doc.size,
@@ -532,6 +495,7 @@ class _Run:
                 headers=item.headers,
                 hashes=doc_hashes,
             )
+            self.store.write_document(brain, record)
             self.progress.advance(FILES)
         self.last_commit = time.monotonic()
         return end
@@ -578,68 +542,10 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
-    if isinstance(request.db, PostgresURL):
-        return _index_postgres(request, request.db, progress, started)
-
-    with sqlite_writer(request.db, request.wait) as store:
+    with open_writer(request.db, request.wait) as store, store.writing(request.brain, request.wait):
         report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
-
-
-@contextlib.contextmanager
-def sqlite_writer(db: Path, wait: float) -> Iterator[Store]:
-    """The SQLite store at `db`, opened (created if need be) under its writer lock.
-
-    Another program's database is refused before any lock file appears. A database this call
-    created that holds no brain when the block fails is removed again, with its WAL files and the
-    lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
-    """
-    check_not_foreign(db)
-    lock_path = Path(f"{db}.lock")
-    lock_existed = lock_path.exists()
-    with write_lock(db, wait):
-        db_existed = db.exists()
-        store: Store | None = None
-        discard = False
-        try:
-            store = Store(db, create=True)
-            yield store
-        except BaseException:
-            discard = not db_existed and (store is None or not _has_brains(store))
-            raise
-        finally:
-            if store is not None:
-                store.close()
-            if discard:
-                _remove_files(db, None if lock_existed else lock_path)
-
-
-def _index_postgres(request: IndexRequest, url: PostgresURL, progress: Progress, started: float) -> IndexReport:
-    """`index` into a PostgreSQL store, under the server's advisory lock for this brain."""
-    from locallens.pgstore import writer_lock
-
-    with writer_lock(url, request.brain, request.wait), open_store(url, create=True) as store:
-        report = _index_locked(request, store, progress)
-    report.seconds = time.perf_counter() - started
-    return report
-
-
-def _has_brains(store: Store) -> bool:
-    try:
-        return bool(store.brains())
-    except Exception:
-        return True
-
-
-def _remove_files(db: Path, lock_path: Path | None) -> None:
-    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
-    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
-    if lock_path is not None:
-        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
-    for path in paths:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:

@@ -35,8 +35,7 @@ from locallens.domain import Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
 from locallens.progress import Progress
-from locallens.storage import DbLocation, IndexStore, open_store
-from locallens.store import Brain, content_hash
+from locallens.storage import Brain, DbLocation, IndexStore, content_hash, open_store
 from locallens.tokens import count_tokens, estimate_tokens
 
 # The longest question (or trim query), in characters: the same cap as the HTTP and MCP tools'

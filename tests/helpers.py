@@ -184,24 +184,27 @@ def write_corpus(root: Path, files: dict[str, str] | None = None) -> Path:
 def write_one_chunk_notes(store: Any, brain: Any, notes: dict[str, str], vectors: dict[str, Sequence[float]]) -> None:
     """Each note as a document of one chunk (id `c<n>-0`, root /notes) with its given vector."""
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
 
     for n, (path, text) in enumerate(notes.items()):
         chunk = Chunk(id=f"c{n}-0", brain=brain.name, relative_path=path, chunk_index=0, content=text, checksum=f"c{n}")
         store.write_document(
             brain,
-            root="/notes",
-            relative_path=path,
-            size=len(text),
-            mtime_ns=1,
-            checksum=f"c{n}",
-            chunks=[chunk],
-            vectors=np.array([vectors[path]], dtype=np.float32),
+            DocumentRecord(
+                root="/notes",
+                relative_path=path,
+                size=len(text),
+                mtime_ns=1,
+                checksum=f"c{n}",
+                chunks=[chunk],
+                vectors=np.array([vectors[path]], dtype=np.float32),
+            ),
         )
 
 
 def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
     """(documents, chunks, vectors, FTS rows) of a brain; checks the vector count knn sizes by."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         b = store.get_brain(brain)
@@ -212,7 +215,7 @@ def table_counts(db: Path, brain: str = "default") -> tuple[int, int, int, int]:
 
 def snapshot(db: Path, brain: str = "default") -> dict[tuple[str, str, int], tuple[str, bytes]]:
     """Everything that defines an index: per (path, chunk id, index) its content and vector."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         b = store.get_brain(brain)

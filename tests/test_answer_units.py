@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from locallens.extractive import extractive_answer, is_broad
 from locallens.unit_scores import answer_type, key_terms
-from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, SENTENCE, excerpt_units
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, excerpt_units
 
 from .helpers import cli
 from .test_claims import fake_encode, fake_vector, hit
@@ -167,7 +167,7 @@ def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
     assert is_broad("Summarize the on-call rotation.") == "the on-call rotation"
     assert is_broad("¿Qué dice la nota sobre la VPN?") == "la VPN"
     assert is_broad("What is the port of the staging database in production?") is None
-    checked, hits = ask_extractive(
+    checked, _ = ask_extractive(
         "What is the leave policy?", LEAVE, RUNBOOK, paths=("hr/leave-policy.md", "engineering/deploy-runbook.md")
     )
     assert checked.summary and not checked.refused
@@ -186,9 +186,8 @@ def test_passage_stays_short() -> None:
 
 # -- every printed unit is an excerpt's text, cited ------------------------------------------
 
-_WORDS = st.sampled_from(
-    "staging database port backup kept days deploy shipctl rollback leave weeks policy 5433 14 lz4 run".split()
-)
+_VOCABULARY = "staging database port backup kept days deploy shipctl rollback leave weeks policy 5433 14 lz4 run"
+_WORDS = st.sampled_from(_VOCABULARY.split())
 _SENTENCE = st.lists(_WORDS, min_size=3, max_size=9).map(lambda w: " ".join(w).capitalize() + ".")
 _BLOCK = st.one_of(
     _SENTENCE,
@@ -255,7 +254,9 @@ def test_broad_question_on_sample_docs_is_answered_from_the_note(sample_index: P
 
 @pytest.mark.slow
 def test_unanswerable_question_is_refused_and_spanish_over_english_answered(sample_index: Path) -> None:
-    result = cli("ask", "What is the vesting schedule for employee stock options?", "--db", str(sample_index), "--extractive")
+    result = cli(
+        "ask", "What is the vesting schedule for employee stock options?", "--db", str(sample_index), "--extractive"
+    )
     assert result.exit_code == 4 and "The answer is not in the excerpts." in result.stdout
     result = cli("ask", "¿Qué versión de PostgreSQL usa staging?", "--db", str(sample_index), "--extractive", "--json")
     data = json.loads(result.stdout)

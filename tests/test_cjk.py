@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locallens import migrations
-from locallens import store as store_module
 from locallens.errors import StoreError
 from locallens.retrieval import hybrid_search
-from locallens.store import Brain, Store
+from locallens.storage import Brain, migrations
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Store
 from locallens.tokens import count_tokens, estimate_tokens
 
 from .helpers import write_one_chunk_notes

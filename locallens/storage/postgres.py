@@ -1,4 +1,4 @@
-"""The PostgreSQL store: the same index as `locallens.store`, in a database a team can share.
+"""The PostgreSQL store: the same index as `storage.sqlite`, in a database a team can share.
 
 Binding: psycopg 3, imported only when a PostgreSQL `--db` is used, so that the SQLite path and
 `locallens --help` never pay for it. The connection is in autocommit mode: reads never leave a
@@ -59,18 +59,18 @@ from locallens.errors import (
     StoreError,
     UsageError,
 )
-from locallens.migrations import NO_SPACE_CLASS
 from locallens.stemming import porter_stem
-from locallens.storage import DocumentExport, PostgresURL
-from locallens.store import (
+from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
     BrainStats,
+    DocumentRecord,
+    PostgresURL,
     StoredDocument,
-    content_hash,
 )
+from locallens.text import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     import psycopg
@@ -603,6 +603,19 @@ def writer_lock(url: PostgresURL, brain: str, wait: float) -> Iterator[None]:
         conn.close()
 
 
+def open_store(url: PostgresURL, *, create: bool = False) -> PostgresStore:
+    """The PostgreSQL store at `url` (the face's `open_store`); `url.exact` searches exactly."""
+    return PostgresStore(url, create=create, exact=url.exact)
+
+
+@contextlib.contextmanager
+def open_writer(url: PostgresURL, wait: float) -> Iterator[PostgresStore]:
+    """The PostgreSQL store at `url`, its schema created or upgraded if need be. Writers lock per
+    brain (`PostgresStore.writing`), so runs on other brains go on meanwhile; `wait` is theirs."""
+    with PostgresStore(url, create=True) as store:
+        yield store
+
+
 # -- the store --------------------------------------------------------------------------------
 
 
@@ -736,6 +749,26 @@ class PostgresStore:
         """One write transaction; any exception (Ctrl-C included) rolls it back."""
         with self._translated(f"writing {self.url}"), self.conn.transaction():
             yield
+
+    def writing(self, brain: str, wait: float) -> contextlib.AbstractContextManager[None]:
+        """The brain's writer lock, across every host (`writer_lock`)."""
+        return writer_lock(self.url, brain, wait)
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read in the block sees one moment: REPEATABLE READ, which blocks no writer."""
+        with self.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
+    def sentence_cache_page(self, model: str, after: bytes, limit: int) -> list[tuple[bytes, np.ndarray]]:
+        """Up to `limit` cached sentence vectors of `model`, in hash order, after hash `after`."""
+        rows = self.execute(
+            f"SELECT text_hash, vector FROM {SCHEMA}.sentence_cache WHERE model = %s AND text_hash > %s"
+            " ORDER BY text_hash LIMIT %s",
+            (model, after, limit),
+        )
+        return [(bytes(h), np.frombuffer(bytes(v), dtype=np.float32)) for h, v in rows]
 
     def close(self) -> None:
         self.conn.close()
@@ -912,30 +945,13 @@ class PostgresStore:
                 f"UPDATE {SCHEMA}.documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id)
             )
 
-    def write_document(
-        self,
-        brain: Brain,
-        *,
-        root: str,
-        relative_path: str,
-        size: int,
-        mtime_ns: int,
-        checksum: str,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray | Sequence[np.ndarray],
-        headers: Sequence[str] | None = None,
-        hashes: Sequence[bytes] | None = None,
-    ) -> None:
-        """Replace one document's chunks, vectors and keyword rows in a single transaction.
-
-        `vectors[i]` is chunk i's vector, or a (windows, dim) matrix of its window vectors;
-        `headers[i]` its header (keyword-indexed beside its text) and `hashes[i]` the
-        `content_hash` of what was embedded for it (by default, of its text).
-        """
+    def write_document(self, brain: Brain, doc: DocumentRecord) -> None:
+        """Replace one document's chunks, vectors and keyword rows in a single transaction."""
+        root, relative_path, chunks, vectors = doc.root, doc.relative_path, doc.chunks, doc.vectors
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        headers = headers if headers is not None else [""] * len(chunks)
-        hashes = hashes if hashes is not None else [content_hash(chunk.content) for chunk in chunks]
+        headers, hashes = doc.header_list(), doc.hash_list()
+        size, mtime_ns, checksum = doc.size, doc.mtime_ns, doc.checksum
         windows = [np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32) for vector in vectors]
         self._forget_keyword_stats()
         with self.transaction():
@@ -1025,7 +1041,7 @@ class PostgresStore:
             found.setdefault(chunk_pk, []).append(vector)
         return found
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentExport]:
+    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
         """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
         by root and path: what `locallens copy` writes into another store."""
         for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
@@ -1041,7 +1057,7 @@ class PostgresStore:
                 if len(windows) != max(int(row[8]), 1):
                     raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
                 vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
-            yield DocumentExport(
+            yield DocumentRecord(
                 root=doc.root,
                 relative_path=doc.relative_path,
                 size=doc.size,

@@ -1,0 +1,48 @@
+"""The benchmark corpora's own code: the BorgBackup page text and the question set's shape."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from corpora import borg_page_text  # noqa: E402
+
+PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
+<div class="document clearer body">
+<section id="borg-prune"><h1>borg prune<a class="headerlink" href="#x">¶</a></h1>
+<table class="borg-options-table"><tbody>
+<tr class="row-even"><td></td>
+<td><p><code><span class="pre">-d</span></code>, <code><span class="pre">--keep-daily</span></code></p></td>
+<td><p>number of daily archives to keep</p></td></tr>
+</tbody></table>
+<script>$(document).ready(function () {});</script>
+<p>The prune command prunes a repository by deleting
+all archives not matching any of the retention options.</p>
+<div class="highlight"><pre>$ borg prune -v --list \\
+    --keep-daily=7 /path/to/repo
+</pre></div>
+</section></div>
+<div class="footer-relations"><a href="compact.html">borg compact</a></div>
+</body></html>"""
+
+
+def test_borg_page_text_keeps_the_body_only() -> None:
+    text = borg_page_text(PAGE)
+    assert text.splitlines()[0] == "borg prune"  # no sidebar, no pilcrow
+    assert "-d, --keep-daily  number of daily archives to keep" in text.splitlines()  # a row is one line
+    assert "deleting all archives not matching" in text  # a paragraph's line breaks are spaces
+    assert "    --keep-daily=7 /path/to/repo" in text.splitlines()  # preformatted text kept as it is
+    assert "document" not in text and "borg compact" not in text  # no script, no footer
+    assert text.endswith("\n") and "\n\n\n" not in text
+
+
+def test_borg_question_set_shape() -> None:
+    rows = [json.loads(line) for line in (ROOT / "benchmarks/data/borg_questions.jsonl").read_text().splitlines()]
+    answerable = [r for r in rows if r.get("answerable", True)]
+    assert len(rows) == 45 and len(answerable) == 40
+    assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
+    assert len({r["question"] for r in rows}) == 45

@@ -29,6 +29,7 @@ import numpy as np
 
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, refusal, with_citations
 from locallens.domain import Hit
+from locallens.modes import AnswerInput, AnswerOutput
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
 from locallens.unit_scores import BIAS, QuestionTerms, combine, features, is_context_only, key_terms, question_terms
@@ -335,3 +336,16 @@ def extractive_answer(
         check_ms=(time.perf_counter() - started) * 1000,
         summary=bool(summary),
     )
+
+
+class ExtractiveMode:
+    """`ask --extractive`: the excerpts' best passage, no LLM (`locallens.modes`)."""
+
+    name = "extractive"
+    uses_llm = False
+
+    def answer(self, given: AnswerInput) -> AnswerOutput:
+        checked = extractive_answer(
+            given.question, given.hits, given.question_vector, given.encode, max_tokens=given.options.max_tokens
+        )
+        return AnswerOutput(checked=checked, timings={"extract_ms": checked.check_ms})

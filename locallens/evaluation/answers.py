@@ -45,7 +45,7 @@ from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
 from locallens.evaluation.questions import Question
 from locallens.models import Models
-from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions, get_mode
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions
 from locallens.progress import NoProgress, Progress
 from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
@@ -371,6 +371,8 @@ def evaluate_answers(
     if not len(questions) == len(contexts) == len(question_vectors):
         raise UsageError("evaluate_answers needs one context and one vector per question")
     progress = progress or NoProgress()
+    from locallens.answer import get_mode
+
     generator_path = resolve_llm_path(settings.llm) if get_mode(settings.mode).uses_llm else None
     judge_path = resolve_llm_path(settings.judge)
     generator_info = None if generator_path is None else check_gguf(generator_path)

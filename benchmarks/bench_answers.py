@@ -12,8 +12,8 @@ is in no document, the right answer being the refusal):
 - pydoc: benchmarks/data/pydoc_questions.jsonl (40 + 12) over the language reference topics that
   ship with CPython (`pydoc_data`, written out by benchmarks/corpora.py);
 - stdlib: benchmarks/data/stdlib_questions.jsonl (56) over the standard library's manual pages;
-- untuned: benchmarks/data/untuned_questions.jsonl over the corpus nobody tuned on (when present;
-  see the file's own header for its corpus).
+- borg: benchmarks/data/borg_questions.jsonl (40 + 5) over the BorgBackup manual (Debian
+  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -30,7 +30,7 @@ hand). `--timing N` times N questions per mode cold (a new `locallens ask` proce
 `--fit` fits the unit scorer's weights (locallens/unit_scores.py) on the sample, pydoc and
 stdlib sets' answerable questions and prints each signal's effect (the share of questions whose
 best unit states the answer, with every signal, and with each one left out), and the refusal
-threshold's trade-off on the answerable and unanswerable questions of every set but `untuned`.
+threshold's trade-off on the answerable and unanswerable questions of every set but `borg`.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import _common as c
-from corpora import write_pydoc_corpus, write_stdlib_corpus
+from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus
 
 ROOT = c.ROOT
 DATA = Path(__file__).resolve().parent / "data"
@@ -60,10 +60,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "es": ("sample", [DATA / "sample_es_over_en.jsonl"]),
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
-    "untuned": ("untuned", [DATA / "untuned_questions.jsonl"]),
+    "borg": ("borg", [DATA / "borg_questions.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
-MODES = ("extractive", "default")
+MODES = ("extractive", "default", "passages")
 
 
 def load_set(name: str) -> list[dict[str, Any]]:
@@ -85,9 +85,7 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
     if corpus == "stdlib":
         dest = workdir / "stdlib-corpus"
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
-    header = (DATA / "untuned_questions.jsonl").read_text(encoding="utf-8").splitlines()[0]
-    # The untuned set names its corpus in its first line: `# corpus: /usr/share/doc/...`.
-    return Path(header.split("corpus:", 1)[1].strip())
+    return write_borg_corpus(workdir / "borg-corpus")
 
 
 def build_index(corpus: str, workdir: Path) -> Path:
@@ -163,10 +161,12 @@ def cached_models(workdir: Path) -> Any:
 
 
 def request_for(question: str, db: Path, mode: str) -> Any:
+    """`mode`: extractive, default, or passages (the default mode prompted with selected passages)."""
     from locallens.answer import AskRequest
     from locallens.storage import parse_db
 
-    return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive")
+    extra = {"prompt_passages": True} if mode == "passages" else {}
+    return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
 
 
 def words(text: str) -> int:
@@ -226,6 +226,12 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
                             "seconds": seconds,
                             "answer_ms": (data or {}).get("timings", {}).get("extract_ms")
                             or (data or {}).get("timings", {}).get("check_ms"),
+                            "prompt_tokens": (data or {}).get("tokens", {}).get("prompt", 0),
+                            "model_supported": sum(
+                                1 for cl in (data or {}).get("claims", []) if cl["supported"] and not cl["extracted"]
+                            ),
+                            "model_sentences": sum(1 for cl in (data or {}).get("claims", []) if not cl["extracted"]),
+                            "fallback": bool((data or {}).get("fallback")),
                         }
                     )
                     for cl in printed:
@@ -253,7 +259,7 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
 def report(results: dict[tuple[str, str], list[dict[str, Any]]], label: str) -> None:
     header = (
         f"{'set':<8} {'mode':<10} {'stated':>9} {'false ref.':>10} {'unans. ref.':>11} {'cited':>9} "
-        f"{'words p50':>9} {'ask ms p50':>10} {'answer ms p50':>13}"
+        f"{'words p50':>9} {'ask ms p50':>10} {'answer ms p50':>13} {'model supp.':>11} {'fallback':>8} {'prompt tok':>10}"
     )
     print(f"\n{label}")
     print(header)
@@ -271,7 +277,10 @@ def report(results: dict[tuple[str, str], list[dict[str, Any]]], label: str) -> 
             f"{sum(r['refused'] for r in unanswerable):>5}/{len(unanswerable):<5} {cited:>4}/{printed:<4} "
             f"{(statistics.median(lengths) if lengths else 0):>9.0f} "
             f"{statistics.median(r['seconds'] for r in rows) * 1000:>10.0f} "
-            f"{(statistics.median(answer_ms) if answer_ms else float('nan')):>13.1f}"
+            f"{(statistics.median(answer_ms) if answer_ms else float('nan')):>13.1f} "
+            f"{sum(r.get('model_supported', 0) for r in rows):>4}/{sum(r.get('model_sentences', 0) for r in rows):<6} "
+            f"{sum(r.get('fallback', False) for r in rows):>8} "
+            f"{statistics.median(r.get('prompt_tokens', 0) for r in rows):>10.0f}"
         )
 
 
@@ -503,7 +512,7 @@ def fit(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,untuned")
+    parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,borg")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"), help="indexes and cached generations")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. before / after)")

@@ -96,6 +96,7 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
+    prompt_passages: bool = False  # generate from the excerpts' best passages instead of whole chunks
     mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
 
     @property
@@ -286,6 +287,7 @@ def _options(request: AskRequest) -> AnswerOptions:
         seed=request.seed,
         show_unsupported=request.show_unsupported,
         cite_grammar=request.cite_grammar,
+        prompt_passages=request.prompt_passages,
     )
 
 

@@ -338,6 +338,40 @@ def extractive_answer(
     )
 
 
+PROMPT_PASSAGE_TOKENS = 320  # the passages a prompt of selected passages holds, in all
+
+
+def passage_hits(
+    question: str,
+    hits: Sequence[Hit],
+    question_vector: np.ndarray,
+    encode: Encode,
+    *,
+    budget: int = PROMPT_PASSAGE_TOKENS,
+) -> list[Hit]:
+    """The excerpts cut down to their best passages (best units first, with what belongs to
+    them, until `budget` tokens), each excerpt keeping its units in their order; excerpts left
+    with nothing are dropped. For a prompt of selected passages instead of whole chunks."""
+    from dataclasses import replace
+
+    scored = score_units(question, hits, question_vector, encode)
+    kept: set[tuple[int, int]] = set()
+    used = 0
+    for i in np.argsort(-scored.scores, kind="stable"):
+        group = [u for u in _passage(scored.units[int(i)], scored.units) if (u.excerpt, u.index) not in kept]
+        cost = sum(_tokens(u) for u in group)
+        if kept and used + cost > budget:
+            break
+        kept.update((u.excerpt, u.index) for u in group)
+        used += cost
+    out = []
+    for n, h in enumerate(hits, start=1):
+        texts = [u.text for u in scored.units if u.excerpt == n and (n, u.index) in kept]
+        if texts:
+            out.append(replace(h, chunk=replace(h.chunk, content="\n".join(texts))))
+    return out or list(hits)
+
+
 class ExtractiveMode:
     """`ask --extractive`: the excerpts' best passage, no LLM (`locallens.modes`)."""
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
 from locallens.domain import Hit
-from locallens.extractive import extractive_answer
+from locallens.extractive import extractive_answer, passage_hits
 from locallens.models import Models
 from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput
 from locallens.prompt import CITATION_RE, Citations, build_grounded_history, fit_hits_to_context, parse_citations
@@ -244,7 +244,10 @@ class GenerateMode:
 
     def answer(self, given: AnswerInput) -> AnswerOutput:
         out = AnswerOutput()
-        gen = _generate(given.options, given.question, list(given.hits), out, given.models)
+        hits = list(given.hits)
+        if given.options.prompt_passages:
+            hits = passage_hits(given.question, hits, given.question_vector, given.encode)
+        gen = _generate(given.options, given.question, hits, out, given.models)
         out.sources, out.dropped = gen.kept, gen.dropped
         out.stopped_looping = gen.stopped_looping
         out.invalid_citations = gen.citations.invalid

@@ -47,6 +47,7 @@ class AnswerOptions:
     seed: int = 0
     show_unsupported: bool = False
     cite_grammar: bool = False
+    prompt_passages: bool = False  # the prompt holds the excerpts' best passages, not whole chunks
 
 
 @dataclass(frozen=True, slots=True)

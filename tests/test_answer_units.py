@@ -261,3 +261,73 @@ def test_unanswerable_question_is_refused_and_spanish_over_english_answered(samp
     result = cli("ask", "¿Qué versión de PostgreSQL usa staging?", "--db", str(sample_index), "--extractive", "--json")
     data = json.loads(result.stdout)
     assert result.exit_code == 0 and "16.2" in data["answer"]
+
+
+# -- an answer mode is one class and one registration ----------------------------------------
+
+
+class QuoteMode:
+    """CONTRIBUTING.md's worked example: the first sentence of the best excerpt, cited."""
+
+    name = "quote"
+    uses_llm = False
+
+    def answer(self, given):  # type: ignore[no-untyped-def]
+        from locallens.claims import CheckedAnswer, Claim, refusal
+        from locallens.modes import AnswerOutput
+        from locallens.sentences import split_sentences
+
+        sentences = split_sentences(given.hits[0].content)
+        if not sentences:
+            text = refusal(given.question)
+            return AnswerOutput(checked=CheckedAnswer(raw=text, claims=[], answer=text, withheld=0, refused=True))
+        text = f"{sentences[0]} [1]"
+        claim = Claim(
+            written=sentences[0],
+            text=text,
+            claim=sentences[0],
+            supported=True,
+            score=1.0,
+            source=1,
+            evidence=sentences[0],
+            relevance=0.0,
+            citations=[1],
+            extracted=True,
+        )
+        return AnswerOutput(checked=CheckedAnswer(raw=text, claims=[claim], answer=text, withheld=0, refused=False))
+
+
+def test_a_new_answer_mode_is_one_class_and_one_registration(
+    fake_models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from locallens.answer import MODES, AskRequest, ask
+    from locallens.errors import UsageError
+    from locallens.storage import parse_db
+
+    from .helpers import write_corpus
+
+    docs = write_corpus(tmp_path / "docs")
+    assert cli("index", str(docs), "--db", str(tmp_path / "index.db")).exit_code == 0
+    monkeypatch.setitem(MODES, "quote", QuoteMode)
+    result = ask(
+        AskRequest("Which port does the staging database listen on?", parse_db(tmp_path / "index.db"), mode="quote")
+    )
+    data = result.as_json()
+    assert data["mode"] == "quote" and data["citations"] == [1] and not fake_models.llms
+    assert data["answer"].endswith("[1]") and data["answer"][:-4] in data["sources"][0]["content"]
+    with pytest.raises(UsageError, match="unknown answer mode"):
+        ask(AskRequest("Which port?", parse_db(tmp_path / "index.db"), mode="nonesuch"))
+
+
+def test_eval_runs_the_answer_mode_through_the_same_seam_as_ask() -> None:
+    from locallens.answer import answer_with
+    from locallens.models import Models
+    from locallens.modes import AnswerInput, AnswerOptions
+
+    question = "How many weeks of birth or adoption leave?"
+    hits = [hit(LEAVE, "hr/leave-policy.md")]
+    given = AnswerInput(question, hits, fake_vector(question), fake_encode, Models(), AnswerOptions())
+    via_seam = answer_with("extractive", given)
+    direct = extractive_answer(question, hits, fake_vector(question), fake_encode)
+    assert via_seam.checked is not None and via_seam.checked.answer == direct.answer
+    assert via_seam.mode == "extractive" and "extract_ms" in via_seam.timings

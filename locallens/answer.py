@@ -156,6 +156,7 @@ class AskResult:
             out["answer"] = checked.answer
             out["mode"] = "extractive" if checked.fallback else self.mode
             out["fallback"] = checked.fallback
+            out["summary"] = checked.summary  # a broad question, answered with a summary
             out["refused"] = checked.refused
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations

@@ -685,7 +685,16 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
         print_json(data)
         return
     out = stdout_console()
-    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
+    answer = data.get("answer") or ""
+    units = [c for c in data.get("claims", []) if c.get("extracted")]
+    if out.is_terminal and not data.get("refused") and answer == "\n".join(c["text"] for c in units):
+        # On a terminal the unit that answers is emphasised; what is printed stays the same text.
+        for unit in units:
+            out.print(
+                clean(unit["text"], multiline=True), markup=False, style="bold" if unit.get("answering") else None
+            )
+    else:
+        out.print(clean(answer, multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(

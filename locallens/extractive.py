@@ -63,6 +63,12 @@ _BROAD = re.compile(
     r")\s*[?.!]*\s*$",
     re.I,
 )
+# "What is X" asks for one fact, not a summary, when X names a kind of fact.
+_SPECIFIC = re.compile(
+    r"\b(?:ports?|versions?|default|limits?|number|address|ip|dates?|time|size|price|cost|name|path|command|"
+    r"url|password|value|deadline|puerto|versión|fecha|hora|precio|nombre|comando|valor)\b",
+    re.I,
+)
 # Words that name the kind of text, not its topic.
 _GENERIC_WORDS = "note notes doc docs document page file section guide overview summary policy nota documento"
 _GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
@@ -75,8 +81,8 @@ def is_broad(question: str) -> str | None:
     if match is None:
         return None
     topic = next(g for g in match.groups() if g is not None)
-    if (match.group("b") or match.group("e")) and len(topic.split()) > 4:
-        return None
+    if (match.group("b") or match.group("e")) and (len(topic.split()) > 4 or _SPECIFIC.search(topic)):
+        return None  # "what is the default port?" asks for one fact
     return topic
 
 
@@ -319,7 +325,7 @@ def extractive_answer(
     topic = is_broad(question)
     summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
     if summary:
-        claims = [_claim(u, 1.0, answering=True) for u in summary]
+        claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif scored.units and answer_evidence(question, hits, scored) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)

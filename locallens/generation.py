@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
+from locallens.claims import MIN_RELEVANCE, CheckedAnswer, Encode, check_answer, refusal
 from locallens.domain import Hit
 from locallens.extractive import extractive_answer, passage_hits
 from locallens.models import Models
@@ -207,33 +207,50 @@ def checked_answer(
     max_tokens: int,
     show_unsupported: bool = False,
 ) -> CheckedAnswer:
-    """The model's answer after the check; when none of it is left, the extractive answer.
+    """The model's answer after the check, when it agrees with the excerpts' best passage; else
+    that passage (`locallens.extractive`); the plain refusal when neither answers.
 
     A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
     been shown excerpts that may hold the answer: rather than refuse, the answer is then the
-    excerpts' most relevant sentences, if any reaches `MIN_RELEVANCE`, else the plain refusal.
-    Its claims are the model's (all withheld) followed by the extracted ones (all printed).
+    passage. So it is when the model's supported sentences all come from elsewhere than the
+    passage (a small model restating the question's topic from a neighbouring sentence, say):
+    the model's answer is printed when one of its supported, relevant sentences rests on a unit
+    of the passage. The claims are the model's (withheld when the passage is printed) followed by
+    the extracted ones.
     """
     checked = check_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
     )
-    if not checked.refused:
-        return checked
     extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
-    if extracted.refused:
+    if extracted.refused or (not checked.refused and _agrees(checked, extracted)):
+        if checked.refused or extracted.refused:
+            checked.check_ms += extracted.check_ms
         return checked
     answer = extracted.answer
-    if show_unsupported:  # the model's sentences follow, marked, as after a refusal
+    if show_unsupported and checked.refused:  # the model's sentences follow, marked, as after a refusal
         answer += checked.answer.removeprefix(refusal(question))
+    model_claims = [replace(c, supported=False) for c in checked.claims]
     return CheckedAnswer(
         raw=model_answer,
-        claims=checked.claims + extracted.claims,
+        claims=model_claims + extracted.claims,
         answer=answer,
-        withheld=checked.withheld,
+        withheld=len(model_claims),
         refused=False,
         check_ms=checked.check_ms + extracted.check_ms,
         fallback=True,
     )
+
+
+def _agrees(checked: CheckedAnswer, extracted: CheckedAnswer) -> bool:
+    """Whether a supported, relevant sentence of the model rests on a unit of the passage."""
+    units = [" ".join((c.evidence or "").split()) for c in extracted.claims]
+    for claim in checked.claims:
+        if not (claim.supported and claim.relevance >= MIN_RELEVANCE and claim.evidence):
+            continue
+        evidence = " ".join(claim.evidence.split())
+        if any(evidence in unit or unit in evidence for unit in units if unit):
+            return True
+    return False
 
 
 class GenerateMode:

@@ -123,6 +123,10 @@ class CheckedAnswer:
             return []
         shown = " (shown marked below, as asked)" if show_unsupported else " (--show-unsupported shows it)"
         if self.fallback:
+            if any(c.score >= MIN_SUPPORT and not c.facts_missing and not c.words_missing for c in model):
+                return [
+                    f"the model's answer does not state what the excerpts' best passage does; this is that passage{shown}"
+                ]
             return [f"the model's answer is not backed by the excerpts; this is the excerpts' own passage{shown}"]
         if self.refused:
             return [f"the model's answer is not backed by the excerpts{shown}"]

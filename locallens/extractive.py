@@ -43,6 +43,9 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 EVIDENCE_WEIGHTS = {"best_unit": 0.64, "term_coverage": 0.54, "top_score": 7.39}
 EVIDENCE_BIAS = -4.78
 MIN_EVIDENCE = 0.5  # below this, the plain refusal
+# ... and so when the excerpts hold less than this share of the question's key terms, whatever the
+# units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
+MIN_TERM_COVERAGE = 0.2
 MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
 MARGIN = 0.15  # ... and when it scores within this of the best
 DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
@@ -123,10 +126,13 @@ def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored) -> float
     """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
     if not scored.units or not hits:
         return 0.0
+    coverage = term_coverage(question_terms(question), hits)
+    if coverage < MIN_TERM_COVERAGE:
+        return 0.0
     best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
     z = (
         EVIDENCE_WEIGHTS["best_unit"] * best
-        + EVIDENCE_WEIGHTS["term_coverage"] * term_coverage(question_terms(question), hits)
+        + EVIDENCE_WEIGHTS["term_coverage"] * coverage
         + EVIDENCE_WEIGHTS["top_score"] * hits[0].score
         + EVIDENCE_BIAS
     )

@@ -987,6 +987,7 @@ def _service(
     device: str,
     hybrid: bool,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    readable_dirs: tuple[Path, ...] = (),
 ) -> Any:
     from locallens.service import Service, ServiceSettings
 
@@ -1001,6 +1002,7 @@ def _service(
             device=device,
             hybrid=hybrid,
             max_tokens=max_tokens,
+            readable_dirs=readable_dirs,
         )
     )
 
@@ -1062,6 +1064,13 @@ def mcp(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
+    allow_read: list[Path] = typer.Option(
+        [],
+        "--allow-read",
+        help="A folder whose questions files eval_retrieval may read, besides the brain's roots (repeatable).",
+        metavar="DIR",
+        show_default=False,
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -1069,7 +1078,11 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        for folder in allow_read:
+            if not folder.expanduser().is_dir():
+                raise UsageError(f"--allow-read {folder}: not a folder")
+        readable = tuple(folder.expanduser().resolve() for folder in allow_read)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)

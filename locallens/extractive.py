@@ -109,8 +109,8 @@ def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray,
     rows = features(question_terms(question), units, cosines, [h.chunk.relative_path for h in hits])
     scores = combine(rows)
     for i, unit in enumerate(units):
-        if unit.kind == HEADING or is_context_only(unit):
-            scores[i] = 0.0
+        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * DEFAULT_PASSAGE_TOKENS:
+            scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
     return Scored(units, scores, cosines, vectors)
 
 

@@ -160,12 +160,17 @@ def cached_models(workdir: Path) -> Any:
     return CachingModels()
 
 
+MAX_TOKENS: int | None = None  # --max-tokens: the answer length asked (None: ask's default)
+
+
 def request_for(question: str, db: Path, mode: str) -> Any:
     """`mode`: extractive, default, or passages (the default mode prompted with selected passages)."""
     from locallens.answer import AskRequest
     from locallens.storage import parse_db
 
-    extra = {"prompt_passages": True} if mode == "passages" else {}
+    extra: dict[str, Any] = {"prompt_passages": True} if mode == "passages" else {}
+    if MAX_TOKENS is not None:
+        extra["max_tokens"] = MAX_TOKENS
     return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
 
 
@@ -520,9 +525,12 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--max-tokens", type=int, default=None, help="answer length asked (default: ask's)")
     args = parser.parse_args()
     args.sets = args.sets.split(",")
     args.modes = args.modes.split(",")
+    global MAX_TOKENS
+    MAX_TOKENS = args.max_tokens
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("Answer benchmark", quick=False)

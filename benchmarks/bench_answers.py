@@ -337,7 +337,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, missing_terms, term_coverage
+    from locallens.extractive import _passage, term_coverage
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -389,7 +389,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "answerable": row.get("answerable", True),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score, missing_terms(qt, hits)],
+                    "evidence": [term_coverage(qt, hits), hits[0].score],
                 }
             )
     models.close()
@@ -485,11 +485,7 @@ def fit(args: argparse.Namespace) -> None:
     # terms the excerpts hold, the top excerpt's retrieval score) on answerable vs unanswerable.
     calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
 
-    def evidence(ex: dict[str, Any]) -> list[float]:
-        best = int((ex["x"] @ w).argmax())
-        return [float((ex["x"] @ w).max()), *ex["evidence"], float(ex["x"][best, 2] + ex["x"][best, 3])]
-
-    ev = np.array([evidence(ex) for ex in calib])
+    ev = np.array([[float((ex["x"] @ w).max()), *ex["evidence"]] for ex in calib])
     target = np.array([1.0 if ex["answerable"] else 0.0 for ex in calib])
     rw, rb = _fit(ev, target, l2=0.1)
     print(

@@ -139,12 +139,6 @@ def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored) -> float
     return float(1 / (1 + np.exp(-z)))
 
 
-def missing_terms(question: QuestionTerms, hits: Sequence[Hit]) -> int:
-    """How many of the question's key terms none of the excerpts holds."""
-    held = key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
-    return len(question.terms - held)
-
-
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     """`best` with what belongs to it: its setup line or header row before it, the block a setup
     line introduces after it."""

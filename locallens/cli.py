@@ -360,6 +360,13 @@ def index(
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
+    encoder: str | None = typer.Option(
+        None,
+        "--encoder",
+        envvar="LOCALLENS_ENCODER",
+        show_default=False,
+        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+    ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
     max_file_mb: float = typer.Option(
@@ -419,6 +426,7 @@ def index(
             brain=brain,
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker),
             model=model,
+            encoder=encoder,
             device=device,
             include=include,
             exclude=exclude,

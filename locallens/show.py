@@ -101,7 +101,10 @@ def _resolve(path: str, roots: Sequence[Path]) -> Path:
     """The file `path` names, under one of `roots`: as given (absolute, or from the current
     folder), else relative to a root (as citations print it). Never a file outside the roots."""
     given = Path(path).expanduser()
-    candidates = [given] if given.is_absolute() else [given, *(root / path for root in roots if root.is_dir())]
+    if given.is_absolute():
+        candidates = [given]
+    else:  # a root that is a single file is its own relative path's parent
+        candidates = [given, *(root / path if root.is_dir() else root.parent / path for root in roots)]
     outside: Path | None = None
     for candidate in candidates:
         try:

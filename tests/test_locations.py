@@ -579,3 +579,13 @@ def test_ask_on_sample_docs_cites_the_leave_policy_by_its_lines(sample_index: Pa
     shown = cli("show", "1")
     assert shown.exit_code == 0 and shown.stdout.startswith(out["sources"][0]["citation"] + "\n")
     assert "25 working days" in shown.stdout
+
+
+def test_show_finds_a_file_indexed_as_a_root_of_its_own(tmp_path: Path, fake_models: FakeModels) -> None:
+    folder = write_files(tmp_path / "notes", {"todo.md": "# Todo\n\nBuy milk.\n", "other.md": "Private.\n"})
+    db = tmp_path / "index.db"
+    cli_json("index", str(folder / "todo.md"), "--db", str(db))
+    shown = cli("show", "todo.md:3", "--db", str(db))
+    assert shown.exit_code == 0 and "> 3 │ Buy milk." in shown.stdout, shown.output
+    beside = cli("show", "other.md:1", "--db", str(db))  # next to the root, not under it
+    assert beside.exit_code == 2 and "Private" not in beside.output

@@ -26,7 +26,17 @@ from typing import Any
 
 from locallens.domain import Chunk, Document, Location, SourceSpan
 
-__all__ = ["as_json", "citation", "cited_sentence", "fields", "locate", "sentence_lines", "sentence_span"]
+__all__ = [
+    "as_json",
+    "citation",
+    "cited_sentence",
+    "fields",
+    "locate",
+    "sentence_lines",
+    "sentence_span",
+    "span_labels",
+    "span_range",
+]
 
 
 def citation(path: str, chunk_index: int, location: Location | None) -> str:

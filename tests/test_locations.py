@@ -589,3 +589,13 @@ def test_show_finds_a_file_indexed_as_a_root_of_its_own(tmp_path: Path, fake_mod
     assert shown.exit_code == 0 and "> 3 │ Buy milk." in shown.stdout, shown.output
     beside = cli("show", "other.md:1", "--db", str(db))  # next to the root, not under it
     assert beside.exit_code == 2 and "Private" not in beside.output
+
+
+def test_copy_keeps_locations(indexed: tuple[Path, Path], tmp_path: Path) -> None:
+    _, db = indexed
+    dest = tmp_path / "copy.db"
+    result = cli("copy", str(db), str(dest), "--json")
+    assert result.exit_code == 0, result.output
+    assert _chunks(dest) == _chunks(db)
+    with Store(dest, create=False) as store:
+        assert store.execute("SELECT count(*) FROM documents WHERE line_offset IS NULL") == [(0,)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from locallens import locations
-from locallens.claims import CheckedAnswer
+from locallens.claims import CheckedAnswer, Claim
 from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
@@ -150,10 +150,10 @@ class AskResult:
         """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
         return self.checked is not None and self.checked.refused
 
-    def _claim_json(self, claim: Any) -> dict[str, Any]:
+    def _claim_json(self, claim: Claim) -> dict[str, Any]:
         """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""
         out: dict[str, Any] = claim.as_json()
-        source = getattr(claim, "source", None)
+        source = claim.source
         if source is None or not 1 <= source <= len(self.sources):
             return {**out, "excerpt_span": None, "line_start": None, "line_end": None}
         hit = self.sources[source - 1]

@@ -178,6 +178,7 @@ class ExcerptVerdict:
     path: str
     chunk_index: int
     relevant: bool | None
+    citation: str = ""  # where the excerpt is, for a person (docs/behaviour.md#locations)
 
 
 @dataclass(slots=True)
@@ -260,7 +261,8 @@ class QuestionAnswer:
             "invalid_citations": self.invalid_citations,
             "statements": [{"statement": s.statement, "supported": s.supported} for s in self.statements],
             "excerpts": [
-                {"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "relevant": e.relevant} for e in self.excerpts
+                {"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "citation": e.citation, "relevant": e.relevant}
+                for e in self.excerpts
             ],
             "faithfulness": _round(self.faithfulness),
             "context_precision": _round(self.context_precision),
@@ -419,7 +421,9 @@ def evaluate_answers(
                 progress.advance(JUDGING)
             for n, hit in enumerate(kept, start=1):
                 verdict = judge.verdict(relevance_messages(question.text, hit.content), RELEVANT_SCHEMA, "relevant")
-                result.excerpts.append(ExcerptVerdict(n, hit.chunk.relative_path, hit.chunk.chunk_index, verdict))
+                result.excerpts.append(
+                    ExcerptVerdict(n, hit.chunk.relative_path, hit.chunk.chunk_index, verdict, hit.citation())
+                )
                 progress.advance(JUDGING)
     finally:
         if generator is not None and generator is not judge_llm:

@@ -149,6 +149,9 @@ class IndexRequest:
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
+    encoder: str | None = (
+        None  # None: the brain's (part of its pinned model name); a new brain: embedding.DEFAULT_ENCODER
+    )
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -462,9 +465,9 @@ class _Run:
             keys = list(todo.keys())
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
-            embedded = [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
-            report.over_length += embedder.count_over_length(embedded)
-            embedder.plan(embedded)  # the batch's backend is chosen for all of it, not per slice
+            # Each text and header is tokenised once for the count, the plan and the slices.
+            report.over_length += embedder.count_over_length(texts, headers)
+            embedder.plan(texts, headers)  # the batch's backend is chosen for all of it, not per slice
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.
@@ -569,10 +572,22 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
+    _download_named_model(request)
     with open_writer(request.db, request.wait) as store, store.writing(request.brain, request.wait):
         report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _download_named_model(request: IndexRequest) -> None:
+    """A hub model named with --model that is not cached yet is downloaded (and loaded) now,
+    before the writer lock: waiting on the network never holds the lock (docs/behaviour.md)."""
+    from locallens.embedding import load_embedder, resolve_model
+
+    if request.model in (None, "", "auto"):
+        return
+    if not resolve_model(request.model).offline:
+        load_embedder(request.model, device=request.device)  # kept loaded for the run itself
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:
@@ -581,13 +596,19 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
-    from locallens.embedding import resolve_model
+    from locallens.embedding import FP32, encoder_named, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
+    encoder = request.encoder or None
     if existing is None or request.rebuild:
-        return resolve_model(requested).name
-    if requested is not None:
-        name = resolve_model(requested).name
+        return resolve_model(requested, encoder=encoder, device=request.device).name
+    if requested is not None or encoder is not None:
+        # The model named (else the brain's) with the encoder named (else the one the name says,
+        # else the brain's): naming the brain's own model keeps its encoder.
+        base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
+        if encoder is None and not encoder_named(base):
+            encoder = encoder_named(existing.model) or FP32
+        name = resolve_model(base, encoder=encoder, device=request.device).name
         if name != existing.model:
             raise ModelMismatchError(
                 f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "

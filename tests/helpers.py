@@ -300,11 +300,16 @@ class FakeEmbedder:
         self.batch_size = 32
         self.requested_device = "cpu"
         self.last_backend = "fake"
+        self.encoder = "fp32"
         self.calls: list[list[str]] = []
         self.passages: list[str] = []
 
     @property
     def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def space(self) -> str:
         return self.spec.name
 
     @property
@@ -376,10 +381,15 @@ class FakeEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([self.spec.query_prefix + text])[0]
 
-    def count_over_length(self, texts: Sequence[str]) -> int:
-        return sum(1 for t in texts if len(_TOKEN.findall(t)) > self.max_seq_length - 2)
+    def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
+        headers = list(headers) if headers is not None else [""] * len(texts)
+        return sum(
+            1
+            for t, h in zip(texts, headers, strict=True)
+            if len(_TOKEN.findall(f"{h}\n\n{t}" if h else t)) > self.max_seq_length - 2
+        )
 
-    def plan(self, texts: Sequence[str]) -> None:
+    def plan(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> None:
         """One backend here: nothing to choose."""
 
 

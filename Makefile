@@ -2,7 +2,8 @@
 #   make demo   index sample_docs/ and answer a question with the embedded default models
 #   make test   the whole test suite (offline, real models, small data)
 #   make test-fast  the fast tier: every test not marked slow, with deterministic model fakes (< 30 s)
-#   make lint   ruff (lint + format check), mypy, and the README's command reference against --help
+#   make lint   ruff (lint + format check), mypy, the generated docs (command reference, import table,
+#               schema steps) against the code, no import cycle, README at most 15 KB
 #   make bench  the benchmarks in benchmarks/ (prints figures)
 
 PYTHON ?= python3
@@ -38,6 +39,9 @@ lint: install
 	$(BIN)/ruff format --check locallens tests benchmarks scripts
 	$(BIN)/mypy
 	$(BIN)/python scripts/cli_reference.py --check
+	$(BIN)/python scripts/import_graph.py --check
+	$(BIN)/python scripts/migration_list.py --check
+	@test $$(wc -c < README.md) -le 15360 || { echo "README.md is over 15 KB: put the detail in docs/" >&2; exit 1; }
 
 demo: install
 	$(BIN)/locallens index sample_docs --db $(DEMO_DB)

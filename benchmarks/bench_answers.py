@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> None:
     from locallens.extractive import extractive_answer
     from locallens.llm import LocalLLM, resolve_llm_path
     from locallens.retrieval import SentenceEncoder, retrieve
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)

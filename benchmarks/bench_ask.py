@@ -18,7 +18,7 @@
    the store with random unit vectors (fake documents of 100 chunks each): the search cost of
    sqlite-vec does not depend on the values. Target: <= 50 ms at 100k chunks. The search is
    exact; from PARALLEL_MIN_VECTORS on it scans the brain's partitions on all cores (see
-   locallens/store.py), so the serial scan is measured beside it.
+   locallens/storage/sqlite.py), so the serial scan is measured beside it.
 """
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ def prefill_sweep(table: c.Table, db: Path) -> None:
     )
     from locallens.prompt import build_grounded_history
     from locallens.retrieval import retrieve
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         brain = store.get_brain("default")
@@ -251,7 +251,8 @@ def prefill_sweep(table: c.Table, db: Path) -> None:
 def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> float:
     """A brain of `n_chunks` random unit vectors in fake documents of CHUNKS_PER_DOC chunks."""
     from locallens.domain import Chunk
-    from locallens.store import Store
+    from locallens.storage import DocumentRecord
+    from locallens.storage.sqlite import Store
 
     rng = np.random.default_rng(seed)
     start = time.perf_counter()
@@ -275,22 +276,24 @@ def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> flo
             ]
             store.write_document(
                 brain,
-                root="/fake",
-                relative_path=path,
-                size=0,
-                mtime_ns=0,
-                checksum=checksum,
-                chunks=chunks,
-                vectors=vectors,
+                DocumentRecord(
+                    root="/fake",
+                    relative_path=path,
+                    size=0,
+                    mtime_ns=0,
+                    checksum=checksum,
+                    chunks=chunks,
+                    vectors=vectors,
+                ),
             )
     return time.perf_counter() - start
 
 
 def warm_retrieval(table: c.Table, tmp: Path, sizes: tuple[int, ...], n_queries: int) -> None:
-    import locallens.store as store_module
+    import locallens.storage.sqlite as store_module
     from locallens.embedding import load_embedder
     from locallens.retrieval import hybrid_search, retrieve
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     embedder = load_embedder("auto")
     queries = questions()[:n_queries]

@@ -66,8 +66,8 @@ def hit_rate(found: dict[str, bool], lang: str | None = None) -> str:
 
 
 def retrieval(table: c.Table, store, brain, embedder, questions: list[dict]) -> None:  # type: ignore[no-untyped-def]
-    from locallens import store as store_module
     from locallens.retrieval import search
+    from locallens.storage import sqlite as store_module
 
     def run(label: str) -> None:
         vector, keyword, hybrid = {}, {}, {}
@@ -180,9 +180,10 @@ def scale(table: c.Table, n: int, tmp: Path) -> None:
     """Keyword search over N synthetic CJK chunks, beside a LIKE scan for the 2-character pieces."""
     import numpy as np
 
-    from locallens import store as store_module
     from locallens.domain import Chunk
-    from locallens.store import Store
+    from locallens.storage import DocumentRecord
+    from locallens.storage import sqlite as store_module
+    from locallens.storage.sqlite import Store
 
     if not hasattr(store_module, "NO_SPACE_RUN"):
         table.add("scale", "skipped", note="no trigram index in the code under test")
@@ -212,13 +213,15 @@ def scale(table: c.Table, n: int, tmp: Path) -> None:
             ]
             store.write_document(
                 brain,
-                root="/synthetic",
-                relative_path=f"doc{d}.md",
-                size=1,
-                mtime_ns=1,
-                checksum=f"s{d}",
-                chunks=chunks,
-                vectors=np.ones((per_doc, 4), dtype=np.float32),
+                DocumentRecord(
+                    root="/synthetic",
+                    relative_path=f"doc{d}.md",
+                    size=1,
+                    mtime_ns=1,
+                    checksum=f"s{d}",
+                    chunks=chunks,
+                    vectors=np.ones((per_doc, 4), dtype=np.float32),
+                ),
             )
         ((text_bytes,),) = store.execute("SELECT sum(length(CAST(content AS BLOB))) FROM chunks")
         questions = [q["question"] for q in load_questions()]
@@ -284,7 +287,7 @@ def main() -> None:
     c.print_machine("CJK: retrieval, trimming, token counts", args.quick)
     from locallens.embedding import load_embedder
     from locallens.indexer import IndexRequest, index
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     questions = load_questions()
     table = c.Table(f"CJK corpus: {len(list(DOCS.glob('*.md')))} documents, {len(questions)} questions")

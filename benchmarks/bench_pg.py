@@ -166,7 +166,7 @@ def hnsw_index(url: str, brain: Any) -> str | None:
     """The qualified name of the HNSW index on the brain's vector table, if it has one."""
     import psycopg
 
-    from locallens import pgstore
+    from locallens.storage import postgres as pgstore
 
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute(
@@ -276,6 +276,7 @@ def load_store(
     (brain, seconds writing documents, seconds in touch_brain, the server's notices meanwhile).
     """
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
 
     notices: list[str] = []
     conn = getattr(store, "conn", None)  # PostgreSQL: pgvector reports a build short of memory
@@ -297,13 +298,15 @@ def load_store(
         chunks = [Chunk(f"{checksum[:12]}-{j}", brain.name, path, j, text, checksum) for j, text in enumerate(texts)]
         store.write_document(
             brain,
-            root="/synthetic",
-            relative_path=path,
-            size=sum(len(t) for t in texts),
-            mtime_ns=0,
-            checksum=checksum,
-            chunks=chunks,
-            vectors=block,
+            DocumentRecord(
+                root="/synthetic",
+                relative_path=path,
+                size=sum(len(t) for t in texts),
+                mtime_ns=0,
+                checksum=checksum,
+                chunks=chunks,
+                vectors=block,
+            ),
         )
         now = time.perf_counter()
         if now >= next_report and doc + 1 < docs:
@@ -339,7 +342,7 @@ def run_search(
     config: SearchConfig, query: np.ndarray, k: int, path_glob: str | None = None
 ) -> tuple[float, list[Any]]:
     """(milliseconds, hits) of one knn on `config`, with its ef_search in force."""
-    from locallens import pgstore
+    from locallens.storage import postgres as pgstore
 
     previous = pgstore.HNSW_EF_SEARCH
     if config.ef_search is not None:
@@ -377,7 +380,7 @@ def interleaved(
 
 def size_check_ms(store: Any, brain: Any, repeats: int = 50) -> float:
     """Median ms of the brain-size check PostgresStore.knn makes before each indexed search."""
-    from locallens import pgstore
+    from locallens.storage import postgres as pgstore
 
     sql = f"SELECT count(*) FROM (SELECT 1 FROM {pgstore._vec(brain)} LIMIT %s) s"
     times = []
@@ -455,7 +458,7 @@ def bench_keywords(out: Output, label: str, pg: Any, pg_brain: Any, sq: Any, sq_
 
 def store_path(store: Any, chunk_pk: int) -> tuple[str, int]:
     """(relative path, chunk index) of a chunk by its row id: the same chunk in either store."""
-    from locallens.pgstore import SCHEMA, PostgresStore
+    from locallens.storage.postgres import SCHEMA, PostgresStore
 
     if isinstance(store, PostgresStore):
         sql = f"SELECT relative_path, chunk_index FROM {SCHEMA}.chunks WHERE id = %s"
@@ -466,9 +469,9 @@ def store_path(store: Any, chunk_pk: int) -> tuple[str, int]:
 
 
 def bench_search(args: argparse.Namespace, url: str, tmp: Path, out: Output) -> None:
-    from locallens import pgstore
     from locallens.storage import open_store
-    from locallens.store import Store
+    from locallens.storage import postgres as pgstore
+    from locallens.storage.sqlite import Store
 
     words, freq = vocabulary()
     efs = [int(x) for x in args.ef_search.split(",") if x.strip()]

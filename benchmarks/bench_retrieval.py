@@ -58,16 +58,21 @@ DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scif
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
-CONFIGS: dict[str, dict[str, bool]] = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
     "multi": {"headers": False, "multi_vector": True},
     "both": {"headers": True, "multi_vector": True},
     # The naive dense baseline: paragraphs packed into chunks of the default size with no overlap,
     # embedded without headers by the same model, searched by vector only.
-    "naive": {"headers": False, "multi_vector": False},
+    "naive": {"headers": False, "multi_vector": False, "chunk_overlap": 0},
+    # The default settings with the int8 encoder (its queries are embedded with it too).
+    "int8": {"headers": True, "multi_vector": False, "encoder": "int8"},
+    # Chunk size / overlap (tiktoken tokens) with the default settings; the default is 220/40.
+    "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
+    "int8-200-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 20},
+    "int8-180-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 180, "chunk_overlap": 20},
 }
-NO_OVERLAP = ("naive",)  # configs indexed with --chunk-overlap 0
 BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
 DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)
 RRF_KS = (10, 60)
@@ -172,20 +177,25 @@ def supported(field: str) -> bool:
     return field in {f.name for f in dataclasses.fields(IndexRequest)}
 
 
-def build_index(
-    corpus: Corpus, db: Path, settings: dict[str, Any], chunker: str, overlap: int | None = None
-) -> tuple[float, int]:
+def build_index(corpus: Corpus, db: Path, settings: dict[str, Any], chunker: str) -> tuple[float, int]:
     """Index `corpus` into a fresh `db`; (seconds, chunks). Settings this checkout lacks are dropped."""
     from locallens.config import ChunkSettings
     from locallens.indexer import IndexRequest, index
 
     for suffix in ("", "-wal", "-shm", ".lock"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    extra = {k: v for k, v in settings.items() if supported(k)}
+    sizes = {k: settings[k] for k in ("chunk_size", "chunk_overlap") if k in settings}
+    extra = {k: v for k, v in settings.items() if supported(k) and k not in sizes}
     if corpus.titles and supported("titles"):
         extra["titles"] = corpus.titles
-    chunking = ChunkSettings(strategy=chunker, chunk_overlap=0) if overlap == 0 else ChunkSettings(strategy=chunker)
-    request = IndexRequest(paths=[corpus.folder], db=db, brain="bench", device="cpu", chunking=chunking, **extra)
+    request = IndexRequest(
+        paths=[corpus.folder],
+        db=db,
+        brain="bench",
+        device="cpu",
+        chunking=ChunkSettings(strategy=chunker, **sizes),
+        **extra,
+    )
     started = time.perf_counter()
     report = index(request)
     return time.perf_counter() - started, report.chunks_total
@@ -200,7 +210,7 @@ def derive_mean(source: Path, db: Path) -> None:
 
     import numpy as np
 
-    from locallens.store import PARTITIONS, WINDOW_SHIFT, Store
+    from locallens.storage.sqlite import PARTITIONS, WINDOW_SHIFT, Store
 
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -242,7 +252,7 @@ Ranking = list[tuple[int, str, float, float]]  # (chunk row id, file, score, cos
 
 def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Ranking]]:
     """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance)."""
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     out = []
     deep = max(corpus.depth, max(DEPTHS))
@@ -325,7 +335,7 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
 def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid."""
     from locallens.retrieval import search
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     ranks = rankings(corpus, db, qvecs)
     result: dict[str, Any] = {
@@ -399,7 +409,7 @@ def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[st
 
 
 def count_chunks(db: Path) -> int:
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     with Store(db, create=False) as store:
         return int(store.execute("SELECT count(*) FROM chunks")[0][0])
@@ -526,10 +536,12 @@ def run_corpora(
     pg_url: str | None,
 ) -> None:
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
+    from locallens.embedding import load_embedder
+
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
-        qvecs = embedder.encode([embedder.spec.query_prefix + q.text for q in corpus.queries])
+        by_encoder: dict[str, Any] = {}  # queries embedded by the encoder of each index
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
@@ -539,8 +551,7 @@ def run_corpora(
                     c.note(f"{corpus_name} {label}: reusing {db} ({chunks} chunks); scoring")
                 else:
                     c.note(f"{corpus_name} {label}: indexing")
-                    overlap = 0 if config in NO_OVERLAP else None
-                    seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker, overlap)
+                    seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker)
                     c.note(f"{corpus_name} {label}: {chunks} chunks in {seconds:.1f} s; scoring")
                 variants = [(label, db)]
                 if args.derive_mean and CONFIGS[config]["multi_vector"]:
@@ -548,6 +559,11 @@ def run_corpora(
                     if not (args.reuse and derived.exists()):
                         derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
+                encoder = CONFIGS[config].get("encoder", "fp32")
+                if encoder not in by_encoder:
+                    model = load_embedder(embedder.spec.name.split("@")[0], device="cpu", encoder=encoder)
+                    by_encoder[encoder] = model.encode([model.spec.query_prefix + q.text for q in corpus.queries])
+                qvecs = by_encoder[encoder]
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
                     if pg_url is not None:

@@ -64,7 +64,7 @@ def sample_texts() -> list[tuple[str, str]]:
 def pick_chunks(db: Path) -> list[Hit]:
     """The 5 stored chunks closest to TARGET_TOKENS tokens, at most one per file."""
     from locallens.domain import Chunk, Hit
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
     from locallens.tokens import count_tokens
 
     with Store(db, create=False) as store:
@@ -89,7 +89,7 @@ def trim_overhead(table: c.Table, db: Path, repeats: int, cold_repeats: int) -> 
     from locallens.embedding import load_embedder
     from locallens.retrieval import SentenceEncoder, TrimSettings, retrieve
     from locallens.sentences import split_chunk_prefix, split_sentences
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
     from locallens.tokens import count_tokens
     from locallens.trim import trim_chunks_by_sentence
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from locallens import locations
 from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
 from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.domain import Hit, RetrievalResult
@@ -203,6 +204,17 @@ class AskResult:
         """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
         return self.checked is not None and self.checked.refused
 
+    def _claim_json(self, claim: Any) -> dict[str, Any]:
+        """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""
+        out: dict[str, Any] = claim.as_json()
+        source = getattr(claim, "source", None)
+        if source is None or not 1 <= source <= len(self.sources):
+            return {**out, "excerpt_span": None, "line_start": None, "line_end": None}
+        hit = self.sources[source - 1]
+        originals = {d.original.id: d.original.content for d in self.retrieval.trim_details}
+        original = originals.get(hit.id, hit.content)
+        return {**out, **locations.cited_sentence(hit.content, original, hit.chunk.location, claim.evidence)}
+
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"question": self.question}
         checked = self.checked
@@ -214,7 +226,7 @@ class AskResult:
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations
-            out["claims"] = [claim.as_json() for claim in checked.claims]
+            out["claims"] = [self._claim_json(claim) for claim in checked.claims]
             if self.mode == "generate":
                 out["model_answer"] = checked.raw
                 out["notices"] = checked.notices(self.show_unsupported)
@@ -224,6 +236,7 @@ class AskResult:
                 "id": h.id,
                 "path": h.chunk.relative_path,
                 "chunk_index": h.chunk.chunk_index,
+                **locations.fields(h.chunk),
                 "score": round(h.score, 4),
                 "content": h.content,
                 **({"rerank_score": round(h.rerank_score, 4)} if h.rerank_score is not None else {}),
@@ -231,7 +244,13 @@ class AskResult:
             for n, h in enumerate(self.sources, start=1)
         ]
         out["dropped"] = [
-            {"id": h.id, "path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index, "score": round(h.score, 4)}
+            {
+                "id": h.id,
+                "path": h.chunk.relative_path,
+                "chunk_index": h.chunk.chunk_index,
+                "citation": h.citation(),
+                "score": round(h.score, 4),
+            }
             for h in self.dropped
         ]
         r = self.retrieval

@@ -1,6 +1,6 @@
 """Typed errors. The core raises them; the CLI turns each into one line on stderr and its exit code.
 
-Exit codes are part of the public interface (README, "Exit codes") and never change meaning.
+Exit codes are part of the public interface (docs/guide.md, "Exit codes") and never change meaning.
 """
 
 from __future__ import annotations

@@ -38,6 +38,12 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _UNDERLINE = re.compile(r"^([=\-~^\"'`:.*+#_])\1{2,}[ \t]*$")
 _CAPITALS = re.compile(r"^[A-Z][A-Z0-9 &/,()_-]*[A-Z0-9)]$")
 _MARKDOWN = {".md", ".markdown"}
+# Formats whose reader gives every heading: their text is never searched for more (an Org
+# comment line, `# note`, is not a heading).
+_GIVEN_ONLY = {".org"}
+# What may stand before a given heading on its line: markup (`##`, `*`), an Org TODO keyword or
+# priority cookie.
+_HEADING_LEAD = re.compile(r"[ \t#*]*(?:[A-Z]+[ \t]+)?(?:\[#\w\][ \t]+)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +61,9 @@ def _clean(text: str) -> str:
 def headings(document: Document) -> list[Heading]:
     """The document's headings in order (HTML's from the reader, the others from the text)."""
     text = document.text
-    if document.headings:
-        return _locate(text, document.headings)
     suffix = PurePosixPath(document.relative_path).suffix.lower()
+    if document.headings or suffix in _GIVEN_ONLY:
+        return _locate(text, document.headings)
     found: list[Heading] = []
     underline_levels: dict[str, int] = {}  # RST: a level per adornment, in order of appearance
     fenced = False
@@ -101,16 +107,33 @@ def headings(document: Document) -> list[Heading]:
 
 
 def _locate(text: str, given: Sequence[tuple[int, str]]) -> list[Heading]:
-    """Positions of headings known by text (HTML): each found as a line after the previous one."""
+    """Positions of headings known by text (HTML, Office, Org, ...): each found after the
+    previous one, preferably where it stands as a line of its own rather than inside a sentence."""
     found: list[Heading] = []
     cursor = 0
     for level, heading in given:
-        at = text.find(heading, cursor)
+        at = _heading_line(text, heading, cursor)
         if at < 0:
             continue
         found.append(Heading(at, level, _clean(heading)))
         cursor = at + len(heading)
     return found
+
+
+def _heading_line(text: str, heading: str, cursor: int) -> int:
+    """The first occurrence of `heading` at or after `cursor` that is its line's text (after
+    markup), else its first occurrence at all, else -1."""
+    first = at = text.find(heading, cursor)
+    for _ in range(64):  # bounded: a heading word repeated thousands of times costs nothing
+        if at < 0:
+            break
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        tail = text[at + len(heading) : line_end if line_end >= 0 else len(text)]
+        if _HEADING_LEAD.fullmatch(text[line_start:at]) and not tail.strip(" \t#:"):
+            return at
+        at = text.find(heading, at + 1)
+    return first
 
 
 def document_title(document: Document) -> str:

@@ -35,8 +35,7 @@ from locallens.domain import Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
 from locallens.progress import Progress
-from locallens.storage import DbLocation, IndexStore, open_store
-from locallens.store import Brain, content_hash
+from locallens.storage import Brain, DbLocation, IndexStore, content_hash, open_store
 from locallens.tokens import count_tokens, estimate_tokens
 
 # The longest question (or trim query), in characters: the same cap as the HTTP and MCP tools'
@@ -309,7 +308,7 @@ class SentenceEncoder:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         hashes = [content_hash(t) for t in texts]
-        cached = self.store.cached_sentence_vectors(self.embedder.name, hashes) if self.store else {}
+        cached = self.store.cached_sentence_vectors(self.embedder.space, hashes) if self.store else {}
         todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
         if todo:
             # Small batches: sentences vary in length, and one big batch pads them all to the
@@ -326,9 +325,9 @@ class SentenceEncoder:
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)
             if self.store is not None and self.best_effort:
-                self.store.try_cache_sentence_vectors(self.embedder.name, new_items)
+                self.store.try_cache_sentence_vectors(self.embedder.space, new_items)
             elif self.store is not None:
-                self.store.cache_sentence_vectors(self.embedder.name, new_items)
+                self.store.cache_sentence_vectors(self.embedder.space, new_items)
         return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
 
 

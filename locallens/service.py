@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from locallens import locations
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_EVAL_THRESHOLDS,
@@ -284,6 +285,7 @@ class Service:
                     "id": hit.id,
                     "path": hit.chunk.relative_path,
                     "chunk_index": hit.chunk.chunk_index,
+                    **locations.fields(hit.chunk),
                     "score": round(hit.score, 4),
                     "tokens": tokens,
                     "text": hit.content,
@@ -318,7 +320,13 @@ class Service:
         return {
             "brain": brain_name,
             "chunks": [
-                {"id": c.id, "path": c.relative_path, "chunk_index": c.chunk_index, "content": c.content}
+                {
+                    "id": c.id,
+                    "path": c.relative_path,
+                    "chunk_index": c.chunk_index,
+                    **locations.fields(c),
+                    "content": c.content,
+                }
                 for c in chunks
             ],
         }

@@ -21,20 +21,17 @@ from pathlib import Path
 
 import pathspec
 
-from locallens.domain import FileStat, Skipped
+from locallens.domain import REASON_DISAPPEARED, REASON_NOT_REGULAR, REASON_PERMISSION, FileStat, Skipped
 from locallens.errors import UsageError
+from locallens.readers.registry import extensions
 
-DEFAULT_EXTENSIONS: tuple[str, ...] = (".md", ".markdown", ".txt", ".rst", ".html", ".htm", ".pdf")
-
-# Reasons, spelled once so the walker, the reader and the tests agree.
-REASON_PERMISSION = "permission denied"
+# Reasons, spelled once so the walker, the reader and the tests agree (the ones the readers
+# share live in `domain`, imported above so `walk.REASON_*` names them all).
 REASON_BROKEN_SYMLINK = "broken symlink"
 REASON_SYMLINK_OUTSIDE = "symlink points outside the indexed root"
 REASON_SYMLINK_LOOP = "symlink loop"
 REASON_SYMLINK_DUPLICATE = "symlink to a folder already indexed"
-REASON_NOT_REGULAR = "not a regular file"
 REASON_BAD_NAME = "file name is not valid UTF-8"
-REASON_DISAPPEARED = "file disappeared"
 
 
 def _compile_globs(patterns: Sequence[str], flag: str) -> pathspec.GitIgnoreSpec | None:
@@ -114,7 +111,7 @@ class _Walker:
 
     def is_candidate(self, rel: str, name: str) -> bool:
         """A document by extension (case-insensitive) or by `--include`, and not `--exclude`d."""
-        wanted = os.path.splitext(name)[1].lower() in DEFAULT_EXTENSIONS or (
+        wanted = os.path.splitext(name)[1].lower() in extensions() or (
             self.include is not None and self.include.match_file(rel)
         )
         return wanted and not (self.exclude is not None and self.exclude.match_file(rel))

@@ -390,7 +390,7 @@ def test_retrieval_metrics_on_sample_docs(sample_report: EvalReport) -> None:
 def test_questions_are_embedded_once_and_searched_once(
     sample_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder
 ) -> None:  # type: ignore[no-untyped-def]
-    from locallens.store import Store
+    from locallens.storage.sqlite import Store
 
     searches: list[int] = []
     real_knn = Store.knn

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import cli
 

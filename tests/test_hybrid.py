@@ -9,8 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from locallens import migrations
-from locallens import store as store_module
 from locallens.domain import Chunk
 from locallens.retrieval import (
     HYBRID_VECTOR_WEIGHT,
@@ -20,7 +18,9 @@ from locallens.retrieval import (
     identifiers_only,
     search,
 )
-from locallens.store import Brain, Store
+from locallens.storage import Brain, DocumentRecord, migrations
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Store
 
 from .helpers import write_one_chunk_notes
 
@@ -118,17 +118,13 @@ def test_identifier_only_queries(query: str, expected: bool) -> None:
 def test_a_bare_identifier_finds_its_one_exact_match_first(notes) -> None:  # type: ignore[no-untyped-def]
     store, brain = notes
     # The vectors prefer a.md by far; only other.md contains the code.
-    store.write_document(
-        brain,
-        root="/notes",
-        relative_path="code.md",
-        size=1,
-        mtime_ns=1,
-        checksum="code",
-        chunks=[Chunk(id="code-0", brain=brain.name, relative_path="code.md", chunk_index=0,
-                      content="The label printer answers at 10.40.1.50 on the warehouse network.", checksum="code")],
-        vectors=np.array([[0.1, 0.1, 0.1, 0.98]], dtype=np.float32),
-    )  # fmt: skip
+    code = Chunk(id="code-0", brain=brain.name, relative_path="code.md", chunk_index=0,
+                 content="The label printer answers at 10.40.1.50 on the warehouse network.", checksum="code")  # fmt: skip
+    vectors = np.array([[0.1, 0.1, 0.1, 0.98]], dtype=np.float32)
+    record = DocumentRecord(
+        root="/notes", relative_path="code.md", size=1, mtime_ns=1, checksum="code", chunks=[code], vectors=vectors
+    )
+    store.write_document(brain, record)
     assert search(store, brain, "", QUESTION_VECTOR, 1, hybrid=False)[0].chunk.relative_path == "a.md"
     assert hybrid_search(store, brain, "10.40.1.50", QUESTION_VECTOR, 3)[0].chunk.relative_path == "code.md"
 
@@ -164,6 +160,8 @@ def test_a_database_written_before_stemming_is_upgraded(tmp_path: Path, monkeypa
         patch.setattr(store_module, "SCHEMA_VERSION", earlier[-1].version)
         with Store(db) as store:
             brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
+            with store.transaction():  # the columns today's writer fills (a later step adds them)
+                migrations._chunk_locations(store.conn)
             write_notes(store, brain)
             assert store.execute("PRAGMA user_version")[0][0] == step.version - 1
             assert store.keyword_search(brain, "rotating", 5) == []  # unstemmed: no match

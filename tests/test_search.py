@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locallens import store as store_module
 from locallens.errors import StoreError
-from locallens.store import PARTITIONS, Store
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import PARTITIONS, Store
 
 QUESTION = "Which port does the staging database listen on?"
 

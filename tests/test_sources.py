@@ -14,7 +14,8 @@ from locallens import readers
 from locallens.domain import Document, FileStat, Skipped
 from locallens.errors import UsageError
 from locallens.readers import DEFAULT_MAX_BYTES, read_document, sha256_text
-from locallens.walk import DEFAULT_EXTENSIONS, walk
+from locallens.readers.registry import extensions
+from locallens.walk import walk
 
 # --- helpers ----------------------------------------------------------------------------------
 
@@ -81,7 +82,7 @@ def make_pdf(page_streams: list[bytes]) -> bytes:
 
 
 def test_defaults() -> None:
-    assert DEFAULT_EXTENSIONS == (".md", ".markdown", ".txt", ".rst", ".html", ".htm", ".pdf")
+    assert {".md", ".markdown", ".txt", ".rst", ".html", ".htm", ".pdf"} <= extensions()
     assert DEFAULT_MAX_BYTES == 10 * 1024 * 1024
     assert sha256_text("é") == hashlib.sha256("é".encode()).hexdigest()
 
@@ -280,7 +281,9 @@ def test_pdf_text_of_every_page(tmp_path: Path) -> None:
 
 def test_pdf_without_text_is_skipped(tmp_path: Path) -> None:
     write(tmp_path / "scan.pdf", make_pdf([b"0 0 m 100 100 l S"]))
-    assert read(tmp_path, "scan.pdf") == Skipped("scan.pdf", "PDF has no extractable text", error=False)
+    skipped = read(tmp_path, "scan.pdf")
+    assert isinstance(skipped, Skipped) and not skipped.error
+    assert skipped.reason.startswith("PDF has no extractable text")
 
 
 def test_broken_pdf_is_an_error_skip_and_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -478,14 +481,26 @@ def test_row11_bad_gitignore_lines_do_not_cost_the_good_ones(tmp_path: Path) -> 
 
 
 def test_default_extensions_case_insensitive_and_others_ignored(tmp_path: Path) -> None:
-    for name in ("a.md", "B.MARKDOWN", "c.Txt", "d.rst", "e.html", "f.HTM", "g.pdf", "h.py", "i.org", "README"):
+    for name in (
+        "a.md",
+        "B.MARKDOWN",
+        "c.Txt",
+        "d.rst",
+        "e.html",
+        "f.HTM",
+        "g.pdf",
+        "h.py",
+        "i.ORG",
+        "README",
+        "j.csv",
+    ):
         write(tmp_path / name, "x")
     assert rels(walked(tmp_path)) == ["B.MARKDOWN", "a.md", "c.Txt", "d.rst", "e.html", "f.HTM", "g.pdf"]
 
 
 def test_include_and_exclude_globs(tmp_path: Path) -> None:
-    write(tmp_path / "todo.org", "x")
-    write(tmp_path / "deep" / "x.org", "x")
+    write(tmp_path / "todo.cfg", "x")
+    write(tmp_path / "deep" / "x.cfg", "x")
     write(tmp_path / "notes" / "a" / "b" / "run.log", "x")
     write(tmp_path / "notes" / "run.log", "x")
     write(tmp_path / "other.log", "x")
@@ -494,10 +509,10 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
     write(tmp_path / "notes" / "private.md", "x")
     results = walked(
         tmp_path,
-        include=["*.org", "notes/**/*.log"],
-        exclude=["drafts/", "private.md", "deep/*.org"],
+        include=["*.cfg", "notes/**/*.log"],
+        exclude=["drafts/", "private.md", "deep/*.cfg"],
     )
-    assert rels(results) == ["keep.md", "notes/a/b/run.log", "notes/run.log", "todo.org"]
+    assert rels(results) == ["keep.md", "notes/a/b/run.log", "notes/run.log", "todo.cfg"]
 
 
 def test_invalid_glob_is_a_usage_error(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from locallens.retrieval import SentenceEncoder, TrimSettings, retrieve
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import SAMPLE_DOCS, check_trim_json, cli
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from locallens import store as store_module
-from locallens.store import Store
+from locallens.storage import migrations
+from locallens.storage import sqlite as store_module
+from locallens.storage.sqlite import Store
 
 from .helpers import SAMPLE_DOCS, SMALL_DOCS, cli, copy_sample_docs
 
@@ -211,7 +212,7 @@ def pin_dimension(db: Path, dim: int) -> None:
         brain = store.get_brain("default")
         with store.transaction():
             store.conn.execute(f"DROP TABLE {brain.vec_table}")
-            store._create_vec_table(brain.id, dim)
+            migrations.create_vec_table(store.conn, brain.id, dim)
             store.conn.execute("UPDATE brains SET dim = ? WHERE id = ?", (dim, brain.id))
 
 

@@ -135,7 +135,7 @@ def test_postgres_errors_are_one_line_with_their_exit_codes(pg_url: str) -> None
 
 def test_second_indexer_of_a_brain_waits_or_exits_5(five: Path, pg_url: str) -> None:
     docs = five
-    from locallens.pgstore import writer_lock
+    from locallens.storage.postgres import writer_lock
 
     cli_json("index", str(docs), "--db", pg_url)
     with writer_lock(PostgresURL(pg_url), "default", 0):

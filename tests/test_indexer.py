@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from locallens.indexer import IndexRequest, index
-from locallens.store import Store
+from locallens.storage.sqlite import Store
 
 from .helpers import CORPUS, FakeModels, cli, cli_json, snapshot, table_counts, write_corpus
 

@@ -1,0 +1,196 @@
+"""What every reader shares: the result type, the skip signal, strict text decoding, and the
+builder that lays a structured file out as text with its headings and source spans.
+
+A reader is a module with `read(data: bytes, ext: str) -> Extracted`. It raises `ReadSkip` for
+a file it cannot or must not read (the reason becomes the `Skipped`), and `MissingLibrary` when
+the library its format needs is not installed. It never sees the file system: `read_document`
+has already read the bytes once, under the size cap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from locallens.domain import SourceSpan
+
+_BOM_UTF8 = b"\xef\xbb\xbf"
+_BOM_UTF16_LE = b"\xff\xfe"
+_BOM_UTF16_BE = b"\xfe\xff"
+_BOM_UTF32_LE = b"\xff\xfe\x00\x00"
+_BOM_UTF32_BE = b"\x00\x00\xfe\xff"
+
+# How much of a file is sniffed for a NUL byte: a NUL there means a binary file.
+SNIFF_BYTES = 8 * 1024
+
+REASON_BINARY = "binary file"
+REASON_ENCRYPTED = "encrypted (password required)"
+
+
+class ReadSkip(Exception):
+    """A file the reader leaves out: `reason` is what the user reads; `error` counts as a fault."""
+
+    def __init__(self, reason: str, error: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.error = error
+
+
+class MissingLibrary(Exception):
+    """The optional library a format needs is not installed (a counted skip naming the extra)."""
+
+    def __init__(self, package: str, hint: str = "") -> None:
+        super().__init__(package)
+        self.package = package
+        self.hint = hint  # the whole message, when installing the package alone is not enough
+
+
+def require(module: str, package: str) -> ModuleType:
+    """Import a format library on first use; `MissingLibrary(package)` when it is not installed."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError:
+        raise MissingLibrary(package) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """What a reader returns: the text and what the format says about its structure."""
+
+    text: str
+    title: str = ""
+    headings: tuple[tuple[int, str], ...] = ()  # (level, text) in document order, found in `text`
+    spans: tuple[SourceSpan, ...] = ()
+    line_mapped: bool = False
+
+
+def one_line(text: str) -> str:
+    """Whitespace runs as one space: a title or heading as it reads on one line."""
+    return " ".join(text.split())
+
+
+def normalise_text(text: str) -> str:
+    """Line ends as "\\n" ("\\r\\n" and a lone "\\r", old Mac style, too), then strip."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def clean_extracted(text: str) -> str:
+    """A library's output made safe to store: no NULs, no lone surrogates, normalised.
+
+    Extraction can produce both; this is extractor debris, not the user's bytes, so replacing it
+    is not mojibake."""
+    text = text.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return normalise_text(text)
+
+
+def decode_text(data: bytes) -> str:
+    """BOM-aware, strict decoding. Invalid bytes skip the file: never mojibake, never U+FFFD."""
+    # UTF-32 first: its LE BOM starts with the UTF-16 LE BOM.
+    for bom, codec in (
+        (_BOM_UTF32_LE, "utf-32-le"),
+        (_BOM_UTF32_BE, "utf-32-be"),
+        (_BOM_UTF16_LE, "utf-16-le"),
+        (_BOM_UTF16_BE, "utf-16-be"),
+    ):
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                name = codec[:6].upper()
+                raise ReadSkip(f"invalid {name} at byte {exc.start + len(bom)}") from None
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise ReadSkip(REASON_BINARY)
+    offset = 0
+    if data.startswith(_BOM_UTF8):
+        data = data[len(_BOM_UTF8) :]
+        offset = len(_BOM_UTF8)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # The offset is into the file as it lies on disk, so `xxd -s N` shows the culprit.
+        raise ReadSkip(f"invalid UTF-8 at byte {exc.start + offset}") from None
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception as one line for a skip reason (its class name when it says nothing)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+@dataclass
+class TextBuilder:
+    """Lays a document out as blocks separated by a blank line, remembering where each heading
+    and each source unit (page, slide, row, message, cell) lands in the final text.
+
+    Blocks are cleaned and stripped as they are added, so the offsets hold for the text that is
+    stored: `read_document` does not normalise it again in a way that could move them.
+    """
+
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    headings: list[tuple[int, str]] = field(default_factory=list)
+    spans: list[SourceSpan] = field(default_factory=list)
+    _open: tuple[int, str, str] | None = None  # (start, kind, label) of the unit being written
+    _line_run: bool = False  # the last thing added was an `add_line`: the next one joins it
+
+    def add(self, block: str) -> bool:
+        """Append a paragraph (or several lines kept together). Empty blocks are dropped."""
+        block = clean_extracted(block)
+        self._line_run = False
+        if not block:
+            return False
+        if self.parts:
+            self.parts.append("\n\n")
+            self.length += 2
+        self.parts.append(block)
+        self.length += len(block)
+        return True
+
+    def add_line(self, line: str) -> None:
+        """Append a line to the block before it (list items stay one paragraph), or start one."""
+        line = clean_extracted(line.replace("\n", " "))
+        if not line:
+            return
+        if self.parts and self._line_run:
+            self.parts.append("\n")
+            self.parts.append(line)
+            self.length += 1 + len(line)
+        else:
+            self.add(line)
+        self._line_run = True
+
+    def heading(self, level: int, text: str) -> None:
+        """A heading as its own markdown-style line (`## Text`), recorded for the chunk headers."""
+        text = one_line(clean_extracted(text))
+        if text:
+            level = min(max(level, 1), 6)
+            self.add(f"{'#' * level} {text}")
+            self.headings.append((level, text))
+
+    def begin(self, kind: str, label: str) -> None:
+        """Start a source unit: everything added until `end()` is cited as `kind=label`."""
+        self.end()
+        self._line_run = False
+        self._open = (self.length + (2 if self.parts else 0), kind, label)
+
+    def end(self) -> None:
+        if self._open is None:
+            return
+        start, kind, label = self._open
+        self._open = None
+        start = min(start, self.length)
+        if self.length > start:
+            self.spans.append(SourceSpan(start, self.length, kind, label))
+
+    def result(self, title: str = "", kind: str = "") -> Extracted:
+        """The document; with `kind` ("DOCX", ...) one without any text is a counted skip."""
+        self.end()
+        if kind and not self.length:
+            raise ReadSkip(f"{kind} has no text (empty, or images only)")
+        return Extracted(
+            text="".join(self.parts),
+            title=one_line(clean_extracted(title)),
+            headings=tuple(self.headings),
+            spans=tuple(self.spans),
+        )

@@ -190,17 +190,13 @@ def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tm
         brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
         # long.md's four chunks are all closer to the question than either other file.
         for path, cosines in (("long.md", [0.99, 0.98, 0.97, 0.96]), ("b.md", [0.9]), ("c.md", [0.8])):
-            store.write_document(
-                brain,
-                root="/notes",
-                relative_path=path,
-                size=1,
-                mtime_ns=1,
-                checksum=path,
-                chunks=[Chunk(id=f"{path}-{i}", brain=brain.name, relative_path=path, chunk_index=i,
-                              content=f"{path} part {i}", checksum=path) for i in range(len(cosines))],
-                vectors=np.array([[c, float(np.sqrt(1 - c * c)), 0, 0] for c in cosines], dtype=np.float32),
-            )  # fmt: skip
+            chunks = [Chunk(id=f"{path}-{i}", brain=brain.name, relative_path=path, chunk_index=i,
+                            content=f"{path} part {i}", checksum=path) for i in range(len(cosines))]  # fmt: skip
+            vectors = np.array([[c, float(np.sqrt(1 - c * c)), 0, 0] for c in cosines], dtype=np.float32)
+            record = DocumentRecord(
+                root="/notes", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=vectors
+            )
+            store.write_document(brain, record)
         for hybrid in (False, True):
             hits = search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=hybrid)
             assert MAX_CHUNKS_PER_FILE == 2

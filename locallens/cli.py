@@ -128,6 +128,20 @@ DeviceOpt = typer.Option(
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
 
 
+def _server_url(value: str | None) -> str | None:
+    """A click callback: `--server` parsed once (`http_api.parse_server_url`); the source of a
+    bad value is named by `_blame_source`, and credentials in it are never printed."""
+    if value is None:
+        return None
+    from locallens.errors import UsageError
+    from locallens.http_api import parse_server_url
+
+    try:
+        return parse_server_url(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def _number(low: float | None = None, high: float | None = None, allow_inf: bool = False) -> Any:
     """A click callback: the value must be a number (not NaN; not infinite unless `allow_inf`)
     within low..high. The same check runs whether the value came from the flag, its environment
@@ -580,6 +594,7 @@ def ask(
         None,
         "--server",
         envvar="LOCALLENS_SERVER",
+        callback=_server_url,
         help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
     ),
     token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
@@ -688,7 +703,8 @@ def _print_answer(
 ) -> None:
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
     answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
-    (`show.remember_answer`), for the terminal's hyperlinks."""
+    (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
     from locallens.show import cited_lines
 
     if data.get("dropped") and not quiet:
@@ -696,15 +712,22 @@ def _print_answer(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
             + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    if data.get("stopped_looping") and not quiet:
-        warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
         note(line)
     if json_out:
         print_json(data)
         return
     out = stdout_console()
-    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
+    answer = data.get("answer") or ""
+    units = [c for c in data.get("claims", []) if c.get("extracted")]
+    if out.is_terminal and not data.get("refused") and answer == "\n".join(c["text"] for c in units):
+        # On a terminal the unit that answers is emphasised; what is printed stays the same text.
+        for unit in units:
+            out.print(
+                clean(unit["text"], multiline=True), markup=False, style="bold" if unit.get("answering") else None
+            )
+    else:
+        out.print(clean(answer, multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(
@@ -730,15 +753,18 @@ def _print_answer(
 def _ask_batch(path: str, defaults: Any) -> int:
     """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
     some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
+    from locallens import safejson
     from locallens.errors import LocallensError, UsageError
 
     if path == "-":
-        lines = sys.stdin.read().splitlines()
+        raw = sys.stdin.buffer.read()
     else:
         try:
-            lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --batch {path}: {exc}") from None
+            raw = Path(path).expanduser().read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
+    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
+    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     service = _service(
         defaults.db,
         defaults.brain,
@@ -754,17 +780,17 @@ def _ask_batch(path: str, defaults: Any) -> int:
     failed = 0
     try:
         for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip() or line.lstrip().startswith(b"#"):
                 continue
             try:
-                item = json.loads(line)
+                try:
+                    item = safejson.loads(line.rstrip(b"\r"))
+                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
+                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
                 if not isinstance(item, dict):
                     raise UsageError('expected a JSON object such as {"question": "..."}')
                 answer = service.call("ask", {**base, **item})
                 sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except json.JSONDecodeError as exc:
-                failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
             except LocallensError as exc:
                 failed += 1
                 sys.stdout.write(
@@ -979,6 +1005,7 @@ def _service(
     device: str,
     hybrid: bool,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    readable_dirs: tuple[Path, ...] = (),
 ) -> Any:
     from locallens.service import Service, ServiceSettings
 
@@ -993,6 +1020,7 @@ def _service(
             device=device,
             hybrid=hybrid,
             max_tokens=max_tokens,
+            readable_dirs=readable_dirs,
         )
     )
 
@@ -1054,6 +1082,13 @@ def mcp(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
+    allow_read: list[Path] = typer.Option(
+        [],
+        "--allow-read",
+        help="A folder whose questions files eval_retrieval may read, besides the brain's roots (repeatable).",
+        metavar="DIR",
+        show_default=False,
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -1061,7 +1096,11 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        for folder in allow_read:
+            if not folder.expanduser().is_dir():
+                raise UsageError(f"--allow-read {folder}: not a folder")
+        readable = tuple(folder.expanduser().resolve() for folder in allow_read)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)

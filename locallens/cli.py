@@ -451,6 +451,11 @@ def index(
                 f"{report.over_length} chunk(s) are longer than the embedding model's "
                 "window and were embedded in windows (whole, not truncated)"
             )
+        if report.located and not quiet:
+            note(
+                f"{'would locate' if report.dry_run else 'located'} the chunks of {report.located} unchanged "
+                "file(s) indexed before chunk locations were stored (nothing re-embedded)"
+            )
         if json_out:
             print_json(report.as_json())
         elif not quiet:

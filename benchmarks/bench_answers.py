@@ -160,12 +160,17 @@ def cached_models(workdir: Path) -> Any:
     return CachingModels()
 
 
+MAX_TOKENS: int | None = None  # --max-tokens: the answer length asked (None: ask's default)
+
+
 def request_for(question: str, db: Path, mode: str) -> Any:
     """`mode`: extractive, default, or passages (the default mode prompted with selected passages)."""
     from locallens.answer import AskRequest
     from locallens.storage import parse_db
 
-    extra = {"prompt_passages": True} if mode == "passages" else {}
+    extra: dict[str, Any] = {"prompt_passages": True} if mode == "passages" else {}
+    if MAX_TOKENS is not None:
+        extra["max_tokens"] = MAX_TOKENS
     return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
 
 
@@ -332,7 +337,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, missing_terms, term_coverage
+    from locallens.extractive import _passage, term_coverage
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -384,7 +389,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "answerable": row.get("answerable", True),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score, missing_terms(qt, hits)],
+                    "evidence": [term_coverage(qt, hits), hits[0].score],
                 }
             )
     models.close()
@@ -480,11 +485,7 @@ def fit(args: argparse.Namespace) -> None:
     # terms the excerpts hold, the top excerpt's retrieval score) on answerable vs unanswerable.
     calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
 
-    def evidence(ex: dict[str, Any]) -> list[float]:
-        best = int((ex["x"] @ w).argmax())
-        return [float((ex["x"] @ w).max()), *ex["evidence"], float(ex["x"][best, 2] + ex["x"][best, 3])]
-
-    ev = np.array([evidence(ex) for ex in calib])
+    ev = np.array([[float((ex["x"] @ w).max()), *ex["evidence"]] for ex in calib])
     target = np.array([1.0 if ex["answerable"] else 0.0 for ex in calib])
     rw, rb = _fit(ev, target, l2=0.1)
     print(
@@ -520,9 +521,12 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--max-tokens", type=int, default=None, help="answer length asked (default: ask's)")
     args = parser.parse_args()
     args.sets = args.sets.split(",")
     args.modes = args.modes.split(",")
+    global MAX_TOKENS
+    MAX_TOKENS = args.max_tokens
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("Answer benchmark", quick=False)

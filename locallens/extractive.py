@@ -109,8 +109,8 @@ def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray,
     rows = features(question_terms(question), units, cosines, [h.chunk.relative_path for h in hits])
     scores = combine(rows)
     for i, unit in enumerate(units):
-        if unit.kind == HEADING or is_context_only(unit):
-            scores[i] = 0.0
+        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * DEFAULT_PASSAGE_TOKENS:
+            scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
     return Scored(units, scores, cosines, vectors)
 
 
@@ -137,12 +137,6 @@ def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored) -> float
         + EVIDENCE_BIAS
     )
     return float(1 / (1 + np.exp(-z)))
-
-
-def missing_terms(question: QuestionTerms, hits: Sequence[Hit]) -> int:
-    """How many of the question's key terms none of the excerpts holds."""
-    held = key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
-    return len(question.terms - held)
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:

@@ -32,7 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from locallens.units import CODE, DEFINITION, HEADER, ROW, Unit
+from locallens.units import CODE, DEFINITION, HEADER, Unit
 
 FEATURES: tuple[str, ...] = (
     "cosine",
@@ -310,8 +310,3 @@ def combine(rows: np.ndarray, weights: dict[str, float] | None = None, bias: flo
 def is_context_only(unit: Unit) -> bool:
     """A table's header row says what the columns are, not an answer."""
     return unit.kind == HEADER
-
-
-def readable_with_context(unit: Unit) -> bool:
-    """Units printed with what introduces them (a row with its header, a block with its setup)."""
-    return unit.kind in (ROW, CODE) or unit.setup is not None

@@ -38,6 +38,7 @@ HEADING = "heading"
 INTRODUCED = frozenset({ITEM, ROW, HEADER, CODE, DEFINITION})
 
 _HAS_ALNUM = re.compile(r"\w")
+_DIGIT = re.compile(r"\d")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ITEM_START = re.compile(r"^(?:[-*+•◦‣⁃▪]|\d{1,9}(?:[.)]|\.\))|[a-z](?:\)|\.\)))(?:\s|$)")
 _PROMPT = re.compile(r"^(?:\$|>>>|\.\.\.|#!|C:\\>|PS>)\s")
@@ -143,6 +144,13 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             if _TABLE_RULE.match(piece) and kinds and kinds[-1][1] == ROW:
                 kinds[-1] = (kinds[-1][0], HEADER, "")
             continue
+        if piece.startswith(("```", "~~~")) and not piece.rstrip().endswith(piece[:3]):
+            # A fence that never closes in this excerpt is the end of a block the chunk cut:
+            # the fence line is decoration, and what follows it is read as text.
+            rest = piece.split("\n", 1)[1] if "\n" in piece else ""
+            for sub in split_sentences(rest):
+                kinds.append((sub, *_kind(sub, [sub])))
+            continue
         kind, term = _kind(piece, raw)
         if kind == CODE and _indented_prose(piece):
             # An indented paragraph (pydoc and reST indent descriptions): its sentences, under
@@ -158,6 +166,21 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
                 kinds.append((sentence, DEFINITION if first and k == 0 else SENTENCE, term_line))
             continue
         kinds.append((piece, kind, term))
+
+    # A short line on its own, with no sentence end and no number, is a title (an HTML or
+    # plain-text heading), unless it is the term of the description below it.
+    for i, (text, kind, _term) in enumerate(kinds):
+        after = kinds[i + 1] if i + 1 < len(kinds) else None
+        if (
+            kind == SENTENCE
+            and after is not None
+            and after[2] != text
+            and _is_term_line(text)
+            and not text.rstrip().endswith(":")
+            and len(text.split()) <= 8
+            and not _DIGIT.search(text)
+        ):
+            kinds[i] = (text, HEADING, "")
 
     header: int | None = None
     setup: int | None = None  # the setup line whose block is running

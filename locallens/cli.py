@@ -97,9 +97,52 @@ app = typer.Typer(
     add_completion=True,
 )
 
+# -- value checks (click callbacks: the same check whatever the source; `_blame_source` names it) --
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"must be {or_list(choices)} (got {value!r})")
+        return value
+
+    return check
+
+
+def _brain_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a brain name must not be empty")
+    return value
+
+
+def _model_name(value: str | None) -> str | None:
+    """An unknown model name is a usage error of the value's source, checked before any work;
+    a folder that is missing is left to the command (exit 6, naming it)."""
+    if value is None or value == "auto":
+        return value
+    from locallens.embedding import resolve_model
+    from locallens.errors import LocallensError, UsageError
+
+    try:
+        resolve_model(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except LocallensError:
+        pass
+    return value
+
+
+def _token(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a token must not be blank")
+    return value
+
+
 # -- shared options -----------------------------------------------------------------------------
 
-BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
+BrainOpt = typer.Option(
+    "default", "--brain", "-b", envvar="LOCALLENS_BRAIN", callback=_brain_name, help="Named index inside the database."
+)
 DbOpt = typer.Option(
     None,
     "--db",
@@ -123,7 +166,11 @@ QuietOpt = typer.Option(
     False, "--quiet", "-q", help="Print only what needs a person (errors, skipped files): for cron and scripts."
 )
 DeviceOpt = typer.Option(
-    DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}."
+    DEFAULT_DEVICE,
+    "--device",
+    envvar="LOCALLENS_DEVICE",
+    callback=_one_of(DEVICES),
+    help=f"Embedding device: {or_list(DEVICES)}.",
 )
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
 
@@ -242,6 +289,16 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+# The exit code a command ends with when the reader closes the pipe while it prints: 0, unless
+# the command already knows its outcome is another one (an `ask` refusal prints, then exits 4).
+_exit_if_pipe_closes = 0
+
+
+def exit_if_pipe_closes(code: int) -> None:
+    global _exit_if_pipe_closes
+    _exit_if_pipe_closes = code
+
+
 @contextmanager
 def handled() -> Iterator[None]:
     """Map core errors to one-line messages and exit codes; never a traceback for a user error."""
@@ -254,7 +311,7 @@ def handled() -> Iterator[None]:
         raise typer.Exit(130) from None
     except BrokenPipeError:
         _silence_stdout()
-        raise typer.Exit(0) from None
+        raise typer.Exit(_exit_if_pipe_closes) from None
     except typer.Exit:
         raise
     except Exception as exc:
@@ -364,6 +421,7 @@ def index(
         DEFAULT_CHUNKER,
         "--chunker",
         envvar="LOCALLENS_CHUNKER",
+        callback=_one_of(CHUNKERS),
         help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic.",
     ),
     model: str = typer.Option(
@@ -371,6 +429,7 @@ def index(
         "--model",
         "-m",
         envvar="LOCALLENS_MODEL",
+        callback=_model_name,
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
@@ -585,7 +644,7 @@ def ask(
         DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
     ),
     min_score: float | None = typer.Option(
-        None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."
+        None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
     ),
     path: str | None = typer.Option(
         None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
@@ -626,7 +685,7 @@ def ask(
     min_relevance: float = typer.Option(
         DEFAULT_MIN_RELEVANCE,
         "--min-relevance",
-        callback=_number(),
+        callback=_number(0, 1),
         help="Drop reranked excerpts scoring below this (0..1).",
     ),
     device: str = DeviceOpt,
@@ -653,7 +712,9 @@ def ask(
         callback=_server_url,
         help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
     ),
-    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token for --server."
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -706,6 +767,7 @@ def ask(
         if data is None:
             data = run_ask(request).as_json()
         # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
+        exit_if_pipe_closes(4 if data.get("refused") else 0)
         _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
             raise typer.Exit(4)
@@ -1100,7 +1162,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: str | None = typer.Option(
-        None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token every request must carry."
     ),
     brain: str = BrainOpt,
     db: str | None = DbOpt,
@@ -1159,7 +1221,7 @@ def mcp(
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
         from locallens.errors import UsageError
-        from locallens.http_api import check_bind
+        from locallens.http_api import is_loopback
         from locallens.mcp_server import serve_http, serve_stdio
 
         for folder in allow_read:
@@ -1174,7 +1236,11 @@ def mcp(
                 host, _, port = http.rpartition(":")
                 if not host or not port.isdigit():
                     raise UsageError(f"--http takes HOST:PORT, got {http!r}")
-                check_bind(host, None)
+                if not is_loopback(host):
+                    raise UsageError(
+                        f"--http {http} listens beyond this machine, and the MCP HTTP transport takes no token: "
+                        "listen on 127.0.0.1, ::1 or localhost (`locallens serve --token` serves beyond it)"
+                    )
                 serve_http(service, host, int(port))
         except KeyboardInterrupt:
             pass
@@ -1318,7 +1384,7 @@ def _linked(text: str, path: object) -> Any:
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
-    brain: str | None = typer.Option(None, "--brain", "-b", help="Only this brain."),
+    brain: str | None = typer.Option(None, "--brain", "-b", callback=_brain_name, help="Only this brain."),
     db: str | None = DbOpt,
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
@@ -1511,4 +1577,12 @@ def main() -> None:
         app(default_map=default_map)
     except BrokenPipeError:
         _silence_stdout()
-        sys.exit(0)
+        sys.exit(_exit_if_pipe_closes)
+    except SystemExit as exc:
+        # Click answers a closed pipe while it prints (--help, --version, completion) with exit
+        # 1, after wrapping stdout in its PacifyFlushWrapper: a reader that went away is not a
+        # failure.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _silence_stdout()
+            sys.exit(_exit_if_pipe_closes)
+        raise

@@ -233,9 +233,9 @@ class _Run:
     def _get_embedder(self) -> Embedder:
         # Loaded only when something needs embedding: an unchanged reindex starts no model.
         if self.embedder is None:
-            from locallens.embedding import load_embedder
+            from locallens import models
 
-            self.embedder = load_embedder(self.model_name, device=self.request.device)
+            self.embedder = models.LOADERS.embedder(self.model_name, device=self.request.device)
             if self.embedder.name != self.model_name or (
                 self.brain is not None and self.embedder.dim != self.brain.dim
             ):

@@ -3,23 +3,24 @@
 The fast test tier (`make test-fast`, `pytest -m "not slow"`) runs the whole pipeline with the
 fakes below instead of the real models:
 
-- `FakeEmbedder`: a hashed bag of words. Lower-cased word tokens are hashed into `dim` signed
-  buckets and the vector is L2-normalised, so texts that share words have a higher cosine than
-  texts that do not, identical texts have cosine 1, and nothing is random or loaded from disk.
+- `FakeEmbedder`: the real `Embedder` with its model faked at the bottom: a piece of text is a
+  hashed bag of words (lower-cased word tokens hashed into `dim` signed buckets, L2-normalised),
+  so texts that share words have a higher cosine than texts that do not, identical texts have
+  cosine 1, and nothing is random or loaded from disk; words are its tokens, so the real window
+  logic (long texts, headers, multi-vector rows) runs in the fast tier.
 - `FakeLLM`: the interface of `locallens.llm.LocalLLM` that `ask`, the warm service and
   `eval --answers` use (counting, streaming, grammars, JSON output, usage), with scripted replies:
   a list of strings (used in order, the last one repeated) or a function of the messages.
 - `FakeReranker`: a cross-encoder stand-in scoring (query, text) pairs by the fake embedder's
   cosine mapped to 0..1.
-- `install_fake_models(monkeypatch)` swaps them in at the project's model-loading seams and
+- `install_fake_models(monkeypatch)` swaps them in at the project's one model-loading seam and
   returns a `FakeModels` handle (what was loaded, which prompts were sent). The `fake_models`
   fixture in conftest.py does that for one test.
 
-The seams patched are module attributes that the project imports lazily, inside the functions
-that load models: `locallens.embedding.load_embedder` (indexing, retrieval, trimming, the
-answer check and the sentence cache all get their embedder from it, directly or through
-`locallens.models.Models`), `locallens.llm.LocalLLM` and `locallens.gguf.check_gguf` (`Models`,
-`WarmModels` and `eval --answers`), and `locallens.retrieval.load_reranker`.
+The seam is `locallens.models.LOADERS` (a `Loaders`): every embedder (indexing, retrieval,
+trimming, the answer check, the sentence cache), GGUF check and llama.cpp model (`Models`,
+`WarmModels`, `eval --answers`) and cross-encoder is loaded through it, so one
+`monkeypatch.setattr(locallens.models, "LOADERS", fakes.loaders())` replaces them all.
 
 How to run things with the fakes:
 
@@ -275,12 +276,22 @@ def cosine(a: str, b: str, dim: int = FAKE_DIM) -> float:
     return float(bag_of_words_vector(a, dim) @ bag_of_words_vector(b, dim))
 
 
-class FakeEmbedder:
-    """Stands in for `locallens.embedding.Embedder`: same attributes and methods, no model.
+def _fake_embedder_base() -> type:
+    from locallens.embedding import Embedder
 
-    `calls` records the texts of every encode call (queries and sentences included) and
-    `passages` the chunk texts given to `encode_passages`, so tests can assert that unchanged
-    chunks are not embedded again.
+    return Embedder
+
+
+class FakeEmbedder(_fake_embedder_base()):  # type: ignore[misc]
+    """`locallens.embedding.Embedder` with its model faked at the bottom: words are the tokens
+    (`\\w+` runs, two special tokens around each text, as BERT adds), and a piece of text is
+    embedded as its bag of words. Everything above that is the real code: `encode`'s slices,
+    the windows of a text longer than `max_seq_length` (their token-weighted mean), the header
+    windows and multi-vector rows of `encode_passages`, `encode_query`, `count_over_length`.
+
+    `calls` records the texts of every `_encode` call (queries, sentences and passage pieces,
+    headers included) and `passages` the chunk texts given to `encode_passages`, so tests can
+    assert that unchanged chunks are not embedded again.
     """
 
     def __init__(
@@ -288,22 +299,19 @@ class FakeEmbedder:
     ) -> None:
         from locallens.embedding import ModelSpec
 
+        # No super().__init__: it would load a model. These are the attributes it sets.
         self.spec = ModelSpec(name=name, source=name, query_prefix=query_prefix)
         self.dim = dim
         self.max_seq_length = max_seq_length
         self.batch_size = 32
         self.requested_device = "cpu"
+        self._st = None
+        self._np = None
         self.last_backend = "fake"
+        self._specials = 2
+        self._numpy_spent = 0
         self.calls: list[list[str]] = []
         self.passages: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def device(self) -> str:
-        return "cpu"
 
     @property
     def encoded(self) -> list[str]:
@@ -313,68 +321,26 @@ class FakeEmbedder:
     def vector(self, text: str) -> np.ndarray:
         return bag_of_words_vector(text, self.dim)
 
-    def encode(
-        self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
-    ) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        self.calls.append(texts)
-        out = np.stack([self.vector(t) for t in texts]).astype(np.float32)
-        step = (batch_size or self.batch_size) * 2
-        if progress is not None:
-            for start in range(0, len(texts), step):
-                progress(len(texts[start : start + step]))
-        return out
-
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        return self.encode(texts, batch_size=batch_size)
-
-    def encode_passages(
-        self,
-        texts: Sequence[str],
-        headers: Sequence[str] | None = None,
-        *,
-        multi_vector: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> list[np.ndarray]:
-        """Chunk vectors, each (windows, dim): the header, a blank line, then the text.
-
-        With `multi_vector`, a text of more than `max_seq_length - 2` words gets one row per
-        window of that many words; otherwise one row. `passages` records the texts.
-        """
-        texts = list(texts)
-        if not texts:
-            return []
-        headers = list(headers) if headers is not None else [""] * len(texts)
-        self.passages.extend(texts)
-        room = max(1, self.max_seq_length - 2)
-        pieces: list[str] = []
-        owners: list[int] = []
-        for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
-            prefix = f"{header}\n\n" if header else ""
-            tokens = text.split()
-            windows = (
-                [" ".join(tokens[j : j + room]) for j in range(0, len(tokens), room)]
-                if multi_vector and len(tokens) > room
-                else [text]
-            )
-            pieces.extend(prefix + w for w in windows)
-            owners.extend([i] * len(windows))
-        vectors = self.encode(pieces)
-        if progress is not None:
-            progress(len(texts))
-        owner_array = np.asarray(owners)
-        return [np.ascontiguousarray(vectors[owner_array == i]) for i in range(len(texts))]
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([self.spec.query_prefix + text])[0]
-
-    def count_over_length(self, texts: Sequence[str]) -> int:
-        return sum(1 for t in texts if len(_TOKEN.findall(t)) > self.max_seq_length - 2)
-
     def plan(self, texts: Sequence[str]) -> None:
         """One backend here: nothing to choose."""
+
+    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        self.calls.append(list(texts))
+        return super()._encode(texts, batch_size)
+
+    def encode_passages(
+        self, texts: Sequence[str], headers: Sequence[str] | None = None, **kwargs: Any
+    ) -> list[np.ndarray]:
+        self.passages.extend(texts)
+        return super().encode_passages(texts, headers, **kwargs)
+
+    def _token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        return [[m.span() for m in _TOKEN.finditer(text)] for text in texts]
+
+    def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.vector(text) for text in texts]).astype(np.float32)
 
 
 class FakeReranker:
@@ -601,6 +567,29 @@ class FakeModels:
         self.llms.append(llm)
         return llm
 
+    def loaders(self) -> Any:
+        """A `locallens.models.Loaders` that hands out these fakes. An explicit `--llm` path
+        that does not exist still fails as it would for real (exit 6); any file that exists is
+        accepted as a GGUF."""
+        from locallens.models import Loaders
+
+        fakes = self
+
+        class FakeLoaders(Loaders):
+            def embedder(self, requested: str | None, *, device: str = "auto") -> FakeEmbedder:
+                return fakes.load_embedder(requested, device=device)
+
+            def check_gguf(self, path: Path) -> Any:
+                return super().check_gguf(path) if not Path(path).exists() else None
+
+            def llm(self, path: Path, **options: Any) -> FakeLLM:
+                return fakes.make_llm(path, **options)
+
+            def reranker(self, model: str, device: str = "auto") -> FakeReranker:
+                return fakes.reranker
+
+        return FakeLoaders()
+
     @property
     def embedder(self) -> FakeEmbedder:
         """The one embedder loaded so far (fails when none or several were)."""
@@ -627,22 +616,10 @@ def install_fake_models(
     An explicit `--llm` path that does not exist still fails as it would for real (exit 6); any
     file that exists is accepted as a GGUF.
     """
-    import locallens.embedding
-    import locallens.gguf
-    import locallens.llm
-    import locallens.retrieval
+    import locallens.models
 
     fakes = FakeModels(dim=dim, replies=replies)
-    real_check = locallens.gguf.check_gguf
-
-    def check_gguf(path: Path) -> Any:
-        return real_check(path) if not Path(path).exists() else None
-
-    monkeypatch.setattr(locallens.embedding, "load_embedder", fakes.load_embedder)
-    monkeypatch.setattr(locallens.llm, "LocalLLM", fakes.make_llm)
-    monkeypatch.setattr(locallens.gguf, "check_gguf", check_gguf)
-    monkeypatch.setattr(locallens.llm, "check_gguf", check_gguf, raising=False)
-    monkeypatch.setattr(locallens.retrieval, "load_reranker", lambda model, device="auto": fakes.reranker)
+    monkeypatch.setattr(locallens.models, "LOADERS", fakes.loaders())
     return fakes
 
 

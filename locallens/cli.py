@@ -42,7 +42,15 @@ from locallens.config import (
     DEVICES,
     or_list,
 )
-from locallens.errors import EXIT_SKIPPED, EXIT_UNEXPECTED, LocallensError
+from locallens.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_FOUND,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_UNEXPECTED,
+    EXIT_USAGE,
+    LocallensError,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -236,10 +244,10 @@ def handled() -> Iterator[None]:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("locallens: interrupted; committed work is kept, rerun to complete", file=sys.stderr)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
         _silence_stdout()
-        raise typer.Exit(0) from None
+        raise typer.Exit(EXIT_OK) from None
     except typer.Exit:
         raise
     except Exception as exc:
@@ -315,7 +323,7 @@ def progress_for_stderr(quiet: bool = False) -> Iterator[Any]:
 def _version(value: bool) -> None:
     if value:
         print(f"locallens {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback()
@@ -624,7 +632,7 @@ def ask(
             data = run_ask(request).as_json()
         _print_answer(data, json_out, quiet)
         if data.get("refused"):
-            raise typer.Exit(4)
+            raise typer.Exit(EXIT_NOTHING_FOUND)
 
 
 def _plain_context(hits: list[Any]) -> str:
@@ -741,7 +749,9 @@ def _ask_batch(path: str, defaults: Any) -> int:
                 sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
             except json.JSONDecodeError as exc:
                 failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
+                sys.stdout.write(
+                    json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": EXIT_USAGE}) + "\n"
+                )
             except LocallensError as exc:
                 failed += 1
                 sys.stdout.write(
@@ -751,7 +761,7 @@ def _ask_batch(path: str, defaults: Any) -> int:
             sys.stdout.flush()
     finally:
         service.close()
-    return EXIT_SKIPPED if failed else 0
+    return EXIT_SKIPPED if failed else EXIT_OK
 
 
 @app.command(

@@ -44,18 +44,6 @@ from locallens.models import Models
 from locallens.progress import NoProgress, Progress
 from locallens.storage import DbLocation
 
-__all__ = [
-    "BeirReport",
-    "EvalReport",
-    "EvalRequest",
-    "NoProgress",
-    "Progress",
-    "parse_thresholds",
-    "parse_windows",
-    "run_beir",
-    "run_eval",
-]
-
 EMBEDDING_QUESTIONS = "embedding questions"
 RETRIEVING = "retrieving"
 

@@ -58,11 +58,17 @@ DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scif
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
-CONFIGS: dict[str, dict[str, bool]] = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
     "multi": {"headers": False, "multi_vector": True},
     "both": {"headers": True, "multi_vector": True},
+    # The default settings with the int8 encoder (its queries are embedded with it too).
+    "int8": {"headers": True, "multi_vector": False, "encoder": "int8"},
+    # Chunk size / overlap (tiktoken tokens) with the default settings; the default is 220/40.
+    "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
+    "int8-200-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 20},
+    "int8-180-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 180, "chunk_overlap": 20},
 }
 BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
 DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)
@@ -174,11 +180,17 @@ def build_index(corpus: Corpus, db: Path, settings: dict[str, Any], chunker: str
 
     for suffix in ("", "-wal", "-shm", ".lock"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    extra = {k: v for k, v in settings.items() if supported(k)}
+    sizes = {k: settings[k] for k in ("chunk_size", "chunk_overlap") if k in settings}
+    extra = {k: v for k, v in settings.items() if supported(k) and k not in sizes}
     if corpus.titles and supported("titles"):
         extra["titles"] = corpus.titles
     request = IndexRequest(
-        paths=[corpus.folder], db=db, brain="bench", device="cpu", chunking=ChunkSettings(strategy=chunker), **extra
+        paths=[corpus.folder],
+        db=db,
+        brain="bench",
+        device="cpu",
+        chunking=ChunkSettings(strategy=chunker, **sizes),
+        **extra,
     )
     started = time.perf_counter()
     report = index(request)
@@ -476,10 +488,12 @@ def run_corpora(
     pg_url: str | None,
 ) -> None:
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
+    from locallens.embedding import load_embedder
+
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
-        qvecs = embedder.encode([embedder.spec.query_prefix + q.text for q in corpus.queries])
+        by_encoder: dict[str, Any] = {}  # queries embedded by the encoder of each index
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
@@ -497,6 +511,11 @@ def run_corpora(
                     if not (args.reuse and derived.exists()):
                         derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
+                encoder = CONFIGS[config].get("encoder", "fp32")
+                if encoder not in by_encoder:
+                    model = load_embedder(embedder.spec.name.split("@")[0], device="cpu", encoder=encoder)
+                    by_encoder[encoder] = model.encode([model.spec.query_prefix + q.text for q in corpus.queries])
+                qvecs = by_encoder[encoder]
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
                     if pg_url is not None:

@@ -36,6 +36,7 @@ from locallens.config import (
     DEFAULT_MIN_SENTENCES,
     DEFAULT_N_CTX,
     DEFAULT_RERANK_CANDIDATES,
+    DEFAULT_SHOW_CONTEXT,
     DEFAULT_TOP_K,
     DEFAULT_TRIM_THRESHOLD,
     DEFAULT_TRIM_WINDOW,
@@ -367,6 +368,13 @@ def index(
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
+    encoder: str | None = typer.Option(
+        None,
+        "--encoder",
+        envvar="LOCALLENS_ENCODER",
+        show_default=False,
+        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+    ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
     max_file_mb: float = typer.Option(
@@ -426,6 +434,7 @@ def index(
             brain=brain,
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker),
             model=model,
+            encoder=encoder,
             device=device,
             include=include,
             exclude=exclude,
@@ -620,8 +629,11 @@ def ask(
         )
         if batch is not None:
             raise typer.Exit(_ask_batch(batch, request))
+        from locallens.show import remember_answer
+
         if context_only:
             result = run_ask(request)
+            remember_answer(request.db, request.brain, result.as_json())
             if json_out:
                 print_json(result.as_json())
             else:
@@ -630,21 +642,22 @@ def ask(
         data = _ask_via_server(server, token, request) if server else None
         if data is None:
             data = run_ask(request).as_json()
-        _print_answer(data, json_out, quiet)
+        # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
+        _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
             raise typer.Exit(EXIT_NOTHING_FOUND)
 
 
 def _plain_context(hits: list[Any]) -> str:
-    """The numbered excerpts as the model gets them, safe for a terminal: a path's control
-    characters (a newline too: the header is one line) and the content's (but its line
-    structure) are escaped."""
-    from dataclasses import replace
+    """The numbered excerpts as the model gets them, each header naming the excerpt's location
+    for a person (`[1] notes.md:12-20`; the model reads `#chunk-N`), safe for a terminal: a
+    path's control characters (a newline too: the header is one line) and the content's (but its
+    line structure) are escaped."""
+    from locallens.prompt import EXCERPT_SEPARATOR
 
-    from locallens.prompt import format_hits
-
-    safe = [replace(h, chunk=replace(h.chunk, relative_path=clean(h.chunk.relative_path))) for h in hits]
-    return clean(format_hits(safe), multiline=True)
+    return EXCERPT_SEPARATOR.join(
+        f"[{n}] {clean(hit.citation())}\n{clean(hit.content, multiline=True)}" for n, hit in enumerate(hits, start=1)
+    )
 
 
 def _tool_arguments(request: Any) -> dict[str, Any]:
@@ -678,23 +691,36 @@ def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any]
     return body
 
 
-def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> None:
+def _print_answer(
+    data: dict[str, Any], json_out: bool, quiet: bool = False, sources: list[dict[str, Any]] | None = None
+) -> None:
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
-    answer and its sources (or the JSON) on stdout."""
+    answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
+    (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
+    from locallens.show import cited_lines
+
     if data.get("dropped") and not quiet:
         warn(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
-            + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
+            + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    if data.get("stopped_looping") and not quiet:
-        warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
         note(line)
     if json_out:
         print_json(data)
         return
     out = stdout_console()
-    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
+    answer = data.get("answer") or ""
+    units = [c for c in data.get("claims", []) if c.get("extracted")]
+    if out.is_terminal and not data.get("refused") and answer == "\n".join(c["text"] for c in units):
+        # On a terminal the unit that answers is emphasised; what is printed stays the same text.
+        for unit in units:
+            out.print(
+                clean(unit["text"], multiline=True), markup=False, style="bold" if unit.get("answering") else None
+            )
+    else:
+        out.print(clean(answer, multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(
@@ -704,12 +730,17 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
         )
     out.print("\nSources:", markup=False, style="bold")
     cited = set(data.get("citations", []))
-    for source in data["sources"]:
+    lines = cited_lines(data)
+    for source in sources if sources is not None else data["sources"]:
         mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
-        out.print(
-            f"[{source['n']}] {clean(source['path'])}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
-            markup=False,
-        )
+        at = ""
+        if source["n"] in cited and lines.get(source["n"]):
+            spans = [f"{a}" if a == b else f"{a}-{b}" for a, b in lines[source["n"]]]
+            at = f", cited: line{'s' if len(spans) > 1 or '-' in spans[0] else ''} {', '.join(spans)}"
+        citation = source.get("citation") or f"{source['path']}#chunk-{source['chunk_index']}"
+        out.print(f"[{source['n']}] ", end="", markup=False)
+        out.print(_linked(clean(citation), source.get("file")), end="", markup=False)
+        out.print(f" ({source['score']:.2f}){at}{mark}", markup=False)
 
 
 def _ask_batch(path: str, defaults: Any) -> int:
@@ -796,6 +827,7 @@ def trim(
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
     with handled():
+        from locallens import locations
         from locallens.errors import UsageError
         from locallens.retrieval import trim_from_index, trim_given_text
 
@@ -827,6 +859,7 @@ def trim(
                             "id": d.original.id,
                             "path": d.original.chunk.relative_path,
                             "chunk_index": d.original.chunk.chunk_index,
+                            **locations.fields(d.original.chunk),
                             "score": round(d.original.score, 4),
                             "content": d.original.content,
                             "trimmed": d.hit.content,
@@ -851,8 +884,7 @@ def trim(
         for n, d in enumerate(result.trim_details, start=1):
             c = d.original.chunk
             out.print(
-                f"[{n}] {clean(c.relative_path)}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
-                f"{len(d.kept)}/{len(d.sentences)} sentences kept",
+                f"[{n}] {clean(c.citation())} ({d.original.score:.2f}) {len(d.kept)}/{len(d.sentences)} sentences kept",
                 markup=False,
                 style="bold",
             )
@@ -965,6 +997,7 @@ def _service(
     device: str,
     hybrid: bool,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    readable_dirs: tuple[Path, ...] = (),
 ) -> Any:
     from locallens.service import Service, ServiceSettings
 
@@ -979,6 +1012,7 @@ def _service(
             device=device,
             hybrid=hybrid,
             max_tokens=max_tokens,
+            readable_dirs=readable_dirs,
         )
     )
 
@@ -1040,6 +1074,13 @@ def mcp(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
+    allow_read: list[Path] = typer.Option(
+        [],
+        "--allow-read",
+        help="A folder whose questions files eval_retrieval may read, besides the brain's roots (repeatable).",
+        metavar="DIR",
+        show_default=False,
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -1047,7 +1088,11 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        for folder in allow_read:
+            if not folder.expanduser().is_dir():
+                raise UsageError(f"--allow-read {folder}: not a folder")
+        readable = tuple(folder.expanduser().resolve() for folder in allow_read)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)
@@ -1061,6 +1106,63 @@ def mcp(
             pass
         finally:
             service.close()
+
+
+@app.command(
+    epilog="Examples:\n\n  locallens show hr/leave-policy.md:12-20\n\n  locallens show 2\n\n"
+    "  locallens show hr/expense-policy.pdf#page=1"
+)
+def show(
+    target: str = typer.Argument(
+        ...,
+        help="PATH:LINE, PATH:START-END, PATH#page=N (any #kind=label a citation prints), or N: source N of the last answer.",
+        show_default=False,
+    ),
+    db: str | None = DbOpt,
+    context: int = typer.Option(
+        DEFAULT_SHOW_CONTEXT, "--context", "-C", min=0, help="Lines printed before and after the cited ones."
+    ),
+) -> None:
+    """Print the cited lines of an indexed file, marked with >: jump from a citation to its source."""
+    with handled():
+        from locallens import show as jump
+
+        if target.strip().isdigit():
+            region = jump.show_source(int(target), context)
+        else:
+            region = jump.show_target(_db(db, False), jump.parse_target(target), context)
+        for line in region.notes:
+            note(line)
+        out = stdout_console()
+        out.print(_linked(clean(region.citation), region.path), markup=False, style="bold")
+        width = max((len(str(n)) for n, _ in region.lines if n is not None), default=0)
+        for number, line in region.lines:
+            if number is None:
+                out.print(clean(line, multiline=True), markup=False)
+                continue
+            mark = ">" if number in region.marked else " "
+            out.print(
+                f"{mark} {number:>{width}} │ {clean(line, multiline=True)}",
+                markup=False,
+                style="bold" if number in region.marked else None,
+            )
+
+
+def hyperlinks() -> bool:
+    """Source paths are OSC 8 hyperlinks only on a terminal, never on a pipe or with NO_COLOR."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _linked(text: str, path: object) -> Any:
+    """`text` as a hyperlink to the file `path` (`file://...`) when `hyperlinks()`, else as is."""
+    if path is None or not hyperlinks():
+        return text
+    from pathlib import Path as _Path
+
+    from rich.style import Style
+    from rich.text import Text
+
+    return Text(text, style=Style(link=_Path(str(path)).absolute().as_uri()))
 
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")

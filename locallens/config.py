@@ -50,6 +50,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")  # where the embedding model runs
 DEFAULT_DEVICE = "auto"
 
 DEFAULT_TOP_K = 5  # excerpts retrieved per question
+DEFAULT_SHOW_CONTEXT = 3  # `show`: lines printed before and after the cited ones
 DEFAULT_HYBRID = True  # vector and keyword search fused (`--no-hybrid`: vector search alone)
 
 DEFAULT_TRIM_THRESHOLD = 0.38  # a sentence is kept when its cosine similarity reaches this

@@ -47,6 +47,7 @@ from locallens.config import DEFAULT_DEVICE, ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
 from locallens.errors import ModelMismatchError, NoIndexError, UsageError
 from locallens.headers import chunk_headers, embedded_text
+from locallens.locations import locate
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_document
 from locallens.storage import (
@@ -100,6 +101,7 @@ class IndexReport:
     changed: int = 0
     unchanged: int = 0
     removed: int = 0
+    located: int = 0  # unchanged documents whose chunk locations were computed from their text
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks_total: int = 0
@@ -134,6 +136,7 @@ class IndexReport:
                 "over_max_length": self.over_length,
             },
             "sentences_embedded": self.sentences_embedded,
+            "located": self.located,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
         }
@@ -146,6 +149,9 @@ class IndexRequest:
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
+    encoder: str | None = (
+        None  # None: the brain's (part of its pinned model name); a new brain: embedding.DEFAULT_ENCODER
+    )
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -311,23 +317,37 @@ class _Run:
         self.progress.add(FILES, len(found))
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
-            if old is not None and not rechunk_all and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns):
+            same_stat = old is not None and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns)
+            if old is not None and not rechunk_all and same_stat and (old.line_offset is not None or not writing):
+                # A document stored before chunk locations existed (`line_offset` None) is read
+                # once more, below, to locate its chunks: still nothing is embedded.
                 report.unchanged += 1
+                if old.line_offset is None:
+                    report.located += 1
                 self.progress.advance(FILES)
                 continue
             read = read_document(stat, self.request.max_bytes)
             if isinstance(read, Skipped):
-                report.skipped.append(read)
+                if same_stat:
+                    report.unchanged += 1  # unchanged, only not locatable now: it stays as it was
+                else:
+                    report.skipped.append(read)
                 self.progress.advance(FILES)
                 continue
             if self.request.titles and stat.relative_path in self.request.titles:
                 read = replace(read, title=self.request.titles[stat.relative_path])
             if old is not None and not rechunk_all and old.checksum == read.checksum:
-                # Touched but identical: remember the new stat so the next run skips reading it.
+                # Touched but identical: remember the new stat so the next run skips reading it,
+                # and move the chunks' lines when only the blank lines before the text changed
+                # (the text, so its checksum, is the same) or when they were never located.
                 report.unchanged += 1
                 if writing:
                     assert self.store is not None
-                    self.store.update_document_stat(old.id, read.size, read.mtime_ns)
+                    if not same_stat:
+                        self.store.update_document_stat(old.id, read.size, read.mtime_ns)
+                    if old.line_offset != read.line_offset:
+                        report.located += old.line_offset is None
+                        self._relocate(old, read)
                 self.progress.advance(FILES)
                 continue
             if old is None:
@@ -357,6 +377,13 @@ class _Run:
         if gone and writing and brain is not None:
             assert self.store is not None
             self.store.delete_documents(brain, [doc.id for doc in gone])
+
+    def _relocate(self, old: StoredDocument, read: Document) -> None:
+        """Locate the stored chunks of a document whose text is unchanged: no chunking, no embedding."""
+        assert self.store is not None
+        rows = self.store.chunk_texts(old.id)
+        locations = locate(read, [content for _, content in rows])
+        self.store.set_locations(old.id, read.line_offset, [(rowid, loc) for (rowid, _), loc in zip(rows, locations)])
 
     def _missing_root(
         self,
@@ -409,6 +436,8 @@ class _Run:
         for read, texts in zip(documents, self._get_chunker().chunk_many([d.text for d in documents]), strict=True):
             chunks = make_chunks(read, self.request.brain, texts)
             contents = [chunk.content for chunk in chunks]
+            locations = locate(read, contents)
+            chunks = [replace(chunk, location=loc) for chunk, loc in zip(chunks, locations, strict=True)]
             headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
             hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
             self.pending.append(_Pending(read, chunks, headers, hashes))
@@ -436,9 +465,9 @@ class _Run:
             keys = list(todo.keys())
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
-            embedded = [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
-            report.over_length += embedder.count_over_length(embedded)
-            embedder.plan(embedded)  # the batch's backend is chosen for all of it, not per slice
+            # Each text and header is tokenised once for the count, the plan and the slices.
+            report.over_length += embedder.count_over_length(texts, headers)
+            embedder.plan(texts, headers)  # the batch's backend is chosen for all of it, not per slice
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.
@@ -494,6 +523,7 @@ class _Run:
                 vectors=[vectors[h] for h in doc_hashes],
                 headers=item.headers,
                 hashes=doc_hashes,
+                line_offset=doc.line_offset,
             )
             self.store.write_document(brain, record)
             self.progress.advance(FILES)
@@ -542,10 +572,23 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
+    _download_named_model(request)
     with open_writer(request.db, request.wait) as store, store.writing(request.brain, request.wait):
         report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _download_named_model(request: IndexRequest) -> None:
+    """A hub model named with --model that is not cached yet is downloaded (and loaded) now,
+    before the writer lock: waiting on the network never holds the lock (docs/behaviour.md)."""
+    from locallens import models
+    from locallens.embedding import resolve_model
+
+    if request.model in (None, "", "auto"):
+        return
+    if not resolve_model(request.model).offline:
+        models.LOADERS.embedder(request.model, device=request.device)  # kept loaded for the run itself
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:
@@ -554,13 +597,19 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
-    from locallens.embedding import resolve_model
+    from locallens.embedding import FP32, encoder_named, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
+    encoder = request.encoder or None
     if existing is None or request.rebuild:
-        return resolve_model(requested).name
-    if requested is not None:
-        name = resolve_model(requested).name
+        return resolve_model(requested, encoder=encoder, device=request.device).name
+    if requested is not None or encoder is not None:
+        # The model named (else the brain's) with the encoder named (else the one the name says,
+        # else the brain's): naming the brain's own model keeps its encoder.
+        base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
+        if encoder is None and not encoder_named(base):
+            encoder = encoder_named(existing.model) or FP32
+        name = resolve_model(base, encoder=encoder, device=request.device).name
         if name != existing.model:
             raise ModelMismatchError(
                 f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "

@@ -255,7 +255,7 @@ class SentenceEncoder:
         if not texts:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
         hashes = [content_hash(t) for t in texts]
-        cached = self.store.cached_sentence_vectors(self.embedder.name, hashes) if self.store else {}
+        cached = self.store.cached_sentence_vectors(self.embedder.space, hashes) if self.store else {}
         todo = {h: t for h, t in zip(hashes, texts) if h not in cached}
         if todo:
             # Small batches: sentences vary in length, and one big batch pads them all to the
@@ -272,9 +272,9 @@ class SentenceEncoder:
             new_items = list(zip(todo.keys(), fresh))
             cached.update(new_items)
             if self.store is not None and self.best_effort:
-                self.store.try_cache_sentence_vectors(self.embedder.name, new_items)
+                self.store.try_cache_sentence_vectors(self.embedder.space, new_items)
             elif self.store is not None:
-                self.store.cache_sentence_vectors(self.embedder.name, new_items)
+                self.store.cache_sentence_vectors(self.embedder.space, new_items)
         return np.stack([cached[h] for h in hashes]).astype(np.float32, copy=False)
 
 

@@ -3,11 +3,9 @@
 The fast test tier (`make test-fast`, `pytest -m "not slow"`) runs the whole pipeline with the
 fakes below instead of the real models:
 
-- `FakeEmbedder`: the real `Embedder` with its model faked at the bottom: a piece of text is a
-  hashed bag of words (lower-cased word tokens hashed into `dim` signed buckets, L2-normalised),
-  so texts that share words have a higher cosine than texts that do not, identical texts have
-  cosine 1, and nothing is random or loaded from disk; words are its tokens, so the real window
-  logic (long texts, headers, multi-vector rows) runs in the fast tier.
+- `FakeEmbedder`: a hashed bag of words. Lower-cased word tokens are hashed into `dim` signed
+  buckets and the vector is L2-normalised, so texts that share words have a higher cosine than
+  texts that do not, identical texts have cosine 1, and nothing is random or loaded from disk.
 - `FakeLLM`: the interface of `locallens.llm.LocalLLM` that `ask`, the warm service and
   `eval --answers` use (counting, streaming, grammars, JSON output, usage), with scripted replies:
   a list of strings (used in order, the last one repeated) or a function of the messages.
@@ -79,6 +77,12 @@ def cli_json(*args: str) -> dict:
     result = cli(*args, "--json")
     assert result.exit_code in (0, 7), result.output
     return json.loads(result.stdout)
+
+
+def context_text(sources: list[dict[str, Any]]) -> str:
+    """What `ask --context-only` prints for these `--json` sources: the excerpts as sent, each
+    headed by its citation for a person (docs/behaviour.md#locations)."""
+    return "\n\n---\n\n".join(f"[{s['n']}] {s['citation']}\n{s['content']}" for s in sources) + "\n"
 
 
 def stdout_json(result: Any) -> Any:
@@ -276,22 +280,12 @@ def cosine(a: str, b: str, dim: int = FAKE_DIM) -> float:
     return float(bag_of_words_vector(a, dim) @ bag_of_words_vector(b, dim))
 
 
-def _fake_embedder_base() -> type:
-    from locallens.embedding import Embedder
+class FakeEmbedder:
+    """Stands in for `locallens.embedding.Embedder`: same attributes and methods, no model.
 
-    return Embedder
-
-
-class FakeEmbedder(_fake_embedder_base()):  # type: ignore[misc]
-    """`locallens.embedding.Embedder` with its model faked at the bottom: words are the tokens
-    (`\\w+` runs, two special tokens around each text, as BERT adds), and a piece of text is
-    embedded as its bag of words. Everything above that is the real code: `encode`'s slices,
-    the windows of a text longer than `max_seq_length` (their token-weighted mean), the header
-    windows and multi-vector rows of `encode_passages`, `encode_query`, `count_over_length`.
-
-    `calls` records the texts of every `_encode` call (queries, sentences and passage pieces,
-    headers included) and `passages` the chunk texts given to `encode_passages`, so tests can
-    assert that unchanged chunks are not embedded again.
+    `calls` records the texts of every encode call (queries and sentences included) and
+    `passages` the chunk texts given to `encode_passages`, so tests can assert that unchanged
+    chunks are not embedded again.
     """
 
     def __init__(
@@ -299,19 +293,27 @@ class FakeEmbedder(_fake_embedder_base()):  # type: ignore[misc]
     ) -> None:
         from locallens.embedding import ModelSpec
 
-        # No super().__init__: it would load a model. These are the attributes it sets.
         self.spec = ModelSpec(name=name, source=name, query_prefix=query_prefix)
         self.dim = dim
         self.max_seq_length = max_seq_length
         self.batch_size = 32
         self.requested_device = "cpu"
-        self._st = None
-        self._np = None
         self.last_backend = "fake"
-        self._specials = 2
-        self._numpy_spent = 0
+        self.encoder = "fp32"
         self.calls: list[list[str]] = []
         self.passages: list[str] = []
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def space(self) -> str:
+        return self.spec.name
+
+    @property
+    def device(self) -> str:
+        return "cpu"
 
     @property
     def encoded(self) -> list[str]:
@@ -321,26 +323,73 @@ class FakeEmbedder(_fake_embedder_base()):  # type: ignore[misc]
     def vector(self, text: str) -> np.ndarray:
         return bag_of_words_vector(text, self.dim)
 
-    def plan(self, texts: Sequence[str]) -> None:
-        """One backend here: nothing to choose."""
-
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        self.calls.append(list(texts))
-        return super()._encode(texts, batch_size)
-
-    def encode_passages(
-        self, texts: Sequence[str], headers: Sequence[str] | None = None, **kwargs: Any
-    ) -> list[np.ndarray]:
-        self.passages.extend(texts)
-        return super().encode_passages(texts, headers, **kwargs)
-
-    def _token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]]:
-        return [[m.span() for m in _TOKEN.finditer(text)] for text in texts]
-
-    def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
+    ) -> np.ndarray:
+        texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self.vector(text) for text in texts]).astype(np.float32)
+        self.calls.append(texts)
+        out = np.stack([self.vector(t) for t in texts]).astype(np.float32)
+        step = (batch_size or self.batch_size) * 2
+        if progress is not None:
+            for start in range(0, len(texts), step):
+                progress(len(texts[start : start + step]))
+        return out
+
+    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        return self.encode(texts, batch_size=batch_size)
+
+    def encode_passages(
+        self,
+        texts: Sequence[str],
+        headers: Sequence[str] | None = None,
+        *,
+        multi_vector: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[np.ndarray]:
+        """Chunk vectors, each (windows, dim): the header, a blank line, then the text.
+
+        With `multi_vector`, a text of more than `max_seq_length - 2` words gets one row per
+        window of that many words; otherwise one row. `passages` records the texts.
+        """
+        texts = list(texts)
+        if not texts:
+            return []
+        headers = list(headers) if headers is not None else [""] * len(texts)
+        self.passages.extend(texts)
+        room = max(1, self.max_seq_length - 2)
+        pieces: list[str] = []
+        owners: list[int] = []
+        for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
+            prefix = f"{header}\n\n" if header else ""
+            tokens = text.split()
+            windows = (
+                [" ".join(tokens[j : j + room]) for j in range(0, len(tokens), room)]
+                if multi_vector and len(tokens) > room
+                else [text]
+            )
+            pieces.extend(prefix + w for w in windows)
+            owners.extend([i] * len(windows))
+        vectors = self.encode(pieces)
+        if progress is not None:
+            progress(len(texts))
+        owner_array = np.asarray(owners)
+        return [np.ascontiguousarray(vectors[owner_array == i]) for i in range(len(texts))]
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([self.spec.query_prefix + text])[0]
+
+    def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
+        headers = list(headers) if headers is not None else [""] * len(texts)
+        return sum(
+            1
+            for t, h in zip(texts, headers, strict=True)
+            if len(_TOKEN.findall(f"{h}\n\n{t}" if h else t)) > self.max_seq_length - 2
+        )
+
+    def plan(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> None:
+        """One backend here: nothing to choose."""
 
 
 class FakeReranker:

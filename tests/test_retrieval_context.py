@@ -210,22 +210,3 @@ def test_passages_with_headers_and_windows(embedder) -> None:  # type: ignore[no
     np.testing.assert_allclose(np.linalg.norm(np.vstack([*multi, mean]), axis=1), 1.0, atol=1e-5)
     direct = embedder.encode([embedded_text("Title > Section", "short text")])[0]
     np.testing.assert_allclose(multi[0][0], direct, atol=1e-6)
-
-
-def test_the_fake_embedder_runs_the_real_window_logic() -> None:
-    from tests.helpers import FakeEmbedder, bag_of_words_vector
-
-    embedder = FakeEmbedder(max_seq_length=6)  # 4 words per window (2 special tokens)
-    text = "alpha beta gamma delta epsilon zeta eta theta iota"  # 9 words: 3 windows of 3
-    (single,) = embedder.encode_passages([text])
-    windows = embedder.encode_passages([text], multi_vector=True)[0]
-    assert single.shape == (1, embedder.dim) and windows.shape == (3, embedder.dim)
-    np.testing.assert_allclose(windows[0], bag_of_words_vector("alpha beta gamma"), atol=1e-6)
-    mean = windows.sum(axis=0)  # equal windows: equal weights
-    np.testing.assert_allclose(single[0], mean / np.linalg.norm(mean), atol=1e-6)
-    assert embedder.count_over_length([text, "short text"]) == 1
-    (headed,) = embedder.encode_passages([text], ["Title"], multi_vector=True)
-    # The header (1 token) and the blank line after it take 2 of the 4: the fewest windows of at
-    # most 2 words, of sizes within one word.
-    pieces = ["alpha", "beta gamma", "delta epsilon", "zeta eta", "theta iota"]
-    assert len(headed) == 5 and embedder.calls[-1] == [f"Title\n\n{piece}" for piece in pieces]

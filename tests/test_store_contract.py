@@ -654,7 +654,9 @@ def test_a_schema_1_database_gets_stemmed_keywords_when_opened(pg_url: str, monk
         assert keyword_paths(store, brain, "connected") == ["pool.md"]
         assert len(store.keyword_search(brain, "indexing", 50)) == len(texts)
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT value FROM locallens.meta WHERE key = 'schema_version'").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM locallens.meta WHERE key = 'schema_version'").fetchone() == (
+            str(pgstore.SCHEMA_VERSION),
+        )
         rows = conn.execute("SELECT id, header, content FROM locallens.chunks").fetchall()
         stale = conn.execute(
             "SELECT c.id FROM locallens.chunks c JOIN unnest(%s::bigint[], %s::text[]) AS t(id, tsv) ON c.id = t.id"

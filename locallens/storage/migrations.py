@@ -265,12 +265,43 @@ def _stemmed_keywords(conn: apsw.Connection) -> None:
     conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 
+def _chunk_locations(conn: apsw.Connection) -> None:
+    """Step 6: where each chunk is in its file: its lines, or its page, slide, sheet, message, cell.
+
+    docs/behaviour.md#locations.
+
+    - `chunks.line_start`, `chunks.line_end`: the chunk's first and last line in the file (1-based,
+      inclusive) for documents whose text keeps the file's lines (plain text, markdown, ...).
+    - `chunks.span_kind`, `chunks.span_label`: otherwise, the part of the file it comes from
+      (`page` and `3`, `slide` and `4`, ...); all four are NULL when it is not known.
+    - `documents.line_offset`: the blank lines before the text (text line 1 is file line
+      `line_offset + 1`); NULL marks a document stored before this step, whose chunks have no
+      location yet.
+
+    The store holds no document text, so the locations of existing chunks are not computed here:
+    the next `index` run reads each such document once, and, when its text is unchanged, aligns
+    the stored chunk texts with it and fills the columns. Nothing is re-chunked or re-embedded.
+    Until then those chunks are cited by their number (`path#chunk-N`), as before.
+    """
+
+    def add(table: str, column: str, definition: str) -> None:
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+    add("chunks", "line_start", "INTEGER")
+    add("chunks", "line_end", "INTEGER")
+    add("chunks", "span_kind", "TEXT")
+    add("chunks", "span_label", "TEXT")
+    add("documents", "line_offset", "INTEGER")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", _tables),
     Migration(2, "partitioned_vectors", _partitioned_vectors, rewrites_vectors=True),
     Migration(3, "chunk_headers", _chunk_headers),
     Migration(4, "trigram_index", _trigram_index),
     Migration(5, "stemmed_keywords", _stemmed_keywords),
+    Migration(6, "chunk_locations", _chunk_locations),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from locallens.domain import Chunk, Hit
+from locallens.domain import Chunk, Hit, Location
 from locallens.errors import LockedError, NoIndexError, StoreError
 from locallens.stemming import porter_stem
 from locallens.storage.migrations import PARTITIONS, SCHEMA_VERSION, create_vec_table, upgrade
@@ -48,6 +48,8 @@ from locallens.storage.types import (
     BrainStats,
     DocumentRecord,
     StoredDocument,
+    location_columns,
+    stored_location,
 )
 from locallens.text import NO_SPACE_CLASS
 
@@ -57,9 +59,9 @@ if TYPE_CHECKING:
     import apsw
 
 # `PRAGMA application_id` of a locallens database ("LLen"), set when locallens creates it. A
-# database without it is ours only if it has our `meta` and `brains` tables (written by a
-# release before the id existed; it gets the id on its next write). Any other non-empty database
-# belongs to another program and is never modified.
+# database without it is ours only if it has every table and column of the first release and a
+# schema number locallens used (written by a release before the id existed; it gets the id on its
+# next write). Any other non-empty database belongs to another program and is never modified.
 APPLICATION_ID = 0x4C4C656E
 BUSY_TIMEOUT_MS = 30_000
 # Reads go through a memory map: a vector scan then costs ~40% less than through read() calls.
@@ -98,12 +100,24 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+_CHUNK_COLUMNS = (
+    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
+    " c.line_start, c.line_end, c.span_kind, c.span_label"
+)
+_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
 
 
 def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
     """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
+    return Chunk(
+        id=row[1],
+        brain=brain.name,
+        relative_path=row[2],
+        chunk_index=row[3],
+        content=row[4],
+        checksum=row[5],
+        location=stored_location(*row[6:10]),
+    )
 
 
 @contextlib.contextmanager
@@ -129,6 +143,31 @@ def _translated(action: str) -> Iterator[None]:
         raise StoreError(f"{action}: I/O error ({exc})") from exc
 
 
+# What every release before the application id wrote (the first migration step's tables and
+# columns): a database without the id is taken as an older locallens one only when it has all of
+# them and a schema number locallens has used. Table names alone (`meta`, `brains`) are common.
+_FIRST_RELEASE_COLUMNS = {
+    "meta": {"key", "value"},
+    "brains": {"id", "name", "model", "dim", "chunker", "chunk_size", "chunk_overlap", "created_at", "last_indexed"},
+    "roots": {"brain_id", "path"},
+    "documents": {"id", "brain_id", "root", "relative_path", "size", "mtime_ns", "checksum", "indexed_at"},
+    "chunks": {"id", "brain_id", "document_id", "chunk_id", "relative_path", "chunk_index", "content", "checksum"},
+}
+
+
+def _is_older_locallens(conn: apsw.Connection, names: set[str]) -> bool:
+    """A database written by a locallens release before the application id (reads only)."""
+    if not set(_FIRST_RELEASE_COLUMNS) <= names or "chunks_fts" not in names:
+        return False
+    if not 1 <= _scalar(conn, "PRAGMA user_version") <= SCHEMA_VERSION:
+        return False
+    for table, columns in _FIRST_RELEASE_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not columns <= have:
+            return False
+    return True
+
+
 def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     """True for a locallens database, False for an empty one; refuses anyone else's database.
 
@@ -141,7 +180,7 @@ def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     if app_id == APPLICATION_ID:
         return True
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if app_id == 0 and {"meta", "brains"} <= names:
+    if app_id == 0 and _is_older_locallens(conn, names):
         return True  # written before locallens set its application id
     if app_id == 0 and not names and _scalar(conn, "PRAGMA user_version") == 0:
         if not create:
@@ -555,7 +594,7 @@ class Store:
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            "SELECT id, root, relative_path, size, mtime_ns, checksum FROM documents WHERE brain_id = ?",
+            "SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM documents WHERE brain_id = ?",
             (brain.id,),
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
@@ -590,6 +629,24 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
+    def chunk_texts(self, doc_id: int) -> list[tuple[int, str]]:
+        """A document's chunks as (row id, text), in order: what `set_locations` locates."""
+        return [
+            (int(r[0]), str(r[1]))
+            for r in self.execute(
+                "SELECT id, content FROM chunks WHERE document_id = ? ORDER BY chunk_index", (doc_id,)
+            )
+        ]
+
+    def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None:
+        """Store the locations of a document's chunks (by row id) and its line offset, in one transaction."""
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE chunks SET line_start = ?, line_end = ?, span_kind = ?, span_label = ? WHERE id = ?",
+                [(*location_columns(location), rowid) for rowid, location in locations],
+            )
+            self.conn.execute("UPDATE documents SET line_offset = ? WHERE id = ?", (line_offset, doc_id))
+
     def write_document(self, brain: Brain, doc: DocumentRecord) -> None:
         """Replace one document's chunks, vectors and FTS rows in a single transaction."""
         root, relative_path, chunks, vectors = doc.root, doc.relative_path, doc.chunks, doc.vectors
@@ -605,16 +662,17 @@ class Store:
             if row is not None:
                 self._delete_document_rows(brain, row[0])
             self.conn.execute(
-                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at, line_offset)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset),
             )
             doc_id = self.conn.last_insert_rowid()
             for chunk, vector, header, digest in zip(chunks, vectors, headers, hashes, strict=True):
                 windows = np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32)
                 self.conn.execute(
-                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index,"
-                    " content, checksum, content_hash, header, vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index, content,"
+                    " checksum, content_hash, header, vectors, line_start, line_end, span_kind, span_label)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         brain.id,
                         doc_id,
@@ -626,6 +684,7 @@ class Store:
                         digest,
                         header,
                         len(windows),
+                        *location_columns(chunk.location),
                     ),
                 )
                 rowid = self.conn.last_insert_rowid()
@@ -668,7 +727,8 @@ class Store:
                 (doc.id,),
             )
             # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
-            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[8]), 1))] for row in rows}
+            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
+            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
             rowids = [rowid for windows in wanted.values() for rowid in windows]
             found: dict[int, bytes] = {}
             for start in range(0, len(rowids), 500):
@@ -693,8 +753,9 @@ class Store:
                 checksum=doc.checksum,
                 chunks=[_chunk(brain, row) for row in rows],
                 vectors=vectors,
-                headers=[row[6] or "" for row in rows],
-                hashes=[bytes(row[7]) for row in rows],
+                headers=[row[n] or "" for row in rows],
+                hashes=[bytes(row[n + 1]) for row in rows],
+                line_offset=doc.line_offset,
             )
 
     # -- vectors ------------------------------------------------------------------------------
@@ -989,7 +1050,7 @@ class Store:
             f" JOIN {brain.vec_table} v ON v.rowid = c.id WHERE c.id IN ({marks})",
             [blob, *ids],
         )
-        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[6])) for r in rows}
+        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[_N_CHUNK_COLUMNS])) for r in rows}
         if brain.multi_vector:
             # A chunk scores as its best window, as in knn().
             extra = [

@@ -12,8 +12,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from locallens.domain import Location
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,6 +90,9 @@ class StoredDocument:
     size: int
     mtime_ns: int
     checksum: str
+    # Blank lines before the text (docs/behaviour.md#locations); None: stored before chunk
+    # locations existed, its chunks not located yet.
+    line_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +112,8 @@ class DocumentRecord:
 
     `vectors[i]` is chunk i's vector (dim,), or a (windows, dim) matrix of its window vectors;
     `headers[i]` its header (keyword-indexed beside its text; None: no headers) and `hashes[i]`
-    the `content_hash` of what was embedded for it (None: of its text)."""
+    the `content_hash` of what was embedded for it (None: of its text). Each chunk's `location`
+    is stored with it; `line_offset` is the document's (None: not located yet)."""
 
     root: str
     relative_path: str
@@ -118,6 +124,7 @@ class DocumentRecord:
     vectors: np.ndarray | Sequence[np.ndarray]
     headers: Sequence[str] | None = None
     hashes: Sequence[bytes] | None = None
+    line_offset: int | None = 0
 
     def header_list(self) -> list[str]:
         return list(self.headers) if self.headers is not None else [""] * len(self.chunks)
@@ -126,6 +133,22 @@ class DocumentRecord:
         if self.hashes is not None:
             return list(self.hashes)
         return [content_hash(chunk.content) for chunk in self.chunks]
+
+
+def stored_location(line_start: Any, line_end: Any, span_kind: Any, span_label: Any) -> Location | None:
+    """A chunk's location from its four columns (all NULL: not known, docs/behaviour.md#locations)."""
+    if line_start is not None:
+        return Location(int(line_start), int(line_end if line_end is not None else line_start))
+    if span_kind:
+        return Location(kind=str(span_kind), label=str(span_label or ""))
+    return None
+
+
+def location_columns(location: Location | None) -> tuple[int | None, int | None, str | None, str | None]:
+    """The four columns of a chunk's location (the inverse of `stored_location`)."""
+    if location is None:
+        return None, None, None, None
+    return location.line_start, location.line_end, location.kind or None, location.label or None
 
 
 def content_hash(text: str) -> bytes:

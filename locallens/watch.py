@@ -105,13 +105,11 @@ def watch(
     request: IndexRequest,
     on_batch: Callable[[WatchBatch], None],
     stop: threading.Event | None = None,
-    *,
-    first: IndexReport | None = None,
 ) -> int:
     """Follow `request.paths` until `stop` is set (or SIGINT/SIGTERM); returns the batches run.
 
-    `first` is the report of the first pass, already run by the caller (it prints it as `index`
-    does); every later batch goes to `on_batch`.
+    The first pass is the caller's (an ordinary `index` run, printed as `index` prints it); every
+    batch after it goes to `on_batch`.
     """
     from watchfiles import watch as watch_paths
 
@@ -120,7 +118,6 @@ def watch(
     batch_request = dataclasses.replace(request, wait=0.0, rebuild=False)  # a first --rebuild is done once
     keep = WatchFilter(request.db)
     batches = 0
-    del first  # reported by the caller; the watcher starts from the state it committed
 
     def run_batch(changes: int) -> bool:
         """One index run; False when the lock was taken (the batch is to be retried)."""

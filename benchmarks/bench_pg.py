@@ -276,6 +276,7 @@ def load_store(
     (brain, seconds writing documents, seconds in touch_brain, the server's notices meanwhile).
     """
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
 
     notices: list[str] = []
     conn = getattr(store, "conn", None)  # PostgreSQL: pgvector reports a build short of memory
@@ -297,13 +298,15 @@ def load_store(
         chunks = [Chunk(f"{checksum[:12]}-{j}", brain.name, path, j, text, checksum) for j, text in enumerate(texts)]
         store.write_document(
             brain,
-            root="/synthetic",
-            relative_path=path,
-            size=sum(len(t) for t in texts),
-            mtime_ns=0,
-            checksum=checksum,
-            chunks=chunks,
-            vectors=block,
+            DocumentRecord(
+                root="/synthetic",
+                relative_path=path,
+                size=sum(len(t) for t in texts),
+                mtime_ns=0,
+                checksum=checksum,
+                chunks=chunks,
+                vectors=block,
+            ),
         )
         now = time.perf_counter()
         if now >= next_report and doc + 1 < docs:

@@ -36,6 +36,7 @@ from locallens.config import (
     DEFAULT_MIN_SENTENCES,
     DEFAULT_N_CTX,
     DEFAULT_RERANK_CANDIDATES,
+    DEFAULT_SHOW_CONTEXT,
     DEFAULT_TOP_K,
     DEFAULT_TRIM_THRESHOLD,
     DEFAULT_TRIM_WINDOW,
@@ -96,9 +97,52 @@ app = typer.Typer(
     add_completion=True,
 )
 
+# -- value checks (click callbacks: the same check whatever the source; `_blame_source` names it) --
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"must be {or_list(choices)} (got {value!r})")
+        return value
+
+    return check
+
+
+def _brain_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a brain name must not be empty")
+    return value
+
+
+def _model_name(value: str | None) -> str | None:
+    """An unknown model name is a usage error of the value's source, checked before any work;
+    a folder that is missing is left to the command (exit 6, naming it)."""
+    if value is None or value == "auto":
+        return value
+    from locallens.embedding import resolve_model
+    from locallens.errors import LocallensError, UsageError
+
+    try:
+        resolve_model(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except LocallensError:
+        pass
+    return value
+
+
+def _token(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a token must not be blank")
+    return value
+
+
 # -- shared options -----------------------------------------------------------------------------
 
-BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
+BrainOpt = typer.Option(
+    "default", "--brain", "-b", envvar="LOCALLENS_BRAIN", callback=_brain_name, help="Named index inside the database."
+)
 DbOpt = typer.Option(
     None,
     "--db",
@@ -122,9 +166,27 @@ QuietOpt = typer.Option(
     False, "--quiet", "-q", help="Print only what needs a person (errors, skipped files): for cron and scripts."
 )
 DeviceOpt = typer.Option(
-    DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}."
+    DEFAULT_DEVICE,
+    "--device",
+    envvar="LOCALLENS_DEVICE",
+    callback=_one_of(DEVICES),
+    help=f"Embedding device: {or_list(DEVICES)}.",
 )
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
+
+
+def _server_url(value: str | None) -> str | None:
+    """A click callback: `--server` parsed once (`http_api.parse_server_url`); the source of a
+    bad value is named by `_blame_source`, and credentials in it are never printed."""
+    if value is None:
+        return None
+    from locallens.errors import UsageError
+    from locallens.http_api import parse_server_url
+
+    try:
+        return parse_server_url(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def _number(low: float | None = None, high: float | None = None, allow_inf: bool = False) -> Any:
@@ -227,6 +289,16 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+# The exit code a command ends with when the reader closes the pipe while it prints: 0, unless
+# the command already knows its outcome is another one (an `ask` refusal prints, then exits 4).
+_exit_if_pipe_closes = 0
+
+
+def exit_if_pipe_closes(code: int) -> None:
+    global _exit_if_pipe_closes
+    _exit_if_pipe_closes = code
+
+
 @contextmanager
 def handled() -> Iterator[None]:
     """Map core errors to one-line messages and exit codes; never a traceback for a user error."""
@@ -239,7 +311,7 @@ def handled() -> Iterator[None]:
         raise typer.Exit(130) from None
     except BrokenPipeError:
         _silence_stdout()
-        raise typer.Exit(0) from None
+        raise typer.Exit(_exit_if_pipe_closes) from None
     except typer.Exit:
         raise
     except Exception as exc:
@@ -349,6 +421,7 @@ def index(
         DEFAULT_CHUNKER,
         "--chunker",
         envvar="LOCALLENS_CHUNKER",
+        callback=_one_of(CHUNKERS),
         help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic.",
     ),
     model: str = typer.Option(
@@ -356,9 +429,17 @@ def index(
         "--model",
         "-m",
         envvar="LOCALLENS_MODEL",
+        callback=_model_name,
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
+    encoder: str | None = typer.Option(
+        None,
+        "--encoder",
+        envvar="LOCALLENS_ENCODER",
+        show_default=False,
+        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+    ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
     max_file_mb: float = typer.Option(
@@ -403,6 +484,12 @@ def index(
         show_default=False,
         help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="After indexing, keep watching the folders and index what changes (Ctrl-C or SIGTERM stops); "
+        "with --json, one JSON line per batch.",
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -418,6 +505,7 @@ def index(
             brain=brain,
             chunking=ChunkSettings(chunk_size, chunk_overlap, chunker),
             model=model,
+            encoder=encoder,
             device=device,
             include=include,
             exclude=exclude,
@@ -430,32 +518,77 @@ def index(
             headers=headers,
             multi_vector=multi_vector,
         )
-        with progress_for_stderr(quiet) as bar:
+        if watch and dry_run:
+            from locallens.errors import UsageError
+
+            raise UsageError("--watch and --dry-run cannot go together: a watcher writes")
+        with progress_for_stderr(quiet or (watch and json_out)) as bar:
             report = run_index(request, bar)
-        for skipped in report.skipped:
-            warn(f"skipped {skipped.path}: {skipped.reason}")
-        if not quiet:
-            for message in report.notes:
-                note(message)
-        if report.over_length and not quiet:
-            note(
-                f"{report.over_length} chunk(s) are longer than the embedding model's "
-                "window and were embedded in windows (whole, not truncated)"
-            )
-        if json_out:
-            print_json(report.as_json())
-        elif not quiet:
-            stdout_console().print(
-                f"{'[dry run: nothing written] ' if report.dry_run else ''}"
-                f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
-                f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
-                f"{report.removed} removed, {len(report.skipped)} skipped\n"
-                f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
-                f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
-                markup=False,
-            )
+        if watch:
+            _print_index_report(report, json_out, quiet, watching=True)
+            raise typer.Exit(_watch(request, json_out, quiet))
+        _print_index_report(report, json_out, quiet)
         if report.had_errors:
             raise typer.Exit(EXIT_SKIPPED)
+
+
+def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool = False) -> None:
+    """An index run's skipped files and notes on stderr, then its summary (or JSON) on stdout;
+    a watcher's runs print their JSON as one line each."""
+    for skipped in report.skipped:
+        warn(f"skipped {skipped.path}: {skipped.reason}")
+    if not quiet:
+        for message in report.notes:
+            note(message)
+    if report.over_length and not quiet:
+        note(
+            f"{report.over_length} chunk(s) are longer than the embedding model's "
+            "window and were embedded in windows (whole, not truncated)"
+        )
+    if json_out and watching:
+        sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    elif json_out:
+        print_json(report.as_json())
+    elif not quiet:
+        stdout_console().print(
+            f"{'[dry run: nothing written] ' if report.dry_run else ''}"
+            f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
+            f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
+            f"{report.removed} removed, {len(report.skipped)} skipped\n"
+            f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
+            f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
+            markup=False,
+        )
+
+
+def _watch(request: Any, json_out: bool, quiet: bool) -> int:
+    """`index --watch` after its first pass: one line (or JSON line) per batch until stopped."""
+    import time
+
+    from locallens.watch import watch
+
+    if not quiet and not json_out:
+        note(f"watching {len(request.paths)} folder(s) for changes; Ctrl-C stops after the current batch")
+
+    def on_batch(batch: Any) -> None:
+        report = batch.report
+        for skipped in report.skipped:
+            warn(f"skipped {skipped.path}: {skipped.reason}")
+        if json_out:
+            sys.stdout.write(json.dumps(batch.as_json(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        elif not quiet and (report.new or report.changed or report.removed):
+            stdout_console().print(
+                f"{time.strftime('%H:%M:%S')} {report.new} new, {report.changed} changed, {report.removed} removed; "
+                f"{report.chunks_embedded} chunks embedded, {report.chunks_total} in the brain; {report.seconds:.2f}s",
+                markup=False,
+            )
+
+    watch(request, on_batch)
+    if not quiet and not json_out:
+        note("stopped watching; everything seen so far is committed")
+    return 0
 
 
 # The models' options, shared by ask, serve and mcp.
@@ -506,7 +639,7 @@ def ask(
         DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
     ),
     min_score: float | None = typer.Option(
-        None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."
+        None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
     ),
     path: str | None = typer.Option(
         None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
@@ -547,7 +680,7 @@ def ask(
     min_relevance: float = typer.Option(
         DEFAULT_MIN_RELEVANCE,
         "--min-relevance",
-        callback=_number(),
+        callback=_number(0, 1),
         help="Drop reranked excerpts scoring below this (0..1).",
     ),
     device: str = DeviceOpt,
@@ -571,9 +704,12 @@ def ask(
         None,
         "--server",
         envvar="LOCALLENS_SERVER",
+        callback=_server_url,
         help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
     ),
-    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token for --server."
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -612,8 +748,11 @@ def ask(
         )
         if batch is not None:
             raise typer.Exit(_ask_batch(batch, request))
+        from locallens.show import remember_answer
+
         if context_only:
             result = run_ask(request)
+            remember_answer(request.db, request.brain, result.as_json())
             if json_out:
                 print_json(result.as_json())
             else:
@@ -622,21 +761,23 @@ def ask(
         data = _ask_via_server(server, token, request) if server else None
         if data is None:
             data = run_ask(request).as_json()
-        _print_answer(data, json_out, quiet)
+        # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
+        exit_if_pipe_closes(4 if data.get("refused") else 0)
+        _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
             raise typer.Exit(4)
 
 
 def _plain_context(hits: list[Any]) -> str:
-    """The numbered excerpts as the model gets them, safe for a terminal: a path's control
-    characters (a newline too: the header is one line) and the content's (but its line
-    structure) are escaped."""
-    from dataclasses import replace
+    """The numbered excerpts as the model gets them, each header naming the excerpt's location
+    for a person (`[1] notes.md:12-20`; the model reads `#chunk-N`), safe for a terminal: a
+    path's control characters (a newline too: the header is one line) and the content's (but its
+    line structure) are escaped."""
+    from locallens.prompt import EXCERPT_SEPARATOR
 
-    from locallens.prompt import format_hits
-
-    safe = [replace(h, chunk=replace(h.chunk, relative_path=clean(h.chunk.relative_path))) for h in hits]
-    return clean(format_hits(safe), multiline=True)
+    return EXCERPT_SEPARATOR.join(
+        f"[{n}] {clean(hit.citation())}\n{clean(hit.content, multiline=True)}" for n, hit in enumerate(hits, start=1)
+    )
 
 
 def _tool_arguments(request: Any) -> dict[str, Any]:
@@ -670,23 +811,35 @@ def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any]
     return body
 
 
-def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> None:
+def _print_answer(
+    data: dict[str, Any], json_out: bool, quiet: bool = False, sources: list[dict[str, Any]] | None = None
+) -> None:
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
-    answer and its sources (or the JSON) on stdout."""
+    answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
+    (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
+
     if data.get("dropped") and not quiet:
         warn(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
-            + ", ".join(f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
+            + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    if data.get("stopped_looping") and not quiet:
-        warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
         note(line)
     if json_out:
         print_json(data)
         return
     out = stdout_console()
-    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
+    answer = data.get("answer") or ""
+    units = [c for c in data.get("claims", []) if c.get("extracted")]
+    if out.is_terminal and not data.get("refused") and answer == "\n".join(c["text"] for c in units):
+        # On a terminal the unit that answers is emphasised; what is printed stays the same text.
+        for unit in units:
+            out.print(
+                clean(unit["text"], multiline=True), markup=False, style="bold" if unit.get("answering") else None
+            )
+    else:
+        out.print(clean(answer, multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(
@@ -694,28 +847,47 @@ def _print_answer(data: dict[str, Any], json_out: bool, quiet: bool = False) -> 
             markup=False,
             style="dim",
         )
-    out.print("\nSources:", markup=False, style="bold")
+    out.print("", markup=False)
+    _print_sources(data, out, sources)
+
+
+def _print_sources(
+    data: dict[str, Any], out: Console | None = None, sources: list[dict[str, Any]] | None = None
+) -> None:
+    """The sources of an answer (`ask --json`'s shape), each marked when the answer did not cite it."""
+    from locallens.show import cited_lines
+
+    out = out or stdout_console()
+    out.print("Sources:", markup=False, style="bold")
     cited = set(data.get("citations", []))
-    for source in data["sources"]:
+    lines = cited_lines(data)
+    for source in sources if sources is not None else data["sources"]:
         mark = "" if source["n"] in cited or data.get("refused") else "  (not cited)"
-        out.print(
-            f"[{source['n']}] {clean(source['path'])}#chunk-{source['chunk_index']} ({source['score']:.2f}){mark}",
-            markup=False,
-        )
+        at = ""
+        if source["n"] in cited and lines.get(source["n"]):
+            spans = [f"{a}" if a == b else f"{a}-{b}" for a, b in lines[source["n"]]]
+            at = f", cited: line{'s' if len(spans) > 1 or '-' in spans[0] else ''} {', '.join(spans)}"
+        citation = source.get("citation") or f"{source['path']}#chunk-{source['chunk_index']}"
+        out.print(f"[{source['n']}] ", end="", markup=False)
+        out.print(_linked(clean(citation), source.get("file")), end="", markup=False)
+        out.print(f" ({source['score']:.2f}){at}{mark}", markup=False)
 
 
 def _ask_batch(path: str, defaults: Any) -> int:
     """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
     some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
+    from locallens import safejson
     from locallens.errors import LocallensError, UsageError
 
     if path == "-":
-        lines = sys.stdin.read().splitlines()
+        raw = sys.stdin.buffer.read()
     else:
         try:
-            lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --batch {path}: {exc}") from None
+            raw = Path(path).expanduser().read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
+    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
+    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     service = _service(
         defaults.db,
         defaults.brain,
@@ -731,17 +903,17 @@ def _ask_batch(path: str, defaults: Any) -> int:
     failed = 0
     try:
         for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip() or line.lstrip().startswith(b"#"):
                 continue
             try:
-                item = json.loads(line)
+                try:
+                    item = safejson.loads(line.rstrip(b"\r"))
+                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
+                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
                 if not isinstance(item, dict):
                     raise UsageError('expected a JSON object such as {"question": "..."}')
                 answer = service.call("ask", {**base, **item})
                 sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except json.JSONDecodeError as exc:
-                failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
             except LocallensError as exc:
                 failed += 1
                 sys.stdout.write(
@@ -786,6 +958,7 @@ def trim(
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
     with handled():
+        from locallens import locations
         from locallens.errors import UsageError
         from locallens.retrieval import trim_from_index, trim_given_text
 
@@ -817,6 +990,7 @@ def trim(
                             "id": d.original.id,
                             "path": d.original.chunk.relative_path,
                             "chunk_index": d.original.chunk.chunk_index,
+                            **locations.fields(d.original.chunk),
                             "score": round(d.original.score, 4),
                             "content": d.original.content,
                             "trimmed": d.hit.content,
@@ -841,8 +1015,7 @@ def trim(
         for n, d in enumerate(result.trim_details, start=1):
             c = d.original.chunk
             out.print(
-                f"[{n}] {clean(c.relative_path)}#chunk-{c.chunk_index} ({d.original.score:.2f}) "
-                f"{len(d.kept)}/{len(d.sentences)} sentences kept",
+                f"[{n}] {clean(c.citation())} ({d.original.score:.2f}) {len(d.kept)}/{len(d.sentences)} sentences kept",
                 markup=False,
                 style="bold",
             )
@@ -955,6 +1128,7 @@ def _service(
     device: str,
     hybrid: bool,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    readable_dirs: tuple[Path, ...] = (),
 ) -> Any:
     from locallens.service import Service, ServiceSettings
 
@@ -969,6 +1143,7 @@ def _service(
             device=device,
             hybrid=hybrid,
             max_tokens=max_tokens,
+            readable_dirs=readable_dirs,
         )
     )
 
@@ -982,7 +1157,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: str | None = typer.Option(
-        None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token every request must carry."
     ),
     brain: str = BrainOpt,
     db: str | None = DbOpt,
@@ -1030,14 +1205,25 @@ def mcp(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
+    allow_read: list[Path] = typer.Option(
+        [],
+        "--allow-read",
+        help="A folder whose questions files eval_retrieval may read, besides the brain's roots (repeatable).",
+        metavar="DIR",
+        show_default=False,
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
         from locallens.errors import UsageError
-        from locallens.http_api import check_bind
+        from locallens.http_api import is_loopback
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        for folder in allow_read:
+            if not folder.expanduser().is_dir():
+                raise UsageError(f"--allow-read {folder}: not a folder")
+        readable = tuple(folder.expanduser().resolve() for folder in allow_read)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)
@@ -1045,7 +1231,11 @@ def mcp(
                 host, _, port = http.rpartition(":")
                 if not host or not port.isdigit():
                     raise UsageError(f"--http takes HOST:PORT, got {http!r}")
-                check_bind(host, None)
+                if not is_loopback(host):
+                    raise UsageError(
+                        f"--http {http} listens beyond this machine, and the MCP HTTP transport takes no token: "
+                        "listen on 127.0.0.1, ::1 or localhost (`locallens serve --token` serves beyond it)"
+                    )
                 serve_http(service, host, int(port))
         except KeyboardInterrupt:
             pass
@@ -1053,9 +1243,143 @@ def mcp(
             service.close()
 
 
+@app.command(
+    epilog="Examples:\n\n  locallens chat\n\n  locallens chat --brain work --extractive\n\n"
+    "  locallens chat --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --no-history"
+)
+def chat(
+    brain: str = BrainOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
+    top_k: int = typer.Option(
+        DEFAULT_TOP_K, "--top-k", "-k", min=1, max=100, envvar="LOCALLENS_TOP_K", help="Excerpts per question."
+    ),
+    llm: str | None = LlmOpt,
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    ctx: int = CtxOpt,
+    threads: int | None = ThreadsOpt,
+    gpu_layers: int = GpuOpt,
+    device: str = DeviceOpt,
+    hybrid: bool = HybridOpt,
+    extractive: bool = typer.Option(
+        False, "--extractive", help="Start with extractive answers (no LLM); /generate switches back."
+    ),
+    follow_ups: bool = typer.Option(
+        True,
+        "--follow-ups/--no-follow-ups",
+        help="Search a short follow-up (6 words at most, opening with and/what about/y/... or leaning on "
+        "a pronoun: 'who does it?') together with the question before it; the prompt still holds only "
+        "the new question.",
+    ),
+    history: bool = typer.Option(
+        True,
+        "--history/--no-history",
+        envvar="LOCALLENS_CHAT_HISTORY",
+        help="Keep the questions typed in $LOCALLENS_HOME/chat_history (private, 0600) for the arrow keys.",
+    ),
+) -> None:
+    """Ask question after question at a terminal, with the models kept loaded.
+
+    Every question is searched on its own and answered from its excerpts alone: the prompt never
+    holds earlier questions or answers. The answer streams as the model writes it, then the
+    checked answer and its sources are printed as `ask` prints them. Type /help for the commands
+    (/sources, /show N, /extractive, /generate, /brain NAME, /path GLOB, /quit). Ctrl-C stops an
+    answer, Ctrl-D leaves. Not at a terminal: exit 2 (use `ask --batch`)."""
+    with handled():
+        from locallens.chat import ChatOutput, ChatSession, check_terminal, history_path, interactive
+        from locallens.show import remember_answer, show_source
+
+        check_terminal(sys.stdin)
+        location = _db(db, exact)
+        service = _service(location, brain, llm, ctx, threads, gpu_layers, device, hybrid, max_tokens)
+
+        def stream(text: str) -> None:
+            sys.stdout.write(clean(text, multiline=True))
+            sys.stdout.flush()
+
+        output = ChatOutput(
+            stream=stream,
+            say=lambda text: stdout_console().print(clean(text, multiline=True), markup=False),
+            error=lambda message: print(f"locallens: {clean(message)}", file=sys.stderr, flush=True),
+            answer=lambda data: _print_answer(
+                data, json_out=False, sources=remember_answer(location, session.brain, data)
+            ),
+            sources=_print_sources,
+            show=lambda number: _print_region(show_source(number)),
+        )
+        session = ChatSession(service, output, top_k=top_k, extractive=extractive, follow_ups=follow_ups)
+        try:
+            code = interactive(session, history_path() if history else None)
+        finally:
+            service.close()
+        raise typer.Exit(code)
+
+
+@app.command(
+    epilog="Examples:\n\n  locallens show hr/leave-policy.md:12-20\n\n  locallens show 2\n\n"
+    "  locallens show hr/expense-policy.pdf#page=1"
+)
+def show(
+    target: str = typer.Argument(
+        ...,
+        help="PATH:LINE, PATH:START-END, PATH#page=N (any #kind=label a citation prints), or N: source N of the last answer.",
+        show_default=False,
+    ),
+    db: str | None = DbOpt,
+    context: int = typer.Option(
+        DEFAULT_SHOW_CONTEXT, "--context", "-C", min=0, help="Lines printed before and after the cited ones."
+    ),
+) -> None:
+    """Print the cited lines of an indexed file, marked with >: jump from a citation to its source."""
+    with handled():
+        from locallens import show as jump
+
+        if target.strip().isdigit():
+            region = jump.show_source(int(target), context)
+        else:
+            region = jump.show_target(_db(db, False), jump.parse_target(target), context)
+        _print_region(region)
+
+
+def _print_region(region: Any) -> None:
+    """A file region (`locallens.show`): its citation, then its lines, the cited ones marked >."""
+    for line in region.notes:
+        note(line)
+    out = stdout_console()
+    out.print(_linked(clean(region.citation), region.path), markup=False, style="bold")
+    width = max((len(str(n)) for n, _ in region.lines if n is not None), default=0)
+    for number, line in region.lines:
+        if number is None:
+            out.print(clean(line, multiline=True), markup=False)
+            continue
+        mark = ">" if number in region.marked else " "
+        out.print(
+            f"{mark} {number:>{width}} │ {clean(line, multiline=True)}",
+            markup=False,
+            style="bold" if number in region.marked else None,
+        )
+
+
+def hyperlinks() -> bool:
+    """Source paths are OSC 8 hyperlinks only on a terminal, never on a pipe or with NO_COLOR."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+def _linked(text: str, path: object) -> Any:
+    """`text` as a hyperlink to the file `path` (`file://...`) when `hyperlinks()`, else as is."""
+    if path is None or not hyperlinks():
+        return text
+    from pathlib import Path as _Path
+
+    from rich.style import Style
+    from rich.text import Text
+
+    return Text(text, style=Style(link=_Path(str(path)).absolute().as_uri()))
+
+
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
-    brain: str | None = typer.Option(None, "--brain", "-b", help="Only this brain."),
+    brain: str | None = typer.Option(None, "--brain", "-b", callback=_brain_name, help="Only this brain."),
     db: str | None = DbOpt,
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
@@ -1066,7 +1390,7 @@ def status(
     read (0) or not (3)."""
     with handled():
         from locallens.status import collect_status
-        from locallens.storage import is_postgres
+        from locallens.storage import keeps_deleted_pages
 
         location = _db(db)
         info = collect_status(location, brain)
@@ -1077,7 +1401,9 @@ def status(
             return
         out = stdout_console()
         # SQLite keeps deleted pages until VACUUM; PostgreSQL's autovacuum reuses them itself.
-        reclaim = "" if is_postgres(location) else f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM"
+        reclaim = (
+            f", {info['free_bytes'] / 1e6:.1f} MB reclaimable with VACUUM" if keeps_deleted_pages(location) else ""
+        )
         out.print(f"database {clean(info['db'])} ({info['db_bytes'] / 1e6:.1f} MB{reclaim})", markup=False)
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)
@@ -1146,6 +1472,87 @@ def copy_(
             note(f"also copied {report.sentence_vectors} cached sentence vector(s) into {report.dest}")
 
 
+@app.command(epilog="Examples:\n\n  locallens models\n\n  locallens models --json")
+def models(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """List the models usable offline: packaged, in the Hugging Face cache, and named in the settings.
+
+    Each with its kind (embedding, llm, reranker), size, where it comes from, whether it is usable,
+    and which brains were built with it. Nothing is downloaded: `locallens pull NAME` does that."""
+    with handled():
+        from locallens.doctor import list_models, models_json, render_models
+
+        entries = list_models(_db(db))
+        if json_out:
+            sys.stdout.write(models_json(entries) + "\n")
+        elif not quiet:
+            stdout_console().print(clean(render_models(entries), multiline=True), markup=False)
+
+
+def _catalogue_help() -> str:
+    from locallens.pull import CATALOGUE
+
+    return "\n\n".join(f"  {e.name:16} {e.kind:9} {e.about}" for e in CATALOGUE)
+
+
+@app.command(
+    epilog="Catalogue:\n\n" + _catalogue_help() + "\n\nExamples:\n\n  locallens pull bge-small\n\n"
+    '  locallens pull qwen-1.5b && locallens ask "..." --llm qwen-1.5b\n\n'
+    "  locallens pull Qwen/Qwen2.5-3B-Instruct-GGUF/qwen2.5-3b-instruct-q8_0.gguf"
+)
+def pull(
+    name: str = typer.Argument(
+        ...,
+        help="A catalogue name, a hub id (OWNER/REPO or OWNER/REPO/FILE.gguf), or a GGUF's hub URL.",
+        show_default=False,
+    ),
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Download a model into the Hugging Face cache: the one command that uses the network.
+
+    Through the hub's own client, with a progress bar; a dropped connection is resumed, files
+    already there are kept, and every file is checked against the hub's checksum (a mismatch is
+    removed, exit 6). Then name it where a model is asked for: --model bge-small, --llm qwen-1.5b,
+    --rerank minilm-reranker. No network: one line, exit 6."""
+    with handled():
+        from locallens.pull import parse_target
+        from locallens.pull import pull as run_pull
+
+        result = run_pull(parse_target(name), progress=not quiet and not json_out and sys.stderr.isatty())
+        if json_out:
+            print_json(result.as_json())
+        elif not quiet:
+            stdout_console().print(
+                f"{clean(result.target.name)} ({result.kind}, {result.bytes / 1e6:.1f} MB, "
+                f"{len(result.files)} file(s) verified) in {clean(result.path)}\nuse it with: {clean(result.usage())}",
+                markup=False,
+            )
+
+
+@app.command(epilog="Examples:\n\n  locallens doctor\n\n  locallens doctor --json")
+def doctor(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show what this installation can do: versions, SQLite extensions, the store, models, GPU, settings.
+
+    Offline, read-only. Each setting is shown with where its value came from (environment,
+    config file or default)."""
+    with handled():
+        from locallens.doctor import doctor as run_doctor
+        from locallens.doctor import render_doctor
+
+        report = run_doctor(_db(db))
+        if json_out:
+            print_json(report)
+        else:
+            stdout_console().print(clean(render_doctor(report), multiline=True), markup=False)
+
+
 def option_names() -> dict[str, set[str]]:
     """{command: the names its options go by in the config file}, for every command."""
     group: Any = typer.main.get_command(app)
@@ -1165,4 +1572,12 @@ def main() -> None:
         app(default_map=default_map)
     except BrokenPipeError:
         _silence_stdout()
-        sys.exit(0)
+        sys.exit(_exit_if_pipe_closes)
+    except SystemExit as exc:
+        # Click answers a closed pipe while it prints (--help, --version, completion) with exit
+        # 1, after wrapping stdout in its PacifyFlushWrapper: a reader that went away is not a
+        # failure.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _silence_stdout()
+            sys.exit(_exit_if_pipe_closes)
+        raise

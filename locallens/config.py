@@ -50,6 +50,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps")  # where the embedding model runs
 DEFAULT_DEVICE = "auto"
 
 DEFAULT_TOP_K = 5  # excerpts retrieved per question
+DEFAULT_SHOW_CONTEXT = 3  # `show`: lines printed before and after the cited ones
 DEFAULT_HYBRID = True  # vector and keyword search fused (`--no-hybrid`: vector search alone)
 
 DEFAULT_TRIM_THRESHOLD = 0.38  # a sentence is kept when its cosine similarity reaches this
@@ -120,6 +121,8 @@ def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict
     `known` ({command: option names}) makes an unknown key or table a usage error naming it and
     the closest known name (a misspelt `topk` would otherwise be ignored without a word)."""
     path = config_path()
+    if os.environ.get("LOCALLENS_CONFIG") and not path.exists():
+        raise UsageError(f"LOCALLENS_CONFIG names {path}, which does not exist")
     if path.exists() and not path.is_file():
         raise UsageError(f"config file {path} is not a file (a folder?): point LOCALLENS_CONFIG at a TOML file")
     if not path.is_file():

@@ -31,20 +31,18 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from locallens.errors import NoIndexError, StoreError, UsageError
 from locallens.progress import NoProgress, Progress
-from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, write_export
+from locallens.storage import DbLocation, IndexStore, open_store, open_writer, same_location
 
 if TYPE_CHECKING:
-    from locallens.storage.sqlite import Brain
+    from locallens.storage import Brain
 
 # Hidden brains being copied are named `.copy:<name>:<pid>`; names starting with "." are never
 # listed, searched or copied.
@@ -53,7 +51,6 @@ INTERNAL_PREFIX = "."
 # Sentence-cache rows are read and written in pages of this many, so a large cache never has to
 # fit in memory at once.
 SENTENCE_PAGE = 2_000
-DEFAULT_PG_PORT = 5432
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,14 +135,10 @@ def copy_brains(
         if name.startswith(INTERNAL_PREFIX):
             raise UsageError(f"brain {name!r} is internal (an unfinished rebuild or copy) and is never copied")
     report = CopyReport(source=str(request.source), dest=str(request.dest))
-    with open_store(request.source, create=False) as source, _read_snapshot(source):
+    with open_store(request.source, create=False) as source, source.read_snapshot():
         brains = _chosen_brains(source, request)
         progress.add("brains", len(brains))
-        copier = _Copier(request, source, progress, report, on_brain)
-        if isinstance(request.dest, PostgresURL):
-            copier.into_postgres(request.dest, brains)
-        else:
-            copier.into_sqlite(request.dest, brains)
+        _Copier(request, source, progress, report, on_brain).into(request.dest, brains)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -170,25 +163,14 @@ class _Copier:
     report: CopyReport
     on_brain: Callable[[BrainCopy], None] | None
 
-    def into_sqlite(self, db: Path, brains: list[Brain]) -> None:
-        """Copy into a SQLite file under its writer lock, held for the whole copy."""
-        from locallens.indexer import sqlite_writer
-
-        # A DEST this run created and left without a brain is removed: as it was, absent.
-        with sqlite_writer(db, self.request.wait) as store:
+    def into(self, dest_db: DbLocation, brains: list[Brain]) -> None:
+        """Copy under DEST's writer lock: a SQLite file's for the whole copy, on PostgreSQL each
+        brain's while it is copied. A SQLite DEST this run created and left without a brain is
+        removed: as it was, absent."""
+        with open_writer(dest_db, self.request.wait) as store:
             self._refuse_existing(store, brains)
             for brain in brains:
-                self._copy_brain(store, brain)
-            self._copy_sentence_cache(store, brains)
-
-    def into_postgres(self, url: PostgresURL, brains: list[Brain]) -> None:
-        """Copy into PostgreSQL, each brain under the server's advisory lock for its name."""
-        from locallens.storage.postgres import writer_lock
-
-        with open_store(url, create=True) as store:
-            self._refuse_existing(store, brains)
-            for brain in brains:
-                with writer_lock(url, brain.name, self.request.wait):
+                with store.writing(brain.name, self.request.wait):
                     self._copy_brain(store, brain)
             self._copy_sentence_cache(store, brains)
 
@@ -229,7 +211,7 @@ class _Copier:
         try:
             self.progress.add("documents", expected.documents)
             for doc in source.export_documents(brain):
-                write_export(dest, target, doc)
+                dest.write_document(target, doc)
                 windows += sum(max(np.shape(v)[0] - 1, 0) for v in doc.vectors if np.ndim(v) == 2)
                 self.progress.advance("documents")
             dest.touch_brain(target, expected.roots)
@@ -265,15 +247,13 @@ class _Copier:
     def _copy_sentence_cache(self, dest: IndexStore, brains: list[Brain]) -> None:
         """Offer DEST the cached sentence vectors of the copied brains' models (trimming reuses
         them); rows DEST already holds stay as they are."""
-        pages = _sentence_cache_pages(self.source)
-        if pages is None:
-            self.report.sentence_vectors = None
-            return
         total = 0
         for model in dict.fromkeys(b.model for b in brains):
-            for page in pages(model):
+            after = b""
+            while page := self.source.sentence_cache_page(model, after, SENTENCE_PAGE):
                 dest.cache_sentence_vectors(model, page)
                 total += len(page)
+                after = page[-1][0]
         self.report.sentence_vectors = total
 
 
@@ -284,94 +264,3 @@ def _drop_hidden(dest: IndexStore, hidden: str) -> None:
         leftover = dest.find_brain(hidden)
         if leftover is not None:
             dest.delete_brain(leftover)
-
-
-SentencePages = Callable[[str], Iterator[list[tuple[bytes, np.ndarray]]]]
-
-
-def _sentence_cache_pages(source: IndexStore) -> SentencePages | None:
-    """A reader of SOURCE's sentence cache by model, page by page (in hash order, resuming after
-    the last hash read); None for a store this module does not know how to list."""
-    from locallens.storage.sqlite import Store
-
-    if isinstance(source, Store):
-        table, mark = "sentence_cache", "?"
-        execute: Callable[[str, tuple[str, bytes, int]], list[Any]] = source.execute
-    else:
-        from locallens.storage.postgres import SCHEMA, PostgresStore
-
-        if not isinstance(source, PostgresStore):
-            return None
-        table, mark = f"{SCHEMA}.sentence_cache", "%s"
-        execute = source.execute
-    sql = f"SELECT text_hash, vector FROM {table} WHERE model = {mark} AND text_hash > {mark}"
-    sql += f" ORDER BY text_hash LIMIT {mark}"
-
-    def pages(model: str) -> Iterator[list[tuple[bytes, np.ndarray]]]:
-        after = b""
-        while True:
-            rows = execute(sql, (model, after, SENTENCE_PAGE))
-            if not rows:
-                return
-            yield [(bytes(h), np.frombuffer(bytes(v), dtype=np.float32)) for h, v in rows]
-            after = bytes(rows[-1][0])
-
-    return pages
-
-
-@contextlib.contextmanager
-def _read_snapshot(store: IndexStore) -> Iterator[None]:
-    """Read SOURCE in one read-only transaction, so every brain is copied as of one moment
-    whatever an `index` run commits meanwhile. SQLite: a WAL reader blocks no writer.
-    PostgreSQL: REPEATABLE READ, which blocks no writer either. The check before each swap
-    would otherwise catch a brain that changed under the copy, and fail it."""
-    from locallens.storage.sqlite import Store
-
-    if isinstance(store, Store):
-        store.execute("BEGIN")
-        try:
-            yield
-        finally:
-            with contextlib.suppress(Exception):
-                store.execute("ROLLBACK")
-        return
-    from locallens.storage.postgres import PostgresStore
-
-    if not isinstance(store, PostgresStore):
-        yield
-        return
-    with store.transaction():
-        store.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-        yield
-
-
-def same_location(a: DbLocation, b: DbLocation) -> bool:
-    """True when `a` and `b` name the same database: one file (whatever the spelling of its
-    path), or one PostgreSQL database on one server (whatever the user or password)."""
-    if isinstance(a, PostgresURL) and isinstance(b, PostgresURL):
-        return _postgres_identity(a) == _postgres_identity(b)
-    if isinstance(a, Path) and isinstance(b, Path):
-        try:
-            if a.exists() and b.exists():
-                return os.path.samefile(a, b)
-        except OSError:
-            pass
-        return a.resolve() == b.resolve()
-    return False
-
-
-def _postgres_identity(url: PostgresURL) -> tuple[str, int, str, str]:
-    """(host, port, database, options) of a URL: what selects the database, not who logs in."""
-    try:
-        parts = urlsplit(url.url)
-    except ValueError:  # malformed: compared as it is; connecting to it reports the problem
-        return url.url, -1, "", ""
-    query = {k.lower(): v[-1] for k, v in parse_qs(parts.query).items()}
-    host = (parts.hostname or query.get("host", "") or "localhost").lower()
-    try:
-        port = parts.port or int(query.get("port", DEFAULT_PG_PORT))
-    except ValueError:
-        port = -1  # not a number: the connection will say so
-    user = parts.username or query.get("user", "")
-    database = parts.path.lstrip("/") or query.get("dbname", "") or user
-    return host, port, database, query.get("options", "")

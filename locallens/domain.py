@@ -42,6 +42,28 @@ class Document:
     # True when `text`'s lines ARE the file's lines (md, txt, rst, org after only BOM/line-end
     # normalisation), so a chunk's line range can be cited as path:START-END.
     line_mapped: bool = False
+    # Lines of the file before the first line of `text` (the blank lines the strip removed): text
+    # line 1 is file line `line_offset + 1`. Only meaningful when `line_mapped`.
+    line_offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a chunk is in its file (docs/behaviour.md#locations): lines, or a span's label."""
+
+    line_start: int | None = None  # first line in the file, 1-based (line_mapped documents)
+    line_end: int | None = None  # last line, inclusive
+    kind: str = ""  # the SourceSpan kind ("page", "slide", ...) for other formats; "" for lines
+    label: str = ""  # the span's label, or "first-last" when the chunk runs over several spans
+
+    def cite(self, path: str) -> str | None:
+        """`path:START-END` (`path:LINE` for one line), `path#kind=label`; None when it says neither."""
+        if self.line_start is not None:
+            end = self.line_end if self.line_end is not None else self.line_start
+            return f"{path}:{self.line_start}" if end == self.line_start else f"{path}:{self.line_start}-{end}"
+        if self.kind and self.label:
+            return f"{path}#{self.kind}={self.label}"
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +102,13 @@ class Chunk:
     chunk_index: int
     content: str
     checksum: str  # checksum of the whole document
+    location: Location | None = None  # None: unknown (a brain indexed before locations, HTML)
+
+    def citation(self) -> str:
+        """How a person reads where this chunk is: `path:12-20`, `path#page=3`, else `path#chunk-1`
+        (docs/behaviour.md#locations)."""
+        cited = self.location.cite(self.relative_path) if self.location is not None else None
+        return cited or f"{self.relative_path}#chunk-{self.chunk_index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +126,10 @@ class Hit:
     @property
     def id(self) -> str:
         return self.chunk.id
+
+    def citation(self) -> str:
+        """The chunk's citation for a person (`Chunk.citation`)."""
+        return self.chunk.citation()
 
 
 @dataclass(frozen=True, slots=True)

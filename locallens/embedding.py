@@ -12,16 +12,19 @@ The brain pins the resolved *name* (not a path that depends on the venv), so lat
 same model and never switch silently.
 
 Resolution never hangs offline: `HF_HUB_OFFLINE=1` is set before the hub stack is imported unless
-the user named a hub model that is not cached; then short hub timeouts apply and a failure is
-ModelUnavailableError (exit 6) naming the model and the cache folder searched.
+the user named a hub model that is not cached; then every hub request has connect and read
+timeouts (`locallens.hub`) and a failure is ModelUnavailableError (exit 6) naming the model and
+the cache folder searched. `index` downloads a named model before it takes the writer lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +36,9 @@ from locallens.errors import ModelUnavailableError, UsageError
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
+    from locallens import npbert
     from locallens.npbert import NumpyBert
+    from locallens.onnx_encoder import OnnxEncoder
 
 PACKAGED_MINILM = "all-MiniLM-L6-v2"
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
@@ -49,14 +54,24 @@ ALIASES = {
 }
 
 
+# Encoders (docs/decisions.md#int8-encoder): what computes a model's vectors. A brain pins the one
+# that made its vectors as part of the model name (`all-MiniLM-L6-v2@int8`; no suffix: fp32), so
+# vectors of two encoders never mix.
+FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, torch for the rest
+INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
+ENCODERS = (FP32, INT8)
+DEFAULT_ENCODER = FP32  # int8 stays opt-in until it is measured within noise on SciFact too
+
+
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """A resolved model: the name a brain pins, and where to load it from."""
 
-    name: str  # pinned in the brain: hub id, PACKAGED_MINILM, or an absolute folder path
+    name: str  # pinned in the brain: hub id, PACKAGED_MINILM or an absolute folder path, + "@encoder" unless fp32
     source: str  # what SentenceTransformer() gets: a local folder or a hub id
     query_prefix: str = ""
     offline: bool = True  # False only for an uncached hub model the user explicitly named
+    encoder: str = FP32
 
 
 def hf_cache_dir() -> Path:
@@ -96,9 +111,28 @@ def _query_prefix(name: str) -> str:
     return BGE_QUERY_INSTRUCTION if "bge-" in lowered and "-en" in lowered else ""
 
 
-def resolve_model(requested: str | None) -> ModelSpec:
-    """Map a --model value (or a brain's pinned name) to something loadable, offline first."""
+def resolve_model(requested: str | None, *, encoder: str | None = None, device: str = DEFAULT_DEVICE) -> ModelSpec:
+    """Map a --model value (or a brain's pinned name, maybe `NAME@ENCODER`) and an --encoder to
+    something loadable, offline first."""
     requested = (requested or "auto").strip()
+    named = encoder_named(requested)
+    if named:
+        requested = requested.rsplit("@", 1)[0]
+    wanted = (encoder or "").strip().lower()
+    if named and wanted and wanted != named:
+        raise UsageError(f"the model {requested}@{named} names encoder {named}, not {wanted}")
+    spec = _resolve_base(requested)
+    chosen = _pick_encoder(named or wanted or DEFAULT_ENCODER, spec, device)
+    return replace(spec, name=spec.name if chosen == FP32 else f"{spec.name}@{chosen}", encoder=chosen)
+
+
+def encoder_named(model: str) -> str:
+    """The encoder a model name ends with (`all-MiniLM-L6-v2@int8`: int8), or ""."""
+    suffix = model.rsplit("@", 1)[1].lower() if "@" in model else ""
+    return suffix if suffix in ENCODERS else ""
+
+
+def _resolve_base(requested: str) -> ModelSpec:
     if requested == "auto":
         snapshot = cached_snapshot(ALIASES["bge-small"])
         if snapshot is not None:
@@ -124,22 +158,15 @@ def resolve_model(requested: str | None) -> ModelSpec:
     return ModelSpec(canonical, canonical, _query_prefix(canonical), offline=False)
 
 
-def _probe_hub(spec: ModelSpec, timeout: float = 3.0) -> None:
-    """Fail in seconds, naming the model and the cache searched, when the hub is unreachable."""
-    import socket
-    from urllib.parse import urlsplit
+def _probe_hub(spec: ModelSpec) -> None:
+    """Fail in seconds, naming the model and the cache searched, when the hub does not answer."""
+    from locallens.hub import probe
 
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://" + "huggingface.co"
-    parts = urlsplit(endpoint)
-    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as exc:
-        raise ModelUnavailableError(
-            f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()} and the "
-            f"model hub ({host}) cannot be reached to download it ({exc.__class__.__name__}); use "
-            f"--model auto for the packaged model, or copy the model folder here and pass its path"
-        ) from None
+    probe(
+        spec.source,
+        f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()}",
+        "use --model auto for the packaged model, or copy the model folder here and pass its path",
+    )
 
 
 def pick_device(device: str) -> str:
@@ -157,8 +184,8 @@ def pick_device(device: str) -> str:
     return "cpu"
 
 
-# Until sentence-transformers is loaded, the NumPy encoder takes jobs while the tokens it has
-# embedded in this process (questions aside) stay within this budget: importing torch and
+# Until sentence-transformers is loaded, the NumPy encoder takes fp32 jobs while the tokens it
+# has embedded in this process (questions aside) stay within this budget: importing torch and
 # sentence-transformers costs 4-5 s, which NumPy's slower pace on batches (measured on 2 cores:
 # ~2,700 tokens/s against torch's ~7,000) only adds up to at ~20,000 tokens. The budget is for
 # the process, not per job: an index run that embeds in small slices would otherwise pay NumPy's
@@ -168,36 +195,76 @@ NUMPY_TOKEN_BUDGET = 8192
 # against torch's ~14 ms, and torch's OpenMP threads keep spinning after each call, which slows
 # the parallel search that follows.
 NUMPY_QUERY_TOKENS = 128
+# Token ids of this many recent texts are kept, so a text counted, planned and embedded in one
+# index batch is tokenised once (a batch is at most indexer.EMBED_BATCH_CHUNKS chunks and their headers).
+TOKEN_MEMO_TEXTS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    """Texts as the model reads them: one or more windows of token ids each, special tokens included."""
+
+    ids: list[list[int]]  # every window, in text order
+    owners: list[int]  # the text each window belongs to
+    weights: list[int]  # its share of the text's tokens (1 when the text is one window)
+    texts: int
+
+    @property
+    def tokens(self) -> int:
+        return sum(map(len, self.ids))
+
+    @property
+    def over_length(self) -> int:
+        """Texts longer than the model's window, embedded in several."""
+        return sum(1 for n in Counter(self.owners).values() if n > 1)
 
 
 class Embedder:
-    """An embedding model producing L2-normalised float32 vectors, with two backends.
+    """An embedding model producing L2-normalised float32 vectors from token ids.
 
-    - NumPy (`locallens.npbert`): BERT-family sentence-transformers folders (the packaged MiniLM,
-      BGE small/base), loaded in ~0.1 s without torch. It embeds questions, and jobs while the
-      process has embedded no more than NUMPY_TOKEN_BUDGET tokens, on the CPU, so `ask`, `trim`
-      and a small reindex never import torch.
-    - sentence-transformers: loaded on first need, for large jobs, a GPU device, and every
-      model the NumPy encoder does not cover. Once loaded, it does all the work but questions.
-    Both give the same vectors to ~1e-6, so a brain can hold vectors from either.
+    Every text is tokenised once, with the model's own tokenizer, into windows of token ids
+    (`windows`); a backend then computes the windows' vectors in batches of similar lengths:
+    - encoder fp32: NumPy (`locallens.npbert`) for BERT-family folders (the packaged MiniLM, BGE
+      small/base), loaded in ~0.1 s without torch, for questions and jobs while the process has
+      embedded no more than NUMPY_TOKEN_BUDGET tokens; sentence-transformers' torch model, loaded
+      on first need, for larger jobs, a GPU device, and every model NumPy does not cover. Both
+      give the same vectors to ~1e-6.
+    - encoder int8 (`locallens.onnx_encoder`): the same model with int8 weights in ONNX Runtime,
+      for every job, questions included; torch is imported only to make its file, once.
     """
 
     # 32, not 64: on CPU throughput is the same within noise, and a batch's activations are most
     # of the peak memory of an index run (64 took it to 1.43 GB on a 2,000-file corpus).
     def __init__(self, spec: ModelSpec, *, device: str = DEFAULT_DEVICE, batch_size: int = 32) -> None:
+        from locallens import npbert
+
         self.spec = spec
         self.batch_size = batch_size
         self.requested_device = pick_device(device) if device not in {"auto", "cpu"} else device
         self._st: SentenceTransformer | None = None
         self._np: NumpyBert | None = None
-        self.last_backend = ""  # "numpy" or "sentence-transformers": what embedded the last job
-        self._specials: int | None = None
-        self._numpy_spent = 0  # tokens of jobs (not questions) the NumPy encoder has embedded
-        if self.requested_device in {"auto", "cpu"} and Path(spec.source).is_dir():
-            from locallens import npbert
+        self._onnx: OnnxEncoder | None = None
+        self._tokens: npbert.WordPieces | _HubTokens | None = None
+        self._memo: dict[str, list[int]] = {}
+        self.last_backend = ""  # "numpy", "sentence-transformers" or "onnxruntime": what embedded the last job
+        self._numpy_spent = 0  # tokens of fp32 jobs (not questions) the NumPy encoder has embedded
+        on_cpu = self.requested_device in {"auto", "cpu"}
+        info = npbert.inspect(spec.source) if on_cpu and Path(spec.source).is_dir() else None
+        self.encoder = spec.encoder
+        if self.encoder != FP32 and info is None:
+            raise UsageError(f"the {self.encoder} encoder needs a local BERT-family model folder on the CPU")
+        if self.encoder == INT8 and info is not None:
+            from locallens.onnx_encoder import OnnxEncoder, ensure_int8
 
+            path = ensure_int8(info.folder, spec.name, info.pooling, heads=info.heads, hidden=info.hidden)
+            self._onnx = OnnxEncoder(path)
+            self._tokens = npbert.WordPieces(info)
+            self.dim, self.max_seq_length = info.hidden, info.max_seq_length
+            return
+        if info is not None:
             self._np = npbert.load(spec.source)
         if self._np is not None:
+            self._tokens = self._np.tokens
             self.dim, self.max_seq_length = self._np.dim, self._np.max_seq_length
         else:
             model = self.model  # loads sentence-transformers now: errors surface at load time
@@ -207,6 +274,11 @@ class Embedder:
 
     @property
     def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def space(self) -> str:
+        """The vector space: the model, with its encoder unless fp32 (what caches of vectors are keyed by)."""
         return self.spec.name
 
     @property
@@ -220,58 +292,84 @@ class Embedder:
             self._st = _load_sentence_transformer(self.spec, self.requested_device)
         return self._st
 
+    # -- tokens -------------------------------------------------------------------------------
+
+    @property
+    def tokens(self) -> npbert.WordPieces | _HubTokens:
+        if self._tokens is None:
+            self._tokens = _HubTokens(self.model)
+        return self._tokens
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text (no special tokens, not truncated), each distinct text tokenised once."""
+        memo = self._memo
+        todo = list(dict.fromkeys(t for t in texts if t not in memo))
+        if todo:
+            if len(memo) + len(todo) > TOKEN_MEMO_TEXTS:
+                memo.clear()
+            memo.update(zip(todo, self.tokens.ids(todo), strict=True))
+        return [memo[t] for t in texts]
+
+    def _special_tokens(self) -> int:
+        """Tokens the model adds around every text ([CLS] and [SEP] for BERT)."""
+        return len(self.tokens.prefix) + len(self.tokens.suffix)
+
+    def windows(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> Windows:
+        """Each text (after its header, if any) as the fewest windows of equal length that fit the model.
+
+        A transformer only sees its first max_seq_length tokens (256 for MiniLM: a 220-token
+        chunk of dense text or Spanish can exceed it), so a longer text is cut at token
+        boundaries into the fewest windows that fit, sizes within one token, each after the
+        text's header; its vector is then the token-weighted mean of theirs. A header is capped
+        at a quarter of the window, so the room left for the text shrinks by at most that much.
+        """
+        prefix, suffix = self.tokens.prefix, self.tokens.suffix
+        limit = self.max_seq_length - len(prefix) - len(suffix)
+        text_ids = self._ids(texts)
+        header_ids = self._ids(headers) if headers is not None and any(headers) else [[] for _ in text_ids]
+        out = Windows([], [], [], len(text_ids))
+        for i, (ids, head) in enumerate(zip(text_ids, header_ids, strict=True)):
+            head = head[: limit // 4]
+            room = limit - (len(head) + 1 if head else 0)
+            if len(ids) <= room or room < 1:
+                out.ids.append([*prefix, *[*head, *ids][: max(limit, 0)], *suffix])
+                out.owners.append(i)
+                out.weights.append(1)  # its own vector, renormalised
+                continue
+            count = -(-len(ids) // room)  # the fewest windows that fit, sizes within one token
+            bounds = [j * len(ids) // count for j in range(count + 1)]
+            for start, end in itertools.pairwise(bounds):
+                out.ids.append([*prefix, *head, *ids[start:end], *suffix])
+                out.owners.append(i)
+                out.weights.append(end - start)
+        return out
+
+    def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
+        """How many texts (after their headers) are longer than the model's window: they are embedded in windows."""
+        return self.windows(texts, headers).over_length
+
+    # -- vectors ------------------------------------------------------------------------------
+
+    def plan(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> None:
+        """Announce a job of `texts` to come, maybe in many calls: sentence-transformers is
+        loaded now if the NumPy encoder would not take all of it (NUMPY_TOKEN_BUDGET)."""
+        if texts:
+            self._plan_tokens(self.windows(texts, headers).tokens)
+
+    def _plan_tokens(self, tokens: int) -> None:
+        if self._st is None and self._np is not None and not self._numpy_takes(tokens):
+            _ = self.model  # a job as a whole: torch for all of it, not NumPy for its first slices
+
     def encode(
         self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
     ) -> np.ndarray:
-        """Passages → (n, dim) normalised float32. `progress(n_done_in_batch)` after each batch."""
+        """Texts → (n, dim) normalised float32, each embedded whole (in windows if it is long).
+        `progress(n)` counts texts as their windows are embedded."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if progress is None:
-            return self._encode(list(texts), batch_size)
-        self.plan(texts)  # a large job as a whole: sentence-transformers before the first slice
-        # Feed the model in slices so a progress bar can move. Longest first, as
-        # sentence-transformers orders one call: texts of similar length share a batch, so little
-        # is padded. (In the given order, an index run measured +19% over one encode() call of
-        # the same texts; longest first, +1%.)
-        # A slice holds about two full batches' worth of characters (~4 per token): a slice of
-        # short texts (Max-Min's chunks, sentences) holds many, so its batches are not tiny.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        budget = (batch_size or self.batch_size) * 2 * self.max_seq_length * 4
-        start = 0
-        while start < len(order):
-            end, size = start, 0
-            while end < len(order) and (end == start or size + len(texts[order[end]]) <= budget):
-                size += len(texts[order[end]])
-                end += 1
-            chosen = order[start:end]
-            out[chosen] = self._encode([texts[i] for i in chosen], batch_size)
-            progress(len(chosen))
-            start = end
-        return out
-
-    def plan(self, texts: Sequence[str]) -> None:
-        """Announce a job of `texts` to come, maybe in many calls: sentence-transformers is
-        loaded now if the NumPy encoder would not take all of it (NUMPY_TOKEN_BUDGET)."""
-        if self._st is None and self._np is not None and texts and not self._numpy_takes(self._np.token_ids(texts)):
-            _ = self.model
-
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        """Vectors of `texts`; one longer than the model's window is embedded whole, in windows.
-
-        A transformer only sees its first max_seq_length tokens (256 for MiniLM: a 220-token
-        chunk of dense text or Spanish can exceed it), so the rest of such a text would not
-        count. It is cut at token boundaries into the fewest windows that fit, of equal length,
-        and its vector is the token-weighted mean of theirs, normalised.
-        """
-        batch_size = batch_size or self.batch_size
-        pieces, owners, weights = self._windows(texts)
-        vectors = self._encode_pieces(pieces, batch_size)
-        if len(pieces) == len(texts):
-            return vectors
-        combined = np.zeros((len(texts), self.dim), dtype=np.float32)
-        np.add.at(combined, np.asarray(owners), vectors * np.asarray(weights, dtype=np.float32)[:, None])
-        return combined / np.maximum(np.linalg.norm(combined, axis=1, keepdims=True), 1e-12)
+        windows = self.windows(list(texts))
+        self._plan_tokens(windows.tokens)
+        return np.vstack(self._pool(windows, self._embed(windows, batch_size, progress), multi_vector=False))
 
     def encode_passages(
         self,
@@ -283,33 +381,25 @@ class Embedder:
     ) -> list[np.ndarray]:
         """Chunk vectors, each (windows, dim): a chunk's text with its header in front.
 
-        Every window of a text longer than the model's window gets the header, so the window
-        size left for the text shrinks by the header's tokens (a header is capped at a quarter
-        of the window). With `multi_vector` a chunk keeps one vector per window; otherwise the
-        windows' token-weighted mean, normalised: one row. `progress(n)` counts texts.
+        With `multi_vector` a chunk keeps one vector per window; otherwise the windows'
+        token-weighted mean, normalised: one row. `progress(n)` counts texts.
         Without headers and multi_vector, the rows are exactly what `encode` returns.
         """
         if not texts:
             return []
-        headers = list(headers) if headers is not None else [""] * len(texts)
-        if not multi_vector and not any(headers):
-            vectors = self.encode(list(texts), progress=progress)
-            return [row[None, :] for row in vectors]
-        pieces, owners, weights = self._header_windows(list(texts), headers)
-        done = pieces_done = 0
+        windows = self.windows(list(texts), headers)
+        self._plan_tokens(windows.tokens)
+        return self._pool(windows, self._embed(windows, None, progress), multi_vector=multi_vector)
 
-        def advance(n_pieces: int) -> None:  # pieces embedded -> texts, in proportion
-            nonlocal done, pieces_done
-            pieces_done += n_pieces
-            finished = len(texts) * min(pieces_done, len(pieces)) // len(pieces)
-            if progress is not None and finished > done:
-                progress(finished - done)
-                done = finished
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([self.spec.query_prefix + text])[0]
 
-        vectors = self.encode(pieces, progress=advance if progress is not None else None)
+    def _pool(self, windows: Windows, vectors: np.ndarray, *, multi_vector: bool) -> list[np.ndarray]:
+        """Per text, its windows' rows (multi_vector) or their token-weighted mean, normalised."""
         out: list[np.ndarray] = []
         start = 0
-        for i in range(len(texts)):
+        owners, weights = windows.owners, windows.weights
+        for i in range(windows.texts):
             end = start
             while end < len(owners) and owners[end] == i:
                 end += 1
@@ -319,153 +409,122 @@ class Embedder:
                 rows = (mean / max(float(np.linalg.norm(mean)), 1e-12))[None, :].astype(np.float32)
             out.append(np.ascontiguousarray(rows, dtype=np.float32))
             start = end
-        if progress is not None and done < len(texts):
-            progress(len(texts) - done)
         return out
 
-    def _header_windows(self, texts: list[str], headers: list[str]) -> tuple[list[str], list[int], list[int]]:
-        """(pieces `header + blank line + window`, owner text of each, its token count), in order."""
-        limit = self.max_seq_length - self._special_tokens()
-        offsets = self._token_offsets(texts)
-        header_offsets = self._token_offsets([f"{h}\n\n" if h else "" for h in headers])
-        pieces: list[str] = []
-        owners: list[int] = []
-        weights: list[int] = []
-        for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
-            if header and header_offsets is not None and len(header_offsets[i]) > limit // 4:
-                header = header[: header_offsets[i][limit // 4 - 1][1]].rstrip()  # cap: a quarter of the window
-            prefix = f"{header}\n\n" if header else ""
-            room = limit - (min(len(header_offsets[i]), limit // 4) + 1 if header and header_offsets is not None else 0)
-            spans = offsets[i] if offsets is not None else None
-            if spans is None or len(spans) <= room or room < 1:
-                pieces.append(prefix + text)
-                owners.append(i)
-                weights.append(1)
-                continue
-            count = -(-len(spans) // room)  # the fewest windows that fit, sizes within one token
-            bounds = [j * len(spans) // count for j in range(count + 1)]
-            for start, end in itertools.pairwise(bounds):
-                pieces.append(prefix + text[spans[start][0] : spans[end - 1][1]])
-                owners.append(i)
-                weights.append(end - start)
-        return pieces, owners, weights
+    def _embed(self, windows: Windows, batch_size: int | None, progress: Callable[[int], None] | None) -> np.ndarray:
+        """Normalised vectors of every window, in batches of similar lengths (npbert.token_batches).
 
-    def _windows(self, texts: list[str]) -> tuple[list[str], list[int], list[int]]:
-        """(pieces, index of the text each piece belongs to, its token count)."""
-        offsets = self._token_offsets(texts)
-        limit = self.max_seq_length - self._special_tokens()
-        if offsets is None or limit < 1 or all(len(o) <= limit for o in offsets):
-            return texts, list(range(len(texts))), [1] * len(texts)
-        pieces: list[str] = []
-        owners: list[int] = []
-        weights: list[int] = []
-        for i, (text, spans) in enumerate(zip(texts, offsets)):
-            if len(spans) <= limit:
-                pieces.append(text)
-                owners.append(i)
-                weights.append(1)  # its own vector, renormalised
-                continue
-            count = -(-len(spans) // limit)  # the fewest windows that fit, sizes within one token
-            bounds = [j * len(spans) // count for j in range(count + 1)]
-            for start, end in itertools.pairwise(bounds):
-                pieces.append(text[spans[start][0] : spans[end - 1][1]])
-                owners.append(i)
-                weights.append(end - start)
-        return pieces, owners, weights
-
-    def _token_offsets(self, texts: list[str]) -> list[list[tuple[int, int]]] | None:
-        """Character spans of every token of every text (no special tokens, no truncation)."""
-        if self._np is not None:
-            return self._np.token_offsets(texts)
-        tokenizer = self.model.tokenizer
-        if not getattr(tokenizer, "is_fast", False):
-            return None  # no offsets: such a model truncates (count_over_length reports it)
-        encoded = tokenizer(
-            list(texts),
-            add_special_tokens=False,
-            truncation=False,
-            return_offsets_mapping=True,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
-        return [list(map(tuple, spans)) for spans in encoded["offset_mapping"]]
-
-    def _special_tokens(self) -> int:
-        """Tokens the model adds around every text ([CLS] and [SEP] for BERT)."""
-        if self._specials is None:
-            if self._np is not None:
-                self._specials = len(self._np.token_ids([""])[0])
-            else:
-                self._specials = len(self.model.tokenizer("")["input_ids"])
-        return self._specials
-
-    def _encode_pieces(self, texts: list[str], batch_size: int) -> np.ndarray:
-        if self._np is None:
-            self.last_backend = "sentence-transformers"
-            return self._st_encode(texts, batch_size)
+        One backend for the whole job; `progress(n)` after each batch, n texts whose windows are all done.
+        """
         from locallens.npbert import token_batches
 
-        ids = self._np.token_ids(texts)
-        if self._numpy_takes(ids):
-            self.last_backend = "numpy"
-            tokens = sum(map(len, ids))
+        ids = windows.ids
+        tokens = windows.tokens
+        forward: Callable[[list[list[int]]], np.ndarray]
+        if self._onnx is not None:
+            self.last_backend, forward = "onnxruntime", self._onnx.forward
+        elif self._np is not None and self._numpy_takes(tokens):
+            self.last_backend, forward = "numpy", self._np.forward
             if tokens > NUMPY_QUERY_TOKENS:
                 self._numpy_spent += tokens
-            return self._np.encode_ids(ids, batch_size)
-        # Batches by tokens (npbert.token_batches): the same tokenizer, so the same lengths.
-        self.last_backend = "sentence-transformers"
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in token_batches([len(seq) for seq in ids], batch_size * self.max_seq_length):
-            out[batch] = self._st_encode([texts[i] for i in batch], len(batch))
-        return out
+        else:
+            self.last_backend, forward = "sentence-transformers", self._torch_forward
+        out = np.zeros((len(ids), self.dim), dtype=np.float32)
+        remaining = np.bincount(np.asarray(windows.owners, dtype=np.int64), minlength=windows.texts)
+        slots = (batch_size or self.batch_size) * self.max_seq_length
+        from locallens.npbert import ONE_THREAD_TOKENS, one_blas_thread
 
-    def _st_encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        vectors = self.model.encode(
-            texts,
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        one_thread = self.last_backend == "numpy" and tokens <= ONE_THREAD_TOKENS
+        with one_blas_thread() if one_thread else contextlib.nullcontext():
+            for batch in token_batches([len(seq) for seq in ids], slots):
+                out[batch] = forward([ids[i] for i in batch])
+                if progress is not None:
+                    owners = np.asarray([windows.owners[i] for i in batch], dtype=np.int64)
+                    before = int((remaining == 0).sum())
+                    np.subtract.at(remaining, owners, 1)
+                    if done := int((remaining == 0).sum()) - before:
+                        progress(done)
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
-    def _numpy_takes(self, ids: Sequence[Sequence[int]]) -> bool:
-        """Whether the NumPy encoder embeds a job of these token ids (the budgets above)."""
-        tokens = sum(map(len, ids))
+    def _torch_forward(self, batch: list[list[int]]) -> np.ndarray:
+        """Pooled vectors of a batch of token ids through the sentence-transformers modules."""
+        import torch
+
+        model = self.model
+        n, length = len(batch), max(map(len, batch))
+        ids = torch.zeros((n, length), dtype=torch.long)
+        mask = torch.zeros((n, length), dtype=torch.long)
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+            mask[row, : len(seq)] = 1
+        features = {"input_ids": ids.to(model.device), "attention_mask": mask.to(model.device)}
+        with torch.inference_mode():
+            pooled = model(features)["sentence_embedding"]
+        return pooled.float().cpu().numpy()
+
+    def _numpy_takes(self, tokens: int) -> bool:
+        """Whether the NumPy encoder embeds a job of this many tokens (the budgets above)."""
         if tokens <= NUMPY_QUERY_TOKENS:
             return True
         return self._st is None and self._numpy_spent + tokens <= NUMPY_TOKEN_BUDGET
 
-    def encode_query(self, text: str) -> np.ndarray:
-        return self._encode([self.spec.query_prefix + text])[0]
 
-    def count_over_length(self, texts: Sequence[str]) -> int:
-        """How many texts are longer than the model's window: they are embedded in windows (or,
-        with a tokenizer that gives no offsets, truncated)."""
-        offsets = self._token_offsets(list(texts))
-        if offsets is not None:
-            limit = self.max_seq_length - self._special_tokens()
-            return sum(1 for spans in offsets if len(spans) > limit)
-        ids = self.model.tokenizer(
-            list(texts),
-            add_special_tokens=True,
+class _HubTokens:
+    """The tokenizer of a sentence-transformers model that NumPy does not cover (transformers' own)."""
+
+    def __init__(self, model: SentenceTransformer) -> None:
+        self.tokenizer = model.tokenizer
+        first = model[0]
+        self.lower = bool(getattr(first, "do_lower_case", False))
+        bare = self._encode(["a"], False)[0]
+        full = self._encode(["a"], True)[0]
+        at = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), len(full))
+        self.prefix, self.suffix = full[:at], full[at + len(bare) :]
+
+    def _encode(self, texts: list[str], specials: bool) -> list[list[int]]:
+        encoded = self.tokenizer(
+            texts,
+            add_special_tokens=specials,
             truncation=False,
             return_attention_mask=False,
             return_token_type_ids=False,
-        )["input_ids"]
-        return sum(1 for seq in ids if len(seq) > self.max_seq_length)
+        )
+        return [list(ids) for ids in encoded["input_ids"]]
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        prepared = [str(t).strip() for t in texts]
+        return self._encode([t.lower() for t in prepared] if self.lower else prepared, False)
+
+
+def _pick_encoder(requested: str, spec: ModelSpec, device: str) -> str:
+    """`requested`, checked: int8 needs a BERT-family model folder, on the CPU."""
+    from locallens import npbert
+
+    if requested not in ENCODERS:
+        raise UsageError(f"--encoder must be {or_list(ENCODERS)} (got {requested!r})")
+    if requested == FP32:
+        return FP32
+    if not (device in ("auto", "cpu") and Path(spec.source).is_dir() and npbert.inspect(spec.source) is not None):
+        raise UsageError(
+            f"the {requested} encoder needs a local BERT-family sentence-transformers folder on the CPU; "
+            f"{spec.name} on {device} is not one: use --encoder fp32"
+        )
+    return requested
 
 
 def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransformer:
     if spec.offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     else:
-        # An explicit opt-in to the hub: allowed to try, never allowed to hang. The hub
-        # client retries file by file with long timeouts; one quick probe answers first.
+        # An explicit opt-in to the hub: allowed to try, never allowed to hang. One quick probe
+        # answers first; then every request of the hub client has connect and read timeouts.
+        from locallens.hub import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, bounded_client
+
         _probe_hub(spec)
         os.environ.pop("HF_HUB_OFFLINE", None)
-        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
-        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{CONNECT_TIMEOUT_S:g}")
+        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{READ_TIMEOUT_S:g}")
+        bounded_client()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import logging
@@ -498,9 +557,9 @@ def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransfor
 _loaded: dict[tuple[str, str], Embedder] = {}
 
 
-def load_embedder(requested: str | None, *, device: str = DEFAULT_DEVICE) -> Embedder:
+def load_embedder(requested: str | None, *, device: str = DEFAULT_DEVICE, encoder: str | None = None) -> Embedder:
     """Resolve and load, once per process (tests and eval reuse the loaded model)."""
-    spec = resolve_model(requested)
+    spec = resolve_model(requested, encoder=encoder, device=device)
     key = (spec.name, device)
     if key not in _loaded:
         _loaded[key] = Embedder(spec, device=device)

@@ -1,11 +1,12 @@
 """`index`: walk roots → plan against the store → chunk → embed (reusing vectors) → write.
 
 Safety:
-- One writer per database: an advisory lock on `<db>.lock` (fcntl), taken before anything is
-  written and released by the kernel even on SIGKILL. A second run waits up to `wait` seconds
-  and then raises LockedError (exit 5). Readers never take it. On PostgreSQL the lock is a
-  server advisory lock per brain (`pgstore.writer_lock`), so two hosts never index the same
-  brain at once; the server releases it when the holder's connection ends, SIGKILL included.
+- One writer per brain, through `storage.open_writer` and `store.writing`: on SQLite an advisory
+  lock on `<db>.lock` (fcntl, the whole file), taken before anything is written and released by
+  the kernel even on SIGKILL; on PostgreSQL a server advisory lock per brain, so two hosts never
+  index the same brain at once (the server releases it when the holder's connection ends,
+  SIGKILL included). A second run waits up to `wait` seconds and then raises LockedError
+  (exit 5). Readers never take it.
 - Every document is replaced in one `BEGIN IMMEDIATE` transaction (chunks, vectors and FTS rows
   together), so a run killed at any point leaves each document either old or new, never half.
   The rerun finds the unfinished documents still changed on disk and completes the job.
@@ -32,12 +33,9 @@ the model's window keeps one vector per window instead of their mean).
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,14 +43,24 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from locallens.chunking import Chunker, get_chunker, make_chunks
-from locallens.config import DEFAULT_DEVICE, PRIVATE_FILE_MODE, ChunkSettings, make_private_dir
+from locallens.config import DEFAULT_DEVICE, ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
-from locallens.errors import LockedError, ModelMismatchError, NoIndexError, StoreError, UsageError
+from locallens.errors import ModelMismatchError, NoIndexError, UsageError
 from locallens.headers import chunk_headers, embedded_text
+from locallens.locations import locate
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_document
-from locallens.storage import DbLocation, IndexStore, PostgresURL, db_exists, open_store
-from locallens.storage.sqlite import Brain, Store, StoredDocument, check_not_foreign, content_hash
+from locallens.storage import (
+    Brain,
+    DbLocation,
+    DocumentRecord,
+    IndexStore,
+    StoredDocument,
+    content_hash,
+    db_exists,
+    open_store,
+    open_writer,
+)
 from locallens.walk import walk
 
 if TYPE_CHECKING:
@@ -93,6 +101,7 @@ class IndexReport:
     changed: int = 0
     unchanged: int = 0
     removed: int = 0
+    located: int = 0  # unchanged documents whose chunk locations were computed from their text
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks_total: int = 0
@@ -127,6 +136,7 @@ class IndexReport:
                 "over_max_length": self.over_length,
             },
             "sentences_embedded": self.sentences_embedded,
+            "located": self.located,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
         }
@@ -139,6 +149,9 @@ class IndexRequest:
     brain: str = "default"
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
+    encoder: str | None = (
+        None  # None: the brain's (part of its pinned model name); a new brain: embedding.DEFAULT_ENCODER
+    )
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
     exclude: Sequence[str] = ()
@@ -160,49 +173,6 @@ class EmbedSettings:
 
     headers: bool = DEFAULT_HEADERS
     multi_vector: bool = DEFAULT_MULTI_VECTOR
-
-
-@contextlib.contextmanager
-def write_lock(db: Path, wait: float) -> Iterator[None]:
-    """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
-    lock_path = Path(f"{db}.lock")
-    deadline = time.monotonic() + max(wait, 0.0)
-    while True:
-        try:
-            make_private_dir(lock_path.parent)  # a folder it creates is 0700; existing ones stay
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
-        except OSError as exc:
-            raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
-        try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as exc:
-                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                        raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
-                    if time.monotonic() >= deadline:
-                        raise LockedError(
-                            f"{db} is being indexed by another run; waited {wait:g}s (raise --wait to wait longer)"
-                        ) from None
-                    time.sleep(0.1)
-        except BaseException:
-            os.close(fd)
-            raise
-        # A failed first run removes the lock file it created while holding it: a lock taken on
-        # that unlinked file locks nothing, so take the one now at the path instead.
-        held = os.fstat(fd)
-        try:
-            current = os.stat(lock_path)
-        except FileNotFoundError:
-            current = None
-        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
-            break
-        os.close(fd)
-    try:
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
 
 
 def _resolve_roots(paths: Sequence[Path], allow_missing: bool = False) -> list[Path]:
@@ -347,23 +317,37 @@ class _Run:
         self.progress.add(FILES, len(found))
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
-            if old is not None and not rechunk_all and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns):
+            same_stat = old is not None and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns)
+            if old is not None and not rechunk_all and same_stat and (old.line_offset is not None or not writing):
+                # A document stored before chunk locations existed (`line_offset` None) is read
+                # once more, below, to locate its chunks: still nothing is embedded.
                 report.unchanged += 1
+                if old.line_offset is None:
+                    report.located += 1
                 self.progress.advance(FILES)
                 continue
             read = read_document(stat, self.request.max_bytes)
             if isinstance(read, Skipped):
-                report.skipped.append(read)
+                if same_stat:
+                    report.unchanged += 1  # unchanged, only not locatable now: it stays as it was
+                else:
+                    report.skipped.append(read)
                 self.progress.advance(FILES)
                 continue
             if self.request.titles and stat.relative_path in self.request.titles:
                 read = replace(read, title=self.request.titles[stat.relative_path])
             if old is not None and not rechunk_all and old.checksum == read.checksum:
-                # Touched but identical: remember the new stat so the next run skips reading it.
+                # Touched but identical: remember the new stat so the next run skips reading it,
+                # and move the chunks' lines when only the blank lines before the text changed
+                # (the text, so its checksum, is the same) or when they were never located.
                 report.unchanged += 1
                 if writing:
                     assert self.store is not None
-                    self.store.update_document_stat(old.id, read.size, read.mtime_ns)
+                    if not same_stat:
+                        self.store.update_document_stat(old.id, read.size, read.mtime_ns)
+                    if old.line_offset != read.line_offset:
+                        report.located += old.line_offset is None
+                        self._relocate(old, read)
                 self.progress.advance(FILES)
                 continue
             if old is None:
@@ -393,6 +377,13 @@ class _Run:
         if gone and writing and brain is not None:
             assert self.store is not None
             self.store.delete_documents(brain, [doc.id for doc in gone])
+
+    def _relocate(self, old: StoredDocument, read: Document) -> None:
+        """Locate the stored chunks of a document whose text is unchanged: no chunking, no embedding."""
+        assert self.store is not None
+        rows = self.store.chunk_texts(old.id)
+        locations = locate(read, [content for _, content in rows])
+        self.store.set_locations(old.id, read.line_offset, [(rowid, loc) for (rowid, _), loc in zip(rows, locations)])
 
     def _missing_root(
         self,
@@ -445,6 +436,8 @@ class _Run:
         for read, texts in zip(documents, self._get_chunker().chunk_many([d.text for d in documents]), strict=True):
             chunks = make_chunks(read, self.request.brain, texts)
             contents = [chunk.content for chunk in chunks]
+            locations = locate(read, contents)
+            chunks = [replace(chunk, location=loc) for chunk, loc in zip(chunks, locations, strict=True)]
             headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
             hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
             self.pending.append(_Pending(read, chunks, headers, hashes))
@@ -472,9 +465,9 @@ class _Run:
             keys = list(todo.keys())
             texts = [text for text, _ in todo.values()]
             headers = [header for _, header in todo.values()]
-            embedded = [embedded_text(h, t) for h, t in zip(headers, texts, strict=True)]
-            report.over_length += embedder.count_over_length(embedded)
-            embedder.plan(embedded)  # the batch's backend is chosen for all of it, not per slice
+            # Each text and header is tokenised once for the count, the plan and the slices.
+            report.over_length += embedder.count_over_length(texts, headers)
+            embedder.plan(texts, headers)  # the batch's backend is chosen for all of it, not per slice
             self.progress.add(EMBEDDING, len(texts))
             # In slices of about COMMIT_SECONDS each, committing the files every slice completes:
             # a run stopped mid-batch keeps what it embedded.
@@ -520,8 +513,7 @@ class _Run:
             self._embed_sentences(report, [chunk for item in self.pending[start:end] for chunk in item.chunks])
         for item, doc_hashes in zip(self.pending[start:end], hashes[start:end], strict=True):
             doc = item.document
-            self.store.write_document(
-                brain,
+            record = DocumentRecord(
                 root=doc.root,
                 relative_path=doc.relative_path,
                 size=doc.size,
@@ -531,7 +523,9 @@ class _Run:
                 vectors=[vectors[h] for h in doc_hashes],
                 headers=item.headers,
                 hashes=doc_hashes,
+                line_offset=doc.line_offset,
             )
+            self.store.write_document(brain, record)
             self.progress.advance(FILES)
         self.last_commit = time.monotonic()
         return end
@@ -578,68 +572,22 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
-    if isinstance(request.db, PostgresURL):
-        return _index_postgres(request, request.db, progress, started)
-
-    with sqlite_writer(request.db, request.wait) as store:
+    _download_named_model(request)
+    with open_writer(request.db, request.wait) as store, store.writing(request.brain, request.wait):
         report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
-@contextlib.contextmanager
-def sqlite_writer(db: Path, wait: float) -> Iterator[Store]:
-    """The SQLite store at `db`, opened (created if need be) under its writer lock.
+def _download_named_model(request: IndexRequest) -> None:
+    """A hub model named with --model that is not cached yet is downloaded (and loaded) now,
+    before the writer lock: waiting on the network never holds the lock (docs/behaviour.md)."""
+    from locallens.embedding import load_embedder, resolve_model
 
-    Another program's database is refused before any lock file appears. A database this call
-    created that holds no brain when the block fails is removed again, with its WAL files and the
-    lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
-    """
-    check_not_foreign(db)
-    lock_path = Path(f"{db}.lock")
-    lock_existed = lock_path.exists()
-    with write_lock(db, wait):
-        db_existed = db.exists()
-        store: Store | None = None
-        discard = False
-        try:
-            store = Store(db, create=True)
-            yield store
-        except BaseException:
-            discard = not db_existed and (store is None or not _has_brains(store))
-            raise
-        finally:
-            if store is not None:
-                store.close()
-            if discard:
-                _remove_files(db, None if lock_existed else lock_path)
-
-
-def _index_postgres(request: IndexRequest, url: PostgresURL, progress: Progress, started: float) -> IndexReport:
-    """`index` into a PostgreSQL store, under the server's advisory lock for this brain."""
-    from locallens.storage.postgres import writer_lock
-
-    with writer_lock(url, request.brain, request.wait), open_store(url, create=True) as store:
-        report = _index_locked(request, store, progress)
-    report.seconds = time.perf_counter() - started
-    return report
-
-
-def _has_brains(store: Store) -> bool:
-    try:
-        return bool(store.brains())
-    except Exception:
-        return True
-
-
-def _remove_files(db: Path, lock_path: Path | None) -> None:
-    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
-    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
-    if lock_path is not None:
-        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
-    for path in paths:
-        with contextlib.suppress(OSError):
-            path.unlink(missing_ok=True)
+    if request.model in (None, "", "auto"):
+        return
+    if not resolve_model(request.model).offline:
+        load_embedder(request.model, device=request.device)  # kept loaded for the run itself
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:
@@ -648,13 +596,19 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
-    from locallens.embedding import resolve_model
+    from locallens.embedding import FP32, encoder_named, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
+    encoder = request.encoder or None
     if existing is None or request.rebuild:
-        return resolve_model(requested).name
-    if requested is not None:
-        name = resolve_model(requested).name
+        return resolve_model(requested, encoder=encoder, device=request.device).name
+    if requested is not None or encoder is not None:
+        # The model named (else the brain's) with the encoder named (else the one the name says,
+        # else the brain's): naming the brain's own model keeps its encoder.
+        base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
+        if encoder is None and not encoder_named(base):
+            encoder = encoder_named(existing.model) or FP32
+        name = resolve_model(base, encoder=encoder, device=request.device).name
         if name != existing.model:
             raise ModelMismatchError(
                 f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "

@@ -75,7 +75,7 @@ def token_batches(lengths: Sequence[int], slots: int) -> list[list[int]]:
 _blas_controller = None
 
 
-def _blas_one_thread() -> contextlib.AbstractContextManager[object]:
+def one_blas_thread() -> contextlib.AbstractContextManager[object]:
     """A context manager limiting NumPy's BLAS to one thread (threadpoolctl)."""
     global _blas_controller
     if _blas_controller is None:
@@ -146,29 +146,83 @@ class _Layer:
     ln2_b: np.ndarray
 
 
-class NumpyBert:
-    """A sentence-transformers BERT model (mean or CLS pooling) evaluated with NumPy."""
+@dataclass(frozen=True, slots=True)
+class BertFolder:
+    """What a sentence-transformers BERT folder declares, read without loading its weights."""
 
-    def __init__(
-        self, folder: Path, config: dict, st_config: dict, pooling: str, weights: dict[str, np.ndarray]
-    ) -> None:
+    folder: Path
+    config: dict
+    st_config: dict
+    pooling: str  # "mean" or "cls"
+
+    @property
+    def heads(self) -> int:
+        return int(self.config["num_attention_heads"])
+
+    @property
+    def hidden(self) -> int:
+        return int(self.config["hidden_size"])
+
+    @property
+    def max_seq_length(self) -> int:
+        max_positions = int(self.config.get("max_position_embeddings", 512))
+        return min(int(self.st_config.get("max_seq_length") or max_positions), max_positions)
+
+
+class WordPieces:
+    """A model folder's tokenizer (`tokenizer.json`, the Rust `tokenizers` library) as the encoders read it."""
+
+    def __init__(self, info: BertFolder) -> None:
         # The Rust tokenizer's thread pool would spin on the cores after each batch, like BLAS's.
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from tokenizers import Tokenizer
 
-        self.heads = int(config["num_attention_heads"])
-        self.hidden = int(config["hidden_size"])
+        self.max_seq_length = info.max_seq_length
+        self.lower = bool(info.st_config.get("do_lower_case", False))
+        self.tokenizer = Tokenizer.from_file(str(info.folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        # The special tokens around every text ([CLS] ... [SEP] for BERT), read off a probe.
+        bare = self.tokenizer.encode("a", add_special_tokens=False).ids
+        full = self.tokenizer.encode("a").ids
+        at = next((i for i in range(len(full) - len(bare) + 1) if full[i : i + len(bare)] == bare), len(full))
+        self.prefix, self.suffix = full[:at], full[at + len(bare) :]
+
+    def _prepare(self, text: str) -> str:
+        # As sentence-transformers does before tokenising: strip, and lowercase if configured.
+        text = str(text).strip()
+        return text.lower() if self.lower else text
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's token ids, without special tokens and not truncated."""
+        encodings = self.tokenizer.encode_batch([self._prepare(t) for t in texts], add_special_tokens=False)
+        return [e.ids for e in encodings]
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """What the model reads of each text: special tokens included, truncated to its window."""
+        room = self.max_seq_length - len(self.prefix) - len(self.suffix)
+        return [[*self.prefix, *ids[:room], *self.suffix] for ids in self.ids(texts)]
+
+    def token_offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Character spans of each text's tokens, without special tokens or truncation."""
+        encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=False)
+        return [list(e.offsets) for e in encodings]
+
+
+class NumpyBert:
+    """A sentence-transformers BERT model (mean or CLS pooling) evaluated with NumPy."""
+
+    def __init__(self, info: BertFolder, weights: dict[str, np.ndarray]) -> None:
+        config = info.config
+        self.info = info
+        self.heads = info.heads
+        self.hidden = info.hidden
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.act = str(config.get("hidden_act", "gelu"))
-        self.pooling = pooling
+        self.pooling = info.pooling
         self.dim = self.hidden
-        max_positions = int(config.get("max_position_embeddings", 512))
-        self.max_seq_length = min(int(st_config.get("max_seq_length") or max_positions), max_positions)
-        self.lower = bool(st_config.get("do_lower_case", False))
-
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self.max_seq_length = info.max_seq_length
+        self.tokens = WordPieces(info)
 
         w = weights
         self.word = w["embeddings.word_embeddings.weight"]
@@ -200,23 +254,13 @@ class NumpyBert:
 
     # -- tokens -----------------------------------------------------------------------------
 
-    def _prepare(self, text: str) -> str:
-        # As sentence-transformers does before tokenising: strip, and lowercase if configured.
-        text = str(text).strip()
-        return text.lower() if self.lower else text
-
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """What the model reads of each text: special tokens included, truncated to its window."""
-        return [e.ids for e in self.tokenizer.encode_batch([self._prepare(t) for t in texts])]
+        return self.tokens.token_ids(texts)
 
     def token_offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Character spans of each text's tokens, without special tokens or truncation."""
-        self.tokenizer.no_truncation()
-        try:
-            encodings = self.tokenizer.encode_batch([str(t) for t in texts], add_special_tokens=False)
-        finally:
-            self.tokenizer.enable_truncation(max_length=self.max_seq_length)
-        return [list(e.offsets) for e in encodings]
+        return self.tokens.token_offsets(texts)
 
     # -- forward ----------------------------------------------------------------------------
 
@@ -227,18 +271,19 @@ class NumpyBert:
     def encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int = 32) -> np.ndarray:
         """`encode` for texts already through `token_ids`."""
         if sum(len(seq) for seq in ids) <= ONE_THREAD_TOKENS:
-            with _blas_one_thread():
+            with one_blas_thread():
                 return self._encode_ids(ids, batch_size)
         return self._encode_ids(ids, batch_size)
 
     def _encode_ids(self, ids: Sequence[Sequence[int]], batch_size: int) -> np.ndarray:
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         for batch in token_batches([len(seq) for seq in ids], batch_size * self.max_seq_length):
-            out[batch] = self._forward([list(ids[i]) for i in batch])
+            out[batch] = self.forward([ids[i] for i in batch])
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def forward(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
+        """Pooled, not yet normalised vectors of a batch of token-id sequences (specials included)."""
         n, length = len(batch), max(len(ids) for ids in batch)
         ids = np.zeros((n, length), dtype=np.int64)
         mask = np.zeros((n, length), dtype=np.float32)
@@ -291,8 +336,8 @@ def _pooling_mode(folder: Path) -> str | None:
     return None
 
 
-def load(folder: str | Path) -> NumpyBert | None:
-    """The NumPy encoder for a local sentence-transformers BERT folder, or None if not covered."""
+def inspect(folder: str | Path) -> BertFolder | None:
+    """What a local sentence-transformers BERT folder declares, or None if it is not covered exactly."""
     folder = Path(folder)
     weights_file, config_file = folder / "model.safetensors", folder / "config.json"
     if not (weights_file.exists() and config_file.exists() and (folder / "tokenizer.json").exists()):
@@ -308,10 +353,21 @@ def load(folder: str | Path) -> NumpyBert | None:
             return None
         st_file = folder / "sentence_bert_config.json"
         st_config = json.loads(st_file.read_text(encoding="utf-8")) if st_file.exists() else {}
+        return BertFolder(folder, config, st_config, pooling)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load(folder: str | Path) -> NumpyBert | None:
+    """The NumPy encoder for a local sentence-transformers BERT folder, or None if not covered."""
+    info = inspect(folder)
+    if info is None:
+        return None
+    try:
         from safetensors.numpy import load_file
 
-        raw = load_file(str(weights_file))
+        raw = load_file(str(info.folder / "model.safetensors"))
         weights = {key.removeprefix("bert."): value.astype(np.float32, copy=False) for key, value in raw.items()}
-        return NumpyBert(folder, config, st_config, pooling, weights)
+        return NumpyBert(info, weights)
     except (OSError, ValueError, KeyError, ImportError, TypeError):
         return None  # anything unexpected: sentence-transformers will load it (or say why not)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locallens.errors import ModelUnavailableError
-from locallens.storage.migrations import NO_SPACE_CLASS
+from locallens.text import HANGUL_CLASS, NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     import tiktoken
@@ -74,13 +74,13 @@ def count_tokens(text: str) -> int:
     return len(get_encoding().encode(text, disallowed_special=()))
 
 
-# Scripts written without spaces (Han, kana, Hangul, Thai: migrations.NO_SPACE_CLASS) have no
+# Scripts written without spaces (Han, kana, Hangul, Thai: text.NO_SPACE_CLASS) have no
 # words to count: a run of them is one "word" however long. cl100k_base spends about one token per
 # character on them; measured on benchmarks/data/cjk/ (benchmarks/bench_cjk.py): 1.06 per Han or
 # kana character in Chinese, 1.09 in Japanese, 1.17 per Hangul syllable, ~0.9 per Thai character
 # (o200k_base: ~0.75 for all three). The estimate counts 1.1 per character, 1.2 for Hangul.
 _NO_SPACE = re.compile(f"[{NO_SPACE_CLASS}]")
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+_HANGUL = re.compile(f"[{HANGUL_CLASS}]")
 TOKENS_PER_CHARACTER = 1.1
 TOKENS_PER_HANGUL = 1.2
 

@@ -66,32 +66,49 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
-_VECTORS: dict[tuple[str, str], object] = {}
+@pytest.fixture(scope="session")
+def session_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One folder for the models locallens makes (the int8 encoder), shared by the session."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(autouse=True)
+def _shared_models(isolated_home: Path, session_models: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Making the int8 encoder takes ~20 s: once per session, not once per LOCALLENS_HOME.
+    monkeypatch.setenv("LOCALLENS_MODELS", str(session_models))
+
+
+_VECTORS: dict[tuple[str, tuple[int, ...]], object] = {}
 
 
 @pytest.fixture(autouse=True)
 def _memoised_encoding(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The real model computes each distinct text once per session, not once per test.
+    """The real model computes each distinct window of token ids once per session, not once per test.
 
     Tests index sample_docs/ many times; recomputing identical vectors is most of the suite's
-    time on 2 cores. Vectors are the model's own (memoised by model name and exact text), and the
-    pipeline's own reuse counters (`embedded`, `reused`) are unaffected: they are decided before
-    the encoder is called.
+    time on 2 cores. Vectors are the model's own (memoised by vector space and exact token ids),
+    and the pipeline's own reuse counters (`embedded`, `reused`) are unaffected: they are decided
+    before the encoder is called.
     """
     import numpy as np
 
-    from locallens.embedding import Embedder
+    from locallens.embedding import Embedder, Windows
 
-    real = Embedder._encode
+    real = Embedder._embed
 
-    def encode(self: Embedder, texts: list[str], batch_size: int | None = None):  # type: ignore[no-untyped-def]
-        missing = list(dict.fromkeys(t for t in texts if (self.name, t) not in _VECTORS))
+    def embed(self: Embedder, windows: Windows, batch_size, progress):  # type: ignore[no-untyped-def]
+        keys = [(self.space, tuple(ids)) for ids in windows.ids]
+        missing = list(dict.fromkeys(k for k in keys if k not in _VECTORS))
         if missing:
-            for text, vector in zip(missing, real(self, missing, batch_size), strict=True):
-                _VECTORS[(self.name, text)] = vector
-        return np.stack([_VECTORS[(self.name, t)] for t in texts]).astype(np.float32)
+            todo = Windows([list(k[1]) for k in missing], list(range(len(missing))), [1] * len(missing), len(missing))
+            for key, vector in zip(missing, real(self, todo, batch_size, None), strict=True):
+                _VECTORS[key] = vector
+        if progress is not None:
+            for _ in range(windows.texts):
+                progress(1)
+        return np.stack([_VECTORS[k] for k in keys]).astype(np.float32)
 
-    monkeypatch.setattr(Embedder, "_encode", encode)
+    monkeypatch.setattr(Embedder, "_embed", embed)
 
 
 @pytest.fixture(scope="session")

@@ -80,6 +80,12 @@ def cli_json(*args: str) -> dict:
     return json.loads(result.stdout)
 
 
+def context_text(sources: list[dict[str, Any]]) -> str:
+    """What `ask --context-only` prints for these `--json` sources: the excerpts as sent, each
+    headed by its citation for a person (docs/behaviour.md#locations)."""
+    return "\n\n---\n\n".join(f"[{s['n']}] {s['citation']}\n{s['content']}" for s in sources) + "\n"
+
+
 def stdout_json(result: Any) -> Any:
     """The JSON document a `--json` run printed on stdout."""
     return json.loads(result.stdout)
@@ -184,18 +190,21 @@ def write_corpus(root: Path, files: dict[str, str] | None = None) -> Path:
 def write_one_chunk_notes(store: Any, brain: Any, notes: dict[str, str], vectors: dict[str, Sequence[float]]) -> None:
     """Each note as a document of one chunk (id `c<n>-0`, root /notes) with its given vector."""
     from locallens.domain import Chunk
+    from locallens.storage import DocumentRecord
 
     for n, (path, text) in enumerate(notes.items()):
         chunk = Chunk(id=f"c{n}-0", brain=brain.name, relative_path=path, chunk_index=0, content=text, checksum=f"c{n}")
         store.write_document(
             brain,
-            root="/notes",
-            relative_path=path,
-            size=len(text),
-            mtime_ns=1,
-            checksum=f"c{n}",
-            chunks=[chunk],
-            vectors=np.array([vectors[path]], dtype=np.float32),
+            DocumentRecord(
+                root="/notes",
+                relative_path=path,
+                size=len(text),
+                mtime_ns=1,
+                checksum=f"c{n}",
+                chunks=[chunk],
+                vectors=np.array([vectors[path]], dtype=np.float32),
+            ),
         )
 
 
@@ -291,11 +300,16 @@ class FakeEmbedder:
         self.batch_size = 32
         self.requested_device = "cpu"
         self.last_backend = "fake"
+        self.encoder = "fp32"
         self.calls: list[list[str]] = []
         self.passages: list[str] = []
 
     @property
     def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def space(self) -> str:
         return self.spec.name
 
     @property
@@ -367,10 +381,15 @@ class FakeEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([self.spec.query_prefix + text])[0]
 
-    def count_over_length(self, texts: Sequence[str]) -> int:
-        return sum(1 for t in texts if len(_TOKEN.findall(t)) > self.max_seq_length - 2)
+    def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
+        headers = list(headers) if headers is not None else [""] * len(texts)
+        return sum(
+            1
+            for t, h in zip(texts, headers, strict=True)
+            if len(_TOKEN.findall(f"{h}\n\n{t}" if h else t)) > self.max_seq_length - 2
+        )
 
-    def plan(self, texts: Sequence[str]) -> None:
+    def plan(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> None:
         """One backend here: nothing to choose."""
 
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from locallens.domain import Chunk, Hit
-from locallens.prompt import SYSTEM_PROMPT, build_grounded_history, format_hits
+from locallens.prompt import SYSTEM_PROMPT, build_grounded_history
 
-from .helpers import FakeModels, cli, cli_json, stdout_json, stdout_jsonl, write_corpus
+from .helpers import FakeModels, cli, cli_json, context_text, stdout_json, stdout_jsonl, write_corpus
 
 QUESTION = "Which port does the staging database listen on?"
 UNRELATED = "zebra giraffe migration across the savanna"
@@ -43,14 +43,27 @@ def test_context_only_json_shape_and_no_llm(db: Path, fake_models: FakeModels) -
     assert code == 0 and "answer" not in out and not fake_models.llms
     assert set(out) >= {"question", "sources", "dropped", "tokens", "timings", "models"}
     assert [s["n"] for s in out["sources"]] == [1, 2, 3, 4, 5]
-    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"}
+    assert set(out["sources"][0]) == {
+        "n",
+        "id",
+        "path",
+        "chunk_index",
+        "citation",
+        "line_start",
+        "line_end",
+        "page",
+        "span",
+        "score",
+        "content",
+    }
+    assert out["sources"][0]["citation"] == "engineering/staging.md:1-5"
     assert out["sources"][0]["path"] == "engineering/staging.md"
     scores = [s["score"] for s in out["sources"]]
     assert scores == sorted(scores, reverse=True)
     assert out["models"] == {"embedding": "all-MiniLM-L6-v2", "llm": None}
     assert set(out["timings"]) >= {"embed_ms", "search_ms"}
     text = cli("ask", QUESTION, "--db", str(db), "--context-only").stdout
-    assert text == format_hits(_hits(out["sources"])) + "\n"
+    assert text == context_text(out["sources"])  # the model reads `#chunk-N`; a person the lines
 
 
 def test_the_prompt_is_the_grounded_history_of_the_sources(db: Path, fake_models: FakeModels) -> None:
@@ -105,7 +118,7 @@ def test_generated_answer_json_shape_and_citations(db: Path, fake_models: FakeMo
     }
     plain = cli("ask", QUESTION, "--db", str(db))
     assert plain.exit_code == 0 and "5433" in plain.stdout and "Sources:" in plain.stdout
-    assert "[1] engineering/staging.md#chunk-0" in plain.stdout
+    assert "[1] engineering/staging.md:1-5 (" in plain.stdout
 
 
 def test_a_citation_of_no_excerpt_is_reported_and_repaired(db: Path, fake_models: FakeModels) -> None:

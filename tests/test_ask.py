@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from locallens.prompt import format_hits
-
-from .helpers import ROOT, cli
+from .helpers import ROOT, cli, context_text
 
 QUESTIONS = [
     json.loads(line)
@@ -44,7 +43,13 @@ def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Pat
     assert "answer" not in out and no_llm == []
     assert set(out) >= {"question", "sources", "dropped", "tokens", "timings", "models"}
     assert [s["n"] for s in out["sources"]] == [1, 2, 3, 4, 5]
-    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"}
+    assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"} | {
+        "citation",
+        "line_start",
+        "line_end",
+        "page",
+        "span",
+    }
     assert out["sources"][0]["path"] == "engineering/staging-environment.md"
     scores = [s["score"] for s in out["sources"]]
     assert scores == sorted(scores, reverse=True)
@@ -53,8 +58,6 @@ def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Pat
 
 
 def test_context_only_text_prints_the_numbered_excerpts(sample_index: Path, no_llm: list[str]) -> None:
-    from locallens.domain import Chunk, Hit
-
     result = cli("ask", "Which port does the staging database listen on?", "--db", str(sample_index), "--context-only")
     data = json.loads(
         cli(
@@ -66,12 +69,8 @@ def test_context_only_text_prints_the_numbered_excerpts(sample_index: Path, no_l
             "--json",
         ).stdout
     )
-    hits = [
-        Hit(Chunk(s["id"], "default", s["path"], s["chunk_index"], s["content"], ""), s["score"])
-        for s in data["sources"]
-    ]
-    assert result.stdout == format_hits(hits) + "\n"
-    assert result.stdout.startswith("[1] engineering/staging-environment.md#chunk-")
+    assert result.stdout == context_text(data["sources"])
+    assert re.match(r"\[1\] engineering/staging-environment\.md:\d+-\d+\n", result.stdout)
 
 
 @pytest.mark.parametrize("q", QUESTIONS, ids=[q["files"][0] for q in QUESTIONS])
@@ -244,7 +243,7 @@ def test_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
     if result.exit_code == 4:
         assert body.strip() == "The answer is not in the excerpts." and "withheld" in result.stderr
     lines = sources.strip().splitlines()
-    assert lines[0].startswith("[1] ") and "#chunk-" in lines[0]
+    assert re.match(r"\[1\] \S+:\d+(-\d+)? \(", lines[0]), lines[0]
     assert "\x1b[" not in result.stdout
 
 

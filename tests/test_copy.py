@@ -284,7 +284,7 @@ def test_malformed_urls_are_a_usage_error_without_the_password() -> None:
 
 
 def test_dest_locked_exits_5(tmp_path: Path, source: Path) -> None:
-    from locallens.indexer import write_lock
+    from locallens.storage.sqlite import write_lock
 
     dest = tmp_path / "dest.db"
     with write_lock(dest, 0):
@@ -298,9 +298,9 @@ def _interrupt_second_write(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     original = Store.write_document
     written: list[str] = []
 
-    def write_document(self: Store, brain: Any, **kwargs: Any) -> None:
-        original(self, brain, **kwargs)
-        written.append(kwargs["relative_path"])
+    def write_document(self: Store, brain: Any, doc: Any) -> None:
+        original(self, brain, doc)
+        written.append(doc.relative_path)
         if len(written) == 2:
             raise KeyboardInterrupt
 
@@ -333,11 +333,11 @@ def test_a_copy_that_does_not_match_its_source_is_never_swapped_in(
     original = Store.write_document
     calls = 0
 
-    def write_document(self: Store, brain: Any, **kwargs: Any) -> None:
+    def write_document(self: Store, brain: Any, doc: Any) -> None:
         nonlocal calls
         calls += 1
         if calls != 2:  # the second document is lost without an error
-            original(self, brain, **kwargs)
+            original(self, brain, doc)
 
     monkeypatch.setattr(Store, "write_document", write_document)
     dest = tmp_path / "dest.db"
@@ -354,12 +354,12 @@ def test_failure_after_the_first_brain_keeps_it(
     original = Store.write_document
     calls = 0
 
-    def write_document(self: Store, brain: Any, **kwargs: Any) -> None:
+    def write_document(self: Store, brain: Any, doc: Any) -> None:
         nonlocal calls
         calls += 1
         if calls == documents + 1:  # the first document of the second brain
             raise OSError("disk unplugged")
-        original(self, brain, **kwargs)
+        original(self, brain, doc)
 
     monkeypatch.setattr(Store, "write_document", write_document)
     result = cli("copy", str(source), str(dest))
@@ -472,9 +472,9 @@ def test_interrupted_copy_into_postgres_leaves_it_as_it_was(
     original = PostgresStore.write_document
     written: list[str] = []
 
-    def write_document(self: PostgresStore, brain: Any, **kwargs: Any) -> None:
-        original(self, brain, **kwargs)
-        written.append(kwargs["relative_path"])
+    def write_document(self: PostgresStore, brain: Any, doc: Any) -> None:
+        original(self, brain, doc)
+        written.append(doc.relative_path)
         if len(written) == 2:
             raise KeyboardInterrupt
 

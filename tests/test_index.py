@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from locallens.indexer import IndexRequest, index, write_lock
-from locallens.storage.sqlite import Store
+from locallens.indexer import IndexRequest, index
+from locallens.storage.sqlite import Store, write_lock
 
 from .helpers import FOUR_DOCS, ROOT, SAMPLE_DOCS, cli, cli_json, copy_sample_docs, snapshot, table_counts
 

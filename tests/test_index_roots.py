@@ -212,9 +212,9 @@ def test_pending_files_are_flushed_after_commit_seconds(tmp_path: Path, db: Path
     writes: list[str] = []
     real_write = Store.write_document
 
-    def counting_write(self, brain, **kwargs):  # type: ignore[no-untyped-def]
-        writes.append(kwargs["relative_path"])
-        return real_write(self, brain, **kwargs)
+    def counting_write(self, brain, doc):  # type: ignore[no-untyped-def]
+        writes.append(doc.relative_path)
+        return real_write(self, brain, doc)
 
     monkeypatch.setattr(Store, "write_document", counting_write)
     flushes: list[int] = []

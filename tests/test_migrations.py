@@ -24,7 +24,7 @@ def test_pending_lists_the_later_steps_in_order() -> None:
 def test_a_fresh_database_runs_every_step_and_a_reopen_runs_none(tmp_path: Path, monkeypatch) -> None:
     ran: list[str] = []
     steps = tuple(
-        migrations.Migration(s.version, s.name, lambda store, s=s: (ran.append(s.name), s.apply(store))[1])
+        migrations.Migration(s.version, s.name, lambda conn, s=s: (ran.append(s.name), s.apply(conn))[1])
         for s in migrations.MIGRATIONS
     )
     monkeypatch.setattr(migrations, "MIGRATIONS", steps)

@@ -153,7 +153,7 @@ def _cached(folder: Path) -> npbert.NumpyBert:
 
 @pytest.mark.slow
 def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     assert embedder._st is None and embedder.dim == 384 and embedder.max_seq_length == 256
     question = "a question nobody else in the suite asks, about numpy backends"
     query = embedder.encode_query(question)
@@ -176,7 +176,7 @@ def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypat
 
 @pytest.mark.slow
 def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=1)
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), batch_size=1)
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 0)
     done: list[int] = []
@@ -189,7 +189,7 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
 def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small jobs one after another (an index run's slices, a semantic chunker's documents) use
     # NumPy until their tokens together pass the budget; then sentence-transformers takes over.
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     jobs = [[f"passage number {n}, eleven plain words that are not a question"] for n in range(3)]
     per_job = max(sum(map(len, embedder._np.token_ids(job))) for job in jobs)  # type: ignore[union-attr]
@@ -205,7 +205,7 @@ def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.Mon
 
 @pytest.mark.slow
 def test_plan_loads_sentence_transformers_for_a_job_over_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 50)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     embedder.plan(["a few words"])
@@ -242,33 +242,42 @@ LONG = (
 
 
 @pytest.mark.slow
-def test_a_text_longer_than_the_model_window_is_embedded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"))
-    pieces, owners, weights = embedder._windows([LONG, "", "short"])
-    assert owners == [0, 0, 1, 2] and pieces[2:] == ["", "short"]
-    assert pieces[1].endswith("TANGERINE-42.") and LONG.startswith(pieces[0])
-    assert abs(weights[0] - weights[1]) <= 1 and weights[0] + weights[1] == len(embedder._np.token_offsets([LONG])[0])
-    assert all(len(spans) <= 254 for spans in embedder._np.token_offsets(pieces[:2]))
+def test_a_text_longer_than_the_model_window_is_embedded_whole() -> None:
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
+    windows = embedder.windows([LONG, "", "short"])
+    assert windows.owners == [0, 0, 1, 2] and windows.over_length == 1
+    ids = embedder.tokens.ids([LONG])[0]
+    cls, sep = embedder.tokens.prefix, embedder.tokens.suffix
+    assert windows.ids[0] + windows.ids[1] == [
+        *cls,
+        *ids[: windows.weights[0]],
+        *sep,
+        *cls,
+        *ids[windows.weights[0] :],
+        *sep,
+    ]
+    assert abs(windows.weights[0] - windows.weights[1]) <= 1 and sum(windows.weights[:2]) == len(ids)
+    assert all(len(w) <= 256 for w in windows.ids)
     vectors = embedder.encode([LONG, "", "short"])
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-6)
-    windows = embedder._encode_pieces(pieces[:2], 32)
-    mean = weights[0] * windows[0] + weights[1] * windows[1]
+    rows = embedder._np.encode_ids(windows.ids[:2])  # type: ignore[union-attr]
+    mean = windows.weights[0] * rows[0] + windows.weights[1] * rows[1]
     np.testing.assert_allclose(vectors[0], mean / np.linalg.norm(mean), atol=1e-6)
     # The end of the text counts: truncated at 256 tokens it would be about the warehouse only.
     query = embedder.encode_query("What is the launch code of the pilot project?")
-    truncated = embedder._encode_pieces([LONG], 32)[0]
+    truncated = embedder._np.encode([LONG])[0]  # type: ignore[union-attr]
     assert vectors[0] @ query > truncated @ query + 0.1
     assert embedder.count_over_length([LONG, "short"]) == 1
-    # sentence-transformers windows the same way.
-    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 0)
-    np.testing.assert_allclose(embedder.encode([LONG + " "]), vectors[:1], atol=2e-6)
-    assert embedder.last_backend == "sentence-transformers"
+    # sentence-transformers' torch model computes the same vectors from the same windows.
+    torch_rows = embedder._torch_forward(windows.ids[:2])
+    torch_rows /= np.linalg.norm(torch_rows, axis=1, keepdims=True)
+    np.testing.assert_allclose(torch_rows, rows, atol=2e-6)
 
 
 @pytest.mark.slow
 def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
-    embedder = embedding.Embedder(embedding.resolve_model("minilm"), batch_size=2)
-    # Slices of about 2 batches x 256 tokens x 4 characters (4,096 here): these texts need several.
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), batch_size=2)
+    # Batches of about 2 x 256 tokens: these texts need several.
     texts = [f"text number {i} " + "padding words " * (40 + i * 7 % 11 * 8) for i in range(9)]
     done: list[int] = []
     with_progress = embedder.encode(texts, progress=done.append)
@@ -277,32 +286,39 @@ def test_encode_with_progress_keeps_the_order_of_the_texts() -> None:
     np.testing.assert_allclose(with_progress[4], embedder.encode([texts[4]])[0], atol=2e-6)
 
 
-_WINDOWING = embedding.Embedder(embedding.resolve_model("minilm"))
+_WINDOWING = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
 
 
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(st.text(alphabet=st.sampled_from(list("abcdefghij .,é日")), max_size=120), min_size=1, max_size=5),
+    st.lists(st.text(alphabet=st.sampled_from(list("abc >")), max_size=40), min_size=5, max_size=5),
     st.integers(min_value=3, max_value=12),
 )
-def test_windows_cover_every_token_and_fit_the_model(texts: list[str], window: int) -> None:
+def test_windows_cover_every_token_and_fit_the_model(texts: list[str], headers: list[str], window: int) -> None:
     embedder = _WINDOWING
+    headers = headers[: len(texts)]
     real_max = embedder.max_seq_length
     embedder.max_seq_length = window + 2  # [CLS] and [SEP] around `window` tokens
     try:
-        pieces, owners, weights = embedder._windows(texts)
+        windows = embedder.windows(texts, headers)
     finally:
         embedder.max_seq_length = real_max
-    assert sorted(set(owners)) == list(range(len(texts))) and owners == sorted(owners)
-    for i, text in enumerate(texts):
-        mine = [p for p, o in zip(pieces, owners) if o == i]
-        tokens = embedder._np.token_offsets([text])[0]
-        if len(tokens) <= window:
-            assert mine == [text]
+    cls, sep = embedder.tokens.prefix, embedder.tokens.suffix
+    assert sorted(set(windows.owners)) == list(range(len(texts))) and windows.owners == sorted(windows.owners)
+    for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
+        mine = [w for w, o in zip(windows.ids, windows.owners) if o == i]
+        counts = [n for n, o in zip(windows.weights, windows.owners) if o == i]
+        tokens = embedder.tokens.ids([text])[0]
+        head = embedder.tokens.ids([header])[0][: window // 4]
+        assert all(len(w) <= window + 2 and w[:1] == cls and w[-1:] == sep for w in mine)
+        if len(mine) == 1:
+            assert mine[0] == [*cls, *[*head, *tokens][:window], *sep]
             continue
-        lengths = [len(embedder._np.token_offsets([p])[0]) for p in mine]
-        # Every window fits (re-tokenising a piece may split its first word differently, so
-        # allow one token), they are as even as possible, and together they hold every token.
-        assert all(n <= window + 1 for n in lengths)
-        counts = [w for w, o in zip(weights, owners) if o == i]
-        assert sum(counts) == len(tokens) and max(counts) - min(counts) <= 1 and max(counts) <= window
+        # Every window starts with the header, they are as even as possible, and together they
+        # hold every token of the text, in order.
+        bodies = [w[1 + len(head) : -1] for w in mine]
+        assert all(w[1 : 1 + len(head)] == head for w in mine)
+        assert [t for body in bodies for t in body] == tokens
+        assert counts == [len(b) for b in bodies] and max(counts) - min(counts) <= 1
+    assert windows.over_length == sum(1 for i in range(len(texts)) if windows.owners.count(i) > 1)

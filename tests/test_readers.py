@@ -18,14 +18,16 @@ def doc(root: Path, rel: str) -> Document:
     return result
 
 
-def test_text_formats_are_line_mapped_unless_leading_lines_were_stripped(tmp_path: Path) -> None:
+def test_text_formats_are_line_mapped_counting_the_leading_lines_stripped(tmp_path: Path) -> None:
     write(tmp_path / "a.md", "# Title\r\n\r\nBody line\r\n")
     write(tmp_path / "b.txt", "\n\n  first real line\nsecond\n")
     write(tmp_path / "c.rst", "   indented first line\nnext\n")
     assert doc(tmp_path, "a.md").line_mapped
     assert doc(tmp_path, "a.md").spans == ()
-    assert not doc(tmp_path, "b.txt").line_mapped  # two blank lines gone: line 1 is no longer line 1
-    assert doc(tmp_path, "c.rst").line_mapped  # only the first line's indentation went
+    assert doc(tmp_path, "a.md").line_offset == 0
+    # two blank lines gone: text line 1 is the file's line 3 (docs/behaviour.md#locations)
+    assert doc(tmp_path, "b.txt").line_mapped and doc(tmp_path, "b.txt").line_offset == 2
+    assert doc(tmp_path, "c.rst").line_mapped and doc(tmp_path, "c.rst").line_offset == 0  # only indentation went
 
 
 def test_pdf_pages_are_page_spans_numbered_as_in_the_file(tmp_path: Path) -> None:

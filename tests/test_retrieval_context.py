@@ -13,7 +13,7 @@ from locallens.errors import ModelMismatchError
 from locallens.headers import chunk_headers, compose, document_title, embedded_text
 from locallens.indexer import EmbedSettings, IndexRequest, _pinned_settings
 from locallens.readers import read_document
-from locallens.storage import migrations
+from locallens.storage import DocumentRecord, migrations
 from locallens.storage import sqlite as store_module
 from locallens.storage.sqlite import WINDOW_SHIFT, Store
 
@@ -72,7 +72,7 @@ def test_html_title_and_headings_come_from_the_reader(tmp_path: Path) -> None:
 
 
 def test_settings_follow_the_brain_and_a_change_needs_rebuild() -> None:
-    from locallens.storage.sqlite import Brain
+    from locallens.storage import Brain
 
     old = Brain(1, "b", "m", DIM, "paragraph", 220, 40, 0.0, None, headers=False, multi_vector=False)
     request = IndexRequest(paths=[], db=Path("x.db"), brain="b")
@@ -106,14 +106,16 @@ def write(
 ) -> None:
     store.write_document(
         brain,
-        root="/r",
-        relative_path=path,
-        size=1,
-        mtime_ns=1,
-        checksum="c" * 64,
-        chunks=[chunk(path, i, c) for i, c in enumerate(contents)],
-        vectors=vectors,
-        headers=headers,
+        DocumentRecord(
+            root="/r",
+            relative_path=path,
+            size=1,
+            mtime_ns=1,
+            checksum="c" * 64,
+            chunks=[chunk(path, i, c) for i, c in enumerate(contents)],
+            vectors=vectors,
+            headers=headers,
+        ),
     )
 
 

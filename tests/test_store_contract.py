@@ -36,9 +36,17 @@ from locallens.errors import (
     NoIndexError,
     StoreError,
 )
-from locallens.storage import DbLocation, IndexStore, PostgresURL, open_store, parse_db, write_export
+from locallens.storage import (
+    Brain,
+    DbLocation,
+    DocumentRecord,
+    IndexStore,
+    PostgresURL,
+    content_hash,
+    open_store,
+    parse_db,
+)
 from locallens.storage import postgres as pgstore
-from locallens.storage.sqlite import Brain, content_hash
 
 from .pg import PASSWORD, PASSWORD_ROLE, PgServer, new_database
 
@@ -71,14 +79,16 @@ def write(
     ]
     store.write_document(
         brain,
-        root=root,
-        relative_path=path,
-        size=sum(len(t) for t in texts),
-        mtime_ns=1,
-        checksum=checksum,
-        chunks=chunks,
-        vectors=list(vectors),
-        headers=headers,
+        DocumentRecord(
+            root=root,
+            relative_path=path,
+            size=sum(len(t) for t in texts),
+            mtime_ns=1,
+            checksum=checksum,
+            chunks=chunks,
+            vectors=list(vectors),
+            headers=headers,
+        ),
     )
     return chunks
 
@@ -481,7 +491,7 @@ def test_export_then_write_elsewhere_gives_the_same_index(
             exported = list(store.export_documents(source))
             assert [(d.root, d.relative_path) for d in exported] == [("/r", "a.md"), ("/s", "sub/b.md")]
             for doc in exported:
-                write_export(other, copy, doc)
+                other.write_document(copy, doc)
             again = list(other.export_documents(copy))
             for before, after in zip(exported, again, strict=True):
                 assert (before.chunks, before.headers, before.hashes) == (after.chunks, after.headers, after.hashes)
@@ -521,7 +531,10 @@ def test_exact_search_equals_sqlite_and_hnsw_recall(
             ]
             part = vectors[d * per_doc : (d + 1) * per_doc]
             opened.write_document(
-                brain, root="/r", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=part
+                brain,
+                DocumentRecord(
+                    root="/r", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=part
+                ),
             )
 
     def top(name: str, query: np.ndarray, opened: IndexStore | None = None) -> list[tuple[str, float]]:
@@ -641,7 +654,9 @@ def test_a_schema_1_database_gets_stemmed_keywords_when_opened(pg_url: str, monk
         assert keyword_paths(store, brain, "connected") == ["pool.md"]
         assert len(store.keyword_search(brain, "indexing", 50)) == len(texts)
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT value FROM locallens.meta WHERE key = 'schema_version'").fetchone() == ("2",)
+        assert conn.execute("SELECT value FROM locallens.meta WHERE key = 'schema_version'").fetchone() == (
+            str(pgstore.SCHEMA_VERSION),
+        )
         rows = conn.execute("SELECT id, header, content FROM locallens.chunks").fetchall()
         stale = conn.execute(
             "SELECT c.id FROM locallens.chunks c JOIN unnest(%s::bigint[], %s::text[]) AS t(id, tsv) ON c.id = t.id"

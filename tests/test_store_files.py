@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from locallens.storage import migrations
 from locallens.storage import sqlite as store_module
 from locallens.storage.sqlite import Store
 
@@ -107,6 +108,40 @@ def test_a_database_with_another_application_id_is_refused(tmp_path: Path) -> No
     result = cli("status", "--db", str(db))
     assert result.exit_code == 2 and "not a locallens database" in one_line(result)
     assert db.read_bytes() == before
+
+
+def test_a_foreign_database_with_tables_named_like_ours_is_left_byte_identical(tmp_path: Path, small: Path) -> None:
+    """`meta` and `brains` are common table names: they do not make a file ours."""
+    db = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("CREATE TABLE brains(id INTEGER PRIMARY KEY, species TEXT)")
+    conn.execute("INSERT INTO brains(species) VALUES ('octopus')")
+    conn.execute("PRAGMA user_version=3")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    dest = tmp_path / "dest.db"
+    for args in (
+        ("status", "--db", str(db)),
+        ("status", "--json", "--db", str(db)),
+        ("ask", QUESTION, "--context-only", "--db", str(db)),
+        ("trim", QUESTION, "--db", str(db)),
+        ("index", str(small), "--dry-run", "--db", str(db)),
+        ("index", str(small), "--db", str(db)),
+        ("copy", str(db), str(dest)),
+        ("copy", str(tmp_path / "nothing.db"), str(db)),
+    ):
+        result = cli(*args)
+        assert result.exit_code in (2, 3), (args, result.output)
+        assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1, (args, result.output)
+        assert db.read_bytes() == before, args
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite", "small"], args
+    assert "not a locallens database" in cli("status", "--db", str(db)).stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
 
 
 @pytest.mark.slow
@@ -211,7 +246,7 @@ def pin_dimension(db: Path, dim: int) -> None:
         brain = store.get_brain("default")
         with store.transaction():
             store.conn.execute(f"DROP TABLE {brain.vec_table}")
-            store._create_vec_table(brain.id, dim)
+            migrations.create_vec_table(store.conn, brain.id, dim)
             store.conn.execute("UPDATE brains SET dim = ? WHERE id = ?", (dim, brain.id))
 
 

@@ -81,9 +81,9 @@ def embed_sentences(encode: Encode, sentences: list[str]) -> np.ndarray:
     (861 tokens) took 10.9 s of CPU and 63 s of wall time with two threads, 1.0 s and 9 s with
     one. The limit applies to NumPy's BLAS only (the NumPy encoder); torch's threads are untouched.
     """
-    from locallens.npbert import _blas_one_thread  # one controller for the process
+    from locallens.npbert import one_blas_thread  # one controller for the process
 
-    with _blas_one_thread():
+    with one_blas_thread():
         vectors = encode(sentences)
     return unit_rows(vectors, len(sentences))
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from locallens.text import CJK_CLASS, HAN, HANGUL_SYLLABLES, KATAKANA
+
 # Function words, which a faithful paraphrase may add freely (English and Spanish); every other
 # word of a claim must occur in the excerpts or the question (see `novel_words`).
 _FUNCTION_WORDS_EN_ES = frozenset(
@@ -190,11 +192,11 @@ def _stem(word: str) -> str:
 # must occur in the excerpts or the question; hiragana (particles, inflections) may differ freely.
 # Korean puts spaces between words but glues particles to them (회의는, 회의를): a Hangul word is
 # compared by its first two syllables.
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_KATAKANA_RUN = re.compile(r"[\u30a0-\u30ffー]{2,}")
-_HANGUL_WORD = re.compile(r"[\uac00-\ud7a3]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3]")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7a3ー]+")
+_HAN = re.compile(f"[{HAN}]")
+_KATAKANA_RUN = re.compile(f"[{KATAKANA}ー]{{2,}}")
+_HANGUL_WORD = re.compile(f"[{HANGUL_SYLLABLES}]+")
+_CJK = re.compile(f"[{CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{CJK_CLASS}ー]+")
 
 
 # Function characters and words a faithful paraphrase may add, as the English and Spanish list

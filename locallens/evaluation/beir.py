@@ -32,7 +32,7 @@ from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean, ndcg_at_k, recall_at_k
 from locallens.progress import NoProgress, Progress, Relabelled
-from locallens.storage import DbLocation, PostgresURL
+from locallens.storage import DbLocation
 
 DEFAULT_CHUNKS_PER_QUERY = 300
 RANKED_DOCUMENTS = 100  # recall@100 needs this many distinct documents per query
@@ -325,7 +325,7 @@ def evaluate_beir(
     from locallens.embedding import load_embedder
     from locallens.indexer import EMBEDDING, FILES, IndexRequest, index
     from locallens.retrieval import search
-    from locallens.storage import open_store
+    from locallens.storage import folder_of, open_store
 
     if chunks_per_query < 1:
         raise UsageError(f"chunks per query must be at least 1 (got {chunks_per_query})")
@@ -333,7 +333,7 @@ def evaluate_beir(
     dataset = load_beir(folder, split)
     brain_name = f"beir-{dataset.name}"
     # The corpus as files, beside a SQLite database; under $LOCALLENS_HOME for a PostgreSQL one.
-    base = locallens_home() if isinstance(db, PostgresURL) else Path(db).expanduser().resolve().parent
+    base = folder_of(db) or locallens_home()
     docs_folder = base / "beir" / dataset.name / "docs"
 
     started = time.perf_counter()

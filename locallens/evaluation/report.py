@@ -64,7 +64,12 @@ def _per_question(report: EvalReport) -> list[dict[str, Any]]:
                 "files": list(question.files) if question.files else None,
                 "answers": list(question.answers) if question.answers else None,
                 "hits": [
-                    {"path": h.chunk.relative_path, "chunk_index": h.chunk.chunk_index, "score": round(h.score, 4)}
+                    {
+                        "path": h.chunk.relative_path,
+                        "chunk_index": h.chunk.chunk_index,
+                        "citation": h.citation(),
+                        "score": round(h.score, 4),
+                    }
                     for h in baseline.hits
                 ],
                 "tokens_baseline": measured[0].tokens_baseline if measured else 0,

@@ -34,7 +34,7 @@ from locallens.evaluation.metrics import mean
 from locallens.evaluation.questions import Question
 from locallens.progress import NoProgress, Progress
 from locallens.retrieval import count_context
-from locallens.storage.sqlite import content_hash
+from locallens.storage import content_hash
 from locallens.trim import Encode, TrimmedHit, trim_chunks_by_sentence
 
 SWEEPING = "trimming sweep"

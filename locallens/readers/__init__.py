@@ -91,11 +91,10 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
     except ReadSkip as skip:
         return Skipped(rel, skip.reason, error=skip.error)
     text = normalise_text(extracted.text)
-    # Readers lay structured formats out already normalised (their span offsets depend on it);
-    # a text format whose leading blank lines were stripped no longer matches the file's lines.
-    line_mapped = extracted.line_mapped and not extracted.text[
-        : len(extracted.text) - len(extracted.text.lstrip())
-    ].count("\n")
+    # Readers lay structured formats out already normalised (their span offsets depend on it).
+    # A text format keeps its lines; the blank lines stripped from its start are counted, so
+    # that text line 1 is cited as the file's line `line_offset + 1`.
+    line_offset = _leading_lines(extracted.text) if extracted.line_mapped else 0
     return Document(
         root=stat.root,
         relative_path=rel,
@@ -106,8 +105,15 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         title=extracted.title,
         headings=extracted.headings,
         spans=extracted.spans if text == extracted.text else (),
-        line_mapped=line_mapped,
+        line_mapped=extracted.line_mapped,
+        line_offset=line_offset,
     )
+
+
+def _leading_lines(text: str) -> int:
+    """The lines `normalise_text` strips from the start of `text`: where the document's line 1 is."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text[: len(text) - len(text.lstrip())].count("\n")
 
 
 def _extract(data: bytes, ext: str) -> Extracted:

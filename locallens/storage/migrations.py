@@ -6,7 +6,8 @@ is always at one step or the next, never between two. A fresh database runs them
 therefore work both on a database written by an older release and on an empty one (where there
 are no brains yet), and must never be edited once released: a new change is a new step.
 
-Adding a step: write `_step_name(store)`, append `Migration(n + 1, "name", _step_name)` to
+Adding a step: write `_step_name(conn)` (it gets the apsw connection, inside the write
+transaction, and uses nothing of the store), append `Migration(n + 1, "name", _step_name)` to
 MIGRATIONS, and add a test that opens a database written at step n (see tests/test_search.py).
 """
 
@@ -16,15 +17,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from locallens.text import NO_SPACE_CLASS
+
 if TYPE_CHECKING:
-    from locallens.storage.sqlite import Store
+    import apsw
+
+# The layout of a brain's vec0 table, which the steps create too: PARTITIONS partitions by
+# `rowid % PARTITIONS` (a large brain is then scanned by several threads at once), vectors stored
+# in blocks of VEC_CHUNK_SIZE per partition (sqlite-vec's default is 1024: with 4 partitions a
+# small brain would preallocate 4,096 vectors; scan speed is the same).
+PARTITIONS = 4
+VEC_CHUNK_SIZE = 256
 
 
 @dataclass(frozen=True)
 class Migration:
     version: int  # user_version once this step has run
     name: str
-    apply: Callable[[Store], None]
+    apply: Callable[[apsw.Connection], None]
     # The step rewrites every vector: the store then checkpoints the WAL into the database file,
     # because reads from the WAL are not memory-mapped.
     rewrites_vectors: bool = False
@@ -91,40 +101,55 @@ CREATE TABLE IF NOT EXISTS sentence_cache(
 """
 
 
-def _tables(store: Store) -> None:
+def vec_table(brain_id: int) -> str:
+    """The name of a brain's vec0 table."""
+    return f"vec_{brain_id}"
+
+
+def create_vec_table(conn: apsw.Connection, brain_id: int, dim: int) -> None:
+    """A brain's vec0 table, partitioned, for vectors of `dim` floats compared by cosine."""
+    conn.execute(
+        f"CREATE VIRTUAL TABLE {vec_table(brain_id)} USING vec0(part INTEGER PARTITION KEY,"
+        f" embedding float[{dim}] distance_metric=cosine, chunk_size={VEC_CHUNK_SIZE})"
+    )
+
+
+def _tables(conn: apsw.Connection) -> None:
     """Step 1, the first release: brains, roots, documents, chunks, their FTS5 index, the cache.
 
     Each brain's vectors live in a vec0 table of their own, created with the brain (a vec0
     column has a fixed dimension, so brains of different models live side by side).
     """
-    store.conn.execute(_TABLES)
+    conn.execute(_TABLES)
 
 
-def _partitioned_vectors(store: Store) -> None:
+def _partitioned_vectors(conn: apsw.Connection) -> None:
     """Step 2: each brain's vec0 table split into partitions by `rowid % PARTITIONS`.
 
     A large brain is then scanned by several threads at once. vec0 tables cannot be renamed
     (their shadow tables keep their names), so the vectors go through a temporary plain table.
     """
-    from locallens.storage.sqlite import PARTITIONS
-
-    for brain in store.brains():
-        columns = store.conn.execute(f"PRAGMA table_info({brain.vec_table})").fetchall()
+    brains: list[tuple[int, int]] = [
+        (int(i), int(d)) for i, d in conn.execute("SELECT id, dim FROM brains ORDER BY id")
+    ]
+    for brain_id, dim in brains:
+        table = vec_table(brain_id)
+        columns = conn.execute(f"PRAGMA table_info({table})").fetchall()
         if any(column[1] == "part" for column in columns):
             continue  # already partitioned (a brain created by this release)
-        store.conn.execute("CREATE TEMP TABLE v1_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
-        store.conn.execute(f"INSERT INTO v1_vectors SELECT rowid, embedding FROM {brain.vec_table}")
-        store.conn.execute(f"DROP TABLE {brain.vec_table}")
-        store._create_vec_table(brain.id, brain.dim)
-        store.conn.execute(
-            f"INSERT INTO {brain.vec_table}(rowid, part, embedding)"
+        conn.execute("CREATE TEMP TABLE v1_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+        conn.execute(f"INSERT INTO v1_vectors SELECT rowid, embedding FROM {table}")
+        conn.execute(f"DROP TABLE {table}")
+        create_vec_table(conn, brain_id, dim)
+        conn.execute(
+            f"INSERT INTO {table}(rowid, part, embedding)"
             f" SELECT id, id % {PARTITIONS}, embedding FROM v1_vectors ORDER BY id"
         )
-        store.conn.execute("DROP TABLE v1_vectors")
+        conn.execute("DROP TABLE v1_vectors")
 
 
-def _chunk_headers(store: Store) -> None:
-    """Chunk headers and several vectors per chunk: brain settings, chunk columns, FTS `header`.
+def _chunk_headers(conn: apsw.Connection) -> None:
+    """Step 3: chunk headers and several vectors per chunk: brain settings, chunk columns, FTS `header`.
 
     - `brains.headers`: chunks are embedded with their header (document title and section
       headings, `locallens.headers`), which also goes into the keyword index.
@@ -133,7 +158,7 @@ def _chunk_headers(store: Store) -> None:
       vectors as they were computed; `index --rebuild` re-embeds with the current defaults.
     - `chunks.header`: the header of the chunk ('' when the brain's `headers` is off).
     - `chunks.vectors`: how many vectors the chunk has (window j > 0 has rowid
-      `id + (j << 40)` in the brain's vec0 table, see `store.WINDOW_SHIFT`).
+      `id + (j << 40)` in the brain's vec0 table, see `sqlite.WINDOW_SHIFT`).
     - `chunks_fts` gains a `header` column: it is rebuilt in place with the options it had
       (tokenizer included), and its triggers index the header with the text.
     """
@@ -141,47 +166,43 @@ def _chunk_headers(store: Store) -> None:
 
     def add(table: str, column: str, definition: str) -> None:
         # Each change is made only where it is missing: a database that already has it is left as is.
-        if column not in {row[1] for row in store.conn.execute(f"PRAGMA table_info({table})")}:
-            store.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
 
     add("brains", "headers", "INTEGER NOT NULL DEFAULT 0")
     add("brains", "multi_vector", "INTEGER NOT NULL DEFAULT 0")
     add("chunks", "header", "TEXT NOT NULL DEFAULT ''")
     add("chunks", "vectors", "INTEGER NOT NULL DEFAULT 1")
-    ((sql,),) = store.conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
-    if "header" in {row[1] for row in store.conn.execute("PRAGMA table_info(chunks_fts)")}:
+    ((sql,),) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
+    if "header" in {row[1] for row in conn.execute("PRAGMA table_info(chunks_fts)")}:
         return
     with_header, count = re.subn(r"fts5\(\s*content\s*,", "fts5(content, header,", str(sql), count=1, flags=re.I)
     if not count:
         raise RuntimeError(f"unexpected chunks_fts definition: {sql}")
-    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
-    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
-    store.conn.execute("DROP TABLE chunks_fts")
-    store.conn.execute(with_header)
-    store.conn.execute(
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    conn.execute("DROP TABLE chunks_fts")
+    conn.execute(with_header)
+    conn.execute(
         "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
         " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
     )
-    store.conn.execute(
+    conn.execute(
         "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
         " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
         " VALUES ('delete', old.id, old.content, old.header); END"
     )
-    store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
 
 
-# Scripts written without spaces between words (Thai, Han, kana) or whose words carry their
-# particles (Hangul): the code point ranges as a GLOB character class. `store.NO_SPACE_RUN` is the
-# same class as a regular expression (tests/test_cjk.py checks that they agree).
-NO_SPACE_CLASS = (
-    "\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-)
+# The scripts written without spaces (`text.NO_SPACE_CLASS`) as a GLOB character class;
+# `sqlite.NO_SPACE_RUN` is the same class as a regular expression (tests/test_cjk.py checks that
+# they agree).
 _HAS_NO_SPACE_SCRIPT = f"'*[{NO_SPACE_CLASS}]*'"
 
 
-def _trigram_index(store: Store) -> None:
-    """Step 4: `chunks_trigram`, an FTS5 trigram index of the chunks written in those scripts.
+def _trigram_index(conn: apsw.Connection) -> None:
+    """Step 4: `chunks_trigram`, an FTS5 trigram index of the chunks in scripts written without spaces.
 
     FTS5's unicode61 tokenizer (`chunks_fts`) reads a run of Han, kana or Hangul as one word, so
     no word inside it can be found. The trigram tokenizer indexes every 3-character substring.
@@ -194,26 +215,26 @@ def _trigram_index(store: Store) -> None:
     chunk that was never indexed. Filled here from the existing chunks; the triggers keep it in
     step with `chunks` afterwards (documents rewritten or deleted, brains deleted or rebuilt).
     """
-    store.conn.execute(
+    conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_trigram USING fts5("
         "content, header, content='', contentless_delete=1, tokenize='trigram')"
     )
-    store.conn.execute(
+    conn.execute(
         "CREATE TRIGGER IF NOT EXISTS chunks_trigram_insert AFTER INSERT ON chunks"
         f" WHEN new.content GLOB {_HAS_NO_SPACE_SCRIPT} OR new.header GLOB {_HAS_NO_SPACE_SCRIPT} BEGIN"
         " INSERT INTO chunks_trigram(rowid, content, header) VALUES (new.id, new.content, new.header); END"
     )
-    store.conn.execute(
+    conn.execute(
         "CREATE TRIGGER IF NOT EXISTS chunks_trigram_delete AFTER DELETE ON chunks BEGIN"
         " DELETE FROM chunks_trigram WHERE rowid = old.id; END"
     )
-    store.conn.execute(
+    conn.execute(
         "INSERT INTO chunks_trigram(rowid, content, header) SELECT id, content, header FROM chunks"
         f" WHERE content GLOB {_HAS_NO_SPACE_SCRIPT} OR header GLOB {_HAS_NO_SPACE_SCRIPT}"
     )
 
 
-def _stemmed_keywords(store: Store) -> None:
+def _stemmed_keywords(conn: apsw.Connection) -> None:
     """Step 5: `chunks_fts` with English stemming (FTS5 `porter` over `unicode61`).
 
     A question says "configure" where the text says "configuring" or "configuration"; without
@@ -225,23 +246,53 @@ def _stemmed_keywords(store: Store) -> None:
     refilled from the chunks. `locallens.stemming.porter_stem` is the same stemmer in Python
     (for the PostgreSQL store and for reading this index's vocabulary).
     """
-    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
-    store.conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
-    store.conn.execute("DROP TABLE IF EXISTS chunks_fts")
-    store.conn.execute(
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    conn.execute("DROP TABLE IF EXISTS chunks_fts")
+    conn.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5(content, header, content='chunks', content_rowid='id',"
         " tokenize='porter unicode61 remove_diacritics 2')"
     )
-    store.conn.execute(
+    conn.execute(
         "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
         " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
     )
-    store.conn.execute(
+    conn.execute(
         "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
         " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
         " VALUES ('delete', old.id, old.content, old.header); END"
     )
-    store.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
+def _chunk_locations(conn: apsw.Connection) -> None:
+    """Step 6: where each chunk is in its file: its lines, or its page, slide, sheet, message, cell.
+
+    docs/behaviour.md#locations.
+
+    - `chunks.line_start`, `chunks.line_end`: the chunk's first and last line in the file (1-based,
+      inclusive) for documents whose text keeps the file's lines (plain text, markdown, ...).
+    - `chunks.span_kind`, `chunks.span_label`: otherwise, the part of the file it comes from
+      (`page` and `3`, `slide` and `4`, ...); all four are NULL when it is not known.
+    - `documents.line_offset`: the blank lines before the text (text line 1 is file line
+      `line_offset + 1`); NULL marks a document stored before this step, whose chunks have no
+      location yet.
+
+    The store holds no document text, so the locations of existing chunks are not computed here:
+    the next `index` run reads each such document once, and, when its text is unchanged, aligns
+    the stored chunk texts with it and fills the columns. Nothing is re-chunked or re-embedded.
+    Until then those chunks are cited by their number (`path#chunk-N`), as before.
+    """
+
+    def add(table: str, column: str, definition: str) -> None:
+        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+    add("chunks", "line_start", "INTEGER")
+    add("chunks", "line_end", "INTEGER")
+    add("chunks", "span_kind", "TEXT")
+    add("chunks", "span_label", "TEXT")
+    add("documents", "line_offset", "INTEGER")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -250,6 +301,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "chunk_headers", _chunk_headers),
     Migration(4, "trigram_index", _trigram_index),
     Migration(5, "stemmed_keywords", _stemmed_keywords),
+    Migration(6, "chunk_locations", _chunk_locations),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -259,10 +311,10 @@ def pending(version: int) -> list[Migration]:
     return [step for step in MIGRATIONS if step.version > version]
 
 
-def upgrade(store: Store, version: int) -> list[Migration]:
+def upgrade(conn: apsw.Connection, version: int) -> list[Migration]:
     """Run every step after `version`, in order; the caller holds the write transaction."""
     steps = pending(version)
     for step in steps:
-        step.apply(store)
-        store.conn.execute(f"PRAGMA user_version={step.version}")
+        step.apply(conn)
+        conn.execute(f"PRAGMA user_version={step.version}")
     return steps

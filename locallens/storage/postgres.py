@@ -1,4 +1,4 @@
-"""The PostgreSQL store: the same index as `locallens.store`, in a database a team can share.
+"""The PostgreSQL store: the same index as `storage.sqlite`, in a database a team can share.
 
 Binding: psycopg 3, imported only when a PostgreSQL `--db` is used, so that the SQLite path and
 `locallens --help` never pay for it. The connection is in autocommit mode: reads never leave a
@@ -49,7 +49,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import numpy as np
 
-from locallens.domain import Chunk, Hit
+from locallens.domain import Chunk, Hit, Location
 from locallens.errors import (
     DatabaseAuthError,
     DatabaseUnreachableError,
@@ -60,23 +60,25 @@ from locallens.errors import (
     UsageError,
 )
 from locallens.stemming import porter_stem
-from locallens.storage import DocumentExport, PostgresURL
-from locallens.storage.migrations import NO_SPACE_CLASS
-from locallens.storage.sqlite import (
+from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
     BrainStats,
+    DocumentRecord,
+    PostgresURL,
     StoredDocument,
-    content_hash,
+    location_columns,
+    stored_location,
 )
+from locallens.text import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     import psycopg
 
 SCHEMA = "locallens"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # Key of the transaction-scoped advisory lock under which the schema is created or upgraded, so
 # that two clients opening a new database at the same moment do not both create it ("LLen", 1).
 SCHEMA_LOCK_KEY = 0x4C4C656E_00000001
@@ -140,7 +142,11 @@ _LATIN_FOLD = {
 _LATIN_FOLD = {code: text for code, text in _LATIN_FOLD.items() if text and text != chr(code)}
 # pgvector's binary format of a vector: dimension, an unused int16, then big-endian float4s.
 _VECTOR_HEADER = struct.Struct(">HH")
-_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+_CHUNK_COLUMNS = (
+    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
+    " c.line_start, c.line_end, c.span_kind, c.span_label"
+)
+_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
 _BRAIN_COLUMNS = (
     "id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed, headers, multi_vector"
 )
@@ -148,7 +154,15 @@ _BRAIN_COLUMNS = (
 
 def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
     """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
+    return Chunk(
+        id=row[1],
+        brain=brain.name,
+        relative_path=row[2],
+        chunk_index=row[3],
+        content=row[4],
+        checksum=row[5],
+        location=stored_location(*row[6:10]),
+    )
 
 
 def _vec(brain: Brain) -> str:
@@ -559,9 +573,27 @@ def _step_stemmed_keywords(conn: psycopg.Connection[Any]) -> None:
     conn.execute(f"ANALYZE {SCHEMA}.chunks")
 
 
+def _step_chunk_locations(conn: psycopg.Connection[Any]) -> None:
+    """Step 3: where each chunk is in its file, as SQLite's step 6 `chunk_locations`.
+
+    `chunks.line_start`, `line_end`, `span_kind`, `span_label` (NULL: not known) and
+    `documents.line_offset` (NULL: stored before this step, not located yet). The store holds no
+    document text, so the next `index` run locates the chunks of each unchanged document from
+    its file; nothing is re-embedded (docs/behaviour.md#locations).
+    """
+    for column, kind in (
+        ("line_start", "integer"),
+        ("line_end", "integer"),
+        ("span_kind", "text"),
+        ("span_label", "text"),
+    ):
+        conn.execute(f"ALTER TABLE {SCHEMA}.chunks ADD COLUMN IF NOT EXISTS {column} {kind}")
+    conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS line_offset integer")
+
+
 # Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
 # migrations: a released step is never edited; a change is a new step.
-_STEPS = ((1, _step_tables), (2, _step_stemmed_keywords))
+_STEPS = ((1, _step_tables), (2, _step_stemmed_keywords), (3, _step_chunk_locations))
 assert _STEPS[-1][0] == SCHEMA_VERSION
 
 
@@ -601,6 +633,19 @@ def writer_lock(url: PostgresURL, brain: str, wait: float) -> Iterator[None]:
         yield
     finally:
         conn.close()
+
+
+def open_store(url: PostgresURL, *, create: bool = False) -> PostgresStore:
+    """The PostgreSQL store at `url` (the face's `open_store`); `url.exact` searches exactly."""
+    return PostgresStore(url, create=create, exact=url.exact)
+
+
+@contextlib.contextmanager
+def open_writer(url: PostgresURL, wait: float) -> Iterator[PostgresStore]:
+    """The PostgreSQL store at `url`, its schema created or upgraded if need be. Writers lock per
+    brain (`PostgresStore.writing`), so runs on other brains go on meanwhile; `wait` is theirs."""
+    with PostgresStore(url, create=True) as store:
+        yield store
 
 
 # -- the store --------------------------------------------------------------------------------
@@ -736,6 +781,26 @@ class PostgresStore:
         """One write transaction; any exception (Ctrl-C included) rolls it back."""
         with self._translated(f"writing {self.url}"), self.conn.transaction():
             yield
+
+    def writing(self, brain: str, wait: float) -> contextlib.AbstractContextManager[None]:
+        """The brain's writer lock, across every host (`writer_lock`)."""
+        return writer_lock(self.url, brain, wait)
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read in the block sees one moment: REPEATABLE READ, which blocks no writer."""
+        with self.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
+
+    def sentence_cache_page(self, model: str, after: bytes, limit: int) -> list[tuple[bytes, np.ndarray]]:
+        """Up to `limit` cached sentence vectors of `model`, in hash order, after hash `after`."""
+        rows = self.execute(
+            f"SELECT text_hash, vector FROM {SCHEMA}.sentence_cache WHERE model = %s AND text_hash > %s"
+            " ORDER BY text_hash LIMIT %s",
+            (model, after, limit),
+        )
+        return [(bytes(h), np.frombuffer(bytes(v), dtype=np.float32)) for h, v in rows]
 
     def close(self) -> None:
         self.conn.close()
@@ -874,7 +939,8 @@ class PostgresStore:
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            f"SELECT id, root, relative_path, size, mtime_ns, checksum FROM {SCHEMA}.documents WHERE brain_id = %s",
+            f"SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM {SCHEMA}.documents"
+            " WHERE brain_id = %s",
             (brain.id,),
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
@@ -912,30 +978,38 @@ class PostgresStore:
                 f"UPDATE {SCHEMA}.documents SET size = %s, mtime_ns = %s WHERE id = %s", (size, mtime_ns, doc_id)
             )
 
-    def write_document(
-        self,
-        brain: Brain,
-        *,
-        root: str,
-        relative_path: str,
-        size: int,
-        mtime_ns: int,
-        checksum: str,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray | Sequence[np.ndarray],
-        headers: Sequence[str] | None = None,
-        hashes: Sequence[bytes] | None = None,
-    ) -> None:
-        """Replace one document's chunks, vectors and keyword rows in a single transaction.
+    def chunk_texts(self, doc_id: int) -> list[tuple[int, str]]:
+        """A document's chunks as (row id, text), in order: what `set_locations` locates."""
+        rows = self.execute(
+            f"SELECT id, content FROM {SCHEMA}.chunks WHERE document_id = %s ORDER BY chunk_index, id", (doc_id,)
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
 
-        `vectors[i]` is chunk i's vector, or a (windows, dim) matrix of its window vectors;
-        `headers[i]` its header (keyword-indexed beside its text) and `hashes[i]` the
-        `content_hash` of what was embedded for it (by default, of its text).
-        """
+    def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None:
+        """Store the locations of a document's chunks (by row id) and its line offset, in one transaction."""
+        columns = [location_columns(location) for _, location in locations]
+        with self.transaction():
+            self.conn.execute(
+                f"UPDATE {SCHEMA}.chunks c SET line_start = t.ls, line_end = t.le, span_kind = t.sk, span_label = t.sl"
+                " FROM unnest(%s::bigint[], %s::integer[], %s::integer[], %s::text[], %s::text[])"
+                " AS t(id, ls, le, sk, sl) WHERE c.id = t.id",
+                (
+                    [rowid for rowid, _ in locations],
+                    [c[0] for c in columns],
+                    [c[1] for c in columns],
+                    [c[2] for c in columns],
+                    [c[3] for c in columns],
+                ),
+            )
+            self.conn.execute(f"UPDATE {SCHEMA}.documents SET line_offset = %s WHERE id = %s", (line_offset, doc_id))
+
+    def write_document(self, brain: Brain, doc: DocumentRecord) -> None:
+        """Replace one document's chunks, vectors and keyword rows in a single transaction."""
+        root, relative_path, chunks, vectors = doc.root, doc.relative_path, doc.chunks, doc.vectors
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        headers = headers if headers is not None else [""] * len(chunks)
-        hashes = hashes if hashes is not None else [content_hash(chunk.content) for chunk in chunks]
+        headers, hashes = doc.header_list(), doc.hash_list()
+        size, mtime_ns, checksum = doc.size, doc.mtime_ns, doc.checksum
         windows = [np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32) for vector in vectors]
         self._forget_keyword_stats()
         with self.transaction():
@@ -946,9 +1020,9 @@ class PostgresStore:
             if row is not None:
                 self._delete_document_rows(brain, [row[0]])
             row = self.conn.execute(
-                f"INSERT INTO {SCHEMA}.documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+                f"INSERT INTO {SCHEMA}.documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at,"
+                " line_offset) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset),
             ).fetchone()
             assert row is not None
             doc_id = row[0]
@@ -964,8 +1038,8 @@ class PostgresStore:
             with self.conn.cursor() as cur:
                 cur.executemany(
                     f"INSERT INTO {SCHEMA}.chunks(id, brain_id, document_id, chunk_id, relative_path, chunk_index,"
-                    " content, checksum, content_hash, header, vectors, tsv)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)",
+                    " content, checksum, content_hash, header, vectors, tsv, line_start, line_end, span_kind, span_label)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s, %s, %s, %s)",
                     [
                         (
                             chunk_pk,
@@ -980,6 +1054,7 @@ class PostgresStore:
                             header,
                             len(matrix),
                             tsvector_text(header, chunk.content),
+                            *location_columns(chunk.location),
                         )
                         for chunk_pk, chunk, header, digest, matrix in zip(ids, chunks, headers, hashes, windows)
                     ],
@@ -1025,7 +1100,7 @@ class PostgresStore:
             found.setdefault(chunk_pk, []).append(vector)
         return found
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentExport]:
+    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
         """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
         by root and path: what `locallens copy` writes into another store."""
         for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
@@ -1036,12 +1111,13 @@ class PostgresStore:
             )
             found = self._windows(brain, [row[0] for row in rows])
             vectors = []
+            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
             for row in rows:
                 windows = found.get(row[0], [])
-                if len(windows) != max(int(row[8]), 1):
+                if len(windows) != max(int(row[n + 2]), 1):
                     raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
                 vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
-            yield DocumentExport(
+            yield DocumentRecord(
                 root=doc.root,
                 relative_path=doc.relative_path,
                 size=doc.size,
@@ -1049,8 +1125,9 @@ class PostgresStore:
                 checksum=doc.checksum,
                 chunks=[_chunk(brain, row) for row in rows],
                 vectors=vectors,
-                headers=[row[6] or "" for row in rows],
-                hashes=[bytes(row[7]) for row in rows],
+                headers=[row[n] or "" for row in rows],
+                hashes=[bytes(row[n + 1]) for row in rows],
+                line_offset=doc.line_offset,
             )
 
     # -- vectors ------------------------------------------------------------------------------
@@ -1165,7 +1242,7 @@ class PostgresStore:
             " GROUP BY c.id",
             (vector, [int(i) for i in ids], brain.id),
         )
-        return {row[0]: Hit(_chunk(brain, row), score=1.0 - float(row[6])) for row in rows}
+        return {row[0]: Hit(_chunk(brain, row), score=1.0 - float(row[_N_CHUNK_COLUMNS])) for row in rows}
 
     # -- keywords -----------------------------------------------------------------------------
 

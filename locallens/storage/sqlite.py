@@ -24,23 +24,34 @@ inserted; deleted rows do not shrink the file (`status` reports free pages; `VAC
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import errno
+import fcntl
 import os
 import re
 import time
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from locallens.domain import Chunk, Hit
-from locallens.errors import NoIndexError, StoreError
+from locallens.domain import Chunk, Hit, Location
+from locallens.errors import LockedError, NoIndexError, StoreError
 from locallens.stemming import porter_stem
-from locallens.storage import DocumentExport
-from locallens.storage.migrations import NO_SPACE_CLASS, SCHEMA_VERSION, upgrade
+from locallens.storage.migrations import PARTITIONS, SCHEMA_VERSION, create_vec_table, upgrade
+from locallens.storage.types import (
+    COMMON_WORD_FRACTION,
+    KEYWORD_PRUNE_MIN_CHUNKS,
+    MULTI_VECTOR_OVERFETCH,
+    Brain,
+    BrainStats,
+    DocumentRecord,
+    StoredDocument,
+    location_columns,
+    stored_location,
+)
+from locallens.text import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -48,24 +59,16 @@ if TYPE_CHECKING:
     import apsw
 
 # `PRAGMA application_id` of a locallens database ("LLen"), set when locallens creates it. A
-# database without it is ours only if it has our `meta` and `brains` tables (written by a
-# release before the id existed; it gets the id on its next write). Any other non-empty database
-# belongs to another program and is never modified.
+# database without it is ours only if it has every table and column of the first release and a
+# schema number locallens used (written by a release before the id existed; it gets the id on its
+# next write). Any other non-empty database belongs to another program and is never modified.
 APPLICATION_ID = 0x4C4C656E
 BUSY_TIMEOUT_MS = 30_000
 # Reads go through a memory map: a vector scan then costs ~40% less than through read() calls.
 # SQLite only maps for reading; writes still go through its journal, so nothing can be corrupted.
 MMAP_BYTES = 1 << 30
-PARTITIONS = 4
-# vec0 stores vectors in blocks of this many per partition (sqlite-vec's default is 1024): with
-# 4 partitions, a small brain then preallocates 1,024 vectors, not 4,096. Scan speed is the same.
-VEC_CHUNK_SIZE = 256
 # Below this many vectors one scan takes a few ms, less than starting threads and connections.
 PARALLEL_MIN_VECTORS = 20_000
-# Keyword search leaves out words found in more than this fraction of the chunks, from this many
-# chunks in the database on (see Store._without_common_words).
-COMMON_WORD_FRACTION = 0.2
-KEYWORD_PRUNE_MIN_CHUNKS = 20_000
 # Keyword search in scripts written without spaces (Han, kana, Hangul, Thai) goes through the
 # trigram index `chunks_trigram` (see Store._trigram_search): a run of such characters in a query,
 # and each 2-character piece of it (most Chinese words have two characters) stands for at most
@@ -81,9 +84,6 @@ KEYWORD_RRF_K = 60
 # (`rowid % PARTITIONS`) is the chunk's own.
 WINDOW_SHIFT = 40
 CHUNK_ROWID_MASK = (1 << WINDOW_SHIFT) - 1
-# A multi-vector brain's knn asks the vector table for this many times k rows (each chunk counts
-# once, at its best window), and asks again for more while fewer than k distinct chunks came back.
-MULTI_VECTOR_OVERFETCH = 3
 
 
 def _scalar(conn: apsw.Connection, sql: str) -> Any:
@@ -100,56 +100,24 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def content_hash(text: str) -> bytes:
-    """Key of the embedding reuse: sha256 of the exact text that is embedded."""
-    return hashlib.sha256(text.encode("utf-8")).digest()
-
-
-_CHUNK_COLUMNS = "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum"
+_CHUNK_COLUMNS = (
+    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
+    " c.line_start, c.line_end, c.span_kind, c.span_label"
+)
+_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
 
 
 def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
     """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(id=row[1], brain=brain.name, relative_path=row[2], chunk_index=row[3], content=row[4], checksum=row[5])
-
-
-@dataclass(frozen=True, slots=True)
-class Brain:
-    id: int
-    name: str
-    model: str
-    dim: int
-    chunker: str
-    chunk_size: int
-    chunk_overlap: int
-    created_at: float
-    last_indexed: float | None
-    headers: bool = False  # chunks embedded (and keyword-indexed) with their header
-    multi_vector: bool = False  # long chunks keep one vector per model window
-
-    @property
-    def vec_table(self) -> str:
-        return f"vec_{self.id}"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    id: int
-    root: str
-    relative_path: str
-    size: int
-    mtime_ns: int
-    checksum: str
-
-
-@dataclass(frozen=True, slots=True)
-class BrainStats:
-    brain: Brain
-    roots: list[str]
-    documents: int
-    chunks: int
-    vectors: int
-    fts_rows: int
+    return Chunk(
+        id=row[1],
+        brain=brain.name,
+        relative_path=row[2],
+        chunk_index=row[3],
+        content=row[4],
+        checksum=row[5],
+        location=stored_location(*row[6:10]),
+    )
 
 
 @contextlib.contextmanager
@@ -175,6 +143,31 @@ def _translated(action: str) -> Iterator[None]:
         raise StoreError(f"{action}: I/O error ({exc})") from exc
 
 
+# What every release before the application id wrote (the first migration step's tables and
+# columns): a database without the id is taken as an older locallens one only when it has all of
+# them and a schema number locallens has used. Table names alone (`meta`, `brains`) are common.
+_FIRST_RELEASE_COLUMNS = {
+    "meta": {"key", "value"},
+    "brains": {"id", "name", "model", "dim", "chunker", "chunk_size", "chunk_overlap", "created_at", "last_indexed"},
+    "roots": {"brain_id", "path"},
+    "documents": {"id", "brain_id", "root", "relative_path", "size", "mtime_ns", "checksum", "indexed_at"},
+    "chunks": {"id", "brain_id", "document_id", "chunk_id", "relative_path", "chunk_index", "content", "checksum"},
+}
+
+
+def _is_older_locallens(conn: apsw.Connection, names: set[str]) -> bool:
+    """A database written by a locallens release before the application id (reads only)."""
+    if not set(_FIRST_RELEASE_COLUMNS) <= names or "chunks_fts" not in names:
+        return False
+    if not 1 <= _scalar(conn, "PRAGMA user_version") <= SCHEMA_VERSION:
+        return False
+    for table, columns in _FIRST_RELEASE_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not columns <= have:
+            return False
+    return True
+
+
 def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     """True for a locallens database, False for an empty one; refuses anyone else's database.
 
@@ -187,7 +180,7 @@ def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     if app_id == APPLICATION_ID:
         return True
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if app_id == 0 and {"meta", "brains"} <= names:
+    if app_id == 0 and _is_older_locallens(conn, names):
         return True  # written before locallens set its application id
     if app_id == 0 and not names and _scalar(conn, "PRAGMA user_version") == 0:
         if not create:
@@ -221,6 +214,102 @@ def check_not_foreign(path: Path) -> None:
             _check_ours(conn, path, create=True)
         finally:
             conn.close()
+
+
+@contextlib.contextmanager
+def write_lock(db: Path, wait: float) -> Iterator[None]:
+    """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
+    from locallens.config import PRIVATE_FILE_MODE, make_private_dir
+
+    lock_path = Path(f"{db}.lock")
+    deadline = time.monotonic() + max(wait, 0.0)
+    while True:
+        try:
+            make_private_dir(lock_path.parent)  # a folder it creates is 0700; existing ones stay
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot create the lock file {lock_path}: {exc.strerror}") from exc
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                        raise StoreError(f"cannot lock {lock_path}: {exc.strerror}") from exc
+                    if time.monotonic() >= deadline:
+                        raise LockedError(
+                            f"{db} is being indexed by another run; waited {wait:g}s (raise --wait to wait longer)"
+                        ) from None
+                    time.sleep(0.1)
+        except BaseException:
+            os.close(fd)
+            raise
+        # A failed first run removes the lock file it created while holding it: a lock taken on
+        # that unlinked file locks nothing, so take the one now at the path instead.
+        held = os.fstat(fd)
+        try:
+            current = os.stat(lock_path)
+        except FileNotFoundError:
+            current = None
+        if current is not None and (current.st_dev, current.st_ino) == (held.st_dev, held.st_ino):
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+@contextlib.contextmanager
+def open_writer(db: Path, wait: float) -> Iterator[Store]:
+    """The SQLite store at `db`, opened (created if need be) under its writer lock: one writer
+    per database file, whatever the brain (`Store.writing` then has nothing more to lock).
+
+    Another program's database is refused before any lock file appears. A database this call
+    created that holds no brain when the block fails is removed again, with its WAL files and the
+    lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
+    """
+    check_not_foreign(db)
+    lock_path = Path(f"{db}.lock")
+    lock_existed = lock_path.exists()
+    with write_lock(db, wait):
+        db_existed = db.exists()
+        store: Store | None = None
+        discard = False
+        try:
+            store = Store(db, create=True)
+            yield store
+        except BaseException:
+            discard = not db_existed and (store is None or not _has_brains(store))
+            raise
+        finally:
+            if store is not None:
+                store.close()
+            if discard:
+                _remove_files(db, None if lock_existed else lock_path)
+
+
+def _has_brains(store: Store) -> bool:
+    try:
+        return bool(store.brains())
+    except Exception:
+        return True
+
+
+def _remove_files(db: Path, lock_path: Path | None) -> None:
+    """Delete a database this run created (and its WAL files), and the lock file if it made it."""
+    paths = [db, Path(f"{db}-wal"), Path(f"{db}-shm"), Path(f"{db}-journal")]
+    if lock_path is not None:
+        paths.append(lock_path)  # still locked by us: a waiter notices and takes the new file
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+
+
+def open_store(db: Path, *, create: bool = False) -> Store:
+    """The SQLite store at `db` (the face's `open_store`)."""
+    return Store(db, create=create)
 
 
 class Store:
@@ -360,7 +449,7 @@ class Store:
             with self.transaction():
                 # Again under the write lock: another process may have upgraded it meanwhile.
                 version = _scalar(self.conn, "PRAGMA user_version")
-                steps = upgrade(self, version)
+                steps = upgrade(self.conn, version)
                 self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             if version > 0 and any(step.rewrites_vectors for step in steps):
                 # The upgrade rewrote every vector into the WAL; reads from the WAL are not memory-
@@ -378,6 +467,28 @@ class Store:
                 self.conn.execute("ROLLBACK")
                 raise
             self.conn.execute("COMMIT")
+
+    def writing(self, brain: str, wait: float) -> contextlib.AbstractContextManager[None]:
+        """Nothing to take: `open_writer` holds the file's lock, which covers every brain."""
+        return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Every read in the block sees one moment: a WAL read transaction, which blocks no writer."""
+        self.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                self.execute("ROLLBACK")
+
+    def sentence_cache_page(self, model: str, after: bytes, limit: int) -> list[tuple[bytes, np.ndarray]]:
+        """Up to `limit` cached sentence vectors of `model`, in hash order, after hash `after`."""
+        rows = self.execute(
+            "SELECT text_hash, vector FROM sentence_cache WHERE model = ? AND text_hash > ? ORDER BY text_hash LIMIT ?",
+            (model, after, limit),
+        )
+        return [(bytes(h), np.frombuffer(bytes(v), dtype=np.float32)) for h, v in rows]
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         with _translated(f"reading {self.path}"):
@@ -443,14 +554,8 @@ class Store:
                 (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), int(headers), int(multi_vector)),
             )
             brain_id = self.conn.last_insert_rowid()
-            self._create_vec_table(brain_id, dim)
+            create_vec_table(self.conn, brain_id, dim)
         return self.get_brain(name)
-
-    def _create_vec_table(self, brain_id: int, dim: int) -> None:
-        self.conn.execute(
-            f"CREATE VIRTUAL TABLE vec_{brain_id} USING vec0(part INTEGER PARTITION KEY,"
-            f" embedding float[{dim}] distance_metric=cosine, chunk_size={VEC_CHUNK_SIZE})"
-        )
 
     def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
         with self.transaction():
@@ -489,7 +594,7 @@ class Store:
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            "SELECT id, root, relative_path, size, mtime_ns, checksum FROM documents WHERE brain_id = ?",
+            "SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM documents WHERE brain_id = ?",
             (brain.id,),
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
@@ -524,30 +629,31 @@ class Store:
         with self.transaction():
             self.conn.execute("UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, doc_id))
 
-    def write_document(
-        self,
-        brain: Brain,
-        *,
-        root: str,
-        relative_path: str,
-        size: int,
-        mtime_ns: int,
-        checksum: str,
-        chunks: Sequence[Chunk],
-        vectors: np.ndarray | Sequence[np.ndarray],
-        headers: Sequence[str] | None = None,
-        hashes: Sequence[bytes] | None = None,
-    ) -> None:
-        """Replace one document's chunks, vectors and FTS rows in a single transaction.
+    def chunk_texts(self, doc_id: int) -> list[tuple[int, str]]:
+        """A document's chunks as (row id, text), in order: what `set_locations` locates."""
+        return [
+            (int(r[0]), str(r[1]))
+            for r in self.execute(
+                "SELECT id, content FROM chunks WHERE document_id = ? ORDER BY chunk_index", (doc_id,)
+            )
+        ]
 
-        `vectors[i]` is chunk i's vector, or a (windows, dim) matrix of its window vectors;
-        `headers[i]` its header (keyword-indexed beside its text) and `hashes[i]` the
-        `content_hash` of what was embedded for it (by default, of its text).
-        """
+    def set_locations(self, doc_id: int, line_offset: int, locations: Sequence[tuple[int, Location | None]]) -> None:
+        """Store the locations of a document's chunks (by row id) and its line offset, in one transaction."""
+        with self.transaction():
+            self.conn.executemany(
+                "UPDATE chunks SET line_start = ?, line_end = ?, span_kind = ?, span_label = ? WHERE id = ?",
+                [(*location_columns(location), rowid) for rowid, location in locations],
+            )
+            self.conn.execute("UPDATE documents SET line_offset = ? WHERE id = ?", (line_offset, doc_id))
+
+    def write_document(self, brain: Brain, doc: DocumentRecord) -> None:
+        """Replace one document's chunks, vectors and FTS rows in a single transaction."""
+        root, relative_path, chunks, vectors = doc.root, doc.relative_path, doc.chunks, doc.vectors
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        headers = headers if headers is not None else [""] * len(chunks)
-        hashes = hashes if hashes is not None else [content_hash(chunk.content) for chunk in chunks]
+        headers, hashes = doc.header_list(), doc.hash_list()
+        size, mtime_ns, checksum = doc.size, doc.mtime_ns, doc.checksum
         with self.transaction():
             row = self.conn.execute(
                 "SELECT id FROM documents WHERE brain_id = ? AND root = ? AND relative_path = ?",
@@ -556,16 +662,17 @@ class Store:
             if row is not None:
                 self._delete_document_rows(brain, row[0])
             self.conn.execute(
-                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time()),
+                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at, line_offset)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset),
             )
             doc_id = self.conn.last_insert_rowid()
             for chunk, vector, header, digest in zip(chunks, vectors, headers, hashes, strict=True):
                 windows = np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32)
                 self.conn.execute(
-                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index,"
-                    " content, checksum, content_hash, header, vectors) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO chunks(brain_id, document_id, chunk_id, relative_path, chunk_index, content,"
+                    " checksum, content_hash, header, vectors, line_start, line_end, span_kind, span_label)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         brain.id,
                         doc_id,
@@ -577,6 +684,7 @@ class Store:
                         digest,
                         header,
                         len(windows),
+                        *location_columns(chunk.location),
                     ),
                 )
                 rowid = self.conn.last_insert_rowid()
@@ -609,7 +717,7 @@ class Store:
             for doc_id in doc_ids:
                 self._delete_document_rows(brain, doc_id)
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentExport]:
+    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
         """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
         by root and path: what `locallens copy` writes into another store."""
         for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
@@ -619,7 +727,8 @@ class Store:
                 (doc.id,),
             )
             # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
-            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[8]), 1))] for row in rows}
+            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
+            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
             rowids = [rowid for windows in wanted.values() for rowid in windows]
             found: dict[int, bytes] = {}
             for start in range(0, len(rowids), 500):
@@ -636,7 +745,7 @@ class Store:
                     raise StoreError(f"{self.path}: chunk {row[1]} of {doc.relative_path} has lost its vector")
                 windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted[row[0]]])
                 vectors.append(windows[0] if len(windows) == 1 else windows)
-            yield DocumentExport(
+            yield DocumentRecord(
                 root=doc.root,
                 relative_path=doc.relative_path,
                 size=doc.size,
@@ -644,8 +753,9 @@ class Store:
                 checksum=doc.checksum,
                 chunks=[_chunk(brain, row) for row in rows],
                 vectors=vectors,
-                headers=[row[6] or "" for row in rows],
-                hashes=[bytes(row[7]) for row in rows],
+                headers=[row[n] or "" for row in rows],
+                hashes=[bytes(row[n + 1]) for row in rows],
+                line_offset=doc.line_offset,
             )
 
     # -- vectors ------------------------------------------------------------------------------
@@ -940,7 +1050,7 @@ class Store:
             f" JOIN {brain.vec_table} v ON v.rowid = c.id WHERE c.id IN ({marks})",
             [blob, *ids],
         )
-        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[6])) for r in rows}
+        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[_N_CHUNK_COLUMNS])) for r in rows}
         if brain.multi_vector:
             # A chunk scores as its best window, as in knn().
             extra = [

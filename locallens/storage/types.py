@@ -1,0 +1,165 @@
+"""The storage package's shared types: where an index lives, what a store holds, what it is given.
+
+A leaf of the package (it imports only `locallens.domain`): the face (`locallens.storage`) and
+every backend (`storage.sqlite`, `storage.postgres`) build on it, and the backends never import
+each other or the face.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from locallens.domain import Location
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from locallens.domain import Chunk
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+_URL = re.compile(r"^(postgresql|postgres)://", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresURL:
+    """A PostgreSQL connection URL; `str()` never shows its password."""
+
+    url: str = field(repr=False)
+    exact: bool = False  # search without the HNSW index (`--exact`): exact, slower on large brains
+
+    def __str__(self) -> str:
+        try:
+            parts = urlsplit(self.url)
+        except ValueError:  # malformed (libpq says how); the password is masked all the same
+            masked = re.sub(r"(?i)([?&]password=)[^&#]*", r"\1***", self.url)
+            return re.sub(r"^([^:]+://[^/?#@]*?:)[^/?#@]*@", r"\1***@", masked)
+        netloc = parts.netloc
+        if "@" in netloc:
+            user, _, host = netloc.rpartition("@")
+            if ":" in user:
+                user = user.split(":", 1)[0] + ":***"
+            netloc = f"{user}@{host}"
+        query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+    def __repr__(self) -> str:
+        return f"PostgresURL({str(self)!r})"
+
+
+DbLocation = Path | PostgresURL
+
+
+def parse_db(value: str | Path, *, exact: bool = False) -> DbLocation:
+    """A `--db` value as a location: a PostgreSQL URL, else a path (`~` expanded)."""
+    text = str(value)
+    if _URL.match(text.strip()):
+        return PostgresURL(text.strip(), exact=exact)
+    return Path(text).expanduser()
+
+
+@dataclass(frozen=True, slots=True)
+class Brain:
+    id: int
+    name: str
+    model: str
+    dim: int
+    chunker: str
+    chunk_size: int
+    chunk_overlap: int
+    created_at: float
+    last_indexed: float | None
+    headers: bool = False  # chunks embedded (and keyword-indexed) with their header
+    multi_vector: bool = False  # long chunks keep one vector per model window
+
+    @property
+    def vec_table(self) -> str:
+        return f"vec_{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    id: int
+    root: str
+    relative_path: str
+    size: int
+    mtime_ns: int
+    checksum: str
+    # Blank lines before the text (docs/behaviour.md#locations); None: stored before chunk
+    # locations existed, its chunks not located yet.
+    line_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrainStats:
+    brain: Brain
+    roots: list[str]
+    documents: int
+    chunks: int
+    vectors: int
+    fts_rows: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentRecord:
+    """One document as a store writes it (`write_document`) and reads it back whole
+    (`export_documents`, for `locallens copy`): nothing needs re-embedding.
+
+    `vectors[i]` is chunk i's vector (dim,), or a (windows, dim) matrix of its window vectors;
+    `headers[i]` its header (keyword-indexed beside its text; None: no headers) and `hashes[i]`
+    the `content_hash` of what was embedded for it (None: of its text). Each chunk's `location`
+    is stored with it; `line_offset` is the document's (None: not located yet)."""
+
+    root: str
+    relative_path: str
+    size: int
+    mtime_ns: int
+    checksum: str
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray | Sequence[np.ndarray]
+    headers: Sequence[str] | None = None
+    hashes: Sequence[bytes] | None = None
+    line_offset: int | None = 0
+
+    def header_list(self) -> list[str]:
+        return list(self.headers) if self.headers is not None else [""] * len(self.chunks)
+
+    def hash_list(self) -> list[bytes]:
+        if self.hashes is not None:
+            return list(self.hashes)
+        return [content_hash(chunk.content) for chunk in self.chunks]
+
+
+def stored_location(line_start: Any, line_end: Any, span_kind: Any, span_label: Any) -> Location | None:
+    """A chunk's location from its four columns (all NULL: not known, docs/behaviour.md#locations)."""
+    if line_start is not None:
+        return Location(int(line_start), int(line_end if line_end is not None else line_start))
+    if span_kind:
+        return Location(kind=str(span_kind), label=str(span_label or ""))
+    return None
+
+
+def location_columns(location: Location | None) -> tuple[int | None, int | None, str | None, str | None]:
+    """The four columns of a chunk's location (the inverse of `stored_location`)."""
+    if location is None:
+        return None, None, None, None
+    return location.line_start, location.line_end, location.kind or None, location.label or None
+
+
+def content_hash(text: str) -> bytes:
+    """Key of the embedding reuse: sha256 of the exact text that is embedded."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+# Keyword search leaves out words found in more than this fraction of the chunks, from this many
+# chunks in the database on (see Store._without_common_words).
+COMMON_WORD_FRACTION = 0.2
+KEYWORD_PRUNE_MIN_CHUNKS = 20_000
+# A multi-vector brain's knn asks the vector table for this many times k rows (each chunk counts
+# once, at its best window), and asks again for more while fewer than k distinct chunks came back.
+MULTI_VECTOR_OVERFETCH = 3

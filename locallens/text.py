@@ -1,0 +1,40 @@
+"""Script classes: the Unicode ranges of the scripts locallens treats apart from space-separated
+text, as character-class bodies (`[...]` without the brackets) that both a regular expression
+and SQLite's GLOB accept.
+
+One definition for every station that cares: token estimates (`tokens`), keyword indexing and
+search in both stores (`storage.sqlite`, `storage.postgres`, the SQLite trigram step in
+`storage.migrations`) and the answer check's word keys (`claims.words`). A leaf: imports nothing.
+"""
+
+from __future__ import annotations
+
+THAI = "\u0e00-\u0e7f"
+HANGUL_JAMO = "\u1100-\u11ff"
+HANGUL_COMPATIBILITY_JAMO = "\u3130-\u318f"
+HANGUL_SYLLABLES = "\uac00-\ud7a3"  # the 11,172 precomposed syllables
+HANGUL_BLOCK = "\uac00-\ud7af"  # the syllables block, with its unassigned tail
+KANA = "\u3040-\u30ff"  # hiragana and katakana
+KATAKANA = "\u30a0-\u30ff"
+HALFWIDTH_KATAKANA = "\uff66-\uff9f"
+HAN_UNIFIED = "\u3400-\u4dbf\u4e00-\u9fff"  # extension A and the unified ideographs
+HAN_COMPATIBILITY = "\uf900-\ufaff"
+HAN = HAN_UNIFIED + HAN_COMPATIBILITY
+
+# Scripts written without spaces between words (Thai, Han, kana) or whose words carry their
+# particles (Hangul), in code point order: the SQLite trigram triggers of schema step 4 hold this
+# exact text in their GLOB.
+NO_SPACE_CLASS = (
+    THAI
+    + HANGUL_JAMO
+    + KANA
+    + HANGUL_COMPATIBILITY_JAMO
+    + HAN_UNIFIED
+    + HANGUL_BLOCK
+    + HAN_COMPATIBILITY
+    + HALFWIDTH_KATAKANA
+)
+# Every Hangul character (jamo and the syllables block), for token estimates.
+HANGUL_CLASS = HANGUL_JAMO + HANGUL_COMPATIBILITY_JAMO + HANGUL_BLOCK
+# Chinese, Japanese and Korean characters as the answer check compares them (no Thai, no jamo).
+CJK_CLASS = KANA + HAN + HANGUL_SYLLABLES

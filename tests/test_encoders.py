@@ -1,0 +1,106 @@
+"""Encoders: fp32 and the locally made int8 model; the brain pins the one that made its vectors."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locallens import embedding
+from locallens.errors import UsageError
+
+from .helpers import ROOT
+
+TEXTS = [
+    "Which port does the staging database listen on?",
+    "The staging database listens on port 5433; production uses 5432.",
+    "¿Cuál es la política de vacaciones de la empresa?",
+    "word " * 400,  # several windows
+]
+
+
+def test_the_encoder_is_part_of_the_pinned_model_name() -> None:
+    assert embedding.resolve_model("minilm").name == "all-MiniLM-L6-v2"
+    assert embedding.resolve_model("minilm").encoder == "fp32"
+    spec = embedding.resolve_model("minilm", encoder="int8")
+    assert (spec.name, spec.encoder) == ("all-MiniLM-L6-v2@int8", "int8")
+    # A brain's pin resolves back to the same model and encoder.
+    again = embedding.resolve_model(spec.name)
+    assert (again.name, again.encoder, again.source) == (spec.name, "int8", spec.source)
+    assert embedding.resolve_model("all-MiniLM-L6-v2@fp32").name == "all-MiniLM-L6-v2"
+    assert embedding.encoder_named("all-MiniLM-L6-v2@int8") == "int8"
+    assert embedding.encoder_named("folder@home/model") == ""
+
+
+def test_a_wrong_encoder_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="--encoder must be"):
+        embedding.resolve_model("minilm", encoder="int4")
+    with pytest.raises(UsageError, match="names encoder int8, not fp32"):
+        embedding.resolve_model("minilm@int8", encoder="fp32")
+    with pytest.raises(UsageError, match="on the CPU"):
+        embedding.resolve_model("minilm", encoder="int8", device="cuda")
+
+
+@pytest.mark.slow
+def test_the_int8_model_is_made_once_privately_and_agrees_with_fp32(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from locallens import onnx_encoder
+
+    spec = embedding.resolve_model("minilm", encoder="int8")
+    fp32 = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
+    # Where it is kept: $LOCALLENS_MODELS (the suite shares one folder), else $LOCALLENS_HOME/models.
+    assert onnx_encoder.models_dir() == Path(os.environ["LOCALLENS_MODELS"])
+    monkeypatch.delenv("LOCALLENS_MODELS")
+    assert onnx_encoder.models_dir() == Path(os.environ["LOCALLENS_HOME"]) / "models"
+    monkeypatch.setenv("LOCALLENS_MODELS", str(tmp_path / "models"))
+    int8 = embedding.Embedder(spec)
+    (made,) = (tmp_path / "models").iterdir()
+    assert made.suffix == ".onnx" and onnx_encoder.RECIPE in made.name
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    assert stat.S_IMODE(made.parent.stat().st_mode) == 0o700
+    assert not [p for p in made.parent.iterdir() if p.name.startswith(".build-")]
+    mtime = made.stat().st_mtime_ns
+    assert embedding.Embedder(spec).encoder == "int8" and made.stat().st_mtime_ns == mtime  # made once
+
+    ours, theirs = int8.encode(TEXTS), fp32.encode(TEXTS)
+    assert int8.last_backend == "onnxruntime" and ours.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert (ours * theirs).sum(axis=1).min() > 0.97
+    # Passages read the same windows (with their headers) on both encoders.
+    passages = int8.encode_passages(TEXTS, ["Staging > Database"] * len(TEXTS))
+    reference = fp32.encode_passages(TEXTS, ["Staging > Database"] * len(TEXTS))
+    assert min(float(a[0] @ b[0]) for a, b in zip(passages, reference, strict=True)) > 0.97
+    question = int8.encode_query(TEXTS[0])
+    assert int(np.argmax(ours[1:] @ question)) == 0  # the port sentence answers the port question
+
+
+@pytest.mark.slow
+def test_an_int8_brain_keeps_its_encoder_and_asks_without_torch(tmp_path: Path) -> None:
+    from .helpers import SMALL_DOCS, cli, copy_sample_docs
+
+    docs = copy_sample_docs(tmp_path / "docs", SMALL_DOCS, flat=True)
+    db = tmp_path / "index.db"
+    first = cli("index", str(docs), "--db", str(db), "--encoder", "int8", "--json")
+    assert first.exit_code == 0, first.output
+    assert '"all-MiniLM-L6-v2@int8"' in first.output
+    # Another encoder on the same brain is refused (its vectors were computed the other way)...
+    refused = cli("index", str(docs), "--db", str(db), "--encoder", "fp32")
+    assert refused.exit_code != 0 and "--rebuild" in refused.output
+    # ...while naming the brain's model without an encoder keeps the brain's.
+    same = cli("index", str(docs), "--db", str(db), "--model", "minilm")
+    assert same.exit_code == 0, same.output
+    code = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
+        " if m in sys.modules], file=sys.stderr))\n"
+        "from locallens.cli import main\n"
+        f"sys.argv = ['locallens', 'ask', 'What is the vacation policy?', '--context-only', '--db', {str(db)!r}]\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert "HEAVY []" in out.stderr

@@ -545,6 +545,11 @@ def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool
             f"{report.over_length} chunk(s) are longer than the embedding model's "
             "window and were embedded in windows (whole, not truncated)"
         )
+    if report.located and not quiet:
+        note(
+            f"{'would locate' if report.dry_run else 'located'} the chunks of {report.located} unchanged "
+            "file(s) indexed before chunk locations were stored (nothing re-embedded)"
+        )
     if json_out and watching:
         sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
         sys.stdout.flush()

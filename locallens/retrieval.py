@@ -70,9 +70,6 @@ class TrimSettings:
     threshold: float = DEFAULT_TRIM_THRESHOLD
     min_sentences: int = DEFAULT_MIN_SENTENCES
     window: int = DEFAULT_TRIM_WINDOW
-    # The default threshold gives way to one relative to the best sentence where it cannot
-    # separate (`trim.calibrated_threshold`); a threshold the user gave is kept as it is.
-    calibrate: bool = True
 
 
 def trim_settings_from_env(
@@ -80,7 +77,6 @@ def trim_settings_from_env(
 ) -> TrimSettings:
     """Flag > LOCALLENS_TRIM; --threshold > LOCALLENS_TRIM_THRESHOLD > DEFAULT_TRIM_THRESHOLD."""
     enabled = flag if flag is not None else env_flag("LOCALLENS_TRIM")
-    calibrate = threshold is None and not os.environ.get("LOCALLENS_TRIM_THRESHOLD", "").strip()
     if threshold is None:
         raw = os.environ.get("LOCALLENS_TRIM_THRESHOLD", "").strip()
         try:
@@ -91,9 +87,7 @@ def trim_settings_from_env(
             raise UsageError(f"LOCALLENS_TRIM_THRESHOLD, a cosine similarity, {problem}")
     elif problem := number_problem(threshold, -1.0, 1.0):
         raise UsageError(f"--threshold, a cosine similarity, {problem}")
-    return TrimSettings(
-        enabled=enabled, threshold=threshold, min_sentences=min_sentences, window=window, calibrate=calibrate
-    )
+    return TrimSettings(enabled=enabled, threshold=threshold, min_sentences=min_sentences, window=window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +380,6 @@ def retrieve(
         trim.min_sentences,
         trim.window,
         encode=SentenceEncoder(embedder, store),
-        calibrate=trim.calibrate,
     )
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
@@ -426,13 +419,7 @@ def trim_given_text(
     started = time.perf_counter()
     qvec = embedder.encode_query(query)
     detail = trim_text(
-        qvec,
-        text,
-        settings.threshold,
-        settings.min_sentences,
-        settings.window,
-        encode=SentenceEncoder(embedder, None),
-        calibrate=settings.calibrate,
+        qvec, text, settings.threshold, settings.min_sentences, settings.window, encode=SentenceEncoder(embedder, None)
     )
     before, tik_before = count_context([detail.original])
     after, tik_after = count_context([detail.hit])

@@ -33,7 +33,6 @@ __all__ = [
     "ELLIPSIS",
     "Encode",
     "TrimmedHit",
-    "calibrated_threshold",
     "join_kept",
     "select_sentences",
     "trim_chunks_by_sentence",
@@ -47,22 +46,6 @@ ELLIPSIS = "[...]"  # marks sentences removed between two kept runs
 
 # Embeds a list of texts into an (n, d) array of L2-normalised float vectors.
 Encode = Callable[[list[str]], np.ndarray]
-
-# Where the fixed threshold cannot separate: when at least SEPARATION_SHARE of the sentences of all
-# the hits score at or over it (an English model on Chinese, Japanese or Korean notes scores every
-# sentence over 0.38), the selection keeps the sentences within RELATIVE_MARGIN of the question's
-# best sentence instead (never under the fixed threshold). docs/decisions.md#calibrated-trimming
-SEPARATION_SHARE = 0.95
-RELATIVE_MARGIN = 0.10
-
-
-def calibrated_threshold(scores: Sequence[float], threshold: float) -> float:
-    """`threshold`, or the best score minus RELATIVE_MARGIN when `threshold` keeps nearly all."""
-    values = np.asarray(scores, dtype=np.float64)
-    values = values[~np.isnan(values)]
-    if values.size == 0 or float(np.mean(values >= threshold)) < SEPARATION_SHARE:
-        return threshold
-    return max(threshold, float(values.max()) - RELATIVE_MARGIN)
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,15 +158,12 @@ def trim_chunks_by_sentence(
     window: int = DEFAULT_WINDOW,
     *,
     encode: Encode,
-    calibrate: bool = False,
 ) -> list[TrimmedHit]:
     """Trim every hit's content to its sentences relevant to `query_vec` (docs/behaviour.md#trimming).
 
     `encode` embeds a list of texts into an (n, d) array of L2-normalised vectors; it is called
     exactly once for all the sentences of all the hits (and not at all when there are none).
-    With `calibrate`, a threshold that nearly every sentence passes gives way to one relative to
-    the best sentence (`calibrated_threshold`). The output has one TrimmedHit per input hit, in
-    the same order.
+    The output has one TrimmedHit per input hit, in the same order.
     """
     _validate(threshold, min_sentences, window)
 
@@ -202,8 +182,6 @@ def trim_chunks_by_sentence(
 
     # Steps 2-3: one batch for everything, then cosine scores.
     all_scores = _score_all(query_vec, flat, encode) if flat else np.zeros(0)
-    if calibrate:
-        threshold = calibrated_threshold(all_scores, float(threshold))
 
     results: list[TrimmedHit] = []
     for k, hit in enumerate(hits):
@@ -239,11 +217,8 @@ def trim_text(
     window: int = DEFAULT_WINDOW,
     *,
     encode: Encode,
-    calibrate: bool = False,
 ) -> TrimmedHit:
     """Trim a free text as if it were one retrieved chunk (`locallens trim --text FILE`)."""
     chunk = Chunk(id="text-0", brain="", relative_path="<text>", chunk_index=0, content=text, checksum="")
     hit = Hit(chunk=chunk, score=0.0)
-    return trim_chunks_by_sentence(
-        query_vec, [hit], threshold, min_sentences, window, encode=encode, calibrate=calibrate
-    )[0]
+    return trim_chunks_by_sentence(query_vec, [hit], threshold, min_sentences, window, encode=encode)[0]

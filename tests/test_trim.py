@@ -19,10 +19,7 @@ from locallens.trim import (
     DEFAULT_MIN_SENTENCES,
     DEFAULT_THRESHOLD,
     DEFAULT_WINDOW,
-    RELATIVE_MARGIN,
-    SEPARATION_SHARE,
     TrimmedHit,
-    calibrated_threshold,
     join_kept,
     select_sentences,
     trim_chunks_by_sentence,
@@ -426,47 +423,3 @@ def test_real_minilm_keeps_the_relevant_sentence() -> None:
     assert result.kept == [1]
     assert result.hit.content == f"[Doc: handbook.md]\n{relevant}"
     assert result.scores[1] > DEFAULT_THRESHOLD > max(result.scores[0], *result.scores[2:])
-
-
-# --------------------------------------------------------------------------------------------
-# The calibrated threshold: where the fixed one keeps (nearly) everything
-# --------------------------------------------------------------------------------------------
-
-CJK = ["打印机在三楼的复印室。", "每层都有饮水机。", "会议室需要提前预订。", "周五下午有团队活动。"]
-
-
-def test_a_threshold_every_sentence_passes_gives_way_to_one_relative_to_the_best() -> None:
-    # An English model scores every CJK sentence over 0.38: the fixed threshold keeps them all.
-    scores = dict(zip(CJK, [0.74, 0.55, 0.52, 0.50]))
-    hit = make_hit("".join(CJK))
-    fixed = trim_chunks_by_sentence(QUERY, [hit], DEFAULT_THRESHOLD, 1, 0, encode=FakeEncoder(scores))[0]
-    assert fixed.kept == [0, 1, 2, 3] and not fixed.trimmed
-    calibrated = trim_chunks_by_sentence(
-        QUERY, [hit], DEFAULT_THRESHOLD, 1, 0, encode=FakeEncoder(scores), calibrate=True
-    )[0]
-    assert calibrated.kept == [0] and calibrated.hit.content == CJK[0]
-
-
-def test_where_the_fixed_threshold_separates_it_stays() -> None:
-    scores = dict(zip(CJK, [0.74, 0.20, 0.52, 0.10]))  # half the sentences under 0.38
-    hit = make_hit("".join(CJK))
-    result = trim_chunks_by_sentence(QUERY, [hit], DEFAULT_THRESHOLD, 1, 0, encode=FakeEncoder(scores), calibrate=True)[
-        0
-    ]
-    assert result.kept == [0, 2]
-
-
-@given(
-    st.lists(st.floats(min_value=-1.0, max_value=1.0), min_size=1, max_size=40),
-    st.floats(min_value=-1.0, max_value=1.0),
-)
-def test_the_calibrated_threshold_never_drops_below_the_fixed_one_nor_past_the_best(
-    scores: list[float], threshold: float
-) -> None:
-    value = calibrated_threshold(scores, threshold)
-    passing = sum(s >= threshold for s in scores) / len(scores)
-    if passing < SEPARATION_SHARE:
-        assert value == threshold
-    else:
-        assert value == max(threshold, max(scores) - RELATIVE_MARGIN)
-        assert any(s >= value for s in scores)  # the best sentence always passes

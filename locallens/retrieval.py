@@ -110,8 +110,11 @@ def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
 
     if model in _rerankers:
         return _rerankers[model]
+    from locallens.pull import catalogue_repo
+
     folder = Path(model).expanduser()
-    source = str(folder) if folder.is_dir() else (str(cached_snapshot(model) or ""))
+    hub_id = catalogue_repo(model, "reranker") or model  # a `pull` catalogue name, or a hub id
+    source = str(folder) if folder.is_dir() else (str(cached_snapshot(hub_id) or ""))
     if not source:
         from locallens.errors import ModelUnavailableError
 

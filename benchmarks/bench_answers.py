@@ -1,312 +1,541 @@
-"""Answers a person can trust: fact accuracy, printed-sentence support, citations and refusals.
+"""Answers a person can trust: is the expected fact stated, are unanswerable questions refused.
 
-Two question sets, each with questions whose answer is in no document:
+Question sets (each a corpus and JSONL files; `"answerable": false` marks a question whose answer
+is in no document, the right answer being the refusal):
 - sample: tests/data/questions.jsonl (20) + benchmarks/data/sample_unanswerable.jsonl (12), over
   sample_docs/;
-- pydoc: benchmarks/data/pydoc_questions.jsonl (40 + 12), over the Python language reference
-  topics that ship with every CPython (`pydoc_data`, written out by benchmarks/corpora.py).
-  These questions were written apart from the answer check, and never used to tune it.
+- broad: benchmarks/data/sample_broad.jsonl (24 + 3) over sample_docs/: "what is the leave
+  policy?", "summarize the on-call rotation": answered when the answer is drawn from the
+  expected file (every printed unit cites it);
+- es: benchmarks/data/sample_es_over_en.jsonl (20 + 4), Spanish questions over sample_docs'
+  English notes;
+- pydoc: benchmarks/data/pydoc_questions.jsonl (40 + 12) over the language reference topics that
+  ship with CPython (`pydoc_data`, written out by benchmarks/corpora.py);
+- stdlib: benchmarks/data/stdlib_questions.jsonl (56) over the standard library's manual pages;
+- borg: benchmarks/data/borg_questions.jsonl (40 + 5) over the BorgBackup manual (Debian
+  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only.
 
-Modes, all on the same retrieval (top 5, vector search) and the default models:
-- before: the model's raw answer, printed as it came (what `ask` printed before the check);
-- check: the same generation after the answer check, falling back to the extractive answer when
-  nothing of it is supported (what `ask` prints now);
-- grammar: generation constrained so that every sentence ends with a citation, then the check;
-- extractive: no LLM, the excerpts' most relevant sentences (`ask --extractive`).
+Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
+kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
+answer check, its extractive fallback). Generations are cached in `--workdir` by their prompt, so
+the same prompt is generated once across runs and trees: run this script with PYTHONPATH at an
+older checkout to measure "before" on the very same generations.
 
-Figures per set and mode: fact accuracy (answerable questions whose printed answer states an
-expected answer, `contains_answer`), false refusals (answerable questions refused), citation
-coverage (printed sentences carrying a valid citation), refusals (unanswerable questions answered
-with the plain refusal or exit 4; for `before`, a raw answer that says the excerpts lack it),
-and the claim check's cost per answer. `--dump FILE` writes every printed sentence with its
-evidence, for labelling by hand (precision: the share a person calls backed by the excerpts).
+Figures per set and mode: expected answer stated (answerable questions whose printed answer
+holds an expected answer, `contains_answer`; for broad questions: answered from the expected
+file), false refusals, unanswerable refused, citation coverage, median answer words, and the
+median time of the answer stage. `--dump FILE` writes every printed unit (for labelling by
+hand). `--timing N` times N questions per mode cold (a new `locallens ask` process) and warm.
 
-Generations are cached in `--workdir` (keyed by question and mode), so re-running the check with
-other thresholds costs no generation: `--min-support 0.75 --min-relevance 0.3` studies the check
-alone (without the extractive fallback of `ask`). Delete the folder after changing generation.
+`--fit` fits the unit scorer's weights (locallens/unit_scores.py) on the sample, pydoc and
+stdlib sets' answerable questions and prints each signal's effect (the share of questions whose
+best unit states the answer, with every signal, and with each one left out), and the refusal
+threshold's trade-off on the answerable and unanswerable questions of every set but `borg`.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import re
+import os
 import statistics
+import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import _common as c
-from corpora import write_pydoc_corpus
+from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus
 
 ROOT = c.ROOT
 DATA = Path(__file__).resolve().parent / "data"
-SETS = {
-    "sample": (c.SAMPLE_DOCS, [ROOT / "tests/data/questions.jsonl", DATA / "sample_unanswerable.jsonl"]),
-    "pydoc": (None, [DATA / "pydoc_questions.jsonl"]),
+SETS: dict[str, tuple[str, list[Path]]] = {
+    "sample": ("sample", [ROOT / "tests/data/questions.jsonl", DATA / "sample_unanswerable.jsonl"]),
+    "broad": ("sample", [DATA / "sample_broad.jsonl"]),
+    "es": ("sample", [DATA / "sample_es_over_en.jsonl"]),
+    "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
+    "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
+    "borg": ("borg", [DATA / "borg_questions.jsonl"]),
 }
-MODES = ("before", "check", "grammar", "extractive")
-# How a raw answer says the excerpts lack the answer (only to credit `before` with its refusals).
-_SELF_REFUSAL = re.compile(
-    r"\b(not (?:mentioned|provided|specified|stated|given|found|available|included|in the (?:provided )?(?:source )?excerpts)"
-    r"|no (?:information|mention)|does not (?:say|mention|specify|contain)|do not (?:say|mention|specify|contain)"
-    r"|cannot (?:find|answer)|can't (?:find|answer)|unable to)\b"
-    r"|no (?:se )?(?:menciona|indica|especifica)|no está en",
-    re.I,
-)
+FIT_SETS = ("sample", "pydoc", "stdlib")
+MODES = ("extractive", "default", "passages")
 
 
-@dataclass
-class Row:
-    question: str
-    answerable: bool
-    expected: list[str]
-    printed: str
-    refused: bool
-    sentences: list[dict] = field(default_factory=list)  # printed sentences with evidence
-    check_ms: float | None = None
-
-
-def load_set(name: str) -> list[dict]:
+def load_set(name: str) -> list[dict[str, Any]]:
     rows = []
     for path in SETS[name][1]:
+        if not path.exists():
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip() and not line.lstrip().startswith("#"):
+            if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     return rows
 
 
-def build_index(name: str, workdir: Path) -> Path:
+def corpus_dir(corpus: str, workdir: Path) -> Path:
+    if corpus == "sample":
+        return c.SAMPLE_DOCS
+    if corpus == "pydoc":
+        return write_pydoc_corpus(workdir / "pydoc-corpus")
+    if corpus == "stdlib":
+        dest = workdir / "stdlib-corpus"
+        return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
+    return write_borg_corpus(workdir / "borg-corpus")
+
+
+def build_index(corpus: str, workdir: Path) -> Path:
     from locallens.indexer import IndexRequest, index
 
-    db = workdir / f"{name}.db"
-    docs = SETS[name][0]
-    if docs is None:
-        docs = write_pydoc_corpus(workdir / "pydoc-corpus")
-    index(IndexRequest(paths=[docs], db=db))  # incremental: a second run costs a walk
+    db = workdir / f"{corpus}.db"
+    index(IndexRequest(paths=[corpus_dir(corpus, workdir)], db=db))  # incremental: a second run costs a walk
     return db
 
 
-def raw_sentences(answer: str, n_excerpts: int) -> list[dict]:
-    """The raw answer's sentences with their citations, as `before` printed them."""
-    from locallens.claims import claim_text, move_citations_before_stops
-    from locallens.prompt import parse_citations
-    from locallens.sentences import split_sentences
+class CachedLLM:
+    """A loaded LocalLLM whose generations are kept in a JSONL file keyed by the prompt."""
 
-    out = []
-    for unit in split_sentences(move_citations_before_stops(answer)):
-        if re.search(r"\w", claim_text(unit)):
-            cites = parse_citations(unit, n_excerpts)
-            out.append({"text": unit, "cited": bool(cites.cited), "evidence": None, "score": None})
-    return out
+    def __init__(self, llm: Any, cache: dict[str, dict[str, Any]], path: Path) -> None:
+        self.llm, self.cache, self.path = llm, cache, path
+        self.last_usage = None
+        self.generated = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
+
+    def stream_chat(self, messages: list[Any], *, max_tokens: int, temperature: float = 0.0, grammar: Any = None):  # type: ignore[no-untyped-def]
+        key = hashlib.sha256(
+            json.dumps(
+                [[m.role, m.content] for m in messages] + [max_tokens, temperature, grammar is not None]
+            ).encode()
+        ).hexdigest()
+        item = self.cache.get(key)
+        if item is None:
+            started = time.perf_counter()
+            text = "".join(
+                self.llm.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, grammar=grammar)
+            )
+            usage = self.llm.last_usage
+            item = {
+                "key": key,
+                "text": text,
+                "seconds": time.perf_counter() - started,
+                "prompt_tokens": usage.prompt_tokens if usage else 0,
+                "completion_tokens": usage.completion_tokens if usage else 0,
+            }
+            self.cache[key] = item
+            self.generated += 1
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(item, ensure_ascii=False) + "\n")
+        self.last_usage = SimpleNamespace(
+            prompt_tokens=item["prompt_tokens"],
+            completion_tokens=item["completion_tokens"],
+            cached_tokens=0,
+            prompt_ms=0.0,
+            generate_ms=item["seconds"] * 1000,
+        )
+        yield item["text"]
 
 
-def run(args: argparse.Namespace) -> None:
-    from locallens.answer import checked_answer, generate_grounded
-    from locallens.claims import check_answer
-    from locallens.embedding import load_embedder
-    from locallens.extractive import extractive_answer
-    from locallens.llm import LocalLLM, resolve_llm_path
-    from locallens.retrieval import SentenceEncoder, retrieve
-    from locallens.storage.sqlite import Store
+def cached_models(workdir: Path) -> Any:
+    from locallens.models import WarmModels
+
+    path = workdir / "generations.jsonl"
+    cache: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            cache[item["key"]] = item
+
+    class CachingModels(WarmModels):
+        @contextmanager
+        def llm(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            with super().llm(*args, **kwargs) as llm:
+                yield CachedLLM(llm, cache, path)
+
+    return CachingModels()
+
+
+MAX_TOKENS: int | None = None  # --max-tokens: the answer length asked (None: ask's default)
+
+
+def request_for(question: str, db: Path, mode: str) -> Any:
+    """`mode`: extractive, default, or passages (the default mode prompted with selected passages)."""
+    from locallens.answer import AskRequest
+    from locallens.storage import parse_db
+
+    extra: dict[str, Any] = {"prompt_passages": True} if mode == "passages" else {}
+    if MAX_TOKENS is not None:
+        extra["max_tokens"] = MAX_TOKENS
+    return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def stated(row: dict[str, Any], data: dict[str, Any] | None, set_name: str) -> bool:
+    """The printed answer states the expected answer (for broad questions: drawn from the file)."""
+    from locallens.evaluation.metrics import contains_answer
+
+    if data is None or data.get("refused"):
+        return False
+    if set_name == "broad" or not row.get("answers"):
+        sources = {s["n"]: s["path"] for s in data["sources"]}
+        cited = data.get("citations") or []
+        return bool(cited) and all(sources.get(n) in row.get("files", []) for n in cited)
+    return contains_answer(data.get("answer") or "", row["answers"])
+
+
+def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    from locallens.answer import ask
+    from locallens.errors import NothingFoundError
 
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    cache_path = workdir / "generations.jsonl"
-    cache: dict[str, dict] = {}
-    if cache_path.exists():
-        for line in cache_path.read_text(encoding="utf-8").splitlines():
-            item = json.loads(line)
-            cache[item["key"]] = item
-    llm = None
+    models = cached_models(workdir)
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     dump = []
-    warm_ms: list[float] = []
-    results: dict[tuple[str, str], list[Row]] = {}
-    for set_name in args.sets:
-        db = build_index(set_name, workdir)
-        questions = load_set(set_name)
-        with Store(db, create=False) as store:
-            brain = store.get_brain("default")
-            embedder = load_embedder(brain.model)
-            encode = SentenceEncoder(embedder, store)
-            for q in questions:
-                text = q["question"]
-                answerable = q.get("answerable", True)
-                expected = q.get("answers") or []
-                r = retrieve(store, brain, embedder, text, args.top_k)
-                for mode in args.modes:
-                    if mode == "extractive":
-                        checked = extractive_answer(
-                            text,
-                            r.hits,
-                            r.query_vector,
-                            encode,
-                            max_tokens=args.max_tokens,
-                            **({"min_relevance": args.min_relevance} if args.min_relevance else {}),
-                        )
-                        row = Row(
-                            text,
-                            answerable,
-                            expected,
-                            checked.answer,
-                            checked.refused,
-                            [
-                                {"text": cl.text, "cited": True, "evidence": cl.evidence, "score": cl.relevance}
-                                for cl in checked.claims
-                            ],
-                            checked.check_ms,
-                        )
-                        results.setdefault((set_name, mode), []).append(row)
-                        continue
-                    grammar = mode == "grammar"
-                    key = json.dumps([set_name, text, grammar, args.max_tokens, args.top_k])
-                    if key not in cache:
-                        if llm is None:
-                            llm = LocalLLM(resolve_llm_path(args.llm), n_ctx=4096)
-                        started = time.perf_counter()
-                        gen = generate_grounded(llm, text, r.hits, max_tokens=args.max_tokens, cite_grammar=grammar)
-                        cache[key] = {
-                            "key": key,
-                            "answer": gen.answer,
-                            "kept": len(gen.kept),
-                            "seconds": time.perf_counter() - started,
+    try:
+        for set_name in args.sets:
+            rows = load_set(set_name)
+            if not rows:
+                continue
+            db = build_index(SETS[set_name][0], workdir)
+            for mode in args.modes:
+                out = results.setdefault((set_name, mode), [])
+                for row in rows:
+                    started = time.perf_counter()
+                    try:
+                        data = ask(request_for(row["question"], db, mode), models).as_json()
+                    except NothingFoundError:
+                        data = None
+                    seconds = time.perf_counter() - started
+                    answerable = row.get("answerable", True)
+                    printed = (
+                        [] if data is None or data.get("refused") else [cl for cl in data["claims"] if cl["supported"]]
+                    )
+                    out.append(
+                        {
+                            "question": row["question"],
+                            "answerable": answerable,
+                            "refused": data is None or bool(data.get("refused")),
+                            "stated": answerable and stated(row, data, set_name),
+                            "words": words(data.get("answer") or "") if printed else None,
+                            "printed": len(printed),
+                            "cited": sum(1 for cl in printed if cl["citations"]),
+                            "seconds": seconds,
+                            "answer_ms": (data or {}).get("timings", {}).get("extract_ms")
+                            or (data or {}).get("timings", {}).get("check_ms"),
+                            "prompt_tokens": (data or {}).get("tokens", {}).get("prompt", 0),
+                            "model_supported": sum(
+                                1 for cl in (data or {}).get("claims", []) if cl["supported"] and not cl["extracted"]
+                            ),
+                            "model_sentences": sum(1 for cl in (data or {}).get("claims", []) if not cl["extracted"]),
+                            "fallback": bool((data or {}).get("fallback")),
                         }
-                        with cache_path.open("a", encoding="utf-8") as handle:
-                            handle.write(json.dumps(cache[key], ensure_ascii=False) + "\n")
-                        print(
-                            f"  [{set_name}/{'grammar' if grammar else 'plain'}] {cache[key]['seconds']:.1f}s {text[:60]}",
-                            file=sys.stderr,
-                            flush=True,
+                    )
+                    for cl in printed:
+                        sources = {s["n"]: s for s in data["sources"]}
+                        dump.append(
+                            {
+                                "set": set_name,
+                                "mode": mode,
+                                "question": row["question"],
+                                "answerable": answerable,
+                                "expected": row.get("answers"),
+                                "sentence": cl["text"],
+                                "source": sources[cl["source"]]["content"] if cl.get("source") in sources else None,
+                            }
                         )
-                    item = cache[key]
-                    kept = r.hits[: item["kept"]]
-                    if mode == "before":
-                        answer = item["answer"]
-                        row = Row(
-                            text,
-                            answerable,
-                            expected,
-                            answer,
-                            bool(_SELF_REFUSAL.search(answer)),
-                            raw_sentences(answer, len(kept)),
-                        )
-                    else:
-                        if args.min_support is None and args.min_relevance is None:
-                            checked = checked_answer(
-                                item["answer"], kept, text, r.query_vector, encode, max_tokens=args.max_tokens
-                            )
-                            warm = checked_answer(
-                                item["answer"], kept, text, r.query_vector, encode, max_tokens=args.max_tokens
-                            )
-                            warm_ms.append(warm.check_ms)
-                        else:  # a threshold study: the check alone, without the extractive fallback
-                            checked = check_answer(
-                                item["answer"],
-                                kept,
-                                r.query_vector,
-                                encode,
-                                question=text,
-                                min_support=args.min_support or 0.8,
-                                min_relevance=args.min_relevance or 0.6,
-                            )
-                        printed = [cl for cl in checked.claims if cl.supported] if not checked.refused else []
-                        row = Row(
-                            text,
-                            answerable,
-                            expected,
-                            checked.answer,
-                            checked.refused,
-                            [
-                                {
-                                    "text": cl.text,
-                                    "cited": bool(cl.citations),
-                                    "evidence": cl.evidence,
-                                    "score": cl.score,
-                                    "source_text": kept[cl.source - 1].content if cl.source else None,
-                                }
-                                for cl in printed
-                            ],
-                            checked.check_ms,
-                        )
-                        for cl in checked.claims:
-                            dump.append(
-                                {
-                                    "set": set_name,
-                                    "mode": mode,
-                                    "question": text,
-                                    "answerable": answerable,
-                                    "printed": cl.supported and not checked.refused,
-                                    "sentence": cl.claim,
-                                    "score": round(cl.score, 4),
-                                    "relevance": round(cl.relevance, 4),
-                                    "facts_missing": cl.facts_missing,
-                                    "evidence": cl.evidence,
-                                }
-                            )
-                    results.setdefault((set_name, mode), []).append(row)
-    if llm is not None:
-        llm.close()
+                    if args.verbose:
+                        print(f"  [{set_name}/{mode}] {out[-1]['stated']!s:5} {row['question'][:70]}", file=sys.stderr)
+    finally:
+        models.close()
     if args.dump:
         Path(args.dump).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dump), encoding="utf-8")
-    report(results, args)
-    if warm_ms:
-        print(
-            f"\nanswer check with the sentence cache warm (the same answer checked again): median "
-            f"{statistics.median(warm_ms):.1f} ms, p95 {c.percentile(warm_ms, 95):.1f} ms over {len(warm_ms)} answers"
-        )
+    return results
 
 
-def report(results: dict[tuple[str, str], list[Row]], args: argparse.Namespace) -> None:
-    from locallens.claims import MIN_RELEVANCE, MIN_SUPPORT
-    from locallens.evaluation.metrics import contains_answer
-
-    print(
-        f"\nmin_support {args.min_support or MIN_SUPPORT}, min_relevance {args.min_relevance or MIN_RELEVANCE}, "
-        f"top_k {args.top_k}, max_tokens {args.max_tokens}"
-        + (" (check alone, no extractive fallback)" if args.min_support or args.min_relevance else "")
+def report(results: dict[tuple[str, str], list[dict[str, Any]]], label: str) -> None:
+    header = (
+        f"{'set':<8} {'mode':<10} {'stated':>9} {'false ref.':>10} {'unans. ref.':>11} {'cited':>9} "
+        f"{'words p50':>9} {'ask ms p50':>10} {'answer ms p50':>13} {'model supp.':>11} {'fallback':>8} {'prompt tok':>10}"
     )
-    header = f"{'set':<7} {'mode':<10} {'fact acc.':>10} {'false ref.':>10} {'cited':>12} {'refusals':>9} {'sentences':>9} {'check ms':>9}"
+    print(f"\n{label}")
     print(header)
     print("-" * len(header))
     for (set_name, mode), rows in results.items():
-        answerable = [r for r in rows if r.answerable]
-        unanswerable = [r for r in rows if not r.answerable]
-        correct = sum(1 for r in answerable if not r.refused and contains_answer(r.printed, r.expected))
-        false_refusals = sum(1 for r in answerable if r.refused)
-        printed = [s for r in rows if not r.refused for s in r.sentences]
-        cited = sum(1 for s in printed if s["cited"])
-        refusals = sum(1 for r in unanswerable if r.refused)
-        costs = [r.check_ms for r in rows if r.check_ms is not None]
+        answerable = [r for r in rows if r["answerable"]]
+        unanswerable = [r for r in rows if not r["answerable"]]
+        printed = sum(r["printed"] for r in rows if not r["refused"])
+        cited = sum(r["cited"] for r in rows if not r["refused"])
+        lengths = [r["words"] for r in rows if r["words"] is not None]
+        answer_ms = [r["answer_ms"] for r in rows if r["answer_ms"] is not None]
         print(
-            f"{set_name:<7} {mode:<10} {correct:>4}/{len(answerable):<5} {false_refusals:>4}/{len(answerable):<5} "
-            f"{cited:>5}/{len(printed):<6} {refusals:>3}/{len(unanswerable):<5} {len(printed):>9} "
-            f"{(statistics.median(costs) if costs else float('nan')):>9.1f}"
+            f"{set_name:<8} {mode:<10} {sum(r['stated'] for r in answerable):>4}/{len(answerable):<4} "
+            f"{sum(r['refused'] for r in answerable):>4}/{len(answerable):<5} "
+            f"{sum(r['refused'] for r in unanswerable):>5}/{len(unanswerable):<5} {cited:>4}/{printed:<4} "
+            f"{(statistics.median(lengths) if lengths else 0):>9.0f} "
+            f"{statistics.median(r['seconds'] for r in rows) * 1000:>10.0f} "
+            f"{(statistics.median(answer_ms) if answer_ms else float('nan')):>13.1f} "
+            f"{sum(r.get('model_supported', 0) for r in rows):>4}/{sum(r.get('model_sentences', 0) for r in rows):<6} "
+            f"{sum(r.get('fallback', False) for r in rows):>8} "
+            f"{statistics.median(r.get('prompt_tokens', 0) for r in rows):>10.0f}"
+        )
+
+
+def timing(args: argparse.Namespace) -> None:
+    """Cold (a new `locallens ask` process) and warm (`ask` with the models kept) per mode."""
+    from locallens.answer import ask
+    from locallens.models import WarmModels
+
+    workdir = Path(args.workdir)
+    db = build_index("sample", workdir)
+    questions = [r["question"] for r in load_set("sample") if r.get("answerable", True)][: args.timing]
+    for mode in args.modes:
+        flags = ["--extractive"] if mode == "extractive" else []
+        cold = []
+        for q in questions:
+            started = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "locallens", "ask", q, "--db", str(db), "--quiet", *flags],
+                capture_output=True,
+                env=os.environ,
+                check=False,
+            )
+            cold.append(time.perf_counter() - started)
+        models = WarmModels()
+        warm, answer_ms = [], []
+        try:
+            ask(request_for(questions[0], db, mode), models)  # load once
+            for q in questions:
+                started = time.perf_counter()
+                data = ask(request_for(q, db, mode), models).as_json()
+                warm.append(time.perf_counter() - started)
+                answer_ms.append(data["timings"].get("extract_ms") or data["timings"].get("check_ms") or 0.0)
+        finally:
+            models.close()
+        print(
+            f"timing {mode:<10} cold p50 {statistics.median(cold):.2f} s, warm p50 {statistics.median(warm) * 1000:.0f} ms, "
+            f"answer stage warm p50 {statistics.median(answer_ms):.1f} ms ({len(questions)} questions)"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Fitting the unit scorer
+# --------------------------------------------------------------------------------------------
+
+
+def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per question: its units' feature rows, which units state the answer, and its set."""
+    import numpy as np
+
+    from locallens.answer import ask
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _passage, term_coverage
+    from locallens.models import WarmModels
+    from locallens.retrieval import SentenceEncoder
+    from locallens.storage import open_store
+    from locallens.trim import unit_rows
+    from locallens.unit_scores import features, question_terms
+    from locallens.units import HEADING, answer_units
+
+    workdir = Path(args.workdir)
+    models = WarmModels()
+    out = []
+    for set_name in set_names:
+        rows = load_set(set_name)
+        if not rows:
+            continue
+        db = build_index(SETS[set_name][0], workdir)
+        for row in rows:
+            request = request_for(row["question"], db, "extractive")
+            from dataclasses import replace
+
+            try:
+                result = ask(replace(request, context_only=True), models)
+            except Exception:  # nothing found
+                continue
+            hits = result.sources
+            units = answer_units(hits)
+            if not units:
+                continue
+            with open_store(request.db) as store:
+                embedder = models.embedder(store.get_brain("default").model)
+                encode = SentenceEncoder(embedder, store)
+                vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
+            query = unit_rows(np.asarray(result.retrieval.query_vector, dtype=np.float64).reshape(-1))
+            cos = vectors @ query
+            qt = question_terms(row["question"])
+            x = features(qt, units, cos, [h.chunk.relative_path for h in hits])
+            answers = row.get("answers")
+            y = np.array(
+                [
+                    bool(answers) and contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
+                    for u in units
+                ],
+                dtype=np.float64,
+            )
+            usable = np.array([u.kind != HEADING for u in units])
+            out.append(
+                {
+                    "set": set_name,
+                    "question": row["question"],
+                    "answerable": row.get("answerable", True),
+                    "x": x[usable],
+                    "y": y[usable],
+                    "evidence": [term_coverage(qt, hits), hits[0].score],
+                }
+            )
+    models.close()
+    return out
+
+
+def _fit(x: Any, y: Any, l2: float = 1.0, iterations: int = 50) -> tuple[Any, float]:
+    """Logistic regression by Newton's method with an L2 penalty (the bias unpenalised)."""
+    import numpy as np
+
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    penalty = np.eye(xb.shape[1]) * l2
+    penalty[-1, -1] = 0.0
+    # Positives are rare (a few per question): weigh them up to balance the classes.
+    weight = np.where(y > 0, max(1.0, (len(y) - y.sum()) / max(1.0, y.sum())), 1.0)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        grad = xb.T @ (weight * (p - y)) + penalty @ w
+        hess = (xb * (weight * p * (1 - p))[:, None]).T @ xb + penalty
+        w -= np.linalg.solve(hess, grad)
+    return w[:-1], float(w[-1])
+
+
+def _fit_rank(examples: list[dict[str, Any]], columns: list[int], l2: float = 0.05, steps: int = 400) -> Any:
+    """Weights that rank a question's answering units first: a conditional logit (softmax over
+    each question's units, maximising the probability of its answering ones), L2-penalised."""
+    import numpy as np
+
+    usable = [ex for ex in examples if ex["answerable"] and ex["y"].any()]
+    w = np.zeros(len(columns))
+    lr = 0.5
+    for _ in range(steps):
+        grad = l2 * w
+        for ex in usable:
+            x = ex["x"][:, columns]
+            s = x @ w
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            r = p * ex["y"]
+            r /= r.sum()
+            grad += x.T @ (p - r) / len(usable)
+        w -= lr * grad
+    return w
+
+
+def _top1(examples: list[dict[str, Any]], w: Any, b: float, columns: list[int]) -> float:
+    hits = 0
+    total = 0
+    for ex in examples:
+        if not ex["answerable"] or not ex["y"].any():
+            continue
+        total += 1
+        scores = ex["x"][:, columns] @ w + b
+        hits += bool(ex["y"][int(scores.argmax())])
+    return hits / max(1, total)
+
+
+def fit(args: argparse.Namespace) -> None:
+    import numpy as np
+
+    from locallens.unit_scores import BIAS, FEATURES, WEIGHTS
+
+    fit_sets = tuple(name for name in FIT_SETS if name in args.sets)
+    examples = _examples(args, fit_sets)
+    train = [ex for ex in examples if ex["answerable"]]
+    y = np.concatenate([ex["y"] for ex in train])
+    all_cols = list(range(len(FEATURES)))
+    w = _fit_rank(train, all_cols)
+    b = 0.0
+    reachable = sum(1 for ex in train if ex["y"].any())
+    print(f"\nfit on {len(train)} answerable questions ({reachable} with the answer in some unit), {len(y)} units")
+    print("weights: " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(FEATURES, w)) + f", bias {b:+.2f}")
+    current = np.array([WEIGHTS[n] for n in FEATURES])
+    print(
+        f"best unit states the answer (of questions where some unit does): fitted {_top1(train, w, b, all_cols):.3f}, "
+        f"shipped weights {_top1(train, current, BIAS, all_cols):.3f}, cosine alone {_top1(train, np.array([1.0]), 0.0, [0]):.3f}"
+    )
+    for k, name in enumerate(FEATURES):
+        cols = [j for j in all_cols if j != k]
+        print(f"  without {name:<15} {_top1(train, _fit_rank(train, cols), 0.0, cols):.3f}")
+    # Per set, with the fitted weights (fitting on two sets, testing on the third, too).
+    for held in fit_sets:
+        rest = [ex for ex in train if ex["set"] != held]
+        test = [ex for ex in train if ex["set"] == held]
+        if not rest or not test:
+            continue
+        wh, bh = _fit(np.vstack([ex["x"] for ex in rest]), np.concatenate([ex["y"] for ex in rest]))
+        print(
+            f"  {held:<8} fitted on all {_top1(test, w, b, all_cols):.3f}, fitted without it {_top1(test, wh, bh, all_cols):.3f}"
+        )
+    # The refusal: combined evidence (the best unit's score, the share of the question's key
+    # terms the excerpts hold, the top excerpt's retrieval score) on answerable vs unanswerable.
+    calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
+
+    ev = np.array([[float((ex["x"] @ w).max()), *ex["evidence"]] for ex in calib])
+    target = np.array([1.0 if ex["answerable"] else 0.0 for ex in calib])
+    rw, rb = _fit(ev, target, l2=0.1)
+    print(
+        "\nrefusal evidence weights: best unit " + f"{rw[0]:+.2f}, term coverage {rw[1]:+.2f}, top score {rw[2]:+.2f}, "
+        f"missing terms {rw[3]:+.2f}, best unit's terms {rw[4]:+.2f}, bias {rb:+.2f}"
+    )
+    p = 1 / (1 + np.exp(-(ev @ rw + rb)))
+    print("threshold: answerable refused / unanswerable refused (combined evidence) | (best unit alone)")
+    z = ev[:, 0]
+    for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        zt = np.quantile(z[target == 0], t) if (target == 0).any() else 0.0
+        print(
+            f"  {t:.1f}: {int(((p < t) & (target == 1)).sum()):>3}/{int(target.sum())} "
+            f"{int(((p < t) & (target == 0)).sum()):>3}/{int((1 - target).sum())}"
+            f"   | at the unanswerable {t:.0%} quantile: {int(((z < zt) & (target == 1)).sum()):>3} "
+            f"{int(((z < zt) & (target == 0)).sum()):>3}"
+        )
+    for name in sorted({ex["set"] for ex in calib}):
+        rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
+        print(
+            f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
+            f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}"
         )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="sample,pydoc")
+    parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,borg")
     parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument(
-        "--workdir",
-        default=str(ROOT / ".bench-answers"),
-        help="indexes and cached generations (default .bench-answers/)",
-    )
-    parser.add_argument("--llm", default=None, help="GGUF (default: the packaged SmolLM2)")
-    parser.add_argument("--top-k", type=int, default=5)
-    parser.add_argument("--max-tokens", type=int, default=384)
-    parser.add_argument("--min-support", type=float, default=None)
-    parser.add_argument("--min-relevance", type=float, default=None)
-    parser.add_argument("--dump", default=None, help="write every checked sentence as JSONL")
+    parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"), help="indexes and cached generations")
+    parser.add_argument("--label", default="", help="a name for this run in the report (e.g. before / after)")
+    parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")
+    parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
+    parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
+    parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--max-tokens", type=int, default=None, help="answer length asked (default: ask's)")
     args = parser.parse_args()
     args.sets = args.sets.split(",")
     args.modes = args.modes.split(",")
+    global MAX_TOKENS
+    MAX_TOKENS = args.max_tokens
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("Answer benchmark", quick=False)
-    run(args)
+    if args.fit:
+        fit(args)
+    elif args.timing:
+        timing(args)
+    else:
+        report(run(args), args.label or "answers")
     c.print_end(started)
 
 

@@ -8,148 +8,70 @@ The code, not the (tiny) model, guarantees the promises of a grounded answer:
   a citation of an excerpt that backs it; when none is left, the answer is the excerpts' most
   relevant sentences (`checked_answer`), or the plain refusal when none is relevant enough;
 - the sources are listed whether or not the answer cited them.
-`--extractive` skips the model: the answer is the excerpts' most relevant sentences
-(`locallens.extractive`).
+What happens after retrieval is the answer mode's (`locallens.modes`): `generate` (this
+module's `GenerateMode`, the default), `extractive` (no model: the excerpts' best passage,
+`locallens.extractive`) or `context` (the excerpts only).
 """
 
 from __future__ import annotations
 
-import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from locallens import locations
-from locallens.claims import CheckedAnswer, Encode, check_answer, refusal
+from locallens.claims import CheckedAnswer, Claim
 from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
-from locallens.extractive import extractive_answer
-from locallens.models import Models
-from locallens.prompt import (
-    CITATION_RE,
-    Citations,
-    build_grounded_history,
-    fit_hits_to_context,
-    parse_citations,
+from locallens.extractive import ExtractiveMode
+from locallens.generation import (
+    GenerateMode,
+    Generation,
+    LoopGuard,
+    checked_answer,
+    citation_grammar,
+    generate_grounded,
+    loop_start,
 )
+from locallens.models import Models
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerMode, AnswerOptions, AnswerOutput, ContextMode
 from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, check_question, retrieve
 from locallens.storage import DbLocation, IndexStore, open_store
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
-    from locallens.llm import LocalLLM, Usage
+
+__all__ = [
+    "MODES",
+    "AskRequest",
+    "AskResult",
+    "Generation",
+    "LoopGuard",
+    "answer_with",
+    "ask",
+    "checked_answer",
+    "citation_grammar",
+    "generate_grounded",
+    "get_mode",
+    "loop_start",
+]
+
+# The answer modes by name (`locallens.modes`): a new mode is its module plus one line here.
+MODES: dict[str, Callable[[], AnswerMode]] = {
+    "generate": GenerateMode,
+    "extractive": ExtractiveMode,
+    "context": ContextMode,
+}
 
 
-class LoopGuard:
-    """Stops a generation that has started repeating itself, before the repeat is shown.
-
-    Small models fall into loops ("## 2. The staging database is ... ## 3. The staging database
-    is ...", or "The answer is: [6]" twenty times with a new citation each time) and would fill
-    --max-tokens with them. Lines are compared by a key that ignores markup, numbering and
-    citation markers: a line of some length (`MIN_LINE`) that comes back ends the answer, and a
-    shorter one ends it on its `MAX_SHORT_REPEATS + 1`-th appearance (a short line such as "ok"
-    may legitimately recur once). So does a line that starts the prompt over ("Question:",
-    "Source excerpts:"): the model is writing itself a new question to answer.
-    Text streams as it comes, except a line that so far could be a repeat or such a header: it
-    is held until it differs (then released) or is confirmed (then the answer ends without it).
-    """
-
-    MIN_LINE = 16
-    MAX_SHORT_REPEATS = 2
-    # The headers of the user message in prompt.py, as `_key` reduces them.
-    PROMPT_HEADERS = ("question:", "source excerpts:")
-
-    def __init__(self) -> None:
-        self.seen: dict[str, int] = {}  # line key -> times seen
-        self.line = ""  # the current line so far
-        self.held = ""  # the part of it not yet released
-        self.text = ""  # everything fed so far
-        self.cut_at: int | None = None  # where the answer must end: a loop inside a line starts there
-
-    @staticmethod
-    def _key(line: str) -> str:
-        without_citations = CITATION_RE.sub(" ", line)
-        key = re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", without_citations)
-        return " ".join(key.split()).lower()
-
-    def _repeats(self, key: str) -> bool:
-        """Whether the finished line `key` is one repeat too many."""
-        count = self.seen.get(key, 0)
-        return count >= (1 if len(key) >= self.MIN_LINE else self.MAX_SHORT_REPEATS)
-
-    def feed(self, piece: str) -> tuple[str, bool]:
-        """(text to show now, whether to stop generating).
-
-        A loop inside one line (a sentence said again, or a fragment repeated over and over with
-        no line break) also stops the generation; `cut_at` then says where the answer ends,
-        since part of the loop may have been shown already.
-        """
-        self.text += piece
-        if re.search(r"[\s.!?:;,]", piece) and (cut := loop_start(self.text)) is not None:
-            self.cut_at = cut
-            return "", True
-        out: list[str] = []
-        for part in re.split(r"(\n)", piece):
-            if part == "\n":
-                key = self._key(self.line)
-                if key and self._repeats(key):
-                    self.line = self.held = ""
-                    return "".join(out), True
-                if key:
-                    self.seen[key] = self.seen.get(key, 0) + 1
-                out.append(self.held + "\n")
-                self.line = self.held = ""
-                continue
-            self.line += part
-            self.held += part
-            key = self._key(self.line)
-            if any(key.startswith(header) for header in self.PROMPT_HEADERS):
-                self.line = self.held = ""
-                return "".join(out), True
-            if (
-                key
-                and not any(seen.startswith(key) for seen in self.seen)
-                and not any(header.startswith(key) for header in self.PROMPT_HEADERS)
-            ):
-                out.append(self.held)
-                self.held = ""
-        return "".join(out), False
-
-    def flush(self) -> str:
-        """What is still held when the generation ends by itself."""
-        held, self.line, self.held = self.held, "", ""
-        return held
-
-
-# A fragment of 4-60 characters said four times in a row, with only spaces or light punctuation
-# between: "de la nota de la nota de la nota de la nota", "2024-03-20: 2024-03-20: ...".
-_REPEATED_FRAGMENT = re.compile(r"(?<!\w)(\S.{3,59}?)(?:[\s,;:.]*\1){3,}", re.S)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def loop_start(text: str) -> int | None:
-    """Where `text` starts looping inside its lines, or None.
-
-    The loop is a sentence whose key (as `LoopGuard._key` makes it) came before, at least
-    `LoopGuard.MIN_LINE` long, or a short fragment repeated four times in a row. The text up to
-    the returned offset keeps the first occurrence and drops the repeats.
-    """
-    match = _REPEATED_FRAGMENT.search(text)
-    cut = match.start() + len(match.group(1)) if match else None
-    seen: set[str] = set()
-    start = 0
-    for boundary in _SENTENCE_END.finditer(text + "\n"):
-        key = LoopGuard._key(text[start : boundary.start()])
-        if len(key) >= LoopGuard.MIN_LINE:
-            if key in seen:
-                cut = start if cut is None else min(cut, start)
-                break
-            seen.add(key)
-        start = boundary.end()
-    return cut
+def get_mode(name: str) -> AnswerMode:
+    """The mode registered as `name` (UsageError, exit 2, for an unknown name)."""
+    factory = MODES.get(name)
+    if factory is None:
+        raise UsageError(f"unknown answer mode {name!r}; known: {', '.join(sorted(MODES))}")
+    return factory()
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +97,17 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
+    prompt_passages: bool = False  # generate from the excerpts' best passages instead of whole chunks
+    mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
+
+    @property
+    def mode_name(self) -> str:
+        """The answer mode: `mode`, else `context` / `extractive` from the flags, else the default."""
+        if self.mode:
+            return self.mode
+        if self.context_only:
+            return "context"
+        return "extractive" if self.extractive else DEFAULT_MODE
 
 
 @dataclass(slots=True)
@@ -194,6 +127,19 @@ class AskResult:
     stopped_looping: bool = False  # generation ended early because the model repeated itself
     show_unsupported: bool = False  # as asked: decides the notices' wording
 
+    def apply(self, out: AnswerOutput) -> None:
+        """Take in what the answer mode gave back."""
+        self.checked = out.checked
+        if out.sources is not None:
+            self.sources = out.sources
+        self.dropped = out.dropped
+        self.stopped_looping = out.stopped_looping
+        self.invalid_citations = out.invalid_citations
+        self.prompt_tokens, self.completion_tokens = out.prompt_tokens, out.completion_tokens
+        self.cached_tokens = out.cached_tokens
+        self.timings.update(out.timings)
+        self.models.update(out.models)
+
     @property
     def answer(self) -> str | None:
         """What is printed as the answer (None for --context-only)."""
@@ -204,10 +150,10 @@ class AskResult:
         """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
         return self.checked is not None and self.checked.refused
 
-    def _claim_json(self, claim: Any) -> dict[str, Any]:
+    def _claim_json(self, claim: Claim) -> dict[str, Any]:
         """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""
         out: dict[str, Any] = claim.as_json()
-        source = getattr(claim, "source", None)
+        source = claim.source
         if source is None or not 1 <= source <= len(self.sources):
             return {**out, "excerpt_span": None, "line_start": None, "line_end": None}
         hit = self.sources[source - 1]
@@ -222,6 +168,7 @@ class AskResult:
             out["answer"] = checked.answer
             out["mode"] = "extractive" if checked.fallback else self.mode
             out["fallback"] = checked.fallback
+            out["summary"] = checked.summary  # a broad question, answered with a summary
             out["refused"] = checked.refused
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
@@ -295,107 +242,6 @@ def _retrieve(
     return result, embedder, timings
 
 
-@dataclass(slots=True)
-class Generation:
-    kept: list[Hit]  # the excerpts sent, numbered from 1
-    dropped: list[Hit]  # lowest-ranked excerpts that did not fit the context
-    answer: str
-    citations: Citations
-    stopped_looping: bool
-    usage: Usage | None
-
-
-def citation_grammar(n_excerpts: int) -> str:
-    """A GBNF grammar for answers whose every sentence ends with a citation `[n]`, n in 1..k.
-
-    A sentence is any run of text without brackets or line breaks; after its citation comes an
-    optional full stop, then a space or a line break and the next sentence, or the end.
-    """
-    numbers = " | ".join(f'"{n}"' for n in range(1, max(1, n_excerpts) + 1))
-    return (
-        "root ::= sentence (sep sentence)*\n"
-        'sentence ::= [^\\[\\]\\n]+ "[" cite "]" "."?\n'
-        f"cite ::= {numbers}\n"
-        'sep ::= " " | "\\n" | "\\n\\n"\n'
-    )
-
-
-def generate_grounded(
-    llm: LocalLLM,
-    question: str,
-    hits: list[Hit],
-    *,
-    max_tokens: int,
-    temperature: float = 0.0,
-    cite_grammar: bool = False,
-) -> Generation:
-    """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
-
-    The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
-    excerpts the model is never called. With `cite_grammar`, sampling is constrained by
-    `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
-    """
-    kept, dropped = fit_hits_to_context(
-        question, hits, count_prompt_tokens=llm.count_prompt_tokens, n_ctx=llm.n_ctx, max_tokens=max_tokens
-    )
-    pieces: list[str] = []
-    guard = LoopGuard()
-    looping = False
-    grammar = llm.compile_grammar(citation_grammar(len(kept))) if cite_grammar else None
-    stream = llm.stream_chat(
-        build_grounded_history(question, kept), max_tokens=max_tokens, temperature=temperature, grammar=grammar
-    )
-    for piece in stream:
-        shown, looping = guard.feed(piece)
-        pieces.append(shown)
-        if looping:
-            stream.close()  # ends generation; usage is still recorded
-            break
-    if not looping:
-        pieces.append(guard.flush())
-    answer = (guard.text[: guard.cut_at] if guard.cut_at is not None else "".join(pieces)).strip()
-    return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
-
-
-def checked_answer(
-    model_answer: str,
-    kept: list[Hit],
-    question: str,
-    question_vector: np.ndarray,
-    encode: Encode,
-    *,
-    max_tokens: int,
-    show_unsupported: bool = False,
-) -> CheckedAnswer:
-    """The model's answer after the check; when none of it is left, the extractive answer.
-
-    A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
-    been shown excerpts that may hold the answer: rather than refuse, the answer is then the
-    excerpts' most relevant sentences, if any reaches `MIN_RELEVANCE`, else the plain refusal.
-    Its claims are the model's (all withheld) followed by the extracted ones (all printed).
-    """
-    checked = check_answer(
-        model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
-    )
-    if not checked.refused:
-        return checked
-    extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
-    if extracted.refused:
-        return checked
-    answer = extracted.answer
-    if show_unsupported:  # the model's sentences follow, marked, as after a refusal
-        answer += checked.answer.removeprefix(refusal(question))
-    return CheckedAnswer(
-        raw=model_answer,
-        claims=checked.claims + extracted.claims,
-        answer=answer,
-        withheld=checked.withheld,
-        refused=False,
-        check_ms=checked.check_ms + extracted.check_ms,
-        fallback=True,
-    )
-
-
 def ask(request: AskRequest, models: Models | None = None) -> AskResult:
     """Answer `request.question` from the brain, every printed sentence checked and cited.
 
@@ -412,8 +258,8 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
         raise UsageError(f"--max-tokens must be at least 1 (got {request.max_tokens})")
     # Before any model loads: a question that can never fit is refused in milliseconds, not after
     # it has been embedded. The LLM's context only matters when the LLM will read the question.
-    generates = not (request.context_only or request.extractive)
-    check_question(question, n_ctx=request.n_ctx if generates else 0)
+    mode = get_mode(request.mode_name)
+    check_question(question, n_ctx=request.n_ctx if mode.uses_llm else 0)
     with open_store(request.db) as store:
         retrieval, embedder, timings = _retrieve(request, store, models)
         if not retrieval.hits:
@@ -431,59 +277,48 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
                 "llm": None,
                 **({"reranker": request.rerank.model} if request.rerank else {}),
             },
+            mode=mode.name,
         )
-        if request.context_only:
+        if mode.name == "context":
             return result
-        encode = SentenceEncoder(embedder, store)
         question_vector = retrieval.query_vector
         if question_vector is None:  # retrieve() always sets it; a caller's own result may not
             question_vector = embedder.encode_query(question)
-        if request.extractive:
-            result.mode = "extractive"
-            result.checked = extractive_answer(
-                question, retrieval.hits, question_vector, encode, max_tokens=request.max_tokens
-            )
-            result.timings["extract_ms"] = result.checked.check_ms
-            return result
-
-        gen = _generate(request, question, retrieval.hits, result, models)
-        result.sources, result.dropped = gen.kept, gen.dropped
-        result.stopped_looping = gen.stopped_looping
-        result.invalid_citations = gen.citations.invalid
-        result.checked = checked_answer(
-            gen.answer,
-            gen.kept,
+        given = AnswerInput(
             question,
+            retrieval.hits,
             question_vector,
-            encode,
-            max_tokens=request.max_tokens,
-            show_unsupported=request.show_unsupported,
+            SentenceEncoder(embedder, store),
+            models,
+            _options(request),
         )
-        result.timings["check_ms"] = result.checked.check_ms
+        result.apply(mode.answer(given))
     return result
 
 
-def _generate(request: AskRequest, question: str, hits: list[Hit], result: AskResult, models: Models) -> Generation:
-    """Generate with the GGUF `request` names (or the packaged one) and record usage."""
-    started = time.perf_counter()
-    with models.llm(
-        request.llm, n_ctx=request.n_ctx, gpu_layers=request.gpu_layers, seed=request.seed, threads=request.threads
-    ) as llm:
-        # Loading the GGUF (cold), or waiting for the warm model's previous generation to end.
-        result.timings["llm_load_ms"] = (time.perf_counter() - started) * 1000
-        result.models["llm"] = llm.model_name
-        gen = generate_grounded(
-            llm,
-            question,
-            hits,
-            max_tokens=request.max_tokens,
-            temperature=request.temperature,
-            cite_grammar=request.cite_grammar,
-        )
-    usage = gen.usage
-    if usage is not None:
-        result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
-        result.cached_tokens = usage.cached_tokens
-        result.timings["prompt_ms"] = usage.prompt_ms
-        result.timings["generate_ms"] = usage.generate_ms
-    return gen
+def _options(request: AskRequest) -> AnswerOptions:
+    return AnswerOptions(
+        llm=request.llm,
+        max_tokens=request.max_tokens,
+        temperature=request.temperature,
+        n_ctx=request.n_ctx,
+        gpu_layers=request.gpu_layers,
+        threads=request.threads,
+        seed=request.seed,
+        show_unsupported=request.show_unsupported,
+        cite_grammar=request.cite_grammar,
+        prompt_passages=request.prompt_passages,
+    )
+
+
+def answer_with(mode_name: str, given: AnswerInput) -> AskResult:
+    """Answer from excerpts already retrieved, with the mode `mode_name`: what `ask` does after
+    retrieval, for callers that retrieve themselves (`eval --answers`)."""
+    mode = get_mode(mode_name)
+    retrieval = RetrievalResult(
+        hits=list(given.hits), tokens_before=0, tokens_in_context=0, tiktoken_before=0, tiktoken_in_context=0
+    )
+    result = AskResult(question=given.question, retrieval=retrieval, sources=list(given.hits), mode=mode.name)
+    result.show_unsupported = given.options.show_unsupported
+    result.apply(mode.answer(given))
+    return result

@@ -688,7 +688,8 @@ def _print_answer(
 ) -> None:
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
     answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
-    (`show.remember_answer`), for the terminal's hyperlinks."""
+    (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
     from locallens.show import cited_lines
 
     if data.get("dropped") and not quiet:
@@ -696,15 +697,22 @@ def _print_answer(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
             + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    if data.get("stopped_looping") and not quiet:
-        warn("the model started repeating itself (or its prompt); its answer was cut there")
     for line in data.get("notices", []) if not quiet else []:
         note(line)
     if json_out:
         print_json(data)
         return
     out = stdout_console()
-    out.print(clean(data.get("answer") or "", multiline=True), markup=False)
+    answer = data.get("answer") or ""
+    units = [c for c in data.get("claims", []) if c.get("extracted")]
+    if out.is_terminal and not data.get("refused") and answer == "\n".join(c["text"] for c in units):
+        # On a terminal the unit that answers is emphasised; what is printed stays the same text.
+        for unit in units:
+            out.print(
+                clean(unit["text"], multiline=True), markup=False, style="bold" if unit.get("answering") else None
+            )
+    else:
+        out.print(clean(answer, multiline=True), markup=False)
     if data.get("trimmed"):
         tokens = data["tokens"]
         out.print(
@@ -979,6 +987,7 @@ def _service(
     device: str,
     hybrid: bool,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    readable_dirs: tuple[Path, ...] = (),
 ) -> Any:
     from locallens.service import Service, ServiceSettings
 
@@ -993,6 +1002,7 @@ def _service(
             device=device,
             hybrid=hybrid,
             max_tokens=max_tokens,
+            readable_dirs=readable_dirs,
         )
     )
 
@@ -1054,6 +1064,13 @@ def mcp(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
+    allow_read: list[Path] = typer.Option(
+        [],
+        "--allow-read",
+        help="A folder whose questions files eval_retrieval may read, besides the brain's roots (repeatable).",
+        metavar="DIR",
+        show_default=False,
+    ),
 ) -> None:
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
@@ -1061,7 +1078,11 @@ def mcp(
         from locallens.http_api import check_bind
         from locallens.mcp_server import serve_http, serve_stdio
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        for folder in allow_read:
+            if not folder.expanduser().is_dir():
+                raise UsageError(f"--allow-read {folder}: not a folder")
+        readable = tuple(folder.expanduser().resolve() for folder in allow_read)
+        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)

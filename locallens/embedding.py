@@ -12,8 +12,9 @@ The brain pins the resolved *name* (not a path that depends on the venv), so lat
 same model and never switch silently.
 
 Resolution never hangs offline: `HF_HUB_OFFLINE=1` is set before the hub stack is imported unless
-the user named a hub model that is not cached; then short hub timeouts apply and a failure is
-ModelUnavailableError (exit 6) naming the model and the cache folder searched.
+the user named a hub model that is not cached; then every hub request has connect and read
+timeouts (`locallens.hub`) and a failure is ModelUnavailableError (exit 6) naming the model and
+the cache folder searched. `index` downloads a named model before it takes the writer lock.
 """
 
 from __future__ import annotations
@@ -159,22 +160,15 @@ def _resolve_base(requested: str) -> ModelSpec:
     return ModelSpec(canonical, canonical, _query_prefix(canonical), offline=False)
 
 
-def _probe_hub(spec: ModelSpec, timeout: float = 3.0) -> None:
-    """Fail in seconds, naming the model and the cache searched, when the hub is unreachable."""
-    import socket
-    from urllib.parse import urlsplit
+def _probe_hub(spec: ModelSpec) -> None:
+    """Fail in seconds, naming the model and the cache searched, when the hub does not answer."""
+    from locallens.hub import probe
 
-    endpoint = os.environ.get("HF_ENDPOINT") or "https://" + "huggingface.co"
-    parts = urlsplit(endpoint)
-    host, port = parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as exc:
-        raise ModelUnavailableError(
-            f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()} and the "
-            f"model hub ({host}) cannot be reached to download it ({exc.__class__.__name__}); use "
-            f"--model auto for the packaged model, or copy the model folder here and pass its path"
-        ) from None
+    probe(
+        spec.source,
+        f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()}",
+        "use --model auto for the packaged model, or copy the model folder here and pass its path",
+    )
 
 
 def pick_device(device: str) -> str:
@@ -548,12 +542,15 @@ def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransfor
     if spec.offline:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
     else:
-        # An explicit opt-in to the hub: allowed to try, never allowed to hang. The hub
-        # client retries file by file with long timeouts; one quick probe answers first.
+        # An explicit opt-in to the hub: allowed to try, never allowed to hang. One quick probe
+        # answers first; then every request of the hub client has connect and read timeouts.
+        from locallens.hub import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, bounded_client
+
         _probe_hub(spec)
         os.environ.pop("HF_HUB_OFFLINE", None)
-        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", "10")
-        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", "30")
+        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{CONNECT_TIMEOUT_S:g}")
+        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{READ_TIMEOUT_S:g}")
+        bounded_client()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import logging

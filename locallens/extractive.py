@@ -1,47 +1,308 @@
-"""`ask --extractive`: an answer made of the excerpts' own sentences, with no language model.
+"""`ask --extractive` and the default mode's fallback: a short cited passage of the excerpts.
 
-The sentences of the retrieved excerpts are scored against the question exactly as the trimmer
-scores them (cosine similarity with the question vector, window 0, through the sentence cache),
-and the most relevant ones are printed in relevance order, each with the number of its excerpt.
-Every printed sentence is an excerpt's sentence, so every one is supported and cited by
-construction. It is instant and deterministic: for scripts, cron and machines without the LLM.
+No language model. The excerpts are cut into answer units (`locallens.units`: sentences, list
+items, table rows, code blocks, definitions with their term, a setup line with the block it
+introduces), each unit is scored against the question (`locallens.unit_scores`: the embedder's
+cosine through the sentence cache, key-term overlap, the kind of answer asked for, what
+introduces it, the excerpt's rank), and the answer is built from the best ones:
 
-Selection: sentences scoring at least `min_relevance` and within `margin` of the best one, no
-heading or decoration, no sentence twice (overlapping chunks repeat sentences), at most
-`max_sentences` and `max_tokens` tokens (the first one always fits). When no sentence reaches
-`min_relevance`, the answer is the plain refusal: the excerpts do not answer the question.
+- a specific question gets a passage: the best unit with what belongs to it (a table row with its
+  header row, a block with the line that introduces it, the block a setup line introduces), then
+  the next best unit if it scores within `MARGIN` of the best, within `passage_tokens`;
+- a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
+  whose topic names a document or a section among the excerpts gets an extractive summary of it:
+  its lead and its most central units, in document order (`is_broad`, `summary_units`);
+- otherwise, when the best unit scores below `MIN_ANSWER_SCORE`, the plain refusal.
+
+Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
+the number of its excerpt, so every one is supported and cited by construction.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from locallens.claims import (
-    MIN_RELEVANCE,
-    CheckedAnswer,
-    Claim,
-    Encode,
-    claim_text,
-    excerpt_sentences,
-    refusal,
-    with_citations,
-)
-from locallens.config import DEFAULT_MAX_TOKENS
+from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, refusal, with_citations
 from locallens.domain import Hit
+from locallens.modes import AnswerInput, AnswerOutput
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
+from locallens.unit_scores import BIAS, QuestionTerms, combine, features, is_context_only, key_terms, question_terms
+from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 
-# Measured on the sample questions (benchmarks/bench_answers.py): 2 and 3 sentences state the
-# expected answer equally often (16 of 20), 1 sentence in 12 of 20; the shorter answer wins.
-DEFAULT_MAX_SENTENCES = 2
-DEFAULT_MARGIN = 0.15
+# Measured on the sample, pydoc and Spanish sets (benchmarks/bench_answers.py --fit;
+# docs/benchmarks.md#answer-units).
+# Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
+# score, before the logistic), the share of the question's key terms the excerpts hold, and the
+# top excerpt's retrieval score; a logistic fitted on answerable and unanswerable questions.
+EVIDENCE_WEIGHTS = {"best_unit": 0.64, "term_coverage": 0.54, "top_score": 7.39}
+EVIDENCE_BIAS = -4.78
+MIN_EVIDENCE = 0.5  # below this, the plain refusal
+# ... and so when the excerpts hold less than this share of the question's key terms, whatever the
+# units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
+MIN_TERM_COVERAGE = 0.2
+MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
+MARGIN = 0.15  # ... and when it scores within this of the best
+DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
+SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
+# A broad question is answered with a summary when this share of its topic's key terms names
+# the document (its path) or a section (a heading) among the excerpts.
+MIN_TOPIC_MATCH = 0.5
+
+_BROAD = re.compile(
+    r"^\s*(?:"
+    r"(?:please\s+)?(?:summari[sz]e|sum up|give (?:me )?(?:an? )?(?:overview|summary|rundown) of|"
+    r"(?:an? )?(?:overview|summary) of|tell me (?:about|more about)|explain|describe)\s+(?P<a>.+?)"
+    r"|what (?:is|are|'s) (?:in )?(?P<b>.+?)"
+    r"|what does (?:the )?(?:note|doc|document|page|file|policy|section|guide|runbook)?\s*(?:on|about|for)?\s*(?P<c>.+?) say"
+    r"|(?:resume|resumen de|res[uú]meme|h[aá]blame (?:de|del|sobre)|cu[eé]ntame (?:de|sobre)|expl[ií]came)\s+(?P<d>.+?)"
+    r"|qu[eé] (?:es|son) (?P<e>.+?)"
+    r"|qu[eé] dice (?:la nota|el documento|la p[aá]gina|la gu[ií]a|la pol[ií]tica)?\s*(?:sobre|de|del)?\s*(?P<f>.+?)"
+    r")\s*[?.!]*\s*$",
+    re.I,
+)
+# "What is X" asks for one fact, not a summary, when X names a kind of fact.
+_SPECIFIC = re.compile(
+    r"\b(?:ports?|versions?|default|limits?|number|address|ip|dates?|time|size|price|cost|name|path|command|"
+    r"url|password|value|deadline|puerto|versión|fecha|hora|precio|nombre|comando|valor)\b",
+    re.I,
+)
+# Words that name the kind of text, not its topic.
+_GENERIC_WORDS = "note notes doc docs document page file section guide overview summary policy nota documento"
+_GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
 
 
-def _is_heading(sentence: str) -> bool:
-    return sentence.lstrip().startswith("#")
+def is_broad(question: str) -> str | None:
+    """The topic of a broad question ("summarize the on-call rotation" -> "the on-call rotation"),
+    or None for a specific one. "What is X" is broad only when X is short (at most four words)."""
+    match = _BROAD.match(question.strip().lstrip("¿¡"))
+    if match is None:
+        return None
+    topic = next(g for g in match.groups() if g is not None)
+    if (match.group("b") or match.group("e")) and (len(topic.split()) > 4 or _SPECIFIC.search(topic)):
+        return None  # "what is the default port?" asks for one fact
+    return topic
+
+
+@dataclass(slots=True)
+class Scored:
+    units: list[Unit]
+    scores: np.ndarray  # probability that the unit states the answer
+    cosines: np.ndarray
+    vectors: np.ndarray
+
+
+def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray, encode: Encode) -> Scored:
+    """Every answer unit of `hits` with its score (see `locallens.unit_scores`)."""
+    units = answer_units(hits)
+    if not units:
+        empty = np.zeros(0)
+        return Scored([], empty, empty, np.zeros((0, len(question_vector))))
+    vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
+    query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(-1))
+    cosines = vectors @ query
+    rows = features(question_terms(question), units, cosines, [h.chunk.relative_path for h in hits])
+    scores = combine(rows)
+    for i, unit in enumerate(units):
+        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * DEFAULT_PASSAGE_TOKENS:
+            scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
+    return Scored(units, scores, cosines, vectors)
+
+
+def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
+    """The share of the question's key terms that the excerpts hold."""
+    if not question.terms:
+        return 1.0
+    held = key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
+    return len(question.terms & held) / len(question.terms)
+
+
+def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored) -> float:
+    """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
+    if not scored.units or not hits:
+        return 0.0
+    coverage = term_coverage(question_terms(question), hits)
+    if coverage < MIN_TERM_COVERAGE:
+        return 0.0
+    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
+    z = (
+        EVIDENCE_WEIGHTS["best_unit"] * best
+        + EVIDENCE_WEIGHTS["term_coverage"] * coverage
+        + EVIDENCE_WEIGHTS["top_score"] * hits[0].score
+        + EVIDENCE_BIAS
+    )
+    return float(1 / (1 + np.exp(-z)))
+
+
+def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
+    """`best` with what belongs to it: its setup line or header row before it, the block a setup
+    line introduces after it."""
+    same = {u.index: u for u in units if u.excerpt == best.excerpt}
+    out: list[Unit] = []
+    linked_units = [same[j] for j in (best.setup, best.header) if j is not None and j in same]
+    if best.term and best.setup is None:
+        # A description's later sentence: its term line, when the excerpt holds it.
+        linked_units += [u for u in same.values() if u.index < best.index and u.text == best.term][-1:]
+    out.extend(linked_units)
+    out.append(best)
+    nxt = same.get(best.index + 1)
+    if nxt is not None and nxt.setup == best.index and nxt.kind in INTRODUCED:
+        out.append(nxt)
+    return out
+
+
+_FLAG_START = re.compile(r"-{1,2}\w")
+
+
+def _plain(unit: Unit) -> str:
+    """The unit's text as printed: code as it is; otherwise on one line, without list or table
+    markup (a term that is a flag, `--compression::`, keeps its dashes)."""
+    if unit.kind == CODE:
+        return unit.text
+    if _FLAG_START.match(unit.text):
+        return " ".join(unit.text.split())
+    return claim_text(unit.text)
+
+
+def _printed(unit: Unit) -> str:
+    """How a unit is printed with its citation: a code block keeps its lines, the citation after."""
+    if unit.kind == CODE:
+        return f"{unit.text}\n[{unit.excerpt}]"
+    return with_citations(_plain(unit), set(), unit.excerpt)
+
+
+def _claim(unit: Unit, score: float, answering: bool) -> Claim:
+    return Claim(
+        written=unit.text,
+        text=_printed(unit),
+        claim=_plain(unit),
+        supported=True,
+        score=1.0,
+        source=unit.excerpt,
+        evidence=unit.text,
+        relevance=score,
+        citations=[unit.excerpt],
+        citation_added=True,
+        extracted=True,
+        answering=answering,
+    )
+
+
+def _tokens(unit: Unit) -> int:
+    return count_tokens(unit.text) + 3  # the citation
+
+
+def passage_units(scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS) -> list[tuple[Unit, bool]]:
+    """The units of the printed passage, each with whether it is an answering unit."""
+    order = np.argsort(-scored.scores, kind="stable")
+    best_score = float(scored.scores[order[0]])
+    chosen: list[tuple[Unit, bool]] = []
+    taken: set[tuple[int, int]] = set()
+    seen_text: set[str] = set()
+    used = 0
+    for rank, i in enumerate(order[:6]):
+        score = float(scored.scores[i])
+        if rank and (score < MIN_ANSWER_SCORE or score < best_score - MARGIN):
+            break
+        unit = scored.units[int(i)]
+        if (unit.excerpt, unit.index) in taken:
+            continue
+        group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
+        group = [u for u in group if " ".join(claim_text(u.text).lower().split()) not in seen_text]
+        cost = sum(_tokens(u) for u in group)
+        if chosen and used + cost > passage_tokens:
+            break
+        for u in group:
+            taken.add((u.excerpt, u.index))
+            seen_text.add(" ".join(claim_text(u.text).lower().split()))
+            chosen.append((u, u is unit))
+        used += cost
+        if len([c for c in chosen if c[1]]) >= 2:
+            break
+    return chosen
+
+
+def summary_units(
+    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+) -> list[Unit] | None:
+    """The units of an extractive summary of the document or section `topic` names, or None when
+    it names none of the excerpts' documents or sections."""
+    topic_terms = key_terms(topic) - _GENERIC
+    if not topic_terms or not scored.units:
+        return None
+
+    def match(text: str) -> float:
+        return len(key_terms(text) & topic_terms) / len(topic_terms)
+
+    # The document: the one whose path (or title) the topic names best, then the best ranked.
+    paths = [h.chunk.relative_path for h in hits]
+    titles = {p: "" for p in paths}
+    for unit in scored.units:
+        path = paths[unit.excerpt - 1]
+        if unit.kind == HEADING and not titles[path] and hits[unit.excerpt - 1].chunk.chunk_index == 0:
+            titles[path] = unit.text
+    doc_match = {p: max(match(re.sub(r"[-_/.]+", " ", p)), match(titles[p])) for p in paths}
+    # A section: a heading the topic names better than any document.
+    best_heading, heading_match = None, 0.0
+    for unit in scored.units:
+        if unit.kind == HEADING and hits[unit.excerpt - 1].chunk.chunk_index + unit.index > 0:
+            m = match(unit.text)
+            if m > heading_match:
+                best_heading, heading_match = unit, m
+    doc = max(paths, key=lambda p: (doc_match[p], -paths.index(p)))
+    if max(doc_match[doc], heading_match) < MIN_TOPIC_MATCH:
+        return None
+    if best_heading is not None and heading_match > doc_match[doc]:
+        section = best_heading.text.split("\n")[0].lstrip("#").strip()
+        scope = [
+            i
+            for i, u in enumerate(scored.units)
+            if u.excerpt == best_heading.excerpt and u.section == section and u.kind != HEADING
+        ]
+    else:
+        scope = [i for i, u in enumerate(scored.units) if paths[u.excerpt - 1] == doc and u.kind != HEADING]
+    scope = [i for i in scope if not is_context_only(scored.units[i])]
+    if not scope:
+        return None
+
+    def place(i: int) -> tuple[int, int]:
+        unit = scored.units[i]
+        return (hits[unit.excerpt - 1].chunk.chunk_index, unit.index)
+
+    scope.sort(key=place)
+    # Overlapping chunks repeat units: keep the first of each text.
+    unique: list[int] = []
+    texts: set[str] = set()
+    for i in scope:
+        key = " ".join(claim_text(scored.units[i].text).lower().split())
+        if key not in texts:
+            texts.add(key)
+            unique.append(i)
+    lead = unique[0]
+    vectors = scored.vectors[unique]
+    centroid = unit_rows(vectors.mean(axis=0).reshape(-1))
+    centrality = vectors @ centroid
+    ranked = sorted(range(len(unique)), key=lambda k: -(centrality[k] + 0.5 * scored.cosines[unique[k]]))
+    chosen = [lead]
+    used = _tokens(scored.units[lead])
+    for k in ranked:
+        i = unique[k]
+        if i in chosen or scored.units[i].kind == CODE:
+            continue
+        cost = _tokens(scored.units[i])
+        if used + cost > passage_tokens:
+            continue
+        chosen.append(i)
+        used += cost
+        if len(chosen) >= SUMMARY_UNITS:
+            break
+    chosen.sort(key=place)
+    return [scored.units[i] for i in chosen]
 
 
 def extractive_answer(
@@ -50,56 +311,26 @@ def extractive_answer(
     question_vector: np.ndarray,
     encode: Encode,
     *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    max_sentences: int = DEFAULT_MAX_SENTENCES,
-    margin: float = DEFAULT_MARGIN,
-    min_relevance: float = MIN_RELEVANCE,
+    max_tokens: int | None = None,
+    passage_tokens: int = DEFAULT_PASSAGE_TOKENS,
+    min_evidence: float = MIN_EVIDENCE,
 ) -> CheckedAnswer:
-    """The most relevant sentences of `hits` (numbered from 1), each cited; see the module doc."""
+    """The passage (or summary) of `hits` (numbered from 1) that answers `question`, each unit
+    cited; the plain refusal when none does (see the module doc). `max_tokens` caps the passage
+    further when it is smaller than `passage_tokens`."""
     started = time.perf_counter()
-    excerpts = excerpt_sentences(hits)
-    candidates = [(s, n) for s, n in zip(excerpts.sentences, excerpts.owner) if not _is_heading(s)]
-    scores: list[float] = []
-    if candidates:
-        vectors = unit_rows(np.asarray(encode([s for s, _ in candidates]), dtype=np.float64))
-        query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(-1))
-        scores = [float(x) for x in vectors @ query]
-
-    # Relevance order; equal scores keep the excerpts' order (rank, then position).
-    order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
-    best = scores[order[0]] if order else 0.0
+    budget = min(passage_tokens, max_tokens) if max_tokens else passage_tokens
+    scored = score_units(question, hits, question_vector, encode)
     claims: list[Claim] = []
-    seen: set[str] = set()
-    used_tokens = 0
-    for i in order:
-        score = scores[i]
-        if score < min_relevance or score < best - margin or len(claims) >= max_sentences:
-            break
-        sentence, n = candidates[i]
-        text = claim_text(sentence)
-        key = " ".join(text.lower().split())
-        if not text or key in seen:
-            continue
-        tokens = count_tokens(text) + 3  # the citation
-        if claims and used_tokens + tokens > max_tokens:
-            break
-        seen.add(key)
-        used_tokens += tokens
-        claims.append(
-            Claim(
-                written=sentence,
-                text=with_citations(text, set(), n),
-                claim=text,
-                supported=True,
-                score=1.0,
-                source=n,
-                evidence=sentence,
-                relevance=score,
-                citations=[n],
-                citation_added=True,
-                extracted=True,
-            )
-        )
+    topic = is_broad(question)
+    summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
+    if summary:
+        claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
+    elif scored.units and answer_evidence(question, hits, scored) >= min_evidence:
+        claims = [
+            _claim(u, float(scored.scores[scored.units.index(u)]), answering)
+            for u, answering in passage_units(scored, passage_tokens=budget)
+        ]
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
     return CheckedAnswer(
@@ -109,4 +340,52 @@ def extractive_answer(
         withheld=0,
         refused=refused,
         check_ms=(time.perf_counter() - started) * 1000,
+        summary=bool(summary),
     )
+
+
+PROMPT_PASSAGE_TOKENS = 320  # the passages a prompt of selected passages holds, in all
+
+
+def passage_hits(
+    question: str,
+    hits: Sequence[Hit],
+    question_vector: np.ndarray,
+    encode: Encode,
+    *,
+    budget: int = PROMPT_PASSAGE_TOKENS,
+) -> list[Hit]:
+    """The excerpts cut down to their best passages (best units first, with what belongs to
+    them, until `budget` tokens), each excerpt keeping its units in their order; excerpts left
+    with nothing are dropped. For a prompt of selected passages instead of whole chunks."""
+    from dataclasses import replace
+
+    scored = score_units(question, hits, question_vector, encode)
+    kept: set[tuple[int, int]] = set()
+    used = 0
+    for i in np.argsort(-scored.scores, kind="stable"):
+        group = [u for u in _passage(scored.units[int(i)], scored.units) if (u.excerpt, u.index) not in kept]
+        cost = sum(_tokens(u) for u in group)
+        if kept and used + cost > budget:
+            break
+        kept.update((u.excerpt, u.index) for u in group)
+        used += cost
+    out = []
+    for n, h in enumerate(hits, start=1):
+        texts = [u.text for u in scored.units if u.excerpt == n and (n, u.index) in kept]
+        if texts:
+            out.append(replace(h, chunk=replace(h.chunk, content="\n".join(texts))))
+    return out or list(hits)
+
+
+class ExtractiveMode:
+    """`ask --extractive`: the excerpts' best passage, no LLM (`locallens.modes`)."""
+
+    name = "extractive"
+    uses_llm = False
+
+    def answer(self, given: AnswerInput) -> AnswerOutput:
+        checked = extractive_answer(
+            given.question, given.hits, given.question_vector, given.encode, max_tokens=given.options.max_tokens
+        )
+        return AnswerOutput(checked=checked, timings={"extract_ms": checked.check_ms})

@@ -26,7 +26,17 @@ from typing import Any
 
 from locallens.domain import Chunk, Document, Location, SourceSpan
 
-__all__ = ["as_json", "citation", "cited_sentence", "fields", "locate", "sentence_lines", "sentence_span"]
+__all__ = [
+    "as_json",
+    "citation",
+    "cited_sentence",
+    "fields",
+    "locate",
+    "sentence_lines",
+    "sentence_span",
+    "span_labels",
+    "span_range",
+]
 
 
 def citation(path: str, chunk_index: int, location: Location | None) -> str:
@@ -125,8 +135,33 @@ def _span_location(spans: Sequence[SourceSpan], starts: list[int], start: int, e
     if not touched:
         return None
     head, tail = touched[0], touched[-1]
-    label = head.label if head.label == tail.label else f"{head.label}-{tail.label}"
-    return Location(kind=head.kind, label=label)
+    return Location(kind=head.kind, label=span_range(head.label, tail.label))
+
+
+def span_range(first: str, last: str) -> str:
+    """The label of a run of spans: `3`, `3-4`; rows of one sheet as `Sheet1!5-9`."""
+    if first == last:
+        return first
+    sheet, bang, _ = first.rpartition("!")
+    if bang and last.startswith(f"{sheet}!"):
+        return f"{first}-{last[len(sheet) + 1 :]}"
+    return f"{first}-{last}"
+
+
+def span_labels(label: str, labels: Sequence[str]) -> tuple[str, str] | None:
+    """The first and last of `labels` a citation's `label` names (the inverse of `span_range`)."""
+    if label in labels:
+        return label, label
+    for i, char in enumerate(label):
+        if char != "-":
+            continue
+        first, last = label[:i], label[i + 1 :]
+        sheet, bang, _ = first.rpartition("!")
+        if bang and "!" not in last:
+            last = f"{sheet}!{last}"
+        if first in labels and last in labels:
+            return first, last
+    return None
 
 
 def sentence_span(content: str, sentence: str) -> tuple[int, int] | None:

@@ -18,13 +18,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from locallens import __version__
-from locallens.errors import LocallensError
-from locallens.service import TOOLS, Service
+from locallens.errors import LocallensError, UsageError
+from locallens.service import MAX_ARGUMENT_CHARS, MAX_NAME_CHARS, MAX_PATH_CHARS, TOOLS, Service
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
 SCHEME = "locallens"
+# An escaped brain name and path (each character at most 3 times as long), and the scheme.
+MAX_URI_CHARS = 3 * (MAX_NAME_CHARS + MAX_PATH_CHARS) + 16
+# A request body of streamable HTTP: the tool arguments' cap (each character up to 4 UTF-8
+# bytes, or 6 escaped) and room for the JSON-RPC envelope. Larger ones are refused unread.
+MAX_HTTP_BODY = 6 * MAX_ARGUMENT_CHARS + 65_536
 INSTRUCTIONS = (
     "locallens answers questions from the user's own indexed files, on this machine. Use `search` to "
     "get cited excerpts to reason over, `ask` for a checked, cited answer, `get` to read a chunk or "
@@ -38,6 +43,8 @@ def resource_uri(brain: str, path: str) -> str:
 
 def parse_resource_uri(uri: str) -> tuple[str, str]:
     prefix = f"{SCHEME}://"
+    if len(uri) > MAX_URI_CHARS:
+        raise UsageError(f"resource URI longer than {MAX_URI_CHARS} characters")
     if not uri.startswith(prefix) or "/" not in uri[len(prefix) :]:
         raise LocallensError(f"not a locallens resource: {uri}")
     brain, _, path = uri[len(prefix) :].partition("/")
@@ -108,8 +115,43 @@ def serve_stdio(service: Service) -> None:
     anyio.run(main)
 
 
+def limit_body(app: Any, limit: int) -> Any:
+    """An ASGI app that answers 413 to a body over `limit` bytes before `app` reads it."""
+
+    async def limited(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or ()).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            body = json.dumps({"error": f"the request body must be at most {limit} bytes"}).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        received = 0
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:  # a chunked body without a length: stop reading it
+                    return {"type": "http.disconnect"}
+            return message
+
+        await app(scope, counted, send)
+
+    return limited
+
+
 def serve_http(service: Service, host: str, port: int) -> None:
     import uvicorn
 
-    app = build_server(service).streamable_http_app(host=host)
+    app = limit_body(build_server(service).streamable_http_app(host=host), MAX_HTTP_BODY)
     uvicorn.run(app, host=host, port=port, log_level="warning")

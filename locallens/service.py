@@ -11,11 +11,21 @@ the CLI's `--json`.
 Tools: `ask` (the answer, checked and cited, as `ask --json`), `search` (trimmed, cited excerpts
 that fit a token budget, no LLM), `get` (a chunk by id, or a document's chunks by path),
 `eval_retrieval` (as `eval --json`) and `status` (as `status --json`).
+
+The callers are agents and remote clients, so every argument has a size cap, checked before any
+work (`validate`; see docs/behaviour.md#servers-and-agents): the arguments as a whole hold at most
+`MAX_ARGUMENT_CHARS` characters nested at most `MAX_ARGUMENT_DEPTH` deep, and each string and list
+its own cap. The one argument that names a file, `eval_retrieval`'s questions file, is read only
+when it is a questions file (`.txt`, `.jsonl`, `.ndjson`) under one of the brain's roots or under a
+folder the server was started with (`ServiceSettings.readable_dirs`, `mcp --allow-read DIR`),
+never a hidden one, and at most `MAX_QUESTIONS_FILE_BYTES` long.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,16 +46,60 @@ from locallens.models import WarmModels
 from locallens.retrieval import MAX_QUESTION_CHARS
 from locallens.storage import DbLocation
 
+# -- caps -----------------------------------------------------------------------------------------
+
+MAX_ARGUMENT_CHARS = 1_000_000  # characters of all strings (and list items) of one call together
+MAX_ARGUMENT_DEPTH = 6  # lists and objects nested in the arguments
+MAX_NAME_CHARS = 200  # a brain name, a chunk id
+MAX_PATH_CHARS = 4_096  # a relative path, a questions file, a path glob
+MAX_EVAL_QUESTIONS = 500  # questions of one eval_retrieval call (a few seconds each hundred)
+MAX_EVAL_CHARS = 100_000  # their characters together
+MAX_QUESTIONS_FILE_BYTES = 1_000_000
+QUESTIONS_FILE_SUFFIXES = (".txt", ".jsonl", ".ndjson")
+_LIST_ITEMS = 100  # files and answers of one question, thresholds
+
 # -- schemas ------------------------------------------------------------------------------------
 
-_BRAIN = {"type": "string", "minLength": 1, "description": "Named index inside the database (default: default)."}
+_BRAIN = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME_CHARS,
+    "description": "Named index inside the database (default: default).",
+}
 _TOP_K = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Excerpts to retrieve (default 5)."}
 _TRIM = {"type": "boolean", "description": "Trim excerpts to their sentences relevant to the question."}
 _HYBRID = {
     "type": "boolean",
     "description": f"Fuse keyword (BM25) and vector search (default {str(DEFAULT_HYBRID).lower()}; false: vectors alone).",
 }
-_PATH = {"type": "string", "minLength": 1, "description": "Only sources whose relative path matches this glob."}
+_PATH = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_PATH_CHARS,
+    "description": "Only sources whose relative path matches this glob.",
+}
+_QUESTION = {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS}
+
+
+def _strings(max_length: int) -> dict[str, Any]:
+    """A string, or a list of strings (the questions file format accepts both)."""
+    item = {"type": "string", "maxLength": max_length}
+    return {"oneOf": [item, {"type": "array", "maxItems": _LIST_ITEMS, "items": item}]}
+
+
+_EVAL_QUESTION = {
+    "type": "object",
+    "properties": {
+        "question": _QUESTION,
+        "files": _strings(MAX_PATH_CHARS),
+        "answers": _strings(MAX_QUESTION_CHARS),
+        "answerable": {"type": "boolean"},
+        "id": {"oneOf": [{"type": "string", "maxLength": MAX_NAME_CHARS}, {"type": "integer"}]},
+        "note": {"type": "string", "maxLength": MAX_QUESTION_CHARS},
+    },
+    "required": ["question"],
+    "additionalProperties": False,
+}
 
 
 def _tool(description: str, properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -65,7 +119,7 @@ TOOLS: dict[str, dict[str, Any]] = {
         "Answer a question from the indexed files. Every printed sentence is checked against the "
         "excerpts and cited [n]; unsupported ones are withheld; nothing relevant gives the plain refusal.",
         {
-            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+            "question": _QUESTION,
             "brain": _BRAIN,
             "top_k": _TOP_K,
             "trim": _TRIM,
@@ -79,7 +133,7 @@ TOOLS: dict[str, dict[str, Any]] = {
     "search": _tool(
         "Search the indexed files: trimmed, cited excerpts that fit a token budget (no LLM).",
         {
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS},
+            "query": _QUESTION,
             "brain": _BRAIN,
             "top_k": _TOP_K,
             "trim": _TRIM,
@@ -96,24 +150,36 @@ TOOLS: dict[str, dict[str, Any]] = {
     ),
     "get": _tool(
         "Read a chunk by its id, or a whole document's chunks in order by its relative path.",
-        {"id": {"type": "string", "minLength": 1}, "path": {"type": "string", "minLength": 1}, "brain": _BRAIN},
+        {
+            "id": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS},
+            "path": {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS},
+            "brain": _BRAIN,
+        },
     ),
     "eval_retrieval": _tool(
-        "Measure retrieval and trimming over questions (a list, or the path of a questions file).",
+        "Measure retrieval and trimming over questions: a list, or the path of a questions file "
+        f"({', '.join(QUESTIONS_FILE_SUFFIXES)}) under one of the brain's roots or a folder the "
+        "server allows (`mcp --allow-read`).",
         {
             "questions": {
                 "oneOf": [
-                    {"type": "string", "minLength": 1},
+                    {"type": "string", "minLength": 1, "maxLength": MAX_PATH_CHARS},
                     {
                         "type": "array",
                         "minItems": 1,
-                        "items": {"oneOf": [{"type": "string", "minLength": 1}, {"type": "object"}]},
+                        "maxItems": MAX_EVAL_QUESTIONS,
+                        "items": {"oneOf": [_QUESTION, _EVAL_QUESTION]},
                     },
                 ]
             },
             "brain": _BRAIN,
             "top_k": _TOP_K,
-            "thresholds": {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": -1, "maximum": 1}},
+            "thresholds": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": _LIST_ITEMS,
+                "items": {"type": "number", "minimum": -1, "maximum": 1},
+            },
         },
         ("questions",),
     ),
@@ -155,8 +221,42 @@ def _check(value: Any, schema: dict[str, Any], where: str) -> None:
     if kind == "array":
         if len(value) < schema.get("minItems", 0):
             raise UsageError(f"{where}: needs at least {schema['minItems']} item(s)")
+        if len(value) > schema.get("maxItems", math.inf):
+            raise UsageError(f"{where}: more than {schema['maxItems']} items")
         for i, item in enumerate(value):
             _check(item, schema.get("items", {}), f"{where}[{i}]")
+    if kind == "object" and "properties" in schema:
+        properties = schema["properties"]
+        if schema.get("additionalProperties", True) is False:
+            unknown = sorted(str(k) for k in value if k not in properties)
+            if unknown:
+                raise UsageError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(properties)}")
+        for name in schema.get("required", ()):
+            if name not in value:
+                raise UsageError(f"{where}: missing {name!r}")
+        for name, item in value.items():
+            _check(item, properties[name], f"{where}.{name}")
+
+
+def _check_size(arguments: dict[str, Any], tool: str) -> None:
+    """The arguments' total size and nesting, measured without recursion (a deep value cannot
+    exhaust the stack) and before any schema check walks them."""
+    total = 0
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_ARGUMENT_DEPTH:
+                raise UsageError(f"{tool}: arguments nested more than {MAX_ARGUMENT_DEPTH} deep")
+            items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+            total += len(items)
+            for key, item in items:
+                total += len(key) if isinstance(key, str) else 0
+                stack.append((item, depth + 1))
+        elif isinstance(value, str):
+            total += len(value)
+        if total > MAX_ARGUMENT_CHARS:
+            raise UsageError(f"{tool}: arguments longer than {MAX_ARGUMENT_CHARS} characters in all")
 
 
 def validate(tool: str, arguments: Any) -> dict[str, Any]:
@@ -168,6 +268,7 @@ def validate(tool: str, arguments: Any) -> dict[str, Any]:
     schema = TOOLS[tool]["schema"]
     if not isinstance(arguments, dict):
         raise UsageError(f"{tool}: arguments must be a JSON object")
+    _check_size(arguments, tool)
     unknown = sorted(set(arguments) - set(schema["properties"]))
     if unknown:
         raise UsageError(
@@ -198,6 +299,8 @@ class ServiceSettings:
     max_tokens: int = DEFAULT_MAX_TOKENS
     hybrid: bool = DEFAULT_HYBRID
     search_budget: int = 2000  # tokens of excerpts `search` returns by default
+    # Folders whose questions files `eval_retrieval` may read besides the brain's roots.
+    readable_dirs: tuple[Path, ...] = ()
 
 
 class Service:
@@ -347,21 +450,32 @@ class Service:
         from locallens.evaluation import EvalRequest, run_eval
         from locallens.evaluation.questions import parse_questions
 
+        brain = args.get("brain", self.settings.brain)
         questions = args["questions"]
-        inline = None
-        path = None
         if isinstance(questions, str):
-            path = Path(questions).expanduser()
+            parsed = self._questions_file(questions, brain)
+            where = "eval_retrieval.questions (the file)"
         else:
             import json
 
             lines = [json.dumps(q if isinstance(q, dict) else {"question": q}, ensure_ascii=False) for q in questions]
-            inline = tuple(parse_questions("\n".join(lines), source="questions", jsonl=True))
+            parsed = parse_questions("\n".join(lines), source="questions", jsonl=True)
+            where = "eval_retrieval.questions"
+        if len(parsed) > MAX_EVAL_QUESTIONS:
+            raise UsageError(f"{where}: {len(parsed)} questions, more than {MAX_EVAL_QUESTIONS}")
+        for q in parsed:
+            if len(q.text) > MAX_QUESTION_CHARS:
+                raise UsageError(
+                    f"{where}: the question of line {q.line} is longer than {MAX_QUESTION_CHARS} characters"
+                )
+        chars = sum(len(q.text) for q in parsed)
+        if chars > MAX_EVAL_CHARS:
+            raise UsageError(f"{where}: {chars} characters of questions, more than {MAX_EVAL_CHARS}")
         request = EvalRequest(
             db=self.settings.db,
-            brain=args.get("brain", self.settings.brain),
-            questions=path,
-            inline_questions=inline,
+            brain=brain,
+            questions=None,
+            inline_questions=tuple(parsed),
             top_k=args.get("top_k", DEFAULT_TOP_K),
             thresholds=tuple(args.get("thresholds", DEFAULT_EVAL_THRESHOLDS)),
             windows=(0, 1),
@@ -370,7 +484,55 @@ class Service:
         )
         return run_eval(request, models=self.models).as_json()
 
+    def _questions_file(self, given: str, brain_name: str) -> list[Any]:
+        """The questions of a file the caller named, when this server may read it (module doc).
+
+        The file is judged by its real path (symlinks resolved) before anything reads it, and the
+        refusal is the same whether it exists or not: it tells nothing about other files."""
+        from locallens.evaluation.questions import JSONL_SUFFIXES, parse_questions
+        from locallens.storage import open_store
+
+        with open_store(self.settings.db) as store:
+            roots = store.roots(store.get_brain(brain_name))
+        real = os.path.realpath(Path(given).expanduser())
+        allowed = [os.path.realpath(str(folder)) for folder in (*roots, *self.settings.readable_dirs)]
+        refused = UsageError(
+            f"eval_retrieval.questions: {given!r} cannot be read through this server: only a questions file "
+            f"({', '.join(QUESTIONS_FILE_SUFFIXES)}, not hidden) under one of brain {brain_name!r}'s roots or a "
+            "folder the server was started with (`locallens mcp --allow-read DIR`)"
+        )
+        below = [os.path.relpath(real, folder) for folder in allowed if _within(real, folder)]
+        if not below or not real.lower().endswith(QUESTIONS_FILE_SUFFIXES):
+            raise refused
+        if all(any(part.startswith(".") for part in Path(rel).parts) for rel in below):
+            raise refused  # a hidden file or folder (.env, .git, .ssh) is never read
+        try:
+            fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except FileNotFoundError:
+            raise UsageError(f"eval_retrieval.questions: no such questions file: {given}") from None
+        except OSError as exc:
+            raise UsageError(f"eval_retrieval.questions: cannot read {given}: {exc.strerror}") from None
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise UsageError(f"eval_retrieval.questions: {given} is not a regular file")
+            if info.st_size > MAX_QUESTIONS_FILE_BYTES:
+                raise UsageError(f"eval_retrieval.questions: {given} is larger than {MAX_QUESTIONS_FILE_BYTES} bytes")
+            raw = handle.read(MAX_QUESTIONS_FILE_BYTES + 1)[:MAX_QUESTIONS_FILE_BYTES]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise UsageError(f"eval_retrieval.questions: {given} line {line}: not UTF-8 text") from None
+        jsonl = True if real.lower().endswith(JSONL_SUFFIXES) else None
+        return parse_questions(text, source=given, jsonl=jsonl)
+
     def _status(self, args: dict[str, Any]) -> dict[str, Any]:
         from locallens.status import collect_status
 
         return collect_status(self.settings.db, args.get("brain"))
+
+
+def _within(path: str, folder: str) -> bool:
+    """`path` is `folder` or lies below it (both real, absolute paths)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

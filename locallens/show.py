@@ -25,6 +25,7 @@ from typing import Any
 from locallens.config import DEFAULT_SHOW_CONTEXT, PRIVATE_FILE_MODE, locallens_home, make_private_dir
 from locallens.domain import Document, FileStat, Skipped
 from locallens.errors import LocallensError, NoIndexError, UsageError
+from locallens.locations import span_labels
 from locallens.storage import DbLocation, IndexStore, open_store
 
 __all__ = [
@@ -100,7 +101,10 @@ def _resolve(path: str, roots: Sequence[Path]) -> Path:
     """The file `path` names, under one of `roots`: as given (absolute, or from the current
     folder), else relative to a root (as citations print it). Never a file outside the roots."""
     given = Path(path).expanduser()
-    candidates = [given] if given.is_absolute() else [given, *(root / path for root in roots if root.is_dir())]
+    if given.is_absolute():
+        candidates = [given]
+    else:  # a root that is a single file is its own relative path's parent
+        candidates = [given, *(root / path if root.is_dir() else root.parent / path for root in roots)]
     outside: Path | None = None
     for candidate in candidates:
         try:
@@ -161,11 +165,11 @@ def _span_region(display: str, path: Path, document: Document, kind: str, label:
     spans = [span for span in document.spans if span.kind == kind]
     if not spans:
         raise UsageError(f"{display} has no {kind}s to show")
-    first, _, last = label.partition("-")
     labels = [span.label for span in spans]
-    if first not in labels or (last and last not in labels):
+    named = span_labels(label, labels)
+    if named is None:
         raise UsageError(f"{display} has no {kind} {label} (it has {labels[0]} to {labels[-1]})")
-    chosen = spans[labels.index(first) : labels.index(last or first) + 1]
+    chosen = spans[labels.index(named[0]) : labels.index(named[1]) + 1]
     text = "\n\n".join(document.text[span.start : span.end] for span in chosen)
     return Region(citation=f"{display}#{kind}={label}", path=path, lines=[(None, line) for line in text.split("\n")])
 

@@ -243,15 +243,12 @@ def test_extractive_answer_is_the_most_relevant_sentences_cited() -> None:
         HITS,
         fake_vector("staging database port 5433"),
         fake_encode,
-        max_sentences=2,
-        margin=1.0,
-        min_relevance=0.1,
     )
     lines = checked.answer.splitlines()
     assert lines[0] == "The staging database runs PostgreSQL 16.2 and listens on port 5433 [1]."
     assert all(c.supported and c.citations == [c.source] for c in checked.claims)
     assert not checked.refused and len(lines) <= 2
-    nothing = extractive_answer(question, HITS, fake_vector("zebra giraffe"), fake_encode, min_relevance=0.3)
+    nothing = extractive_answer("Zebra giraffe?", HITS, fake_vector("zebra giraffe"), fake_encode)
     assert nothing.refused and nothing.answer == "The answer is not in the excerpts."
 
 
@@ -287,10 +284,11 @@ def test_notices_say_what_the_check_did() -> None:
     from locallens.answer import checked_answer
 
     partly = check("Backups are kept for 14 days [2]. The database is shared among all teams of the company.")
+    # One plain line; the corrected citation is in the claims (JSON) only.
     assert partly.notices() == [
-        "1 sentence(s) of the model's answer withheld: not supported by the excerpts (--show-unsupported shows them)",
-        "1 citation(s) pointed at an excerpt that does not back the sentence and were corrected",
+        "1 sentence of the model's answer left out: not backed by the excerpts (--show-unsupported shows it)"
     ]
+    assert any(c.wrong_citation for c in partly.claims)
     fell = checked_answer(
         "The database is shared among all teams of the company.",
         HITS,
@@ -301,8 +299,8 @@ def test_notices_say_what_the_check_did() -> None:
         show_unsupported=True,
     )
     assert fell.notices(True) == [
-        "the model's answer was withheld: none of its sentences is supported by the "
-        "excerpts; shown instead: the excerpts' most relevant sentences (shown marked, as asked)"
+        "the model's answer is not backed by the excerpts; this is the excerpts' own passage "
+        "(shown marked below, as asked)"
     ]
     assert fell.answer.endswith("\n\n(unsupported) The database is shared among all teams of the company.")
 

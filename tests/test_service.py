@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +139,7 @@ def test_mcp_server_in_process(service: Service, fake_models: FakeModels) -> Non
     search = out["search"]
     assert not search.is_error and json.loads(search.content[0].text) == search.structured_content
     assert search.structured_content["excerpts"][0]["path"] == "engineering/staging.md"
+    assert re.fullmatch(r"engineering/staging\.md:\d+-\d+", search.structured_content["excerpts"][0]["citation"])
     assert out["unknown"].is_error and "unknown argument(s) bogus" in out["unknown"].content[0].text
     assert out["missing"].is_error and "question" in out["missing"].content[0].text
     ask = out["ask"].structured_content
@@ -156,8 +158,13 @@ def test_http_api_endpoints_and_errors(db: Path, fake_models: FakeModels) -> Non
         assert status == 200 and health["ok"] is True
         status, body = served.request("POST", "/search", {"query": "WireGuard puerto VPN", "top_k": 2})
         assert status == 200 and body["excerpts"][0]["path"] == "notas/vpn.md"
+        # Every face cites by line (docs/behaviour.md#locations).
+        excerpt = body["excerpts"][0]
+        assert excerpt["citation"] == f"notas/vpn.md:{excerpt['line_start']}-{excerpt['line_end']}"
         status, body = served.request("POST", "/ask", {"question": QUESTION})
         assert status == 200 and "5433" in body["answer"] and body["mode"] == "generate"
+        assert body["sources"][0]["citation"].startswith("engineering/staging.md:")
+        assert body["claims"][0]["excerpt_span"] is not None
         assert served.request("POST", "/ask", {"question": "q", "bogus": True})[0] == 400
         assert served.request("POST", "/ask", b"{not json")[0] == 400
         assert served.request("POST", "/ask", {"question": QUESTION, "brain": "nope"})[0] == 404

@@ -110,6 +110,40 @@ def test_a_database_with_another_application_id_is_refused(tmp_path: Path) -> No
     assert db.read_bytes() == before
 
 
+def test_a_foreign_database_with_tables_named_like_ours_is_left_byte_identical(tmp_path: Path, small: Path) -> None:
+    """`meta` and `brains` are common table names: they do not make a file ours."""
+    db = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("CREATE TABLE brains(id INTEGER PRIMARY KEY, species TEXT)")
+    conn.execute("INSERT INTO brains(species) VALUES ('octopus')")
+    conn.execute("PRAGMA user_version=3")
+    conn.commit()
+    conn.close()
+    before = db.read_bytes()
+    dest = tmp_path / "dest.db"
+    for args in (
+        ("status", "--db", str(db)),
+        ("status", "--json", "--db", str(db)),
+        ("ask", QUESTION, "--context-only", "--db", str(db)),
+        ("trim", QUESTION, "--db", str(db)),
+        ("index", str(small), "--dry-run", "--db", str(db)),
+        ("index", str(small), "--db", str(db)),
+        ("copy", str(db), str(dest)),
+        ("copy", str(tmp_path / "nothing.db"), str(db)),
+    ):
+        result = cli(*args)
+        assert result.exit_code in (2, 3), (args, result.output)
+        assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1, (args, result.output)
+        assert db.read_bytes() == before, args
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite", "small"], args
+    assert "not a locallens database" in cli("status", "--db", str(db)).stderr
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+
+
 @pytest.mark.slow
 def test_locallens_sets_its_application_id_and_recognises_older_databases(small_db: Path, small: Path) -> None:
     with Store(small_db, create=False) as store:

@@ -82,6 +82,7 @@ class Claim:
     wrong_citation: list[int] = field(default_factory=list)  # cited excerpts that do not back it
     invalid_citation: list[int] = field(default_factory=list)  # cited numbers with no excerpt
     extracted: bool = False  # an excerpt's own sentence (the extractive answer), not the model's
+    answering: bool = False  # extracted: the unit that answers (not one printed as its context)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +97,7 @@ class Claim:
             "citation_added": self.citation_added,
             "wrong_citation": self.wrong_citation,
             "extracted": self.extracted,
+            **({"answering": self.answering} if self.extracted else {}),
         }
 
 
@@ -110,34 +112,28 @@ class CheckedAnswer:
     refused: bool  # nothing supported answers the question: `answer` is the plain refusal
     check_ms: float = 0.0
     fallback: bool = False  # the model's answer was all withheld; `answer` is the extractive one
+    summary: bool = False  # extracted: a summary of a document or section (a broad question)
 
     def notices(self, show_unsupported: bool = False) -> list[str]:
-        """What the check did to the model's answer, in a line or two for a person."""
+        """What the check did to the model's answer, in one plain line, when it matters to the
+        person reading: an answer not the model's, or sentences left out. Repaired citations and
+        the like are in the JSON claims only."""
         model = [c for c in self.claims if not c.extracted]
-        shown = " (shown marked, as asked)" if show_unsupported else " (--show-unsupported shows them)"
-        lines = []
-        if self.refused or self.fallback:
-            why = (
-                "its supported sentences do not answer the question"
-                if any(c.supported for c in model)
-                else "none of its sentences is supported by the excerpts"
-            )
-            instead = (
-                "; shown instead: the excerpts' most relevant sentences"
-                if self.fallback
-                else "; nor is any excerpt sentence relevant enough to answer"
-            )
-            lines.append(f"the model's answer was withheld: {why}{instead}{shown if model else ''}")
-        elif self.withheld:
-            lines.append(
-                f"{self.withheld} sentence(s) of the model's answer withheld: not supported by the excerpts{shown}"
-            )
-        wrong = sum(len(c.wrong_citation) for c in model if c.supported)
-        if wrong and not self.refused and not self.fallback:
-            lines.append(
-                f"{wrong} citation(s) pointed at an excerpt that does not back the sentence and were corrected"
-            )
-        return lines
+        if not model:
+            return []
+        shown = " (shown marked below, as asked)" if show_unsupported else " (--show-unsupported shows it)"
+        if self.fallback:
+            if any(c.score >= MIN_SUPPORT and not c.facts_missing and not c.words_missing for c in model):
+                return [
+                    f"the model's answer does not state what the excerpts' best passage does; this is that passage{shown}"
+                ]
+            return [f"the model's answer is not backed by the excerpts; this is the excerpts' own passage{shown}"]
+        if self.refused:
+            return [f"the model's answer is not backed by the excerpts{shown}"]
+        if self.withheld:
+            what = "sentence" if self.withheld == 1 else "sentences"
+            return [f"{self.withheld} {what} of the model's answer left out: not backed by the excerpts{shown}"]
+        return []
 
     @property
     def citations(self) -> list[int]:

@@ -1,9 +1,10 @@
 """`eval --answers`: generate grounded answers and judge them with a local model (docs/behaviour.md#evaluation).
 
-Generation follows `ask` step for step (fit the excerpts into the context, the grounded prompt
-(docs/behaviour.md#the-grounded-prompt), greedy decoding with `ask`'s loop guard, citations parsed against the excerpts sent), but in one loop over one
-loaded model: `answer.ask` loads the GGUF on every call, which would dominate an evaluation of
-twenty questions. The context is the untrimmed top-k baseline, what `ask` uses by default.
+Each question is answered by `ask`'s own answer mode (`locallens.modes`, through
+`answer.answer_with`: the same fitting, grounded prompt, loop guard, answer check and fallback),
+on one loaded model: `answer.ask` loads the GGUF on every call, which would dominate an
+evaluation of twenty questions. The context is the untrimmed top-k baseline, what `ask` uses by
+default.
 
 Judging is RAGAS-style and local. The judge is a llama.cpp model whose output is constrained by a
 grammar built from a JSON schema (`LocalLLM.generate_json`), so even a 135M model returns a
@@ -29,7 +30,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,8 @@ from locallens.domain import ChatMessage, Hit
 from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
 from locallens.evaluation.questions import Question
-from locallens.extractive import extractive_answer
+from locallens.models import Models
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions
 from locallens.progress import NoProgress, Progress
 from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
@@ -90,6 +93,11 @@ class AnswerSettings:
     gpu_layers: int = 0
     seed: int = 0
     extractive: bool = False  # answer as `ask --extractive` does (no generator model)
+
+    @property
+    def mode(self) -> str:
+        """The answer mode run on each question (`locallens.modes`)."""
+        return "extractive" if self.extractive else DEFAULT_MODE
 
 
 def answer_statements(answer: str) -> list[str]:
@@ -170,6 +178,7 @@ class ExcerptVerdict:
     path: str
     chunk_index: int
     relevant: bool | None
+    citation: str = ""  # where the excerpt is, for a person (docs/behaviour.md#locations)
 
 
 @dataclass(slots=True)
@@ -252,7 +261,8 @@ class QuestionAnswer:
             "invalid_citations": self.invalid_citations,
             "statements": [{"statement": s.statement, "supported": s.supported} for s in self.statements],
             "excerpts": [
-                {"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "relevant": e.relevant} for e in self.excerpts
+                {"n": e.n, "path": e.path, "chunk_index": e.chunk_index, "citation": e.citation, "relevant": e.relevant}
+                for e in self.excerpts
             ],
             "faithfulness": _round(self.faithfulness),
             "context_precision": _round(self.context_precision),
@@ -363,7 +373,9 @@ def evaluate_answers(
     if not len(questions) == len(contexts) == len(question_vectors):
         raise UsageError("evaluate_answers needs one context and one vector per question")
     progress = progress or NoProgress()
-    generator_path = None if settings.extractive else resolve_llm_path(settings.llm)
+    from locallens.answer import get_mode
+
+    generator_path = resolve_llm_path(settings.llm) if get_mode(settings.mode).uses_llm else None
     judge_path = resolve_llm_path(settings.judge)
     generator_info = None if generator_path is None else check_gguf(generator_path)
     judge_info = check_gguf(judge_path)
@@ -395,10 +407,7 @@ def evaluate_answers(
             result = QuestionAnswer(question=question.text, expected=question.answers, answerable=question.answerable)
             results.append(result)
             started = time.perf_counter()
-            if generator is None:
-                kept = _extract(question.text, list(hits), vector, encode, settings, result)
-            else:
-                kept = _generate(generator, question.text, list(hits), vector, encode, settings, result)
+            kept = _answer(generator, question.text, list(hits), vector, encode, settings, result)
             generate_seconds += time.perf_counter() - started
             progress.advance(ANSWERING)
             if result.answer is None:
@@ -412,7 +421,9 @@ def evaluate_answers(
                 progress.advance(JUDGING)
             for n, hit in enumerate(kept, start=1):
                 verdict = judge.verdict(relevance_messages(question.text, hit.content), RELEVANT_SCHEMA, "relevant")
-                result.excerpts.append(ExcerptVerdict(n, hit.chunk.relative_path, hit.chunk.chunk_index, verdict))
+                result.excerpts.append(
+                    ExcerptVerdict(n, hit.chunk.relative_path, hit.chunk.chunk_index, verdict, hit.citation())
+                )
                 progress.advance(JUDGING)
     finally:
         if generator is not None and generator is not judge_llm:
@@ -439,26 +450,23 @@ def evaluate_answers(
     )
 
 
-def _record(result: QuestionAnswer, checked: CheckedAnswer) -> None:
-    result.checked = checked
-    result.answer = checked.answer
-    result.citations = checked.citations
+class _Loaded(Models):
+    """The evaluation's one loaded generator, handed to the answer mode as `ask`'s models are."""
+
+    def __init__(self, llm: LocalLLM | None) -> None:
+        self.loaded = llm
+
+    @contextmanager
+    def llm(
+        self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0, threads: int | None = None
+    ) -> Iterator[LocalLLM]:
+        if self.loaded is None:
+            raise UsageError("this answer mode needs a generator model")
+        yield self.loaded
 
 
-def _extract(
-    question: str, hits: list[Hit], vector: np.ndarray, encode: Encode, settings: AnswerSettings, result: QuestionAnswer
-) -> list[Hit]:
-    """`ask --extractive` on one question; returns the excerpts it drew from."""
-    if not hits:
-        result.error = "nothing relevant found"
-        return []
-    _record(result, extractive_answer(question, hits, vector, encode, max_tokens=settings.max_tokens))
-    result.excerpts_sent = len(hits)
-    return hits
-
-
-def _generate(
-    llm: LocalLLM,
+def _answer(
+    llm: LocalLLM | None,
     question: str,
     hits: list[Hit],
     vector: np.ndarray,
@@ -466,20 +474,27 @@ def _generate(
     settings: AnswerSettings,
     result: QuestionAnswer,
 ) -> list[Hit]:
-    """`ask`'s generation and answer check on a loaded model; returns the excerpts actually sent."""
+    """`ask`'s answer mode on one question's excerpts; returns the excerpts actually sent."""
     if not hits:
         # `ask` never calls the model without excerpts (exit 4); neither does the evaluation.
         result.error = "nothing relevant found"
         return []
-    from locallens.answer import checked_answer, generate_grounded
+    from locallens.answer import answer_with
 
+    options = AnswerOptions(max_tokens=settings.max_tokens, n_ctx=settings.n_ctx, gpu_layers=settings.gpu_layers)
     try:
-        gen = generate_grounded(llm, question, hits, max_tokens=settings.max_tokens)
+        asked = answer_with(settings.mode, AnswerInput(question, hits, vector, encode, _Loaded(llm), options))
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)
         return []
-    result.model_answer, result.stopped_looping = gen.answer, gen.stopped_looping
-    result.excerpts_sent, result.excerpts_dropped = len(gen.kept), len(gen.dropped)
-    result.invalid_citations = gen.citations.invalid
-    _record(result, checked_answer(gen.answer, gen.kept, question, vector, encode, max_tokens=settings.max_tokens))
-    return gen.kept
+    if asked.checked is None:
+        result.error = f"answer mode {settings.mode!r} prints no answer"
+        return []
+    result.checked = asked.checked
+    result.answer = asked.checked.answer
+    result.citations = asked.checked.citations
+    result.model_answer = asked.checked.raw if asked.mode == "generate" else None
+    result.stopped_looping = asked.stopped_looping
+    result.excerpts_sent, result.excerpts_dropped = len(asked.sources), len(asked.dropped)
+    result.invalid_citations = asked.invalid_citations
+    return asked.sources

@@ -59,9 +59,9 @@ if TYPE_CHECKING:
     import apsw
 
 # `PRAGMA application_id` of a locallens database ("LLen"), set when locallens creates it. A
-# database without it is ours only if it has our `meta` and `brains` tables (written by a
-# release before the id existed; it gets the id on its next write). Any other non-empty database
-# belongs to another program and is never modified.
+# database without it is ours only if it has every table and column of the first release and a
+# schema number locallens used (written by a release before the id existed; it gets the id on its
+# next write). Any other non-empty database belongs to another program and is never modified.
 APPLICATION_ID = 0x4C4C656E
 BUSY_TIMEOUT_MS = 30_000
 # Reads go through a memory map: a vector scan then costs ~40% less than through read() calls.
@@ -143,6 +143,31 @@ def _translated(action: str) -> Iterator[None]:
         raise StoreError(f"{action}: I/O error ({exc})") from exc
 
 
+# What every release before the application id wrote (the first migration step's tables and
+# columns): a database without the id is taken as an older locallens one only when it has all of
+# them and a schema number locallens has used. Table names alone (`meta`, `brains`) are common.
+_FIRST_RELEASE_COLUMNS = {
+    "meta": {"key", "value"},
+    "brains": {"id", "name", "model", "dim", "chunker", "chunk_size", "chunk_overlap", "created_at", "last_indexed"},
+    "roots": {"brain_id", "path"},
+    "documents": {"id", "brain_id", "root", "relative_path", "size", "mtime_ns", "checksum", "indexed_at"},
+    "chunks": {"id", "brain_id", "document_id", "chunk_id", "relative_path", "chunk_index", "content", "checksum"},
+}
+
+
+def _is_older_locallens(conn: apsw.Connection, names: set[str]) -> bool:
+    """A database written by a locallens release before the application id (reads only)."""
+    if not set(_FIRST_RELEASE_COLUMNS) <= names or "chunks_fts" not in names:
+        return False
+    if not 1 <= _scalar(conn, "PRAGMA user_version") <= SCHEMA_VERSION:
+        return False
+    for table, columns in _FIRST_RELEASE_COLUMNS.items():
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if not columns <= have:
+            return False
+    return True
+
+
 def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     """True for a locallens database, False for an empty one; refuses anyone else's database.
 
@@ -155,7 +180,7 @@ def _check_ours(conn: apsw.Connection, path: Path, create: bool) -> bool:
     if app_id == APPLICATION_ID:
         return True
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    if app_id == 0 and {"meta", "brains"} <= names:
+    if app_id == 0 and _is_older_locallens(conn, names):
         return True  # written before locallens set its application id
     if app_id == 0 and not names and _scalar(conn, "PRAGMA user_version") == 0:
         if not create:

@@ -1,0 +1,309 @@
+"""The default answer mode: the local LLM writes, the answer check keeps what the excerpts back.
+
+`GenerateMode` fits the excerpts into the model's context, prompts with them (`locallens.prompt`),
+streams the answer through `LoopGuard` (a small model's loops are cut before they are shown),
+parses its citations and checks every sentence (`locallens.claims`); when nothing of it is left,
+the extractive passage stands in (`checked_answer`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from locallens.claims import MIN_RELEVANCE, CheckedAnswer, Encode, check_answer, refusal
+from locallens.domain import Hit
+from locallens.extractive import extractive_answer, passage_hits
+from locallens.models import Models
+from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput
+from locallens.prompt import CITATION_RE, Citations, build_grounded_history, fit_hits_to_context, parse_citations
+
+if TYPE_CHECKING:
+    from locallens.llm import LocalLLM, Usage
+
+
+class LoopGuard:
+    """Stops a generation that has started repeating itself, before the repeat is shown.
+
+    Small models fall into loops ("## 2. The staging database is ... ## 3. The staging database
+    is ...", or "The answer is: [6]" twenty times with a new citation each time) and would fill
+    --max-tokens with them. Lines are compared by a key that ignores markup, numbering and
+    citation markers: a line of some length (`MIN_LINE`) that comes back ends the answer, and a
+    shorter one ends it on its `MAX_SHORT_REPEATS + 1`-th appearance (a short line such as "ok"
+    may legitimately recur once). So does a line that starts the prompt over ("Question:",
+    "Source excerpts:"): the model is writing itself a new question to answer.
+    Text streams as it comes, except a line that so far could be a repeat or such a header: it
+    is held until it differs (then released) or is confirmed (then the answer ends without it).
+    """
+
+    MIN_LINE = 16
+    MAX_SHORT_REPEATS = 2
+    # The headers of the user message in prompt.py, as `_key` reduces them.
+    PROMPT_HEADERS = ("question:", "source excerpts:")
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}  # line key -> times seen
+        self.line = ""  # the current line so far
+        self.held = ""  # the part of it not yet released
+        self.text = ""  # everything fed so far
+        self.cut_at: int | None = None  # where the answer must end: a loop inside a line starts there
+
+    @staticmethod
+    def _key(line: str) -> str:
+        without_citations = CITATION_RE.sub(" ", line)
+        key = re.sub(r"^[\s#>*+\-\d.)\]\[]*", "", without_citations)
+        return " ".join(key.split()).lower()
+
+    def _repeats(self, key: str) -> bool:
+        """Whether the finished line `key` is one repeat too many."""
+        count = self.seen.get(key, 0)
+        return count >= (1 if len(key) >= self.MIN_LINE else self.MAX_SHORT_REPEATS)
+
+    def feed(self, piece: str) -> tuple[str, bool]:
+        """(text to show now, whether to stop generating).
+
+        A loop inside one line (a sentence said again, or a fragment repeated over and over with
+        no line break) also stops the generation; `cut_at` then says where the answer ends,
+        since part of the loop may have been shown already.
+        """
+        self.text += piece
+        if re.search(r"[\s.!?:;,]", piece) and (cut := loop_start(self.text)) is not None:
+            self.cut_at = cut
+            return "", True
+        out: list[str] = []
+        for part in re.split(r"(\n)", piece):
+            if part == "\n":
+                key = self._key(self.line)
+                if key and self._repeats(key):
+                    self.line = self.held = ""
+                    return "".join(out), True
+                if key:
+                    self.seen[key] = self.seen.get(key, 0) + 1
+                out.append(self.held + "\n")
+                self.line = self.held = ""
+                continue
+            self.line += part
+            self.held += part
+            key = self._key(self.line)
+            if any(key.startswith(header) for header in self.PROMPT_HEADERS):
+                self.line = self.held = ""
+                return "".join(out), True
+            if (
+                key
+                and not any(seen.startswith(key) for seen in self.seen)
+                and not any(header.startswith(key) for header in self.PROMPT_HEADERS)
+            ):
+                out.append(self.held)
+                self.held = ""
+        return "".join(out), False
+
+    def flush(self) -> str:
+        """What is still held when the generation ends by itself."""
+        held, self.line, self.held = self.held, "", ""
+        return held
+
+
+# A fragment of 4-60 characters said four times in a row, with only spaces or light punctuation
+# between: "de la nota de la nota de la nota de la nota", "2024-03-20: 2024-03-20: ...".
+_REPEATED_FRAGMENT = re.compile(r"(?<!\w)(\S.{3,59}?)(?:[\s,;:.]*\1){3,}", re.S)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def loop_start(text: str) -> int | None:
+    """Where `text` starts looping inside its lines, or None.
+
+    The loop is a sentence whose key (as `LoopGuard._key` makes it) came before, at least
+    `LoopGuard.MIN_LINE` long, or a short fragment repeated four times in a row. The text up to
+    the returned offset keeps the first occurrence and drops the repeats.
+    """
+    match = _REPEATED_FRAGMENT.search(text)
+    cut = match.start() + len(match.group(1)) if match else None
+    seen: set[str] = set()
+    start = 0
+    for boundary in _SENTENCE_END.finditer(text + "\n"):
+        key = LoopGuard._key(text[start : boundary.start()])
+        if len(key) >= LoopGuard.MIN_LINE:
+            if key in seen:
+                cut = start if cut is None else min(cut, start)
+                break
+            seen.add(key)
+        start = boundary.end()
+    return cut
+
+
+@dataclass(slots=True)
+class Generation:
+    kept: list[Hit]  # the excerpts sent, numbered from 1
+    dropped: list[Hit]  # lowest-ranked excerpts that did not fit the context
+    answer: str
+    citations: Citations
+    stopped_looping: bool
+    usage: Usage | None
+
+
+def citation_grammar(n_excerpts: int) -> str:
+    """A GBNF grammar for answers whose every sentence ends with a citation `[n]`, n in 1..k.
+
+    A sentence is any run of text without brackets or line breaks; after its citation comes an
+    optional full stop, then a space or a line break and the next sentence, or the end.
+    """
+    numbers = " | ".join(f'"{n}"' for n in range(1, max(1, n_excerpts) + 1))
+    return (
+        "root ::= sentence (sep sentence)*\n"
+        'sentence ::= [^\\[\\]\\n]+ "[" cite "]" "."?\n'
+        f"cite ::= {numbers}\n"
+        'sep ::= " " | "\\n" | "\\n\\n"\n'
+    )
+
+
+def generate_grounded(
+    llm: LocalLLM,
+    question: str,
+    hits: list[Hit],
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    cite_grammar: bool = False,
+) -> Generation:
+    """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
+
+    The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
+    excerpts the model is never called. With `cite_grammar`, sampling is constrained by
+    `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
+    """
+    kept, dropped = fit_hits_to_context(
+        question, hits, count_prompt_tokens=llm.count_prompt_tokens, n_ctx=llm.n_ctx, max_tokens=max_tokens
+    )
+    pieces: list[str] = []
+    guard = LoopGuard()
+    looping = False
+    grammar = llm.compile_grammar(citation_grammar(len(kept))) if cite_grammar else None
+    stream = llm.stream_chat(
+        build_grounded_history(question, kept), max_tokens=max_tokens, temperature=temperature, grammar=grammar
+    )
+    for piece in stream:
+        shown, looping = guard.feed(piece)
+        pieces.append(shown)
+        if looping:
+            stream.close()  # ends generation; usage is still recorded
+            break
+    if not looping:
+        pieces.append(guard.flush())
+    answer = (guard.text[: guard.cut_at] if guard.cut_at is not None else "".join(pieces)).strip()
+    return Generation(kept, dropped, answer, parse_citations(answer, len(kept)), looping, llm.last_usage)
+
+
+def checked_answer(
+    model_answer: str,
+    kept: list[Hit],
+    question: str,
+    question_vector: np.ndarray,
+    encode: Encode,
+    *,
+    max_tokens: int,
+    show_unsupported: bool = False,
+) -> CheckedAnswer:
+    """The model's answer after the check, when it agrees with the excerpts' best passage; else
+    that passage (`locallens.extractive`); the plain refusal when neither answers.
+
+    A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
+    been shown excerpts that may hold the answer: rather than refuse, the answer is then the
+    passage. So it is when the model's supported sentences all come from elsewhere than the
+    passage (a small model restating the question's topic from a neighbouring sentence, say):
+    the model's answer is printed when one of its supported, relevant sentences rests on a unit
+    of the passage. The claims are the model's (withheld when the passage is printed) followed by
+    the extracted ones.
+    """
+    checked = check_answer(
+        model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
+    )
+    extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
+    if extracted.refused or (not checked.refused and _agrees(checked, extracted)):
+        if checked.refused or extracted.refused:
+            checked.check_ms += extracted.check_ms
+        return checked
+    answer = extracted.answer
+    if show_unsupported and checked.refused:  # the model's sentences follow, marked, as after a refusal
+        answer += checked.answer.removeprefix(refusal(question))
+    model_claims = [replace(c, supported=False) for c in checked.claims]
+    return CheckedAnswer(
+        raw=model_answer,
+        claims=model_claims + extracted.claims,
+        answer=answer,
+        withheld=len(model_claims),
+        refused=False,
+        check_ms=checked.check_ms + extracted.check_ms,
+        fallback=True,
+    )
+
+
+def _agrees(checked: CheckedAnswer, extracted: CheckedAnswer) -> bool:
+    """Whether a supported, relevant sentence of the model rests on a unit of the passage."""
+    units = [" ".join((c.evidence or "").split()) for c in extracted.claims]
+    for claim in checked.claims:
+        if not (claim.supported and claim.relevance >= MIN_RELEVANCE and claim.evidence):
+            continue
+        evidence = " ".join(claim.evidence.split())
+        if any(evidence in unit or unit in evidence for unit in units if unit):
+            return True
+    return False
+
+
+class GenerateMode:
+    """The default mode: the LLM's answer from the grounded prompt, checked (`checked_answer`)."""
+
+    name = "generate"
+    uses_llm = True
+
+    def answer(self, given: AnswerInput) -> AnswerOutput:
+        out = AnswerOutput()
+        hits = list(given.hits)
+        if given.options.prompt_passages:
+            hits = passage_hits(given.question, hits, given.question_vector, given.encode)
+        gen = _generate(given.options, given.question, hits, out, given.models)
+        out.sources, out.dropped = gen.kept, gen.dropped
+        out.stopped_looping = gen.stopped_looping
+        out.invalid_citations = gen.citations.invalid
+        out.checked = checked_answer(
+            gen.answer,
+            gen.kept,
+            given.question,
+            given.question_vector,
+            given.encode,
+            max_tokens=given.options.max_tokens,
+            show_unsupported=given.options.show_unsupported,
+        )
+        out.timings["check_ms"] = out.checked.check_ms
+        return out
+
+
+def _generate(
+    request: AnswerOptions, question: str, hits: list[Hit], result: AnswerOutput, models: Models
+) -> Generation:
+    """Generate with the GGUF `request` names (or the packaged one) and record usage."""
+    started = time.perf_counter()
+    with models.llm(
+        request.llm, n_ctx=request.n_ctx, gpu_layers=request.gpu_layers, seed=request.seed, threads=request.threads
+    ) as llm:
+        # Loading the GGUF (cold), or waiting for the warm model's previous generation to end.
+        result.timings["llm_load_ms"] = (time.perf_counter() - started) * 1000
+        result.models["llm"] = llm.model_name
+        gen = generate_grounded(
+            llm,
+            question,
+            hits,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            cite_grammar=request.cite_grammar,
+        )
+    usage = gen.usage
+    if usage is not None:
+        result.prompt_tokens, result.completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        result.cached_tokens = usage.cached_tokens
+        result.timings["prompt_ms"] = usage.prompt_ms
+        result.timings["generate_ms"] = usage.generate_ms
+    return gen

@@ -1,0 +1,312 @@
+"""How well each answer unit answers the question: several signals, combined by fitted weights.
+
+The signals of one unit (`FEATURES`, each in 0..1):
+- `cosine`: the embedder's cosine similarity between the question and the unit;
+- `context_cosine`: the best cosine of what introduces the unit (its setup line, a table's
+  header row, a definition's term), so that a command under "To roll back, run:" scores as its
+  setup does;
+- `terms`: the share of the question's key terms (stems of content words, identifiers, numbers;
+  `key_terms`) that the unit holds;
+- `context_terms`: the same share over the unit's context (setup, header row, term, section
+  heading, the excerpt's file name);
+- `type_match` / `type_miss`: the question asks for a kind of answer (a number or a duration, a
+  command or code, a name, a path; `answer_type`) and the unit has one, or lacks one;
+- `novelty`: the share of the unit's key terms that are not the question's: a unit that only
+  restates the question's topic says nothing new;
+- `rank`: 1 / the excerpt's retrieval rank;
+- `short`: the unit has fewer than four key terms (a "Then:" or a lone heading-like line).
+
+The weights (`WEIGHTS`, `BIAS`) are a logistic regression fitted by
+`benchmarks/bench_answers.py --fit` on the sample, pydoc and stdlib question sets (a unit is a
+positive when it, read with its context, states the expected answer); the figures, and what each
+signal adds, are in docs/benchmarks.md#answer-units.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from locallens.units import CODE, DEFINITION, HEADER, Unit
+
+FEATURES: tuple[str, ...] = (
+    "cosine",
+    "context_cosine",
+    "terms",
+    "context_terms",
+    "type_match",
+    "type_miss",
+    "novelty",
+    "rank",
+    "short",
+)
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
+WEIGHTS: dict[str, float] = {
+    "cosine": 1.8,
+    "context_cosine": 0.1,
+    "terms": 2.2,
+    "context_terms": 0.2,
+    "type_match": 0.8,
+    "type_miss": -0.8,
+    "novelty": -1.0,
+    "rank": 1.6,
+    "short": -0.25,
+}
+BIAS = -2.0
+
+# Words that carry no topic: function words and question words (English, Spanish), and verbs
+# every question uses.
+_STOP_WORDS = """
+    a an the and or but of to in on at for from by with about into onto as is are was were be been
+    being am do does did done doing have has had having can could would should will shall may might
+    must i me my we our you your yours he she it its they them their this that these those there here
+    what which who whom whose when where why how much many long often there not no yes any some all
+    each every if then than so such also just only very more most other use used using get gets got
+    need needs want wants make makes know tell say says said mean means way ways one thing things
+    el la los las un una unos unas lo de del al a en y o u que qué cual cuál cuales cuáles quien
+    quién como cómo cuando cuándo donde dónde cuanto cuánto cuanta cuánta cuantos cuántos cuantas
+    cuántas por para con sin sobre es son está están ser estar hay se su sus mi mis tu tus me te
+    nos le les este esta estos estas ese esa esos esas eso esto muy más menos tiene tienen tengo
+    puedo puede pueden hace hacer hago debo debe deben
+"""
+_STOP = frozenset(_STOP_WORDS.split())
+# A few words a Spanish question over English notes most often hinges on, by their English key:
+# units of time and size, and the nouns questions about software and policies ask for.
+_BRIDGE = {
+    "puerto": "port",
+    "puertos": "port",
+    "versión": "version",
+    "semana": "week",
+    "semanas": "week",
+    "día": "day",
+    "días": "day",
+    "mes": "month",
+    "meses": "month",
+    "año": "year",
+    "años": "year",
+    "hora": "hour",
+    "horas": "hour",
+    "minutos": "minut",
+    "segundos": "secon",
+    "comando": "command",
+    "orden": "command",
+    "contraseña": "password",
+    "contraseñas": "password",
+    "clave": "key",
+    "usuario": "user",
+    "usuarios": "user",
+    "archivo": "file",
+    "fichero": "file",
+    "carpeta": "directory",
+    "servidor": "server",
+    "copia": "backup",
+    "copias": "backup",
+    "respaldo": "backup",
+    "datos": "data",
+    "base": "database",
+    "guardia": "call",
+    "turno": "shift",
+    "vacaciones": "leave",
+    "permiso": "leave",
+    "salario": "salary",
+    "sueldo": "salary",
+    "coste": "cost",
+    "costo": "cost",
+    "precio": "price",
+    "límite": "limit",
+    "despliegue": "deploy",
+    "desplegar": "deploy",
+    "reversión": "rollback",
+    "predeterminado": "default",
+    "defecto": "default",
+    "error": "error",
+    "excepción": "exception",
+    "función": "function",
+    "retención": "retention",
+    "guardan": "kept",
+    "conservan": "kept",
+    "nocturnas": "nightly",
+    "nocturna": "nightly",
+}
+
+_TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+_DIGIT = re.compile(r"\d")
+_IDENT = re.compile(
+    r"`[^`\n]+`|\b\w+\(|\b[a-z]+_\w+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z]+[A-Z]\w*|(?<!\S)--?[A-Za-z][\w-]*|\b\w+\.\w+\("
+)
+_PATHISH = re.compile(
+    r"(?:~|\.{0,2})/[\w.@/-]+|\b[\w-]+\.(?:md|txt|py|json|toml|ya?ml|conf|cfg|ini|sh|log|db)\b|https?://\S+"
+)
+_NAME = re.compile(r"(?<=[a-zà-ÿ,;] )[A-ZÀ-Þ][a-zà-ÿ]+(?: [A-ZÀ-Þ][a-zà-ÿ]+)*")
+_NUMBER_WORDS = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|hundred|"
+    r"once|twice|daily|weekly|monthly|nightly|yearly|annually|hourly|every)\b",
+    re.I,
+)
+
+# What a question asks for, from its wording (English and Spanish).
+_WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "code",
+        re.compile(
+            r"\b(?:which|what) (?:\w+ )?(?:command|option|flag|function|method|module|class|exception|error|"
+            r"keyword|statement|operator|builtin|built-in|call|setting|variable|argument|parameter|type|"
+            r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool)s?\b"
+            r"|\bhow (?:do|can|should) (?:i|you|we)\b|\bhow to\b|\bwhat (?:do i|should i) (?:run|type|call|use)\b"
+            r"|\bqué (?:comando|opción|función|método|módulo|clase|excepción|error|parámetro)\b"
+            r"|\bcómo (?:hago|puedo|se hace|se puede)\b|\bcon qué comando\b",
+            re.I,
+        ),
+    ),
+    (
+        "number",
+        re.compile(
+            r"\bhow (?:many|much|long|often|big|large|fast|old|far)\b|\bwhen (?:does|do|is|are|will|did|was|should)\b|"
+            r"\bwhat time\b|\bsince (?:which|what|when)\b|"
+            r"\b(?:which|what) (?:port|version|date|day|year|rate|limit|percentage|size|number|amount|price|cost|"
+            r"threshold|timeout|deadline|temperature|address|ip)\b|\b(?:minimum|maximum|max|min)\b|"
+            r"\bcu[aá]nt[oa]s?\b|\bcu[aá]ndo\b|\bqué (?:puerto|versión|día|fecha|hora|año|límite|tarifa|precio|"
+            r"temperatura|dirección)\b|\ba qué hora\b|\bcada cu[aá]nto\b|\bm[ií]nim[oa]\b|\bm[aá]xim[oa]\b",
+            re.I,
+        ),
+    ),
+    ("name", re.compile(r"\bwho\b|\bwhich (?:team|person|vendor|company|engineer)\b|\bqui[eé]n(?:es)?\b", re.I)),
+    ("path", re.compile(r"\bwhere\b|\b(?:which|what) (?:file|folder|directory|path|url|channel)\b|\bd[oó]nde\b", re.I)),
+)
+
+
+def _fold(word: str) -> str:
+    """Lower case without accents: `Versión` -> `version`."""
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=65536)
+def _key(token: str) -> str | None:
+    """The key a token is compared by: five letters of a word (so `minutes` and `minutos`,
+    `version` and `versión`, `required` and `requires` meet), a number or identifier whole."""
+    lowered = token.lower()
+    if lowered in _STOP:
+        return None
+    if lowered in _BRIDGE:
+        return _BRIDGE[lowered]
+    if _DIGIT.search(token) or "_" in token or "." in token.strip("."):
+        return lowered.strip(".'’-")
+    folded = _fold(lowered).strip("'’-.")
+    if len(folded) < 3 and not token.isupper():
+        return None
+    return folded[:5]
+
+
+def key_terms(text: str) -> frozenset[str]:
+    """The key terms of `text`: keys of its content words, numbers and identifiers (`_key`)."""
+    keys = set()
+    for token in _TOKEN.findall(text):
+        key = _key(token)
+        if key:
+            keys.add(key)
+        if "_" in token or "." in token:  # `shutil.rmtree` also holds `rmtree`
+            for part in re.split(r"[._]+", token):
+                part_key = _key(part) if part else None
+                if part_key:
+                    keys.add(part_key)
+    return frozenset(keys)
+
+
+def answer_type(question: str) -> str | None:
+    """What the question asks for: "code", "number", "name", "path", or None."""
+    for name, pattern in _WANTS:
+        if pattern.search(question):
+            return name
+    return None
+
+
+def has_type(unit: Unit, wants: str) -> bool:
+    """Whether the unit holds an answer of the kind asked for."""
+    text = unit.text
+    if wants == "number":
+        return bool(_DIGIT.search(text) or _NUMBER_WORDS.search(text))
+    if wants == "code":
+        return unit.kind in (CODE, DEFINITION) or bool(_IDENT.search(text))
+    if wants == "name":
+        return bool(_NAME.search(text))
+    if wants == "path":
+        return bool(_PATHISH.search(text) or _NAME.search(text))
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionTerms:
+    text: str
+    terms: frozenset[str]
+    wants: str | None
+
+
+def question_terms(question: str) -> QuestionTerms:
+    return QuestionTerms(question, key_terms(question), answer_type(question))
+
+
+def context_of(unit: Unit, units: Sequence[Unit], path: str = "") -> list[str]:
+    """What introduces `unit`: its setup line, its table's header row, its term, its section."""
+    by_index = {u.index: u for u in units if u.excerpt == unit.excerpt}
+    out = []
+    if unit.setup is not None and unit.setup in by_index:
+        out.append(by_index[unit.setup].text)
+    if unit.header is not None and unit.header in by_index:
+        out.append(by_index[unit.header].text)
+    if unit.term:
+        out.append(unit.term)
+    if unit.section:
+        out.append(unit.section)
+    if path:
+        out.append(re.sub(r"[-_/.]+", " ", path))
+    return out
+
+
+def features(
+    question: QuestionTerms,
+    units: Sequence[Unit],
+    cosines: np.ndarray,
+    paths: Sequence[str],
+) -> np.ndarray:
+    """One row of `FEATURES` per unit. `cosines[i]` is unit i's cosine with the question;
+    `paths[n - 1]` the file of excerpt n."""
+    n_terms = max(1, len(question.terms))
+    position = {(u.excerpt, u.index): i for i, u in enumerate(units)}
+    rows = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
+    for i, unit in enumerate(units):
+        own = key_terms(unit.text)
+        context = key_terms(" ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else "")))
+        linked = [j for j in (unit.setup, unit.header) if j is not None]
+        linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]
+        wants = question.wants
+        typed = has_type(unit, wants) if wants else False
+        rows[i] = (
+            float(cosines[i]),
+            max(linked_cos, default=0.0),
+            len(own & question.terms) / n_terms,
+            len((context - own) & question.terms) / n_terms,
+            1.0 if wants and typed else 0.0,
+            1.0 if wants and not typed else 0.0,
+            len(own - question.terms) / max(1, len(own)),
+            1.0 / unit.excerpt,
+            1.0 if len(own) < 4 else 0.0,
+        )
+    return rows
+
+
+def combine(rows: np.ndarray, weights: dict[str, float] | None = None, bias: float | None = None) -> np.ndarray:
+    """The probability that each unit states the answer, from its feature row."""
+    w = np.array([(weights or WEIGHTS)[name] for name in FEATURES], dtype=np.float64)
+    z = rows @ w + (BIAS if bias is None else bias)
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def is_context_only(unit: Unit) -> bool:
+    """A table's header row says what the columns are, not an answer."""
+    return unit.kind == HEADER

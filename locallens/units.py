@@ -1,0 +1,228 @@
+"""Answer units: the pieces of the excerpts that can carry an answer, with what belongs to them.
+
+A unit is one of the project's sentence units (`split_sentences`: a sentence, a list item, a
+table row, a fenced code block, a heading), an exact slice of its excerpt, classified by what it
+is and linked to what it needs to be read:
+
+- `kind`: "sentence", "item" (a list item), "row" (a table row), "header" (a table's first row,
+  the one above its `|---|` line), "code" (a fenced block, or lines indented as code, or lines
+  that start with a shell or Python prompt), "definition" (a term on its own line followed by
+  its indented description, or `term::` / `term:` then the description: the unit holds both),
+  "heading";
+- `setup`: the unit that introduces this one, when a sentence ending with ":" is followed by a
+  code block, a list, a table or a definition (all the items of that list, all the rows of that
+  table point at it);
+- `header`: for a table row, the table's header row;
+- `section`: the heading the unit sits under in its excerpt ("" before any heading).
+
+Decoration (a `|---|` line, a rule, a unit with no letter or digit) is not a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from locallens.domain import Hit
+from locallens.sentences import split_chunk_prefix, split_sentences
+
+SENTENCE = "sentence"
+ITEM = "item"
+ROW = "row"
+HEADER = "header"
+CODE = "code"
+DEFINITION = "definition"
+HEADING = "heading"
+# The kinds a setup line (a sentence ending with ":") introduces.
+INTRODUCED = frozenset({ITEM, ROW, HEADER, CODE, DEFINITION})
+
+_HAS_ALNUM = re.compile(r"\w")
+_DIGIT = re.compile(r"\d")
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_ITEM_START = re.compile(r"^(?:[-*+•◦‣⁃▪]|\d{1,9}(?:[.)]|\.\))|[a-z](?:\)|\.\)))(?:\s|$)")
+_PROMPT = re.compile(r"^(?:\$|>>>|\.\.\.|#!|C:\\>|PS>)\s")
+_UNDERLINE = re.compile(r"^([*=~^-])\1{2,}$")
+_TERM_LINE = re.compile(r"^(?P<term>[^\s].{0,80}?)(?P<colons>::?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One answer unit of one excerpt (see the module docstring)."""
+
+    text: str  # exact slice of the excerpt's content, stripped
+    excerpt: int  # the excerpt's number, from 1
+    index: int  # position among the excerpt's units, from 0
+    kind: str
+    setup: int | None = None  # index of the unit that introduces this one
+    header: int | None = None  # a table row: index of its header row
+    section: str = ""  # the heading above it in the excerpt, without its `#` marks
+    term: str = ""  # a definition: its term
+
+
+def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
+    """(kind, term) of one unit; `raw_lines` are its lines with their indentation."""
+    first = text[:1]
+    if first == "#" and re.match(r"#{1,6}(\s|$)", text):
+        return HEADING, ""
+    if text.startswith(("```", "~~~")):
+        return CODE, ""
+    if first == "|":
+        return ROW, ""
+    if _ITEM_START.match(text):
+        return ITEM, ""
+    if _PROMPT.match(text):
+        return CODE, ""
+    lines = [line for line in raw_lines if line.strip()]
+    if len(lines) >= 2 and _UNDERLINE.match(lines[-1].strip()):
+        return HEADING, ""  # a title over a line of `*`, `=` or `-`
+    indents = [len(line) - len(line.lstrip()) for line in lines]
+    if lines and min(indents) >= 3:
+        return CODE, ""  # a block indented as code (a literal block of reST or pydoc)
+    if len(lines) >= 2:
+        head = lines[0].strip()
+        term = _TERM_LINE.match(head)
+        if term and term.group("colons") == "::":
+            return DEFINITION, term.group("term").strip()
+        # A term on its own line (no sentence end), its description indented below it.
+        if (
+            len(indents) >= 2
+            and min(indents[1:]) > indents[0]
+            and not head.endswith((".", "!", "?", ","))
+            and len(head) <= 100
+        ):
+            return DEFINITION, head.rstrip(":").strip()
+    return SENTENCE, ""
+
+
+_CODE_LINE = re.compile(r"^(?:>>>|\.\.\.|\$|def |class |import |from |return\b|@|[{}\[\]#]|\w+\s*=[^=])")
+
+
+def _indented_prose(text: str) -> bool:
+    """An indented block that reads as prose (sentences), not as code."""
+    if text.startswith(("```", "~~~")) or not text[:1].isalpha() or not text[:1].isupper():
+        return False
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if any(_CODE_LINE.match(line) for line in lines):
+        return False
+    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
+    return text.rstrip().endswith((".", ":", ")")) and letters >= 0.75 * len(text)
+
+
+def _indented(piece: str, body: str) -> bool:
+    """Whether `piece` starts on an indented line of `body`."""
+    at = body.find(piece)
+    line_start = body.rfind("\n", 0, at) + 1
+    return at > line_start and body[line_start : line_start + 1] in (" ", "\t")
+
+
+def _is_term_line(text: str) -> bool:
+    """A line that names what the description below it is about: short, one line, no full stop."""
+    return "\n" not in text and len(text) <= 100 and not text.rstrip().endswith((".", "!", "?", ",", ";"))
+
+
+def _heading_text(text: str) -> str:
+    return text.split("\n")[0].lstrip("#").strip()
+
+
+def excerpt_units(content: str, excerpt: int) -> list[Unit]:
+    """The answer units of one excerpt (`content` as stored, `excerpt` its number)."""
+    _prefix, body = split_chunk_prefix(content)
+    pieces = split_sentences(body)
+    units: list[Unit] = []
+    section = ""
+    pos = 0
+    kinds: list[tuple[str, str, str]] = []  # (text, kind, term)
+    for piece in pieces:
+        start = body.find(piece, pos)
+        start = pos if start < 0 else start
+        line_start = body.rfind("\n", 0, start) + 1
+        raw = body[line_start : start + len(piece)].split("\n")
+        pos = start + len(piece)
+        if _TABLE_RULE.match(piece) or not _HAS_ALNUM.search(piece):
+            # The `|---|` line under a table's header row makes that row a header.
+            if _TABLE_RULE.match(piece) and kinds and kinds[-1][1] == ROW:
+                kinds[-1] = (kinds[-1][0], HEADER, "")
+            continue
+        if piece.startswith(("```", "~~~")) and not piece.rstrip().endswith(piece[:3]):
+            # A fence that never closes in this excerpt is the end of a block the chunk cut:
+            # the fence line is decoration, and what follows it is read as text.
+            rest = piece.split("\n", 1)[1] if "\n" in piece else ""
+            for sub in split_sentences(rest):
+                kinds.append((sub, *_kind(sub, [sub])))
+            continue
+        kind, term = _kind(piece, raw)
+        if kind == CODE and _indented_prose(piece):
+            # An indented paragraph (pydoc and reST indent descriptions): its sentences, under
+            # the term line right above it when there is one (`object.__iter__(self)`).
+            above = kinds[-1] if kinds else None
+            if above and above[2] and above[1] in (SENTENCE, DEFINITION) and _indented(above[0], body):
+                term_line, first = above[2], False  # the description goes on
+            elif above and above[1] == SENTENCE and _is_term_line(above[0]):
+                term_line, first = above[0], True
+            else:
+                term_line, first = "", False
+            for k, sentence in enumerate(split_sentences(piece)):
+                kinds.append((sentence, DEFINITION if first and k == 0 else SENTENCE, term_line))
+            continue
+        kinds.append((piece, kind, term))
+
+    # A short line on its own, with no sentence end and no number, is a title (an HTML or
+    # plain-text heading), unless it is the term of the description below it.
+    for i, (text, kind, _term) in enumerate(kinds):
+        after = kinds[i + 1] if i + 1 < len(kinds) else None
+        if (
+            kind == SENTENCE
+            and after is not None
+            and after[2] != text
+            and _is_term_line(text)
+            and not text.rstrip().endswith(":")
+            and len(text.split()) <= 8
+            and not _DIGIT.search(text)
+        ):
+            kinds[i] = (text, HEADING, "")
+
+    header: int | None = None
+    setup: int | None = None  # the setup line whose block is running
+    block = ""  # the kind of block it introduced
+    for i, (text, kind, term) in enumerate(kinds):
+        if kind == HEADING:
+            section = _heading_text(text)
+            setup = header = None
+        elif kind == HEADER:
+            header = i
+        elif kind != ROW:
+            header = None
+        if setup is not None and i > setup + 1 and _family(kind) != block:
+            setup = None  # the block it introduced has ended
+        if kind not in INTRODUCED:
+            setup = None
+        if kind == DEFINITION and term and i > 0 and kinds[i - 1][0] == term:
+            setup, block = i - 1, DEFINITION  # the term line introduces its description
+        unit = Unit(
+            text=text,
+            excerpt=excerpt,
+            index=i,
+            kind=kind,
+            setup=setup if kind in INTRODUCED else None,
+            header=header if kind == ROW else None,
+            section=section,
+            term=term,
+        )
+        units.append(unit)
+        nxt = kinds[i + 1][1] if i + 1 < len(kinds) else None
+        if kind in (SENTENCE, ITEM) and nxt in INTRODUCED and (text.rstrip().endswith(":") or nxt == CODE):
+            # A sentence ending with ":" introduces what follows (a block, a list, a table);
+            # so does any sentence right before a code block.
+            setup, block = i, _family(nxt)
+    return units
+
+
+def _family(kind: str) -> str:
+    """Units that make one block: the rows of a table, the items of a list."""
+    return ROW if kind in (ROW, HEADER) else kind
+
+
+def answer_units(hits: Sequence[Hit]) -> list[Unit]:
+    """The units of every excerpt, in excerpt order (excerpts numbered from 1)."""
+    return [unit for n, hit in enumerate(hits, start=1) for unit in excerpt_units(hit.content, n)]

@@ -1,0 +1,333 @@
+"""Answer units, their scores and the printed passage (locallens.units, unit_scores, extractive).
+
+Fast: a deterministic bag-of-words encoder stands in for the embedder (test_claims.py's), so a
+unit that shares the question's words scores high. The real models' end-to-end runs are the
+slow tests at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from locallens.extractive import extractive_answer, is_broad
+from locallens.unit_scores import answer_type, key_terms
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, excerpt_units
+
+from .helpers import cli
+from .test_claims import fake_encode, fake_vector, hit
+
+RUNBOOK = """# Deploy runbook
+
+All deploys go through shipctl, our internal deploy tool.
+
+## Rollback
+
+Rolling back is always allowed and never needs approval. To roll back a service, run:
+
+```bash
+shipctl rollback dispatch-api --to previous
+```
+
+A rollback restores the previous image within about 90 seconds.
+"""
+
+LEAVE = """# Leave policy
+
+This policy applies to every employee of Northwind Labs.
+
+## Family leave
+
+| Type | Duration | Pay |
+|---|---|---|
+| Birth or adoption | 18 weeks | 100% of salary |
+| Moving house | 1 working day | 100% of salary |
+
+## Annual leave
+
+Every employee has the following allowances:
+
+- 25 working days of paid annual leave per calendar year.
+- Up to 5 unused days can be carried over into the next year.
+"""
+
+OPTIONS = """The options of the archive command.
+
+--compression::
+    Sets the compression algorithm; the default is lz4.
+
+--exclude-caches::
+    Skips every folder that holds a CACHEDIR.TAG file.
+"""
+
+PYDOC = """Emulating container types
+
+object.__contains__(self, item)
+
+   Called to implement membership test operators.  Should return true
+   if *item* is in *self*, false otherwise.
+"""
+
+
+def ask_extractive(question: str, *contents: str, paths: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    hits = [hit(text, paths[n] if n < len(paths) else f"notes/{n}.md", 0) for n, text in enumerate(contents)]
+    return extractive_answer(question, hits, fake_vector(question), fake_encode), hits
+
+
+# -- units -----------------------------------------------------------------------------------
+
+
+def test_units_know_setup_lines_code_tables_and_lists() -> None:
+    units = {u.text.split("\n")[0]: u for u in excerpt_units(RUNBOOK + "\n" + LEAVE, 1)}
+    code = units["```bash"]
+    assert code.kind == CODE and units_text(code.setup, RUNBOOK + "\n" + LEAVE).endswith("run:")
+    assert code.section == "Rollback"
+    assert units["# Deploy runbook"].kind == HEADING
+    assert units["| Type | Duration | Pay |"].kind == HEADER
+    row = units["| Birth or adoption | 18 weeks | 100% of salary |"]
+    assert row.kind == ROW and row.header is not None and row.section == "Family leave"
+    items = [u for u in excerpt_units(LEAVE, 1) if u.kind == ITEM]
+    assert len(items) == 2 and all(u.setup is not None for u in items)
+    # The `|---|` line is decoration, not a unit.
+    assert not any(re.fullmatch(r"[|\- ]+", u.text) for u in excerpt_units(LEAVE, 1))
+
+
+def units_text(index: int | None, content: str) -> str:
+    assert index is not None
+    return next(u.text for u in excerpt_units(content, 1) if u.index == index)
+
+
+def test_definition_lists_keep_their_term() -> None:
+    units = [u for u in excerpt_units(OPTIONS, 1) if u.kind == DEFINITION]
+    assert [u.term for u in units] == ["--compression", "--exclude-caches"]
+    assert "lz4" in units[0].text
+    described = [u for u in excerpt_units(PYDOC, 1) if u.term == "object.__contains__(self, item)"]
+    assert described and described[0].kind == DEFINITION and described[0].text.startswith("Called to implement")
+
+
+def test_key_terms_meet_across_english_and_spanish() -> None:
+    assert key_terms("¿Cuántos minutos dura la versión?") & key_terms("It takes 20 minutes in version 3")
+    assert "port" in key_terms("¿En qué puerto escucha?")
+    assert key_terms("rmtree") <= key_terms("Use shutil.rmtree to delete it")
+
+
+def test_answer_type_of_questions() -> None:
+    assert answer_type("How long are backups kept?") == "number"
+    assert answer_type("¿Cuántas semanas dura el permiso?") == "number"
+    assert answer_type("Which command rolls back a deploy?") == "code"
+    assert answer_type("¿Con qué comando hago rollback?") == "code"
+    assert answer_type("Who is the account manager of PagerDuty?") == "name"
+    assert answer_type("Why is the sky blue?") is None
+
+
+# -- the printed passage ---------------------------------------------------------------------
+
+
+def test_setup_line_is_printed_with_the_command_it_introduces() -> None:
+    checked, _ = ask_extractive("Which command rolls back dispatch-api?", RUNBOOK)
+    assert not checked.refused
+    assert "shipctl rollback dispatch-api --to previous" in checked.answer
+    assert checked.answer.startswith("To roll back a service, run")
+    answering = [c for c in checked.claims if c.answering]
+    assert answering and "shipctl rollback" in answering[0].claim
+
+
+def test_table_row_is_printed_under_its_header() -> None:
+    checked, _ = ask_extractive("How many weeks of birth or adoption leave?", LEAVE)
+    lines = checked.answer.splitlines()
+    row = next(i for i, line in enumerate(lines) if "18 weeks" in line)
+    assert row > 0 and "Type | Duration | Pay" in lines[row - 1]
+
+
+def test_list_item_answers_and_definition_prints_its_term() -> None:
+    checked, _ = ask_extractive("How many working days of paid annual leave per year?", LEAVE)
+    assert "25 working days" in checked.answer.splitlines()[0] or "25 working days" in checked.answer
+    checked, _ = ask_extractive("What is the default compression algorithm?", OPTIONS)
+    assert "lz4" in checked.answer and "--compression" in checked.answer
+
+
+def test_spanish_question_over_english_notes_is_answered_by_its_names_and_numbers() -> None:
+    checked, _ = ask_extractive("¿Cuántos segundos tarda un rollback de dispatch-api?", RUNBOOK)
+    assert not checked.refused and "90 seconds" in checked.answer
+
+
+def test_unrelated_question_is_refused_in_its_language() -> None:
+    checked, _ = ask_extractive("¿Cuál es el presupuesto de marketing?", RUNBOOK)
+    assert checked.refused and checked.answer == "La respuesta no está en los fragmentos."
+
+
+def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
+    assert is_broad("What is the leave policy?") == "the leave policy"
+    assert is_broad("Summarize the on-call rotation.") == "the on-call rotation"
+    assert is_broad("¿Qué dice la nota sobre la VPN?") == "la VPN"
+    assert is_broad("What is the port of the staging database in production?") is None
+    checked, _ = ask_extractive(
+        "What is the leave policy?", LEAVE, RUNBOOK, paths=("hr/leave-policy.md", "engineering/deploy-runbook.md")
+    )
+    assert checked.summary and not checked.refused
+    assert checked.claims[0].claim == "This policy applies to every employee of Northwind Labs."
+    assert {c.source for c in checked.claims} == {1}
+    # A broad question about something no excerpt names is not summarised.
+    refused, _ = ask_extractive("Summarize the stock option plan.", LEAVE, paths=("hr/leave-policy.md",))
+    assert not refused.summary
+
+
+def test_passage_stays_short() -> None:
+    long_note = "\n\n".join(f"The backup number {n} of the staging database is kept for {n} days." for n in range(40))
+    checked, _ = ask_extractive("How long is the backup of the staging database kept?", long_note)
+    assert len(checked.answer.split()) <= 60
+
+
+# -- every printed unit is an excerpt's text, cited ------------------------------------------
+
+_VOCABULARY = "staging database port backup kept days deploy shipctl rollback leave weeks policy 5433 14 lz4 run"
+_WORDS = st.sampled_from(_VOCABULARY.split())
+_SENTENCE = st.lists(_WORDS, min_size=3, max_size=9).map(lambda w: " ".join(w).capitalize() + ".")
+_BLOCK = st.one_of(
+    _SENTENCE,
+    st.lists(_SENTENCE, min_size=1, max_size=3).map(lambda s: "\n".join(f"- {x}" for x in s)),
+    st.lists(st.lists(_WORDS, min_size=2, max_size=3), min_size=1, max_size=3).map(
+        lambda rows: "| a | b |\n|---|---|\n" + "\n".join("| " + " | ".join(r[:2]) + " |" for r in rows)
+    ),
+    _SENTENCE.map(lambda s: s[:-1] + ", run:\n\n```\nshipctl deploy --dry-run\n```"),
+    st.tuples(_WORDS, _SENTENCE).map(lambda t: f"--{t[0]}::\n    {t[1]}"),
+    _WORDS.map(lambda w: f"## {w.capitalize()}"),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(_BLOCK, min_size=1, max_size=5).map("\n\n".join), min_size=1, max_size=3),
+    st.lists(_WORDS, min_size=1, max_size=6).map(" ".join),
+)
+def test_every_printed_unit_is_an_excerpts_text_and_cited(contents: list[str], question: str) -> None:
+    checked, hits = ask_extractive(question + "?", *contents)
+    if checked.refused:
+        return
+    printed = checked.answer
+    for claim in checked.claims:
+        assert claim.extracted and claim.supported
+        n = claim.source
+        assert n is not None and 1 <= n <= len(hits)
+        assert claim.evidence is not None and claim.evidence in hits[n - 1].content
+        assert f"[{n}]" in claim.text and claim.citations == [n]
+        assert claim.text in printed
+
+
+def test_scoring_is_fast_enough_warm() -> None:
+    import time
+
+    contents = [LEAVE, RUNBOOK, OPTIONS, PYDOC, LEAVE.replace("Leave", "Remote work")]
+    hits = [hit(text, f"notes/{n}.md") for n, text in enumerate(contents)]
+    cache: dict[str, np.ndarray] = {}
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return np.stack([cache.setdefault(t, fake_vector(t)) for t in texts])
+
+    question = "How many weeks of birth or adoption leave?"
+    extractive_answer(question, hits, fake_vector(question), encode)
+    started = time.perf_counter()
+    extractive_answer(question, hits, fake_vector(question), encode)
+    # A figure for the record, not a timing assertion: printed with -s.
+    print(f"extractive answer over 5 excerpts, encoder warm: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+# -- end to end, real models -----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_broad_question_on_sample_docs_is_answered_from_the_note(sample_index: Path) -> None:
+    for flags in ([], ["--extractive"]):
+        result = cli("ask", "What is the leave policy?", "--db", str(sample_index), "--json", *flags)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        paths = {s["n"]: s["path"] for s in data["sources"]}
+        assert not data["refused"] and data["citations"]
+        assert all(paths[n] == "hr/leave-policy.md" for n in data["citations"]), data["answer"]
+
+
+@pytest.mark.slow
+def test_unanswerable_question_is_refused_and_spanish_over_english_answered(sample_index: Path) -> None:
+    result = cli(
+        "ask", "What is the vesting schedule for employee stock options?", "--db", str(sample_index), "--extractive"
+    )
+    assert result.exit_code == 4 and "The answer is not in the excerpts." in result.stdout
+    result = cli("ask", "¿Qué versión de PostgreSQL usa staging?", "--db", str(sample_index), "--extractive", "--json")
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0 and "16.2" in data["answer"]
+
+
+# -- an answer mode is one class and one registration ----------------------------------------
+
+
+class QuoteMode:
+    """CONTRIBUTING.md's worked example: the first sentence of the best excerpt, cited."""
+
+    name = "quote"
+    uses_llm = False
+
+    def answer(self, given):  # type: ignore[no-untyped-def]
+        from locallens.claims import CheckedAnswer, Claim, refusal
+        from locallens.modes import AnswerOutput
+        from locallens.sentences import split_sentences
+
+        sentences = split_sentences(given.hits[0].content)
+        if not sentences:
+            text = refusal(given.question)
+            return AnswerOutput(checked=CheckedAnswer(raw=text, claims=[], answer=text, withheld=0, refused=True))
+        text = f"{sentences[0]} [1]"
+        claim = Claim(
+            written=sentences[0],
+            text=text,
+            claim=sentences[0],
+            supported=True,
+            score=1.0,
+            source=1,
+            evidence=sentences[0],
+            relevance=0.0,
+            citations=[1],
+            extracted=True,
+        )
+        return AnswerOutput(checked=CheckedAnswer(raw=text, claims=[claim], answer=text, withheld=0, refused=False))
+
+
+def test_a_new_answer_mode_is_one_class_and_one_registration(
+    fake_models, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from locallens.answer import MODES, AskRequest, ask
+    from locallens.errors import UsageError
+    from locallens.storage import parse_db
+
+    from .helpers import write_corpus
+
+    docs = write_corpus(tmp_path / "docs")
+    assert cli("index", str(docs), "--db", str(tmp_path / "index.db")).exit_code == 0
+    monkeypatch.setitem(MODES, "quote", QuoteMode)
+    result = ask(
+        AskRequest("Which port does the staging database listen on?", parse_db(tmp_path / "index.db"), mode="quote")
+    )
+    data = result.as_json()
+    assert data["mode"] == "quote" and data["citations"] == [1] and not fake_models.llms
+    assert data["answer"].endswith("[1]") and data["answer"][:-4] in data["sources"][0]["content"]
+    with pytest.raises(UsageError, match="unknown answer mode"):
+        ask(AskRequest("Which port?", parse_db(tmp_path / "index.db"), mode="nonesuch"))
+
+
+def test_eval_runs_the_answer_mode_through_the_same_seam_as_ask() -> None:
+    from locallens.answer import answer_with
+    from locallens.models import Models
+    from locallens.modes import AnswerInput, AnswerOptions
+
+    question = "How many weeks of birth or adoption leave?"
+    hits = [hit(LEAVE, "hr/leave-policy.md")]
+    given = AnswerInput(question, hits, fake_vector(question), fake_encode, Models(), AnswerOptions())
+    via_seam = answer_with("extractive", given)
+    direct = extractive_answer(question, hits, fake_vector(question), fake_encode)
+    assert via_seam.checked is not None and via_seam.checked.answer == direct.answer
+    assert via_seam.mode == "extractive" and "extract_ms" in via_seam.timings

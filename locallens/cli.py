@@ -128,6 +128,20 @@ DeviceOpt = typer.Option(
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
 
 
+def _server_url(value: str | None) -> str | None:
+    """A click callback: `--server` parsed once (`http_api.parse_server_url`); the source of a
+    bad value is named by `_blame_source`, and credentials in it are never printed."""
+    if value is None:
+        return None
+    from locallens.errors import UsageError
+    from locallens.http_api import parse_server_url
+
+    try:
+        return parse_server_url(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
 def _number(low: float | None = None, high: float | None = None, allow_inf: bool = False) -> Any:
     """A click callback: the value must be a number (not NaN; not infinite unless `allow_inf`)
     within low..high. The same check runs whether the value came from the flag, its environment
@@ -580,6 +594,7 @@ def ask(
         None,
         "--server",
         envvar="LOCALLENS_SERVER",
+        callback=_server_url,
         help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
     ),
     token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
@@ -738,15 +753,18 @@ def _print_answer(
 def _ask_batch(path: str, defaults: Any) -> int:
     """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
     some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
+    from locallens import safejson
     from locallens.errors import LocallensError, UsageError
 
     if path == "-":
-        lines = sys.stdin.read().splitlines()
+        raw = sys.stdin.buffer.read()
     else:
         try:
-            lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --batch {path}: {exc}") from None
+            raw = Path(path).expanduser().read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
+    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
+    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     service = _service(
         defaults.db,
         defaults.brain,
@@ -762,17 +780,17 @@ def _ask_batch(path: str, defaults: Any) -> int:
     failed = 0
     try:
         for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip() or line.lstrip().startswith(b"#"):
                 continue
             try:
-                item = json.loads(line)
+                try:
+                    item = safejson.loads(line.rstrip(b"\r"))
+                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
+                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
                 if not isinstance(item, dict):
                     raise UsageError('expected a JSON object such as {"question": "..."}')
                 answer = service.call("ask", {**base, **item})
                 sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except json.JSONDecodeError as exc:
-                failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
             except LocallensError as exc:
                 failed += 1
                 sys.stdout.write(

@@ -110,8 +110,11 @@ def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
 
     if model in _rerankers:
         return _rerankers[model]
+    from locallens.pull import catalogue_repo
+
     folder = Path(model).expanduser()
-    source = str(folder) if folder.is_dir() else (str(cached_snapshot(model) or ""))
+    hub_id = catalogue_repo(model, "reranker") or model  # a `pull` catalogue name, or a hub id
+    source = str(folder) if folder.is_dir() else (str(cached_snapshot(hub_id) or ""))
     if not source:
         from locallens.errors import ModelUnavailableError
 
@@ -165,6 +168,11 @@ HYBRID_CANDIDATES = 20
 # at IDENTIFIER_VECTOR_WEIGHT. (None of the benchmark questions is one; with 0.7 a bare IP in
 # sample_docs/ ranked a VPN note above the one page that has it.)
 IDENTIFIER_VECTOR_WEIGHT = 0.5
+# Diversity: a file gives at most MAX_CHUNKS_PER_FILE of the k results before another file's next
+# best chunk (its further chunks follow only when no other file has one left). With overlapping
+# chunks that share a header, the neighbours of a file's best chunk score nearly as high and
+# filled the top 5 with one or two files (docs/decisions.md#diversity).
+MAX_CHUNKS_PER_FILE = 2
 _WORD = re.compile(r"\w+")
 
 Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
@@ -195,6 +203,19 @@ def fuse_scores(
     return [keys[j] for j in order]
 
 
+def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
+    """The first `k` of `hits` (best first) taking at most `per_file` chunks of one file while
+    others are left; the chunks held back fill any places left, in their order."""
+    taken: dict[str, int] = {}
+    head: list[Hit] = []
+    held: list[Hit] = []
+    for hit in hits:
+        path = hit.chunk.relative_path
+        taken[path] = taken.get(path, 0) + 1
+        (head if taken[path] <= per_file else held).append(hit)
+    return (head + held)[:k]
+
+
 def identifiers_only(query: str) -> bool:
     """Whether every word of `query` is an identifier: has a digit, or inner punctuation."""
     tokens = [t for t in query.split() if _WORD.search(t)]
@@ -222,7 +243,7 @@ def hybrid_search(
     keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
     weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
     order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
-    return [hits[kk] for kk in order[:k]]
+    return diversify([hits[kk] for kk in order], k)
 
 
 def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
@@ -251,11 +272,12 @@ def search(
     path_glob: str | None = None,
     hybrid: bool = DEFAULT_HYBRID,
 ) -> list[Hit]:
-    """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
+    """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
+    MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
     if hybrid:
         return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
-    return store.knn(brain, qvec, k, path_glob=path_glob)
+    return diversify(store.knn(brain, qvec, max(k, HYBRID_CANDIDATES), path_glob=path_glob), k)
 
 
 class SentenceEncoder:

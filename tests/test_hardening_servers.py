@@ -373,3 +373,132 @@ def test_a_server_that_accepts_and_never_answers_is_given_up(monkeypatch) -> Non
         assert time.perf_counter() - started < 10
     finally:
         listener.close()
+
+
+# -- a closed pipe ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # a process each
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["ask", "--help"], ["--show-completion", "bash"]])
+def test_help_version_and_completion_with_stdout_closed_exit_0_quietly(args: list[str]) -> None:
+    import subprocess
+    import sys
+
+    from .helpers import ROOT
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "locallens", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before anything is printed
+    err = process.stderr.read()
+    assert process.wait(60) == 0 and err == b""
+
+
+@pytest.mark.slow
+def test_mcp_with_stdout_closed_exits_0_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from .helpers import ROOT
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "locallens", "mcp", "--db", str(tmp_path / "index.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    process.stdin.write(json.dumps(hello).encode() + b"\n")
+    process.stdin.close()
+    err = process.stderr.read()
+    assert process.wait(60) == 0 and err == b""
+
+
+def test_a_closed_pipe_keeps_a_refusals_exit_4(tmp_path: Path, docs: Path, monkeypatch) -> None:
+    from locallens import cli as cli_module
+
+    from .helpers import cli
+
+    db = tmp_path / "index.db"
+    cli_json("index", str(docs), "--db", str(db))
+
+    def reader_gone(*args: Any, **kwargs: Any) -> None:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli_module, "_print_answer", reader_gone)
+    refused = cli("ask", "zebra giraffe migration across the savanna", "--db", str(db), "--extractive")
+    assert refused.exit_code == 4 and refused.stderr == ""
+    answered = cli("ask", QUESTION, "--db", str(db), "--extractive")
+    assert answered.exit_code == 0 and answered.stderr == ""
+
+
+# -- bad values name their source ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "config", "blamed"),
+    [
+        (["index", "."], {"LOCALLENS_DEVICE": "tpu"}, "", "LOCALLENS_DEVICE"),
+        (["index", "."], {"LOCALLENS_CHUNKER": "fancy"}, "", "LOCALLENS_CHUNKER"),
+        (["index", "."], {"LOCALLENS_MODEL": "nonsense"}, "", "LOCALLENS_MODEL"),
+        (["index", "."], {}, 'device = "tpu"', "'device' in the config file"),
+        (["index", "."], {}, 'chunker = "fancy"', "'chunker' in the config file"),
+        (["index", "."], {}, 'model = "nonsense"', "'model' in the config file"),
+        (["index", ".", "--device", "tpu"], {}, "", "'--device'"),
+        (["ask", "x", "--min-score", "5"], {}, "", "'--min-score'"),
+        (["ask", "x", "--min-relevance", "7"], {}, "", "'--min-relevance'"),
+        (["status"], {}, 'brain = ""', "'brain' in the config file"),
+        (["ask", "x"], {}, 'brain = " "', "'brain' in the config file"),
+        (["serve", "--host", "0.0.0.0", "--token", " "], {}, "", "'--token'"),
+        (["serve", "--host", "0.0.0.0"], {"LOCALLENS_TOKEN": "  "}, "", "LOCALLENS_TOKEN"),
+    ],
+)
+def test_a_bad_value_is_exit_2_naming_where_it_came_from(
+    tmp_path: Path, monkeypatch, capsys, args: list[str], env: dict[str, str], config: str, blamed: str
+) -> None:
+    from .helpers import cli
+
+    if config:
+        path = tmp_path / "config.toml"
+        path.write_text(config + "\n")
+        monkeypatch.setenv("LOCALLENS_CONFIG", str(path))
+        from locallens.cli import main
+
+        monkeypatch.setattr("sys.argv", ["locallens", *args])
+        with pytest.raises(SystemExit) as exc:
+            main()
+        assert exc.value.code == 2
+        assert blamed in capsys.readouterr().err
+        return
+    result = cli(*args, env=env)
+    assert result.exit_code == 2, result.output
+    assert blamed in result.output and "Traceback" not in result.output
+
+
+def test_a_config_file_that_is_missing_is_said(tmp_path: Path, monkeypatch, capsys) -> None:
+    from locallens.cli import main
+
+    monkeypatch.setenv("LOCALLENS_CONFIG", str(tmp_path / "nope.toml"))
+    monkeypatch.setattr("sys.argv", ["locallens", "status"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2 and "LOCALLENS_CONFIG names" in capsys.readouterr().err
+
+
+def test_mcp_http_beyond_loopback_gives_advice_mcp_can_follow(tmp_path: Path) -> None:
+    from .helpers import cli
+
+    result = cli("mcp", "--db", str(tmp_path / "i.db"), "--http", "0.0.0.0:0")
+    assert result.exit_code == 2 and "--token" not in result.stderr.replace("serve --token", "")

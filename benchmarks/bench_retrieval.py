@@ -63,18 +63,24 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "headers": {"headers": True, "multi_vector": False},
     "multi": {"headers": False, "multi_vector": True},
     "both": {"headers": True, "multi_vector": True},
+    # The naive dense baseline: paragraphs packed into chunks of the default size with no overlap,
+    # embedded without headers by the same model, searched by vector only.
+    "naive": {"headers": False, "multi_vector": False, "chunk_overlap": 0},
     # The default settings with the int8 encoder (its queries are embedded with it too).
     "int8": {"headers": True, "multi_vector": False, "encoder": "int8"},
     # Chunk size / overlap (tiktoken tokens) with the default settings; the default is 220/40.
     "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
     "int8-200-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 20},
     "int8-180-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 180, "chunk_overlap": 20},
+    # The fast mode: static embeddings distilled from the model.
+    "static": {"headers": True, "multi_vector": False, "encoder": "static"},
 }
 BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
 DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)
 RRF_KS = (10, 60)
 WEIGHTS = (0.4, 0.5, 0.6, 0.7)
 DEPTHS = (20, 50, 100, 300)
+CAPS = (1, 2, 3)  # chunks of one file allowed in the top 5 before the next file's (diversity)
 
 
 @dataclasses.dataclass
@@ -295,17 +301,37 @@ def fuse_scores(dense: Ranking, keyword: Ranking, weight: float, depth: int, lim
     return [files[i] for i in order[:limit]]
 
 
+def cap_per_file(files: list[str], cap: int) -> list[str]:
+    """`files` (a chunk ranking, by file) with each file's chunks past its first `cap` moved to the end."""
+    seen: dict[str, int] = {}
+    head, tail = [], []
+    for f in files:
+        seen[f] = seen.get(f, 0) + 1
+        (head if seen[f] <= cap else tail).append(f)
+    return head + tail
+
+
 def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
     from locallens.evaluation.metrics import dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
 
-    hits, mrrs, ndcgs = [], [], []
+    hits, mrrs, ndcgs, top5, spread = [], [], [], [], []
     for query, files in zip(corpus.queries, ranked_files, strict=True):
         docs = [d for d in dedupe(corpus.names.get(f, f) for f in files)]
         relevant = {d: g for d, g in query.relevant.items() if g > 0}
         hits.append(hit_at_k(docs, relevant, 5))
         mrrs.append(reciprocal_rank(docs, relevant, 10))
         ndcgs.append(ndcg_at_k(docs, query.relevant, 10))
-    return {"hit@5": mean(hits) or 0.0, "mrr@10": mean(mrrs) or 0.0, "ndcg@10": mean(ndcgs) or 0.0}
+        # What `ask` reads: the first 5 chunks, and how many files they come from.
+        first = {corpus.names.get(f, f) for f in files[:5]}
+        top5.append(1.0 if first & set(relevant) else 0.0)
+        spread.append(float(len(first)))
+    return {
+        "hit@5": mean(hits) or 0.0,
+        "mrr@10": mean(mrrs) or 0.0,
+        "ndcg@10": mean(ndcgs) or 0.0,
+        "hit@5chunks": mean(top5) or 0.0,
+        "files@5": mean(spread) or 0.0,
+    }
 
 
 def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
@@ -328,19 +354,23 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
     # As `ask` searches (k=5, so HYBRID_CANDIDATES per side), ranked on to the corpus's depth.
     from locallens.retrieval import HYBRID_CANDIDATES, HYBRID_VECTOR_WEIGHT, IDENTIFIER_VECTOR_WEIGHT, identifiers_only
 
-    result["hybrid_ask"] = score(
-        corpus,
-        [
-            fuse_scores(
-                d,
-                k,
-                IDENTIFIER_VECTOR_WEIGHT if identifiers_only(q.text) else HYBRID_VECTOR_WEIGHT,
-                HYBRID_CANDIDATES,
-                corpus.depth,
-            )
-            for q, (d, k) in zip(corpus.queries, ranks, strict=True)
-        ],
-    )
+    ask_ranked = [
+        fuse_scores(
+            d,
+            k,
+            IDENTIFIER_VECTOR_WEIGHT if identifiers_only(q.text) else HYBRID_VECTOR_WEIGHT,
+            HYBRID_CANDIDATES,
+            corpus.depth,
+        )
+        for q, (d, k) in zip(corpus.queries, ranks, strict=True)
+    ]
+    # The package's own per-file cap, when this checkout has one; the caps below are from the raw fusion.
+    from locallens import retrieval
+
+    default_cap = getattr(retrieval, "MAX_CHUNKS_PER_FILE", None)
+    result["hybrid_ask"] = score(corpus, [cap_per_file(r, default_cap) if default_cap else r for r in ask_ranked])
+    for cap in CAPS:
+        result[f"hybrid_ask cap{cap}"] = score(corpus, [cap_per_file(r, cap) for r in ask_ranked])
     grid = {}
     for depth in DEPTHS:
         for weight in WEIGHTS:
@@ -448,15 +478,16 @@ def main() -> None:
             pg_url = stack.enter_context(postgres(args.pg or None, stack.enter_context(_temporary_folder())))
         run_corpora(args, loaders, embedder, rows, pg_url)
     print()
-    print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | index time |")
-    print("|---|---|---|---|---|---|---|")
+    print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | hit@5 chunks | files in top 5 | index time |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         for mode in modes(row):
             m = row[mode]
             print(
                 f"| {row['corpus']} | {row['config']} | {mode} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
-                f"{m['ndcg@10']:.3f} | {seconds_text(row['index_s'])} |"
+                f"{m['ndcg@10']:.3f} | {m['hit@5chunks']:.3f} | {m['files@5']:.2f} | {seconds_text(row['index_s'])} |"
             )
+    print_baseline(rows)
     print()
     print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
     for row in rows:
@@ -464,6 +495,25 @@ def main() -> None:
         for name, m in row["fusion_grid"].items():
             print(f"    {name:24} {m['ndcg@10']:.3f} ({m['hit@5']:.3f})")
     c.print_end(started)
+
+
+def print_baseline(rows: list[dict[str, Any]]) -> None:
+    """Per corpus: the default search (as `ask` searches) beside the naive dense baseline."""
+    default = {r["corpus"]: r for r in rows if r["config"].endswith("headers") and r["chunker"] == "paragraph"}
+    naive = {r["corpus"]: r for r in rows if r["config"].endswith("naive") and r["chunker"] == "paragraph"}
+    both = [name for name in default if name in naive]
+    if not both:
+        return
+    print()
+    print("Default search (hybrid, as `ask`) beside the naive dense baseline (no overlap, no headers, vector):")
+    print("| corpus | search | hit@5 chunks | hit@5 | MRR@10 | files in top 5 |")
+    print("|---|---|---|---|---|---|")
+    for name in both:
+        for label, m in (("default", default[name]["hybrid_ask"]), ("naive", naive[name]["vector"])):
+            print(
+                f"| {name} | {label} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
+                f"{m['files@5']:.2f} |"
+            )
 
 
 @contextlib.contextmanager
@@ -476,7 +526,7 @@ def _temporary_folder() -> Iterator[Path]:
 
 def modes(row: dict[str, Any]) -> list[str]:
     """The searches scored in `row`, in table order (the PostgreSQL ones when measured)."""
-    names = ["vector", "keyword", "hybrid", "hybrid_ask"]
+    names = ["vector", "keyword", "hybrid", "hybrid_ask"] + [n for n in row if n.startswith("hybrid_ask ")]
     return names + [f"pg_{n}" for n in ("vector", "hybrid", "hybrid_ask") if f"pg_{n}" in row]
 
 
@@ -536,6 +586,7 @@ def run_corpora(
                         m = result[mode]
                         print(
                             f"  {corpus_name:8} {name:22} {mode:7} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
+                            f"  top-5 chunks: hit {m['hit@5chunks']:.3f} on {m['files@5']:.2f} files"
                             f"  nDCG@10 {m['ndcg@10']:.3f}  index {seconds_text(seconds)} ({chunks} chunks)",
                             flush=True,
                         )

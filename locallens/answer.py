@@ -99,6 +99,9 @@ class AskRequest:
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
     prompt_passages: bool = False  # generate from the excerpts' best passages instead of whole chunks
     mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
+    # What retrieval searches for, when not the question itself: `locallens chat` searches a
+    # short follow-up together with the question before it. The prompt still gets `question` alone.
+    search_query: str | None = None
 
     @property
     def mode_name(self) -> str:
@@ -230,7 +233,7 @@ def _retrieve(
         store,
         brain,
         embedder,
-        request.question,
+        request.search_query or request.question,
         request.top_k,
         min_score=request.min_score,
         path_glob=request.path_glob,
@@ -242,13 +245,14 @@ def _retrieve(
     return result, embedder, timings
 
 
-def ask(request: AskRequest, models: Models | None = None) -> AskResult:
+def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[str], None] | None = None) -> AskResult:
     """Answer `request.question` from the brain, every printed sentence checked and cited.
 
     Raises NothingFoundError (exit 4) when retrieval finds nothing, before any model is loaded.
     When nothing the model wrote is supported by the excerpts and relevant to the question, the
     result is `refused` (the answer is the plain refusal; the CLI exits 4 too). `models` holds
     the loaded models: by default they are loaded for this call only (`WarmModels` keeps them).
+    `on_text` receives the model's answer as it streams, before the check.
     """
     models = models or Models()
     question = request.question.strip()
@@ -290,13 +294,13 @@ def ask(request: AskRequest, models: Models | None = None) -> AskResult:
             question_vector,
             SentenceEncoder(embedder, store),
             models,
-            _options(request),
+            _options(request, on_text),
         )
         result.apply(mode.answer(given))
     return result
 
 
-def _options(request: AskRequest) -> AnswerOptions:
+def _options(request: AskRequest, on_text: Callable[[str], None] | None = None) -> AnswerOptions:
     return AnswerOptions(
         llm=request.llm,
         max_tokens=request.max_tokens,
@@ -308,6 +312,7 @@ def _options(request: AskRequest) -> AnswerOptions:
         show_unsupported=request.show_unsupported,
         cite_grammar=request.cite_grammar,
         prompt_passages=request.prompt_passages,
+        on_text=on_text,
     )
 
 

@@ -43,7 +43,14 @@ from locallens.config import (
     DEVICES,
     or_list,
 )
-from locallens.errors import EXIT_SKIPPED, EXIT_UNEXPECTED, LocallensError
+from locallens.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_FOUND,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_UNEXPECTED,
+    LocallensError,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -97,9 +104,52 @@ app = typer.Typer(
     add_completion=True,
 )
 
+# -- value checks (click callbacks: the same check whatever the source; `_blame_source` names it) --
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(value: str | None) -> str | None:
+        if value is not None and value not in choices:
+            raise typer.BadParameter(f"must be {or_list(choices)} (got {value!r})")
+        return value
+
+    return check
+
+
+def _brain_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a brain name must not be empty")
+    return value
+
+
+def _model_name(value: str | None) -> str | None:
+    """An unknown model name is a usage error of the value's source, checked before any work;
+    a folder that is missing is left to the command (exit 6, naming it)."""
+    if value is None or value == "auto":
+        return value
+    from locallens.embedding import resolve_model
+    from locallens.errors import LocallensError, UsageError
+
+    try:
+        resolve_model(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    except LocallensError:
+        pass
+    return value
+
+
+def _token(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a token must not be blank")
+    return value
+
+
 # -- shared options -----------------------------------------------------------------------------
 
-BrainOpt = typer.Option("default", "--brain", "-b", envvar="LOCALLENS_BRAIN", help="Named index inside the database.")
+BrainOpt = typer.Option(
+    "default", "--brain", "-b", envvar="LOCALLENS_BRAIN", callback=_brain_name, help="Named index inside the database."
+)
 DbOpt = typer.Option(
     None,
     "--db",
@@ -123,9 +173,27 @@ QuietOpt = typer.Option(
     False, "--quiet", "-q", help="Print only what needs a person (errors, skipped files): for cron and scripts."
 )
 DeviceOpt = typer.Option(
-    DEFAULT_DEVICE, "--device", envvar="LOCALLENS_DEVICE", help=f"Embedding device: {or_list(DEVICES)}."
+    DEFAULT_DEVICE,
+    "--device",
+    envvar="LOCALLENS_DEVICE",
+    callback=_one_of(DEVICES),
+    help=f"Embedding device: {or_list(DEVICES)}.",
 )
 _THRESHOLD_DEFAULT = f"[default: $LOCALLENS_TRIM_THRESHOLD or {DEFAULT_TRIM_THRESHOLD:g}]"
+
+
+def _server_url(value: str | None) -> str | None:
+    """A click callback: `--server` parsed once (`http_api.parse_server_url`); the source of a
+    bad value is named by `_blame_source`, and credentials in it are never printed."""
+    if value is None:
+        return None
+    from locallens.errors import UsageError
+    from locallens.http_api import parse_server_url
+
+    try:
+        return parse_server_url(value)
+    except UsageError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def _number(low: float | None = None, high: float | None = None, allow_inf: bool = False) -> Any:
@@ -228,6 +296,16 @@ def fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
+# The exit code a command ends with when the reader closes the pipe while it prints: 0, unless
+# the command already knows its outcome is another one (an `ask` refusal prints, then exits 4).
+_exit_if_pipe_closes = 0
+
+
+def exit_if_pipe_closes(code: int) -> None:
+    global _exit_if_pipe_closes
+    _exit_if_pipe_closes = code
+
+
 @contextmanager
 def handled() -> Iterator[None]:
     """Map core errors to one-line messages and exit codes; never a traceback for a user error."""
@@ -237,10 +315,10 @@ def handled() -> Iterator[None]:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("locallens: interrupted; committed work is kept, rerun to complete", file=sys.stderr)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
         _silence_stdout()
-        raise typer.Exit(0) from None
+        raise typer.Exit(_exit_if_pipe_closes) from None
     except typer.Exit:
         raise
     except Exception as exc:
@@ -316,7 +394,7 @@ def progress_for_stderr(quiet: bool = False) -> Iterator[Any]:
 def _version(value: bool) -> None:
     if value:
         print(f"locallens {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback()
@@ -350,6 +428,7 @@ def index(
         DEFAULT_CHUNKER,
         "--chunker",
         envvar="LOCALLENS_CHUNKER",
+        callback=_one_of(CHUNKERS),
         help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic.",
     ),
     model: str = typer.Option(
@@ -357,6 +436,7 @@ def index(
         "--model",
         "-m",
         envvar="LOCALLENS_MODEL",
+        callback=_model_name,
         help="Embedding model: auto, bge-small, bge-base, bge-m3, minilm, a hub id or a folder.",
     ),
     device: str = DeviceOpt,
@@ -365,7 +445,7 @@ def index(
         "--encoder",
         envvar="LOCALLENS_ENCODER",
         show_default=False,
-        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+        help="What computes the vectors: fp32 (a new brain's default), int8 (ONNX Runtime, made locally once, ~2x less CPU) or static (fast mode for very large folders: static embeddings distilled locally once, lower quality). Recorded in the brain with the model; changing it needs --rebuild.",
     ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
@@ -411,6 +491,12 @@ def index(
         show_default=False,
         help="A chunk longer than the model's window keeps one vector per window instead of their mean (a new brain: off). Recorded in the brain; changing it needs --rebuild.",
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="After indexing, keep watching the folders and index what changes (Ctrl-C or SIGTERM stops); "
+        "with --json, one JSON line per batch.",
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -439,32 +525,82 @@ def index(
             headers=headers,
             multi_vector=multi_vector,
         )
-        with progress_for_stderr(quiet) as bar:
+        if watch and dry_run:
+            from locallens.errors import UsageError
+
+            raise UsageError("--watch and --dry-run cannot go together: a watcher writes")
+        with progress_for_stderr(quiet or (watch and json_out)) as bar:
             report = run_index(request, bar)
-        for skipped in report.skipped:
-            warn(f"skipped {skipped.path}: {skipped.reason}")
-        if not quiet:
-            for message in report.notes:
-                note(message)
-        if report.over_length and not quiet:
-            note(
-                f"{report.over_length} chunk(s) are longer than the embedding model's "
-                "window and were embedded in windows (whole, not truncated)"
-            )
-        if json_out:
-            print_json(report.as_json())
-        elif not quiet:
-            stdout_console().print(
-                f"{'[dry run: nothing written] ' if report.dry_run else ''}"
-                f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
-                f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
-                f"{report.removed} removed, {len(report.skipped)} skipped\n"
-                f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
-                f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
-                markup=False,
-            )
+        if watch:
+            _print_index_report(report, json_out, quiet, watching=True)
+            raise typer.Exit(_watch(request, json_out, quiet))
+        _print_index_report(report, json_out, quiet)
         if report.had_errors:
             raise typer.Exit(EXIT_SKIPPED)
+
+
+def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool = False) -> None:
+    """An index run's skipped files and notes on stderr, then its summary (or JSON) on stdout;
+    a watcher's runs print their JSON as one line each."""
+    for skipped in report.skipped:
+        warn(f"skipped {skipped.path}: {skipped.reason}")
+    if not quiet:
+        for message in report.notes:
+            note(message)
+    if report.over_length and not quiet:
+        note(
+            f"{report.over_length} chunk(s) are longer than the embedding model's "
+            "window and were embedded in windows (whole, not truncated)"
+        )
+    if report.located and not quiet:
+        note(
+            f"{'would locate' if report.dry_run else 'located'} the chunks of {report.located} unchanged "
+            "file(s) indexed before chunk locations were stored (nothing re-embedded)"
+        )
+    if json_out and watching:
+        sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    elif json_out:
+        print_json(report.as_json())
+    elif not quiet:
+        stdout_console().print(
+            f"{'[dry run: nothing written] ' if report.dry_run else ''}"
+            f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
+            f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
+            f"{report.removed} removed, {len(report.skipped)} skipped\n"
+            f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
+            f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
+            markup=False,
+        )
+
+
+def _watch(request: Any, json_out: bool, quiet: bool) -> int:
+    """`index --watch` after its first pass: one line (or JSON line) per batch until stopped."""
+    import time
+
+    from locallens.watch import watch
+
+    if not quiet and not json_out:
+        note(f"watching {len(request.paths)} folder(s) for changes; Ctrl-C stops after the current batch")
+
+    def on_batch(batch: Any) -> None:
+        report = batch.report
+        for skipped in report.skipped:
+            warn(f"skipped {skipped.path}: {skipped.reason}")
+        if json_out:
+            sys.stdout.write(json.dumps(batch.as_json(), ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        elif not quiet and (report.new or report.changed or report.removed):
+            stdout_console().print(
+                f"{time.strftime('%H:%M:%S')} {report.new} new, {report.changed} changed, {report.removed} removed; "
+                f"{report.chunks_embedded} chunks embedded, {report.chunks_total} in the brain; {report.seconds:.2f}s",
+                markup=False,
+            )
+
+    watch(request, on_batch)
+    if not quiet and not json_out:
+        note("stopped watching; everything seen so far is committed")
+    return 0
 
 
 # The models' options, shared by ask, serve and mcp.
@@ -515,7 +651,7 @@ def ask(
         DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
     ),
     min_score: float | None = typer.Option(
-        None, "--min-score", callback=_number(), help="Drop excerpts with a cosine similarity below this."
+        None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
     ),
     path: str | None = typer.Option(
         None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
@@ -556,7 +692,7 @@ def ask(
     min_relevance: float = typer.Option(
         DEFAULT_MIN_RELEVANCE,
         "--min-relevance",
-        callback=_number(),
+        callback=_number(0, 1),
         help="Drop reranked excerpts scoring below this (0..1).",
     ),
     device: str = DeviceOpt,
@@ -580,9 +716,12 @@ def ask(
         None,
         "--server",
         envvar="LOCALLENS_SERVER",
+        callback=_server_url,
         help="Ask a running `locallens serve` at this URL (answers locally if it is down).",
     ),
-    token: str | None = typer.Option(None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token for --server."),
+    token: str | None = typer.Option(
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token for --server."
+    ),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:
@@ -635,9 +774,10 @@ def ask(
         if data is None:
             data = run_ask(request).as_json()
         # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
+        exit_if_pipe_closes(4 if data.get("refused") else 0)
         _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
-            raise typer.Exit(4)
+            raise typer.Exit(EXIT_NOTHING_FOUND)
 
 
 def _plain_context(hits: list[Any]) -> str:
@@ -690,7 +830,6 @@ def _print_answer(
     answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
     (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
     cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
-    from locallens.show import cited_lines
 
     if data.get("dropped") and not quiet:
         warn(
@@ -720,7 +859,18 @@ def _print_answer(
             markup=False,
             style="dim",
         )
-    out.print("\nSources:", markup=False, style="bold")
+    out.print("", markup=False)
+    _print_sources(data, out, sources)
+
+
+def _print_sources(
+    data: dict[str, Any], out: Console | None = None, sources: list[dict[str, Any]] | None = None
+) -> None:
+    """The sources of an answer (`ask --json`'s shape), each marked when the answer did not cite it."""
+    from locallens.show import cited_lines
+
+    out = out or stdout_console()
+    out.print("Sources:", markup=False, style="bold")
     cited = set(data.get("citations", []))
     lines = cited_lines(data)
     for source in sources if sources is not None else data["sources"]:
@@ -738,15 +888,18 @@ def _print_answer(
 def _ask_batch(path: str, defaults: Any) -> int:
     """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
     some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
+    from locallens import safejson
     from locallens.errors import LocallensError, UsageError
 
     if path == "-":
-        lines = sys.stdin.read().splitlines()
+        raw = sys.stdin.buffer.read()
     else:
         try:
-            lines = Path(path).expanduser().read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --batch {path}: {exc}") from None
+            raw = Path(path).expanduser().read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
+    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
+    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
     service = _service(
         defaults.db,
         defaults.brain,
@@ -762,17 +915,17 @@ def _ask_batch(path: str, defaults: Any) -> int:
     failed = 0
     try:
         for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
+            if not line.strip() or line.lstrip().startswith(b"#"):
                 continue
             try:
-                item = json.loads(line)
+                try:
+                    item = safejson.loads(line.rstrip(b"\r"))
+                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
+                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
                 if not isinstance(item, dict):
                     raise UsageError('expected a JSON object such as {"question": "..."}')
                 answer = service.call("ask", {**base, **item})
                 sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except json.JSONDecodeError as exc:
-                failed += 1
-                sys.stdout.write(json.dumps({"line": number, "error": f"not JSON: {exc.msg}", "exit_code": 2}) + "\n")
             except LocallensError as exc:
                 failed += 1
                 sys.stdout.write(
@@ -782,7 +935,7 @@ def _ask_batch(path: str, defaults: Any) -> int:
             sys.stdout.flush()
     finally:
         service.close()
-    return EXIT_SKIPPED if failed else 0
+    return EXIT_SKIPPED if failed else EXIT_OK
 
 
 @app.command(
@@ -1016,7 +1169,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
     port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: str | None = typer.Option(
-        None, "--token", envvar="LOCALLENS_TOKEN", help="Bearer token every request must carry."
+        None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token every request must carry."
     ),
     brain: str = BrainOpt,
     db: str | None = DbOpt,
@@ -1075,7 +1228,7 @@ def mcp(
     """Run a Model Context Protocol server (stdio by default) for AI agents and editors."""
     with handled():
         from locallens.errors import UsageError
-        from locallens.http_api import check_bind
+        from locallens.http_api import is_loopback
         from locallens.mcp_server import serve_http, serve_stdio
 
         for folder in allow_read:
@@ -1090,12 +1243,88 @@ def mcp(
                 host, _, port = http.rpartition(":")
                 if not host or not port.isdigit():
                     raise UsageError(f"--http takes HOST:PORT, got {http!r}")
-                check_bind(host, None)
+                if not is_loopback(host):
+                    raise UsageError(
+                        f"--http {http} listens beyond this machine, and the MCP HTTP transport takes no token: "
+                        "listen on 127.0.0.1, ::1 or localhost (`locallens serve --token` serves beyond it)"
+                    )
                 serve_http(service, host, int(port))
         except KeyboardInterrupt:
             pass
         finally:
             service.close()
+
+
+@app.command(
+    epilog="Examples:\n\n  locallens chat\n\n  locallens chat --brain work --extractive\n\n"
+    "  locallens chat --llm ~/models/qwen2.5-1.5b-instruct-q4_k_m.gguf --no-history"
+)
+def chat(
+    brain: str = BrainOpt,
+    db: str | None = DbOpt,
+    exact: bool = ExactOpt,
+    top_k: int = typer.Option(
+        DEFAULT_TOP_K, "--top-k", "-k", min=1, max=100, envvar="LOCALLENS_TOP_K", help="Excerpts per question."
+    ),
+    llm: str | None = LlmOpt,
+    max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
+    ctx: int = CtxOpt,
+    threads: int | None = ThreadsOpt,
+    gpu_layers: int = GpuOpt,
+    device: str = DeviceOpt,
+    hybrid: bool = HybridOpt,
+    extractive: bool = typer.Option(
+        False, "--extractive", help="Start with extractive answers (no LLM); /generate switches back."
+    ),
+    follow_ups: bool = typer.Option(
+        True,
+        "--follow-ups/--no-follow-ups",
+        help="Search a short follow-up (6 words at most, opening with and/what about/y/... or leaning on "
+        "a pronoun: 'who does it?') together with the question before it; the prompt still holds only "
+        "the new question.",
+    ),
+    history: bool = typer.Option(
+        True,
+        "--history/--no-history",
+        envvar="LOCALLENS_CHAT_HISTORY",
+        help="Keep the questions typed in $LOCALLENS_HOME/chat_history (private, 0600) for the arrow keys.",
+    ),
+) -> None:
+    """Ask question after question at a terminal, with the models kept loaded.
+
+    Every question is searched on its own and answered from its excerpts alone: the prompt never
+    holds earlier questions or answers. The answer streams as the model writes it, then the
+    checked answer and its sources are printed as `ask` prints them. Type /help for the commands
+    (/sources, /show N, /extractive, /generate, /brain NAME, /path GLOB, /quit). Ctrl-C stops an
+    answer, Ctrl-D leaves. Not at a terminal: exit 2 (use `ask --batch`)."""
+    with handled():
+        from locallens.chat import ChatOutput, ChatSession, check_terminal, history_path, interactive
+        from locallens.show import remember_answer, show_source
+
+        check_terminal(sys.stdin)
+        location = _db(db, exact)
+        service = _service(location, brain, llm, ctx, threads, gpu_layers, device, hybrid, max_tokens)
+
+        def stream(text: str) -> None:
+            sys.stdout.write(clean(text, multiline=True))
+            sys.stdout.flush()
+
+        output = ChatOutput(
+            stream=stream,
+            say=lambda text: stdout_console().print(clean(text, multiline=True), markup=False),
+            error=lambda message: print(f"locallens: {clean(message)}", file=sys.stderr, flush=True),
+            answer=lambda data: _print_answer(
+                data, json_out=False, sources=remember_answer(location, session.brain, data)
+            ),
+            sources=_print_sources,
+            show=lambda number: _print_region(show_source(number)),
+        )
+        session = ChatSession(service, output, top_k=top_k, extractive=extractive, follow_ups=follow_ups)
+        try:
+            code = interactive(session, history_path() if history else None)
+        finally:
+            service.close()
+        raise typer.Exit(code)
 
 
 @app.command(
@@ -1121,21 +1350,26 @@ def show(
             region = jump.show_source(int(target), context)
         else:
             region = jump.show_target(_db(db, False), jump.parse_target(target), context)
-        for line in region.notes:
-            note(line)
-        out = stdout_console()
-        out.print(_linked(clean(region.citation), region.path), markup=False, style="bold")
-        width = max((len(str(n)) for n, _ in region.lines if n is not None), default=0)
-        for number, line in region.lines:
-            if number is None:
-                out.print(clean(line, multiline=True), markup=False)
-                continue
-            mark = ">" if number in region.marked else " "
-            out.print(
-                f"{mark} {number:>{width}} │ {clean(line, multiline=True)}",
-                markup=False,
-                style="bold" if number in region.marked else None,
-            )
+        _print_region(region)
+
+
+def _print_region(region: Any) -> None:
+    """A file region (`locallens.show`): its citation, then its lines, the cited ones marked >."""
+    for line in region.notes:
+        note(line)
+    out = stdout_console()
+    out.print(_linked(clean(region.citation), region.path), markup=False, style="bold")
+    width = max((len(str(n)) for n, _ in region.lines if n is not None), default=0)
+    for number, line in region.lines:
+        if number is None:
+            out.print(clean(line, multiline=True), markup=False)
+            continue
+        mark = ">" if number in region.marked else " "
+        out.print(
+            f"{mark} {number:>{width}} │ {clean(line, multiline=True)}",
+            markup=False,
+            style="bold" if number in region.marked else None,
+        )
 
 
 def hyperlinks() -> bool:
@@ -1157,7 +1391,7 @@ def _linked(text: str, path: object) -> Any:
 
 @app.command(epilog="Examples:\n\n  locallens status\n\n  locallens status --brain work --json")
 def status(
-    brain: str | None = typer.Option(None, "--brain", "-b", help="Only this brain."),
+    brain: str | None = typer.Option(None, "--brain", "-b", callback=_brain_name, help="Only this brain."),
     db: str | None = DbOpt,
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
@@ -1250,6 +1484,87 @@ def copy_(
             note(f"also copied {report.sentence_vectors} cached sentence vector(s) into {report.dest}")
 
 
+@app.command(epilog="Examples:\n\n  locallens models\n\n  locallens models --json")
+def models(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """List the models usable offline: packaged, in the Hugging Face cache, and named in the settings.
+
+    Each with its kind (embedding, llm, reranker), size, where it comes from, whether it is usable,
+    and which brains were built with it. Nothing is downloaded: `locallens pull NAME` does that."""
+    with handled():
+        from locallens.doctor import list_models, models_json, render_models
+
+        entries = list_models(_db(db))
+        if json_out:
+            sys.stdout.write(models_json(entries) + "\n")
+        elif not quiet:
+            stdout_console().print(clean(render_models(entries), multiline=True), markup=False)
+
+
+def _catalogue_help() -> str:
+    from locallens.pull import CATALOGUE
+
+    return "\n\n".join(f"  {e.name:16} {e.kind:9} {e.about}" for e in CATALOGUE)
+
+
+@app.command(
+    epilog="Catalogue:\n\n" + _catalogue_help() + "\n\nExamples:\n\n  locallens pull bge-small\n\n"
+    '  locallens pull qwen-1.5b && locallens ask "..." --llm qwen-1.5b\n\n'
+    "  locallens pull Qwen/Qwen2.5-3B-Instruct-GGUF/qwen2.5-3b-instruct-q8_0.gguf"
+)
+def pull(
+    name: str = typer.Argument(
+        ...,
+        help="A catalogue name, a hub id (OWNER/REPO or OWNER/REPO/FILE.gguf), or a GGUF's hub URL.",
+        show_default=False,
+    ),
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Download a model into the Hugging Face cache: the one command that uses the network.
+
+    Through the hub's own client, with a progress bar; a dropped connection is resumed, files
+    already there are kept, and every file is checked against the hub's checksum (a mismatch is
+    removed, exit 6). Then name it where a model is asked for: --model bge-small, --llm qwen-1.5b,
+    --rerank minilm-reranker. No network: one line, exit 6."""
+    with handled():
+        from locallens.pull import parse_target
+        from locallens.pull import pull as run_pull
+
+        result = run_pull(parse_target(name), progress=not quiet and not json_out and sys.stderr.isatty())
+        if json_out:
+            print_json(result.as_json())
+        elif not quiet:
+            stdout_console().print(
+                f"{clean(result.target.name)} ({result.kind}, {result.bytes / 1e6:.1f} MB, "
+                f"{len(result.files)} file(s) verified) in {clean(result.path)}\nuse it with: {clean(result.usage())}",
+                markup=False,
+            )
+
+
+@app.command(epilog="Examples:\n\n  locallens doctor\n\n  locallens doctor --json")
+def doctor(
+    db: str | None = DbOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Show what this installation can do: versions, SQLite extensions, the store, models, GPU, settings.
+
+    Offline, read-only. Each setting is shown with where its value came from (environment,
+    config file or default)."""
+    with handled():
+        from locallens.doctor import doctor as run_doctor
+        from locallens.doctor import render_doctor
+
+        report = run_doctor(_db(db))
+        if json_out:
+            print_json(report)
+        else:
+            stdout_console().print(clean(render_doctor(report), multiline=True), markup=False)
+
+
 def option_names() -> dict[str, set[str]]:
     """{command: the names its options go by in the config file}, for every command."""
     group: Any = typer.main.get_command(app)
@@ -1269,4 +1584,12 @@ def main() -> None:
         app(default_map=default_map)
     except BrokenPipeError:
         _silence_stdout()
-        sys.exit(0)
+        sys.exit(_exit_if_pipe_closes)
+    except SystemExit as exc:
+        # Click answers a closed pipe while it prints (--help, --version, completion) with exit
+        # 1, after wrapping stdout in its PacifyFlushWrapper: a reader that went away is not a
+        # failure.
+        if exc.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _silence_stdout()
+            sys.exit(_exit_if_pipe_closes)
+        raise

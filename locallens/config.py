@@ -121,6 +121,8 @@ def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict
     `known` ({command: option names}) makes an unknown key or table a usage error naming it and
     the closest known name (a misspelt `topk` would otherwise be ignored without a word)."""
     path = config_path()
+    if os.environ.get("LOCALLENS_CONFIG") and not path.exists():
+        raise UsageError(f"LOCALLENS_CONFIG names {path}, which does not exist")
     if path.exists() and not path.is_file():
         raise UsageError(f"config file {path} is not a file (a folder?): point LOCALLENS_CONFIG at a TOML file")
     if not path.is_file():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -168,12 +169,15 @@ def generate_grounded(
     max_tokens: int,
     temperature: float = 0.0,
     cite_grammar: bool = False,
+    on_text: Callable[[str], None] | None = None,
 ) -> Generation:
     """Fit the excerpts, prompt with them, stream the answer (stopping loops), parse citations.
 
     The one generation path of `ask` and of `eval --answers`. `hits` must not be empty: with no
     excerpts the model is never called. With `cite_grammar`, sampling is constrained by
     `citation_grammar` (every sentence ends with a citation of an excerpt that was sent).
+    `on_text` receives the model's text as it streams (what the loop guard lets through, before
+    the check): `locallens chat` shows it while the answer is being written.
     """
     kept, dropped = fit_hits_to_context(
         question, hits, count_prompt_tokens=llm.count_prompt_tokens, n_ctx=llm.n_ctx, max_tokens=max_tokens
@@ -188,6 +192,8 @@ def generate_grounded(
     for piece in stream:
         shown, looping = guard.feed(piece)
         pieces.append(shown)
+        if on_text is not None and shown:
+            on_text(shown)
         if looping:
             stream.close()  # ends generation; usage is still recorded
             break
@@ -299,6 +305,7 @@ def _generate(
             max_tokens=request.max_tokens,
             temperature=request.temperature,
             cite_grammar=request.cite_grammar,
+            on_text=request.on_text,
         )
     usage = gen.usage
     if usage is not None:

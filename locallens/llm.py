@@ -76,16 +76,25 @@ def packaged_llm_path() -> Path | None:
     return None
 
 
+def _named_or_path(value: str) -> Path:
+    """A `pull` catalogue name (`qwen-1.5b`) or hub file (`owner/repo/file.gguf`) as its cached
+    file, else the value as a path."""
+    from locallens.pull import resolve_gguf_name
+
+    return resolve_gguf_name(value) or Path(value).expanduser()
+
+
 def resolve_llm_path(explicit: str | os.PathLike[str] | None) -> Path:
-    """explicit > `$LOCALLENS_LLM` > the packaged SmolLM2 GGUF, `~` expanded.
+    """explicit > `$LOCALLENS_LLM` > the packaged SmolLM2 GGUF, `~` expanded; a name that
+    `locallens pull` knows (`qwen-1.5b`, `owner/repo/file.gguf`) is its file in the HF cache.
 
     An explicit path or env value is returned as given (even if missing): `check_gguf` then says
     precisely what is wrong with it. Only the packaged fallback is looked for here.
     """
     if explicit:
-        return Path(explicit).expanduser()
+        return _named_or_path(str(explicit))
     if env := os.environ.get(ENV_LLM, "").strip():
-        return Path(env).expanduser()
+        return _named_or_path(env)
     packaged = packaged_llm_path()
     if packaged is not None:
         return packaged

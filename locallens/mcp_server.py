@@ -112,7 +112,24 @@ def serve_stdio(service: Service) -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    except Exception as exc:
+        if _pipe_closed(exc):
+            raise BrokenPipeError from None  # the client closed our stdout: a quiet exit 0
+        raise
+
+
+def _pipe_closed(exc: BaseException) -> bool:
+    """True when `exc` (or every exception an exception group holds) says stdout was closed."""
+    import anyio
+
+    inner = getattr(exc, "exceptions", None)
+    if inner:
+        return all(_pipe_closed(e) for e in inner)
+    return isinstance(
+        exc, (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError, anyio.ClosedResourceError)
+    )
 
 
 def limit_body(app: Any, limit: int) -> Any:

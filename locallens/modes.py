@@ -19,7 +19,7 @@ line in `answer.MODES` (CONTRIBUTING.md has a worked example).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -48,6 +48,7 @@ class AnswerOptions:
     show_unsupported: bool = False
     cite_grammar: bool = False
     prompt_passages: bool = False  # the prompt holds the excerpts' best passages, not whole chunks
+    on_text: Callable[[str], None] | None = None  # the model's text as it streams (`locallens chat`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
+from locallens import models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -101,45 +101,11 @@ class RerankSettings:
     device: str = DEFAULT_DEVICE
 
 
-_rerankers: dict[str, object] = {}
-
-
-def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
-    """A sentence-transformers CrossEncoder, loaded offline once per process; exit 6 if missing."""
-    from locallens.embedding import cached_snapshot, hf_cache_dir, pick_device
-
-    if model in _rerankers:
-        return _rerankers[model]
-    folder = Path(model).expanduser()
-    source = str(folder) if folder.is_dir() else (str(cached_snapshot(model) or ""))
-    if not source:
-        from locallens.errors import ModelUnavailableError
-
-        raise ModelUnavailableError(
-            f"reranker {model} not found: not a folder, and not in the Hugging Face cache {hf_cache_dir()}"
-        )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import warnings
-
-    from sentence_transformers import CrossEncoder
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reranker = CrossEncoder(source, device=pick_device(device))
-    except Exception as exc:  # the hub stack raises many types; all mean "not available"
-        from locallens.errors import ModelUnavailableError
-
-        raise ModelUnavailableError(f"reranker {model} could not be loaded from {source}: {exc}") from exc
-    _rerankers[model] = reranker
-    return reranker
-
-
 def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k: int) -> list[Hit]:
     """Re-score (query, chunk) pairs with the cross-encoder; best `top_k` above min_relevance."""
     if not hits:
         return []
-    reranker = load_reranker(settings.model, settings.device)
+    reranker = models.LOADERS.reranker(settings.model, settings.device)
     raw = np.asarray(
         reranker.predict([(query, h.content) for h in hits], show_progress_bar=False), dtype=np.float64
     ).reshape(len(hits), -1)[:, -1]
@@ -165,6 +131,11 @@ HYBRID_CANDIDATES = 20
 # at IDENTIFIER_VECTOR_WEIGHT. (None of the benchmark questions is one; with 0.7 a bare IP in
 # sample_docs/ ranked a VPN note above the one page that has it.)
 IDENTIFIER_VECTOR_WEIGHT = 0.5
+# Diversity: a file gives at most MAX_CHUNKS_PER_FILE of the k results before another file's next
+# best chunk (its further chunks follow only when no other file has one left). With overlapping
+# chunks that share a header, the neighbours of a file's best chunk score nearly as high and
+# filled the top 5 with one or two files (docs/decisions.md#diversity).
+MAX_CHUNKS_PER_FILE = 2
 _WORD = re.compile(r"\w+")
 
 Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
@@ -195,6 +166,19 @@ def fuse_scores(
     return [keys[j] for j in order]
 
 
+def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
+    """The first `k` of `hits` (best first) taking at most `per_file` chunks of one file while
+    others are left; the chunks held back fill any places left, in their order."""
+    taken: dict[str, int] = {}
+    head: list[Hit] = []
+    held: list[Hit] = []
+    for hit in hits:
+        path = hit.chunk.relative_path
+        taken[path] = taken.get(path, 0) + 1
+        (head if taken[path] <= per_file else held).append(hit)
+    return (head + held)[:k]
+
+
 def identifiers_only(query: str) -> bool:
     """Whether every word of `query` is an identifier: has a digit, or inner punctuation."""
     tokens = [t for t in query.split() if _WORD.search(t)]
@@ -222,7 +206,7 @@ def hybrid_search(
     keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
     weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
     order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
-    return [hits[kk] for kk in order[:k]]
+    return diversify([hits[kk] for kk in order], k)
 
 
 def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
@@ -251,11 +235,12 @@ def search(
     path_glob: str | None = None,
     hybrid: bool = DEFAULT_HYBRID,
 ) -> list[Hit]:
-    """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`)."""
+    """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
+    MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
     if hybrid:
         return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
-    return store.knn(brain, qvec, k, path_glob=path_glob)
+    return diversify(store.knn(brain, qvec, max(k, HYBRID_CANDIDATES), path_glob=path_glob), k)
 
 
 class SentenceEncoder:
@@ -379,12 +364,10 @@ def trim_from_index(
     hybrid: bool = DEFAULT_HYBRID,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
-    from locallens.embedding import load_embedder
-
     check_question(query, what="the query")
     with open_store(db) as store:
         brain = store.get_brain(brain_name)
-        embedder = load_embedder(brain.model, device=device)
+        embedder = models.LOADERS.embedder(brain.model, device=device)
         return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True), hybrid=hybrid)
 
 
@@ -392,11 +375,10 @@ def trim_given_text(
     text: str, query: str, settings: TrimSettings, *, model: str | None = None, device: str = DEFAULT_DEVICE
 ) -> RetrievalResult:
     """`locallens trim QUERY --text FILE`: trim one text against the query; no index needed."""
-    from locallens.embedding import load_embedder
     from locallens.trim import trim_text
 
     check_question(query, what="the query")
-    embedder = load_embedder(model, device=device)
+    embedder = models.LOADERS.embedder(model, device=device)
     started = time.perf_counter()
     qvec = embedder.encode_query(query)
     detail = trim_text(

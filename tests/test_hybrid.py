@@ -178,3 +178,29 @@ def test_a_database_written_before_stemming_is_upgraded(tmp_path: Path, monkeypa
         store.delete_documents(brain, [doc_id])
         assert store.keyword_search(brain, "rotating", 5) == []
         store.fts_integrity_check()
+
+
+# -- diversity across files -------------------------------------------------------------------
+
+
+def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tmp_path: Path) -> None:
+    from locallens.retrieval import MAX_CHUNKS_PER_FILE
+
+    with Store(tmp_path / "index.db") as store:
+        brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
+        # long.md's four chunks are all closer to the question than either other file.
+        for path, cosines in (("long.md", [0.99, 0.98, 0.97, 0.96]), ("b.md", [0.9]), ("c.md", [0.8])):
+            chunks = [Chunk(id=f"{path}-{i}", brain=brain.name, relative_path=path, chunk_index=i,
+                            content=f"{path} part {i}", checksum=path) for i in range(len(cosines))]  # fmt: skip
+            vectors = np.array([[c, float(np.sqrt(1 - c * c)), 0, 0] for c in cosines], dtype=np.float32)
+            record = DocumentRecord(
+                root="/notes", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=vectors
+            )
+            store.write_document(brain, record)
+        for hybrid in (False, True):
+            hits = search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=hybrid)
+            assert MAX_CHUNKS_PER_FILE == 2
+            # long.md's third chunk is held back behind b.md and c.md, then fills the place left.
+            assert [(h.chunk.relative_path, h.chunk.chunk_index) for h in hits] == [
+                ("long.md", 0), ("long.md", 1), ("b.md", 0), ("c.md", 0), ("long.md", 2)
+            ]  # fmt: skip

@@ -15,11 +15,11 @@ UsageError (exit 2) naming the file and the line number.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from locallens import safejson
 from locallens.errors import UsageError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -72,9 +72,9 @@ def parse_questions(text: str, *, source: str = "<questions>", jsonl: bool | Non
     for n, line in lines:
         where = f"{source} line {n}"
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            value = safejson.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{where}: not valid JSON ({safejson.error_text(exc)})") from None
         if not isinstance(value, dict):
             raise UsageError(f'{where}: expected a JSON object with a "question"')
         question = value.get("question")

@@ -5,8 +5,8 @@ vector per token (weighted for frequency, SIF), so embedding a text is a lookup 
 transformer at run time. It is made from the model folder's own weights on first use (torch and
 transformers load them; no download) and kept beside the int8 encoder, in `$LOCALLENS_MODELS`,
 else `$LOCALLENS_HOME/models/` (files 0600 in 0700 folders). Its vectors live in another space
-than the model's, so a brain pins it like another model (`NAME@static`); the speed and quality
-trade is measured in docs/benchmarks.md#fast-mode.
+than the model's, so a brain pins it like another model (`NAME@static`). Its speed and retrieval
+quality against MiniLM are not measured yet (see docs/decisions.md#int8-encoder).
 """
 
 from __future__ import annotations

@@ -445,7 +445,7 @@ def index(
         "--encoder",
         envvar="LOCALLENS_ENCODER",
         show_default=False,
-        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+        help="What computes the vectors: fp32 (a new brain's default), int8 (ONNX Runtime, made locally once, ~2x less CPU) or static (fast mode for very large folders: static embeddings distilled locally once, lower quality). Recorded in the brain with the model; changing it needs --rebuild.",
     ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),

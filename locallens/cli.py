@@ -43,7 +43,14 @@ from locallens.config import (
     DEVICES,
     or_list,
 )
-from locallens.errors import EXIT_SKIPPED, EXIT_UNEXPECTED, LocallensError
+from locallens.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_NOTHING_FOUND,
+    EXIT_OK,
+    EXIT_SKIPPED,
+    EXIT_UNEXPECTED,
+    LocallensError,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -308,7 +315,7 @@ def handled() -> Iterator[None]:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("locallens: interrupted; committed work is kept, rerun to complete", file=sys.stderr)
-        raise typer.Exit(130) from None
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
         _silence_stdout()
         raise typer.Exit(_exit_if_pipe_closes) from None
@@ -387,7 +394,7 @@ def progress_for_stderr(quiet: bool = False) -> Iterator[Any]:
 def _version(value: bool) -> None:
     if value:
         print(f"locallens {__version__}")
-        raise typer.Exit(0)
+        raise typer.Exit(EXIT_OK)
 
 
 @app.callback()
@@ -438,7 +445,7 @@ def index(
         "--encoder",
         envvar="LOCALLENS_ENCODER",
         show_default=False,
-        help="What computes the vectors: fp32 (a new brain's default) or int8 (ONNX Runtime, made locally once, ~2x less CPU). Recorded in the brain with the model; changing it needs --rebuild.",
+        help="What computes the vectors: fp32 (a new brain's default), int8 (ONNX Runtime, made locally once, ~2x less CPU) or static (fast mode for very large folders: static embeddings distilled locally once, lower quality). Recorded in the brain with the model; changing it needs --rebuild.",
     ),
     include: list[str] = typer.Option([], "--include", help="Also index files matching this glob (repeatable)."),
     exclude: list[str] = typer.Option([], "--exclude", help="Skip files matching this glob (repeatable)."),
@@ -544,6 +551,11 @@ def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool
         note(
             f"{report.over_length} chunk(s) are longer than the embedding model's "
             "window and were embedded in windows (whole, not truncated)"
+        )
+    if report.located and not quiet:
+        note(
+            f"{'would locate' if report.dry_run else 'located'} the chunks of {report.located} unchanged "
+            "file(s) indexed before chunk locations were stored (nothing re-embedded)"
         )
     if json_out and watching:
         sys.stdout.write(json.dumps(report.as_json(), ensure_ascii=False) + "\n")
@@ -765,7 +777,7 @@ def ask(
         exit_if_pipe_closes(4 if data.get("refused") else 0)
         _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
-            raise typer.Exit(4)
+            raise typer.Exit(EXIT_NOTHING_FOUND)
 
 
 def _plain_context(hits: list[Any]) -> str:
@@ -923,7 +935,7 @@ def _ask_batch(path: str, defaults: Any) -> int:
             sys.stdout.flush()
     finally:
         service.close()
-    return EXIT_SKIPPED if failed else 0
+    return EXIT_SKIPPED if failed else EXIT_OK
 
 
 @app.command(

@@ -52,11 +52,11 @@ def _size(path: Path) -> int:
 
 
 def _gguf_entry(name: str, path: Path, source: str) -> ModelEntry:
+    from locallens import models
     from locallens.errors import LocallensError
-    from locallens.gguf import check_gguf
 
     try:
-        check_gguf(path)
+        models.LOADERS.check_gguf(path)
         problem = None
     except LocallensError as exc:
         problem = str(exc)

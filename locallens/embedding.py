@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from locallens import npbert
     from locallens.npbert import NumpyBert
     from locallens.onnx_encoder import OnnxEncoder
+    from locallens.static_encoder import StaticEncoder
 
 PACKAGED_MINILM = "all-MiniLM-L6-v2"
 BGE_QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
@@ -59,7 +60,8 @@ ALIASES = {
 # vectors of two encoders never mix.
 FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, torch for the rest
 INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
-ENCODERS = (FP32, INT8)
+STATIC = "static"  # static token embeddings distilled locally once (locallens.static_encoder): fast mode
+ENCODERS = (FP32, INT8, STATIC)
 DEFAULT_ENCODER = FP32  # int8 stays opt-in until it is measured within noise on SciFact too
 
 
@@ -244,6 +246,7 @@ class Embedder:
         self._st: SentenceTransformer | None = None
         self._np: NumpyBert | None = None
         self._onnx: OnnxEncoder | None = None
+        self._static: StaticEncoder | None = None
         self._tokens: npbert.WordPieces | _HubTokens | None = None
         self._memo: dict[str, list[int]] = {}
         self.last_backend = ""  # "numpy", "sentence-transformers" or "onnxruntime": what embedded the last job
@@ -253,6 +256,13 @@ class Embedder:
         self.encoder = spec.encoder
         if self.encoder != FP32 and info is None:
             raise UsageError(f"the {self.encoder} encoder needs a local BERT-family model folder on the CPU")
+        if self.encoder == STATIC and info is not None:
+            from locallens.static_encoder import StaticEncoder, ensure_static
+
+            self._static = StaticEncoder(ensure_static(info.folder, spec.name))
+            self._tokens = npbert.WordPieces(info)
+            self.dim, self.max_seq_length = self._static.dim, info.max_seq_length
+            return
         if self.encoder == INT8 and info is not None:
             from locallens.onnx_encoder import OnnxEncoder, ensure_int8
 
@@ -346,7 +356,7 @@ class Embedder:
 
     def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
         """How many texts (after their headers) are longer than the model's window: they are embedded in windows."""
-        return self.windows(texts, headers).over_length
+        return 0 if self._static is not None else self.windows(texts, headers).over_length
 
     # -- vectors ------------------------------------------------------------------------------
 
@@ -367,6 +377,8 @@ class Embedder:
         `progress(n)` counts texts as their windows are embedded."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self._static is not None:
+            return self._static_rows(list(texts), None, progress)
         windows = self.windows(list(texts))
         self._plan_tokens(windows.tokens)
         return np.vstack(self._pool(windows, self._embed(windows, batch_size, progress), multi_vector=False))
@@ -387,12 +399,26 @@ class Embedder:
         """
         if not texts:
             return []
+        if self._static is not None:
+            return [row[None, :] for row in self._static_rows(list(texts), headers, progress)]
         windows = self.windows(list(texts), headers)
         self._plan_tokens(windows.tokens)
         return self._pool(windows, self._embed(windows, None, progress), multi_vector=multi_vector)
 
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([self.spec.query_prefix + text])[0]
+
+    def _static_rows(
+        self, texts: list[str], headers: Sequence[str] | None, progress: Callable[[int], None] | None
+    ) -> np.ndarray:
+        """The static encoder's vectors: a text is embedded whole (no window), after its header."""
+        assert self._static is not None
+        self.last_backend = "model2vec"
+        heads = list(headers) if headers is not None else [""] * len(texts)
+        vectors = self._static.encode([f"{h}\n\n{t}" if h else t for h, t in zip(heads, texts, strict=True)])
+        if progress is not None:
+            progress(len(texts))
+        return vectors
 
     def _pool(self, windows: Windows, vectors: np.ndarray, *, multi_vector: bool) -> list[np.ndarray]:
         """Per text, its windows' rows (multi_vector) or their token-weighted mean, normalised."""
@@ -497,7 +523,7 @@ class _HubTokens:
 
 
 def _pick_encoder(requested: str, spec: ModelSpec, device: str) -> str:
-    """`requested`, checked: int8 needs a BERT-family model folder, on the CPU."""
+    """`requested`, checked: int8 and static need a BERT-family model folder, on the CPU."""
     from locallens import npbert
 
     if requested not in ENCODERS:

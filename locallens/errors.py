@@ -16,6 +16,7 @@ EXIT_SKIPPED = 7
 EXIT_DB_UNREACHABLE = 8
 EXIT_DB_AUTH = 9
 EXIT_DB_UNSUPPORTED = 10
+EXIT_INTERRUPTED = 130  # Ctrl-C: committed work is kept
 
 
 class LocallensError(Exception):

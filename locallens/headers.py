@@ -42,8 +42,10 @@ _MARKDOWN = {".md", ".markdown"}
 # comment line, `# note`, is not a heading).
 _GIVEN_ONLY = {".org"}
 # What may stand before a given heading on its line: markup (`##`, `*`), an Org TODO keyword or
-# priority cookie.
+# priority cookie ...
 _HEADING_LEAD = re.compile(r"[ \t#*]*(?:[A-Z]+[ \t]+)?(?:\[#\w\][ \t]+)?")
+# ... and after it: closing markup, a colon, Org tags (`:spring:`).
+_HEADING_TAIL = re.compile(r"[ \t#:]*(?::[\w@#%:]+:)?[ \t]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +123,8 @@ def _locate(text: str, given: Sequence[tuple[int, str]]) -> list[Heading]:
 
 
 def _heading_line(text: str, heading: str, cursor: int) -> int:
-    """The first occurrence of `heading` at or after `cursor` that is its line's text (after
-    markup), else its first occurrence at all, else -1."""
+    """Where the first line at or after `cursor` that holds `heading` as its text (after markup)
+    starts, else the first occurrence of `heading` at all, else -1."""
     first = at = text.find(heading, cursor)
     for _ in range(64):  # bounded: a heading word repeated thousands of times costs nothing
         if at < 0:
@@ -130,8 +132,8 @@ def _heading_line(text: str, heading: str, cursor: int) -> int:
         line_start = text.rfind("\n", 0, at) + 1
         line_end = text.find("\n", at)
         tail = text[at + len(heading) : line_end if line_end >= 0 else len(text)]
-        if _HEADING_LEAD.fullmatch(text[line_start:at]) and not tail.strip(" \t#:"):
-            return at
+        if _HEADING_LEAD.fullmatch(text[line_start:at]) and _HEADING_TAIL.fullmatch(tail):
+            return line_start
         at = text.find(heading, at + 1)
     return first
 

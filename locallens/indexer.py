@@ -239,9 +239,9 @@ class _Run:
     def _get_embedder(self) -> Embedder:
         # Loaded only when something needs embedding: an unchanged reindex starts no model.
         if self.embedder is None:
-            from locallens.embedding import load_embedder
+            from locallens import models
 
-            self.embedder = load_embedder(self.model_name, device=self.request.device)
+            self.embedder = models.LOADERS.embedder(self.model_name, device=self.request.device)
             if self.embedder.name != self.model_name or (
                 self.brain is not None and self.embedder.dim != self.brain.dim
             ):
@@ -582,12 +582,13 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
 def _download_named_model(request: IndexRequest) -> None:
     """A hub model named with --model that is not cached yet is downloaded (and loaded) now,
     before the writer lock: waiting on the network never holds the lock (docs/behaviour.md)."""
-    from locallens.embedding import load_embedder, resolve_model
+    from locallens import models
+    from locallens.embedding import resolve_model
 
     if request.model in (None, "", "auto"):
         return
     if not resolve_model(request.model).offline:
-        load_embedder(request.model, device=request.device)  # kept loaded for the run itself
+        models.LOADERS.embedder(request.model, device=request.device)  # kept loaded for the run itself
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:

@@ -20,7 +20,6 @@ Two jobs, both small and without heavy imports:
 from __future__ import annotations
 
 import bisect
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,19 +81,49 @@ def cited_sentence(sent: str, original: str, location: Location | None, sentence
     }
 
 
+# How many places holding a chunk's first word are tried before the chunk counts as not found (a
+# chunk is always in its text, near the previous one's start: this only bounds a bad case).
+_MAX_TRIES = 10_000
+
+
+def _match_words(text: str, start: int, words: Sequence[str]) -> int | None:
+    """Where `words` end when they follow each other in `text` from `start`, with any whitespace
+    (or none) between them; None when they do not."""
+    i, n = start, len(text)
+    for k, word in enumerate(words):
+        if k:
+            while i < n and text[i].isspace():
+                i += 1
+        if not text.startswith(word, i):
+            return None
+        i += len(word)
+    return i
+
+
 def _find(text: str, content: str, cursor: int) -> tuple[int, int] | None:
-    """Where `content` lies in `text` at or after `cursor`: verbatim, else word by word."""
-    start = text.find(content, cursor)
-    if start >= 0:
-        return start, start + len(content)
+    """Where `content` lies in `text` at or after `cursor`: verbatim, else word by word.
+
+    Anchored on the first word's next occurrences, so the cost is about the chunk's own length:
+    a failed `str.find` of the whole chunk would scan to the end of the text for every chunk.
+    """
     words = content.split()
     if not words:
         return None
     # The chunker changed only whitespace: between two words the file may have any whitespace
     # (a blank line more, a line break where a space joins two sentences) or none at all
-    # (sentences of Chinese or Japanese joined with a space). No nested quantifier: linear.
-    match = re.compile(r"\s*".join(re.escape(word) for word in words)).search(text, cursor)
-    return (match.start(), match.end()) if match else None
+    # (sentences of Chinese or Japanese joined with a space).
+    first = words[0]
+    at = text.find(first, cursor)
+    for _ in range(_MAX_TRIES):
+        if at < 0:
+            return None
+        if text.startswith(content, at):
+            return at, at + len(content)
+        end = _match_words(text, at, words)
+        if end is not None:
+            return at, end
+        at = text.find(first, at + 1)
+    return None
 
 
 def locate(document: Document, contents: Sequence[str]) -> list[Location | None]:

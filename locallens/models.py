@@ -13,37 +13,101 @@ another embedding model gets that model on the next request, never stale vectors
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from locallens.config import DEFAULT_DEVICE
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
+    from locallens.gguf import GGUFInfo
     from locallens.llm import LocalLLM
+
+
+class Loaders:
+    """The one seam through which every model is loaded: the embedder (indexing, retrieval,
+    trimming, the answer check, the sentence cache), the GGUF check and the llama.cpp model
+    (`ask`, the warm service, `eval --answers`), the cross-encoder (`--rerank`). Callers use
+    the module's `LOADERS` at call time, so replacing it (the tests' fakes) replaces them all."""
+
+    def embedder(self, requested: str | None, *, device: str = DEFAULT_DEVICE) -> Embedder:
+        from locallens.embedding import load_embedder
+
+        return load_embedder(requested, device=device)
+
+    def check_gguf(self, path: Path) -> GGUFInfo | None:
+        from locallens.gguf import check_gguf
+
+        return check_gguf(path)
+
+    def llm(self, path: Path, **options: Any) -> LocalLLM:
+        from locallens.llm import LocalLLM
+
+        return LocalLLM(path, **options)
+
+    def reranker(self, model: str, device: str = DEFAULT_DEVICE) -> Any:
+        return load_reranker(model, device)
+
+
+LOADERS = Loaders()
+
+
+_rerankers: dict[str, object] = {}
+
+
+def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
+    """A sentence-transformers CrossEncoder, loaded offline once per process; exit 6 if missing."""
+    from locallens.embedding import cached_snapshot, hf_cache_dir, pick_device
+
+    if model in _rerankers:
+        return _rerankers[model]
+    from locallens.pull import catalogue_repo
+
+    folder = Path(model).expanduser()
+    hub_id = catalogue_repo(model, "reranker") or model  # a `pull` catalogue name, or a hub id
+    source = str(folder) if folder.is_dir() else (str(cached_snapshot(hub_id) or ""))
+    if not source:
+        from locallens.errors import ModelUnavailableError
+
+        raise ModelUnavailableError(
+            f"reranker {model} not found: not a folder, and not in the Hugging Face cache {hf_cache_dir()}"
+        )
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import warnings
+
+    from sentence_transformers import CrossEncoder
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reranker = CrossEncoder(source, device=pick_device(device))
+    except Exception as exc:  # the hub stack raises many types; all mean "not available"
+        from locallens.errors import ModelUnavailableError
+
+        raise ModelUnavailableError(f"reranker {model} could not be loaded from {source}: {exc}") from exc
+    _rerankers[model] = reranker
+    return reranker
 
 
 class Models:
     """Load on demand, release after use (one CLI call)."""
 
     def embedder(self, model: str, device: str = DEFAULT_DEVICE) -> Embedder:
-        from locallens.embedding import load_embedder
-
-        return load_embedder(model, device=device)
+        return LOADERS.embedder(model, device=device)
 
     @contextmanager
     def llm(
         self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0, threads: int | None = None
     ) -> Iterator[LocalLLM]:
-        from locallens.gguf import check_gguf
-        from locallens.llm import LocalLLM, resolve_llm_path
+        from locallens.llm import resolve_llm_path
 
         resolved = resolve_llm_path(path)
-        info = check_gguf(resolved)
-        llm = LocalLLM(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads, info=info)
+        info = LOADERS.check_gguf(resolved)
+        llm = LOADERS.llm(resolved, n_ctx=n_ctx, n_gpu_layers=gpu_layers, seed=seed, n_threads=threads, info=info)
         try:
             yield llm
         finally:
@@ -70,16 +134,15 @@ class WarmModels(Models):
     def llm(
         self, path: str | None, *, n_ctx: int, gpu_layers: int = 0, seed: int = 0, threads: int | None = None
     ) -> Iterator[LocalLLM]:
-        from locallens.gguf import check_gguf
-        from locallens.llm import LocalLLM, resolve_llm_path
+        from locallens.llm import resolve_llm_path
 
         resolved = resolve_llm_path(path)
         key = (resolved.resolve() if resolved.exists() else resolved, n_ctx, gpu_layers, seed, threads)
         with self.generation_lock:
             llm = self._llms.get(key)
             if llm is None:
-                info = check_gguf(resolved)
-                llm = LocalLLM(
+                info = LOADERS.check_gguf(resolved)
+                llm = LOADERS.llm(
                     resolved,
                     n_ctx=n_ctx,
                     n_gpu_layers=gpu_layers,

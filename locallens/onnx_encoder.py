@@ -42,12 +42,18 @@ def models_dir() -> Path:
     return locallens_home() / "models"
 
 
+def made_path(source: Path, name: str, recipe: str) -> Path:
+    """Where what `recipe` makes of the model folder `source` (pinned as `name`) is kept: named
+    after the model, its weights' size and modification time, and the recipe."""
+    stat = (source / "model.safetensors").stat()
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name.strip("/")).strip("-")[-60:] or "model"
+    return models_dir() / f"{slug}-{stat.st_size:x}-{stat.st_mtime_ns:x}-{recipe}"
+
+
 def int8_path(source: Path, name: str) -> Path:
     """Where the int8 file of the model folder `source` (pinned as `name`) is kept."""
-    weights = source / "model.safetensors"
-    stat = weights.stat()
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name.strip("/")).strip("-")[-60:] or "model"
-    return models_dir() / f"{slug}-{stat.st_size:x}-{stat.st_mtime_ns:x}-{RECIPE}.onnx"
+    path = made_path(source, name, RECIPE)
+    return path.with_name(path.name + ".onnx")
 
 
 def ensure_int8(source: Path, name: str, pooling: str, *, heads: int, hidden: int) -> Path:

@@ -14,11 +14,11 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
+from locallens import models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -101,48 +101,11 @@ class RerankSettings:
     device: str = DEFAULT_DEVICE
 
 
-_rerankers: dict[str, object] = {}
-
-
-def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
-    """A sentence-transformers CrossEncoder, loaded offline once per process; exit 6 if missing."""
-    from locallens.embedding import cached_snapshot, hf_cache_dir, pick_device
-
-    if model in _rerankers:
-        return _rerankers[model]
-    from locallens.pull import catalogue_repo
-
-    folder = Path(model).expanduser()
-    hub_id = catalogue_repo(model, "reranker") or model  # a `pull` catalogue name, or a hub id
-    source = str(folder) if folder.is_dir() else (str(cached_snapshot(hub_id) or ""))
-    if not source:
-        from locallens.errors import ModelUnavailableError
-
-        raise ModelUnavailableError(
-            f"reranker {model} not found: not a folder, and not in the Hugging Face cache {hf_cache_dir()}"
-        )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import warnings
-
-    from sentence_transformers import CrossEncoder
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reranker = CrossEncoder(source, device=pick_device(device))
-    except Exception as exc:  # the hub stack raises many types; all mean "not available"
-        from locallens.errors import ModelUnavailableError
-
-        raise ModelUnavailableError(f"reranker {model} could not be loaded from {source}: {exc}") from exc
-    _rerankers[model] = reranker
-    return reranker
-
-
 def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k: int) -> list[Hit]:
     """Re-score (query, chunk) pairs with the cross-encoder; best `top_k` above min_relevance."""
     if not hits:
         return []
-    reranker = load_reranker(settings.model, settings.device)
+    reranker = models.LOADERS.reranker(settings.model, settings.device)
     raw = np.asarray(
         reranker.predict([(query, h.content) for h in hits], show_progress_bar=False), dtype=np.float64
     ).reshape(len(hits), -1)[:, -1]
@@ -401,12 +364,10 @@ def trim_from_index(
     hybrid: bool = DEFAULT_HYBRID,
 ) -> RetrievalResult:
     """`locallens trim QUERY`: retrieve from the brain and trim, keeping per-sentence details."""
-    from locallens.embedding import load_embedder
-
     check_question(query, what="the query")
     with open_store(db) as store:
         brain = store.get_brain(brain_name)
-        embedder = load_embedder(brain.model, device=device)
+        embedder = models.LOADERS.embedder(brain.model, device=device)
         return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True), hybrid=hybrid)
 
 
@@ -414,11 +375,10 @@ def trim_given_text(
     text: str, query: str, settings: TrimSettings, *, model: str | None = None, device: str = DEFAULT_DEVICE
 ) -> RetrievalResult:
     """`locallens trim QUERY --text FILE`: trim one text against the query; no index needed."""
-    from locallens.embedding import load_embedder
     from locallens.trim import trim_text
 
     check_question(query, what="the query")
-    embedder = load_embedder(model, device=device)
+    embedder = models.LOADERS.embedder(model, device=device)
     started = time.perf_counter()
     qvec = embedder.encode_query(query)
     detail = trim_text(

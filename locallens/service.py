@@ -66,7 +66,12 @@ _BRAIN = {
     "maxLength": MAX_NAME_CHARS,
     "description": "Named index inside the database (default: default).",
 }
-_TOP_K = {"type": "integer", "minimum": 1, "maximum": 100, "description": "Excerpts to retrieve (default 5)."}
+_TOP_K = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 100,
+    "description": f"Excerpts to retrieve (default {DEFAULT_TOP_K}).",
+}
 _TRIM = {"type": "boolean", "description": "Trim excerpts to their sentences relevant to the question."}
 _HYBRID = {
     "type": "boolean",
@@ -332,7 +337,7 @@ class Service:
             question=args["question"],
             db=s.db,
             brain=args.get("brain", s.brain),
-            top_k=args.get("top_k", 5),
+            top_k=args.get("top_k", DEFAULT_TOP_K),
             path_glob=args.get("path"),
             llm=s.llm,
             max_tokens=args.get("max_tokens", s.max_tokens),
@@ -368,7 +373,7 @@ class Service:
                 brain,
                 embedder,
                 args["query"],
-                args.get("top_k", 5),
+                args.get("top_k", DEFAULT_TOP_K),
                 path_glob=args.get("path"),
                 trim=trim,
                 hybrid=args.get("hybrid", s.hybrid),

@@ -11,15 +11,14 @@ fakes below instead of the real models:
   a list of strings (used in order, the last one repeated) or a function of the messages.
 - `FakeReranker`: a cross-encoder stand-in scoring (query, text) pairs by the fake embedder's
   cosine mapped to 0..1.
-- `install_fake_models(monkeypatch)` swaps them in at the project's model-loading seams and
+- `install_fake_models(monkeypatch)` swaps them in at the project's one model-loading seam and
   returns a `FakeModels` handle (what was loaded, which prompts were sent). The `fake_models`
   fixture in conftest.py does that for one test.
 
-The seams patched are module attributes that the project imports lazily, inside the functions
-that load models: `locallens.embedding.load_embedder` (indexing, retrieval, trimming, the
-answer check and the sentence cache all get their embedder from it, directly or through
-`locallens.models.Models`), `locallens.llm.LocalLLM` and `locallens.gguf.check_gguf` (`Models`,
-`WarmModels` and `eval --answers`), and `locallens.retrieval.load_reranker`.
+The seam is `locallens.models.LOADERS` (a `Loaders`): every embedder (indexing, retrieval,
+trimming, the answer check, the sentence cache), GGUF check and llama.cpp model (`Models`,
+`WarmModels`, `eval --answers`) and cross-encoder is loaded through it, so one
+`monkeypatch.setattr(locallens.models, "LOADERS", fakes.loaders())` replaces them all.
 
 How to run things with the fakes:
 
@@ -617,6 +616,29 @@ class FakeModels:
         self.llms.append(llm)
         return llm
 
+    def loaders(self) -> Any:
+        """A `locallens.models.Loaders` that hands out these fakes. An explicit `--llm` path
+        that does not exist still fails as it would for real (exit 6); any file that exists is
+        accepted as a GGUF."""
+        from locallens.models import Loaders
+
+        fakes = self
+
+        class FakeLoaders(Loaders):
+            def embedder(self, requested: str | None, *, device: str = "auto") -> FakeEmbedder:
+                return fakes.load_embedder(requested, device=device)
+
+            def check_gguf(self, path: Path) -> Any:
+                return super().check_gguf(path) if not Path(path).exists() else None
+
+            def llm(self, path: Path, **options: Any) -> FakeLLM:
+                return fakes.make_llm(path, **options)
+
+            def reranker(self, model: str, device: str = "auto") -> FakeReranker:
+                return fakes.reranker
+
+        return FakeLoaders()
+
     @property
     def embedder(self) -> FakeEmbedder:
         """The one embedder loaded so far (fails when none or several were)."""
@@ -643,22 +665,10 @@ def install_fake_models(
     An explicit `--llm` path that does not exist still fails as it would for real (exit 6); any
     file that exists is accepted as a GGUF.
     """
-    import locallens.embedding
-    import locallens.gguf
-    import locallens.llm
-    import locallens.retrieval
+    import locallens.models
 
     fakes = FakeModels(dim=dim, replies=replies)
-    real_check = locallens.gguf.check_gguf
-
-    def check_gguf(path: Path) -> Any:
-        return real_check(path) if not Path(path).exists() else None
-
-    monkeypatch.setattr(locallens.embedding, "load_embedder", fakes.load_embedder)
-    monkeypatch.setattr(locallens.llm, "LocalLLM", fakes.make_llm)
-    monkeypatch.setattr(locallens.gguf, "check_gguf", check_gguf)
-    monkeypatch.setattr(locallens.llm, "check_gguf", check_gguf, raising=False)
-    monkeypatch.setattr(locallens.retrieval, "load_reranker", lambda model, device="auto": fakes.reranker)
+    monkeypatch.setattr(locallens.models, "LOADERS", fakes.loaders())
     return fakes
 
 

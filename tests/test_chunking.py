@@ -755,3 +755,23 @@ def test_semantic_chunks_of_sample_docs_do_not_depend_on_how_sentences_are_batch
         before, after = cls(plain), cls(tuned)
         for text in texts:
             assert after.chunk(text) == before.chunk(text)
+
+
+def test_the_registry_holds_the_cli_choices_and_takes_a_new_chunker(monkeypatch: pytest.MonkeyPatch) -> None:
+    import locallens.chunking as chunking
+    from locallens.config import CHUNKERS
+
+    assert chunking.chunker_names() == CHUNKERS  # --help lists config.CHUNKERS without importing chunking
+
+    class Lines:
+        def chunk(self, text: str) -> list[str]:
+            return [line for line in text.splitlines() if line.strip()]
+
+        def chunk_many(self, texts: list[str]) -> list[list[str]]:
+            return [self.chunk(text) for text in texts]
+
+    monkeypatch.setattr(chunking, "_CHUNKERS", dict(chunking._CHUNKERS))
+    chunking.register_chunker("lines", lambda size, overlap, encode: Lines())
+    assert get_chunker("lines").chunk("a\n\nb\n") == ["a", "b"]
+    with pytest.raises(UsageError, match="bad option for the lines chunker"):
+        get_chunker("lines", window=3)

@@ -104,3 +104,22 @@ def test_an_int8_brain_keeps_its_encoder_and_asks_without_torch(tmp_path: Path) 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=os.environ)
     assert out.returncode == 0, out.stderr
     assert "HEAVY []" in out.stderr
+
+
+@pytest.mark.slow
+def test_the_static_encoder_is_distilled_once_and_embeds_whole_texts(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("model2vec")
+    spec = embedding.resolve_model("minilm", encoder="static")
+    assert spec.name == "all-MiniLM-L6-v2@static"
+    static = embedding.Embedder(spec)
+    (made,) = [p for p in Path(os.environ["LOCALLENS_MODELS"]).iterdir() if "model2vec" in p.name]
+    assert stat.S_IMODE(made.stat().st_mode) == 0o700
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o600 for f in made.rglob("*") if f.is_file())
+    vectors = static.encode(TEXTS)
+    assert static.last_backend == "model2vec" and vectors.shape == (len(TEXTS), static.dim)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert static.count_over_length(TEXTS) == 0  # no window: a text is embedded whole
+    question = static.encode_query(TEXTS[0])
+    assert int(np.argmax(vectors[1:] @ question)) == 0
+    rows = static.encode_passages(TEXTS[:2], ["Staging", ""])
+    assert [r.shape for r in rows] == [(1, static.dim)] * 2

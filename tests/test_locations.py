@@ -371,6 +371,8 @@ def test_an_upgraded_brain_is_located_on_its_next_index_without_embedding(
     assert all(re.search(r"#chunk-\d+$", s["citation"]) for s in old["sources"])
     assert all(s["line_start"] is None for s in old["sources"])
     embedded = len(fake_models.embedder.encoded)
+    dry = cli("index", str(root), "--db", str(db), "--dry-run")
+    assert dry.exit_code == 0 and "would locate the chunks of 3 unchanged file(s)" in dry.stderr
     report = cli_json("index", str(root), "--db", str(db))
     assert report["located"] == 3 and report["files"]["unchanged"] == 3
     assert report["chunks"]["embedded"] == 0 and len(fake_models.embedder.encoded) == embedded

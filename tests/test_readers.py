@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from locallens.domain import Document, SourceSpan
+import pytest
+
+from locallens.domain import Document, Skipped, SourceSpan
+from locallens.readers import read_document
 from locallens.readers.registry import reader_for
 from tests.test_sources import make_pdf, read, write
 
@@ -54,3 +57,247 @@ def test_registry_names_a_module_per_format_family() -> None:
 def test_source_span_is_plain_data() -> None:
     span = SourceSpan(0, 4, "slide", "2")
     assert (span.start, span.end, span.kind, span.label) == (0, 4, "slide", "2")
+
+
+# --- every format, on the fixtures of tests/data/formats ---------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "formats"
+
+
+def fixture(name: str) -> Document:
+    from locallens.domain import FileStat
+
+    path = FIXTURES / name
+    st = path.stat()
+    result = read_document(FileStat(str(FIXTURES), name, str(path), st.st_size, st.st_mtime_ns))
+    assert isinstance(result, Document), result
+    return result
+
+
+def skipped(name: str) -> Skipped:
+    from locallens.domain import FileStat
+
+    path = FIXTURES / name
+    st = path.stat()
+    result = read_document(FileStat(str(FIXTURES), name, str(path), st.st_size, st.st_mtime_ns))
+    assert isinstance(result, Skipped), result
+    return result
+
+
+HANDBOOK_HEADINGS = (
+    (1, "Field Station Handbook"),
+    (2, "Arrival"),
+    (2, "Equipment"),
+    (2, "Contacts"),
+    (3, "Emergencies"),
+)
+
+
+@pytest.mark.parametrize("name", ["handbook.docx", "handbook.odt"])
+def test_word_processor_files_keep_headings_nested_lists_and_tables(name: str) -> None:
+    document = fixture(name)
+    assert document.title == "Field Station Handbook"
+    assert document.headings == HANDBOOK_HEADINGS
+    assert "## Arrival\n\nThe ferry to the field station leaves Port Ellen at 07:40 every Tuesday." in document.text
+    assert (
+        "- Waders\n  - Chest waders for the estuary\n  - Hip waders for the streams\n- A headlamp with spare batteries\n"
+        "1. Sign the logbook\n2. Check the radio"
+    ) in document.text
+    assert "| Role | Name | Extension |\n| Station manager | Ingrid Solberg | 4417 |" in document.text
+    assert not document.line_mapped and document.spans == ()
+
+
+def test_real_word_and_opendocument_files_read_the_same_text() -> None:
+    docx, odt = fixture("users-and-groups.docx"), fixture("users-and-groups.odt")
+    assert docx.title == odt.title == "Users and Groups in the Debian System"
+    assert docx.text == odt.text and len(docx.text) > 10_000
+    assert "Chapter 2. Users and Groups" in [h for _, h in docx.headings]
+    assert fixture("python-docx-test.docx").headings == ((1, "python-docx was here!"),)
+
+
+def test_epub_chapters_in_spine_order_with_their_headings() -> None:
+    document = fixture("handbook.epub")
+    assert document.title == "Field Station Handbook"
+    assert document.headings == HANDBOOK_HEADINGS
+    assert document.text.index("Port Ellen") < document.text.index("Ingrid Solberg") < document.text.index("coastguard")
+    assert "Station manager Ingrid Solberg 4417" in document.text  # a table row on one line
+    real = fixture("users-and-groups.epub")  # LibreOffice's export: headings as styled paragraphs
+    assert real.title == "Users and Groups in the Debian System" and "Joey Hess" in real.text
+
+
+@pytest.mark.parametrize("name", ["deck.pptx", "deck.odp"])
+def test_slides_are_units_with_their_titles_bullets_tables_and_notes(name: str) -> None:
+    document = fixture(name)
+    assert document.title == "Quarterly Review"
+    assert document.headings == ((1, "Quarterly Review"), (1, "Sales by Region"), (1, "Headcount"))
+    assert [(s.kind, s.label) for s in document.spans] == [("slide", "1"), ("slide", "2"), ("slide", "3")]
+    third = document.text[document.spans[2].start : document.spans[2].end]
+    assert third.startswith("# Headcount") and "| Lisbon | 17 |" in third
+    assert "Notes: The Lisbon office opens a second floor in March." in third
+    second = document.text[document.spans[1].start : document.spans[1].end]
+    assert "  - Oslo sales rose by 18 percent" in second
+    assert "<number>" not in document.text  # the master's slide-number placeholder
+
+
+@pytest.mark.parametrize("name", ["budget.xlsx", "budget.ods"])
+def test_sheets_are_tables_with_every_row_whole_and_cited_by_row(name: str) -> None:
+    document = fixture(name)
+    assert document.headings == ((1, "Budget"), (1, "Staff"))
+    rows = {s.label: document.text[s.start : s.end] for s in document.spans}
+    assert all(s.kind == "sheet" for s in document.spans)
+    assert rows["Budget!1"] == "Project | Owner | Budget | Start"
+    assert rows["Budget!2"] == "Project: Kestrel | Owner: Ana Lima | Budget: 48500 | Start: 2026-03-01"
+    assert rows["Budget!5"] == "Project: Total | Budget: 70650.5"  # a formula, as last computed
+    assert rows["Staff!3"] == "Name: Ben Okafor | Office: Lisbon"
+    # One row, one paragraph: the chunker never cuts a row in two.
+    assert all(f"\n\n{row}" in document.text or document.text.startswith(row) for row in rows.values())
+
+
+def test_notebook_markdown_and_code_cells_without_outputs() -> None:
+    document = fixture("tides.ipynb")
+    assert document.title == "Tide Analysis"
+    assert document.headings == ((1, "Tide Analysis"), (2, "Loading the gauge data"), (2, "Result"))
+    assert "```python\nimport pandas as pd\ntides = pd.read_csv('gauge.csv')\n```" in document.text
+    assert "OUTPUT-THAT-MUST-NOT-BE-INDEXED" not in document.text
+    assert [(s.kind, s.label) for s in document.spans] == [("cell", str(n)) for n in range(1, 5)]
+    real = fixture("nbformat-test4.ipynb")
+    assert real.title == "nbconvert latex test" and (2, "Printed Using Python") in real.headings
+
+
+def test_org_is_line_mapped_with_its_outline_as_headings() -> None:
+    document = fixture("journal.org")
+    assert document.line_mapped and document.title == "Garden Journal"
+    assert document.headings == ((1, "Planting"), (2, "Sow the beans"), (2, "Prune the apple tree"), (1, "Harvest"))
+    assert document.text == (FIXTURES / "journal.org").read_text().strip()
+    from locallens.headers import headings
+
+    marks = headings(document)
+    assert [m.text for m in marks] == ["Planting", "Sow the beans", "Prune the apple tree", "Harvest"]
+    assert document.text[marks[1].position :].startswith("** TODO Sow the beans")  # its line
+
+
+def test_email_subject_is_the_title_and_the_headers_are_kept() -> None:
+    document = fixture("offsite.eml")
+    assert document.title == "Offsite moves to the Harbour Room"
+    assert document.text.startswith(
+        "# Offsite moves to the Harbour Room\n\nFrom: Priya Natarajan <priya@example.org>\nTo: team@example.org\n"
+        "Date: Mon, 04 May 2026 09:15:00 +0100"
+    )
+    digest = fixture("digest.eml")  # a real multipart digest from CPython's tests
+    assert digest.title == "Ppp digest, Vol 1 #2 - 5 msgs" and "Send Ppp mailing list submissions" in digest.text
+
+
+def test_mbox_messages_are_units_and_escaped_from_lines_are_restored() -> None:
+    document = fixture("archive.mbox")
+    assert [(s.kind, s.label) for s in document.spans] == [("message", str(n)) for n in range(1, 5)]
+    last = document.text[document.spans[3].start : document.spans[3].end]
+    assert last.startswith("# Offsite moves to the Harbour Room\n\nFrom: Priya Natarajan")
+    assert "\nFrom now on bring your own laptop charger." in last and ">From" not in last
+
+
+def test_chunk_headers_carry_the_heading_path_of_an_office_document() -> None:
+    from locallens.headers import chunk_headers
+
+    document = fixture("handbook.docx")
+    piece = "In an emergency, call the coastguard on radio channel 16."
+    assert chunk_headers(document, [piece]) == ["Field Station Handbook > Contacts > Emergencies"]
+    deck = fixture("deck.pptx")
+    assert chunk_headers(deck, ["| Oslo | 42 |"]) == ["Quarterly Review > Headcount"]
+
+
+# --- the edge cases: each a counted skip with its reason, never a traceback --------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "reason", "error"),
+    [
+        ("corrupt.docx", "cannot read DOCX: not a valid zip file", True),
+        ("bomb.docx", "cannot read DOCX: refused, word/document.xml unpacks", True),
+        ("entities.docx", "cannot read DOCX: refused, word/document.xml declares XML entities", True),
+        ("encrypted.docx", "cannot read DOCX: encrypted (password required)", True),
+        ("encrypted.odt", "cannot read ODT: encrypted (password required)", True),
+        ("images-only.docx", "DOCX has no text (empty, or images only)", False),
+    ],
+)
+def test_bad_office_files_are_counted_skips(name: str, reason: str, error: bool) -> None:
+    result = skipped(name)
+    assert result.reason.startswith(reason) and result.error is error
+
+
+def test_a_zip_with_too_many_members_or_too_much_unpacked_is_refused(tmp_path: Path) -> None:
+    import zipfile
+
+    from locallens.readers import safety
+
+    many = tmp_path / "many.xlsx"
+    with zipfile.ZipFile(many, "w") as archive:
+        for i in range(safety.MAX_MEMBERS + 1):
+            archive.writestr(f"x/{i}.bin", b"")
+    assert read(tmp_path, "many.xlsx").reason.startswith("cannot read XLSX: refused, 10001 zip members")  # type: ignore[union-attr]
+    big = tmp_path / "big.epub"
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_DEFLATED) as archive:
+        for i in range(3):  # each under the ratio limit (random-ish bytes), together over the cap
+            archive.writestr(f"part{i}.bin", bytes(range(256)) * (safety.MAX_UNPACKED // 256 // 3 + 1))
+    result = read(tmp_path, "big.epub")
+    assert isinstance(result, Skipped) and "zip bomb" in result.reason
+
+
+def test_entity_declarations_are_refused_in_a_spreadsheet_too(tmp_path: Path) -> None:
+    import zipfile
+
+    source = FIXTURES / "budget.xlsx"
+    target = tmp_path / "laughs.xlsx"
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(target, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == "xl/sharedStrings.xml":
+                data = data.replace(b"?>", b'?><!DOCTYPE sst [<!ENTITY a "aaaaaaaaaa">]>', 1)
+            dst.writestr(item, data)
+    result = read(tmp_path, "laughs.xlsx")
+    assert isinstance(result, Skipped) and "declares XML entities" in result.reason
+
+
+def test_a_missing_format_library_is_a_skip_naming_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import sys
+
+    shutil.copy(FIXTURES / "deck.pptx", tmp_path / "deck.pptx")
+    monkeypatch.setitem(sys.modules, "pptx", None)  # as if python-pptx were not installed
+    result = read(tmp_path, "deck.pptx")
+    assert result == Skipped("deck.pptx", "needs python-pptx: pip install 'python-pptx'", error=False)
+
+
+def test_images_are_documents_only_when_ocr_is_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from locallens.readers import ocr, registry
+    from tests.test_sources import rels, walked
+
+    write(tmp_path / "scan.png", b"\x89PNG")
+    write(tmp_path / "note.md", "x")
+    for present in (False, True):
+        monkeypatch.setattr(ocr, "available", lambda present=present: present)
+        registry.extensions.cache_clear()
+        assert rels(walked(tmp_path)) == (["note.md", "scan.png"] if present else ["note.md"])
+    registry.extensions.cache_clear()
+
+
+def test_a_scanned_pdf_without_ocr_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from locallens.readers import ocr
+
+    monkeypatch.setattr(ocr, "available", lambda: False)
+    result = skipped("scanned.pdf")
+    assert result.reason == f"PDF has no extractable text ({ocr.ENGINE_HINT})" and not result.error
+
+
+def test_a_reader_failing_on_a_malformed_file_is_a_skip_not_a_traceback(tmp_path: Path) -> None:
+    write(tmp_path / "broken.ipynb", "{not json")
+    write(tmp_path / "list.ipynb", "[1, 2]")
+    write(tmp_path / "nothing.eml", "\n\njust a body")
+    write(tmp_path / "plain.mbox", "no envelope line here\n")
+    assert read(tmp_path, "broken.ipynb").reason.startswith("cannot read notebook: invalid JSON")  # type: ignore[union-attr]
+    assert read(tmp_path, "list.ipynb").reason == "cannot read notebook: not a Jupyter notebook"  # type: ignore[union-attr]
+    assert read(tmp_path, "nothing.eml").reason == "cannot read e-mail: no headers"  # type: ignore[union-attr]
+    assert read(tmp_path, "plain.mbox").reason.startswith("cannot read mbox")  # type: ignore[union-attr]
+    write(tmp_path / "fake.odp", b"PK\x03\x04 not really")
+    assert read(tmp_path, "fake.odp").reason.startswith("cannot read ODP: not a valid zip file")  # type: ignore[union-attr]

@@ -16,29 +16,32 @@ from locallens.sentences import split_chunk_prefix, split_sentences
 # --------------------------------------------------------------------------------------------
 
 
-def test_seed_02_example_is_exact() -> None:
-    text = "El sistema soporta multi-tenancy (v1.2.3). Véase RFC 3986..."
-    assert split_sentences(text) == [
-        "El sistema soporta multi-tenancy (v1.2.3).",
-        "Véase RFC 3986...",
-    ]
-
-
-def test_seed_01_chunk_body_splits_into_three() -> None:
-    assert split_sentences("Sentence A. Sentence B (relevante). Sentence C.") == [
-        "Sentence A.",
-        "Sentence B (relevante).",
-        "Sentence C.",
-    ]
-
-
-def test_seed_02_trimming_example_splits_into_three() -> None:
-    text = "La multi-tenancy aislaba datos. Cada tenant veía solo su esquema. Las queries explícitas mantenían la RLS."
-    assert split_sentences(text) == [
-        "La multi-tenancy aislaba datos.",
-        "Cada tenant veía solo su esquema.",
-        "Las queries explícitas mantenían la RLS.",
-    ]
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "El sistema soporta multi-tenancy (v1.2.3). Véase RFC 3986...",
+            ["El sistema soporta multi-tenancy (v1.2.3).", "Véase RFC 3986..."],
+            id="version-and-ellipsis",
+        ),
+        pytest.param(
+            "Sentence A. Sentence B (relevante). Sentence C.",
+            ["Sentence A.", "Sentence B (relevante).", "Sentence C."],
+            id="chunk-body",
+        ),
+        pytest.param(
+            "La multi-tenancy aislaba datos. Cada tenant veía solo su esquema. Las queries explícitas mantenían la RLS.",
+            [
+                "La multi-tenancy aislaba datos.",
+                "Cada tenant veía solo su esquema.",
+                "Las queries explícitas mantenían la RLS.",
+            ],
+            id="trimming-example",
+        ),
+    ],
+)
+def test_reference_examples_are_exact(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,23 +93,27 @@ def test_code_fence_with_dots_and_blank_lines_is_one_unit() -> None:
     ]
 
 
-def test_tilde_fence_and_longer_closing_fence() -> None:
-    fence = "~~~~\nA. B.\n~~~\nstill code. Yes.\n~~~~~"
-    assert split_sentences(f"Intro.\n\n{fence}\n\nOutro.") == ["Intro.", fence, "Outro."]
+_TILDE_FENCE = "~~~~\nA. B.\n~~~\nstill code. Yes.\n~~~~~"
+_MIXED_FENCE = "```\nA. B.\n~~~\nC. D.\n```"
 
 
-def test_backtick_fence_is_not_closed_by_tildes() -> None:
-    fence = "```\nA. B.\n~~~\nC. D.\n```"
-    assert split_sentences(fence) == [fence]
-
-
-def test_unterminated_fence_runs_to_end_of_text() -> None:
-    text = "Before. After.\n```python\nx = 1. Y = 2.\n\nZ. W."
-    assert split_sentences(text) == ["Before.", "After.", "```python\nx = 1. Y = 2.\n\nZ. W."]
-
-
-def test_inline_triple_backticks_are_not_a_fence() -> None:
-    assert split_sentences("```inline``` code. Next one.") == ["```inline``` code.", "Next one."]
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            f"Intro.\n\n{_TILDE_FENCE}\n\nOutro.", ["Intro.", _TILDE_FENCE, "Outro."], id="tilde-longer-close"
+        ),
+        pytest.param(_MIXED_FENCE, [_MIXED_FENCE], id="backticks-not-closed-by-tildes"),
+        pytest.param(
+            "Before. After.\n```python\nx = 1. Y = 2.\n\nZ. W.",
+            ["Before.", "After.", "```python\nx = 1. Y = 2.\n\nZ. W."],
+            id="unterminated-runs-to-end",
+        ),
+        pytest.param("```inline``` code. Next one.", ["```inline``` code.", "Next one."], id="inline-is-not-a-fence"),
+    ],
+)
+def test_fences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
 
 
 # --------------------------------------------------------------------------------------------
@@ -114,16 +121,47 @@ def test_inline_triple_backticks_are_not_a_fence() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_blank_lines_separate_paragraphs_even_without_punctuation() -> None:
-    assert split_sentences("first para\nwraps here\n\n  \nsecond para") == [
-        "first para\nwraps here",
-        "second para",
-    ]
-
-
-def test_table_rows_one_unit_per_line() -> None:
-    text = "| Name | Value |\n|------|-------|\n| a. B | 3.14 |"
-    assert split_sentences(text) == ["| Name | Value |", "|------|-------|", "| a. B | 3.14 |"]
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "first para\nwraps here\n\n  \nsecond para",
+            ["first para\nwraps here", "second para"],
+            id="blank-lines-part",
+        ),
+        pytest.param(
+            "| Name | Value |\n|------|-------|\n| a. B | 3.14 |",
+            ["| Name | Value |", "|------|-------|", "| a. B | 3.14 |"],
+            id="table-rows",
+        ),
+        pytest.param(
+            "Intro line. Second one:\n- first item. Has two sentences.\n* second\n+ third",
+            ["Intro line.", "Second one:", "- first item. Has two sentences.", "* second", "+ third"],
+            id="bullets-every-marker",
+        ),
+        pytest.param(
+            "- a wrapped item that goes\n  on here. And More.\n- next\n  - nested",
+            ["- a wrapped item that goes\n  on here. And More.", "- next", "- nested"],
+            id="indented-continuation",
+        ),
+        pytest.param("1. Uno. Dos.\n2) Tres\n10. Diez", ["1. Uno. Dos.", "2) Tres", "10. Diez"], id="numbered-items"),
+        pytest.param("> Quoted one. Still.\n> Quoted two.", ["> Quoted one. Still.", "> Quoted two."], id="blockquote"),
+        pytest.param(
+            "# Title\n## Sub title\nText about #hashtags here. More text.",
+            ["# Title", "## Sub title", "Text about #hashtags here.", "More text."],
+            id="headings-not-hashtags",
+        ),
+        pytest.param("Title\n=====\nBody text. More.", ["Title\n=====", "Body text.", "More."], id="setext-underline"),
+        pytest.param(
+            "It was -5 degrees\n+1 for that\n**bold** start. End.",
+            ["It was -5 degrees\n+1 for that\n**bold** start.", "End."],
+            id="markup-lookalikes-stay-prose",
+        ),
+    ],
+)
+def test_structural_lines(text: str, expected: list[str]) -> None:
+    """Paragraphs, table rows, list items, quotes and headings are units of their own."""
+    assert split_sentences(text) == expected
 
 
 def test_a_pipe_gutter_is_not_a_table() -> None:
@@ -146,56 +184,6 @@ def test_a_pipe_gutter_is_not_a_table() -> None:
     # A grammar alternative (`| name`) continues its production; one-column rows stay rows.
     assert split_sentences("expr ::= a\n     | b") == ["expr ::= a\n     | b"]
     assert split_sentences("| one |\n| two |") == ["| one |", "| two |"]
-
-
-def test_bullets_one_unit_per_line_with_every_marker() -> None:
-    text = "Intro line. Second one:\n- first item. Has two sentences.\n* second\n+ third"
-    assert split_sentences(text) == [
-        "Intro line.",
-        "Second one:",
-        "- first item. Has two sentences.",
-        "* second",
-        "+ third",
-    ]
-
-
-def test_indented_continuation_stays_with_its_list_item() -> None:
-    text = "- a wrapped item that goes\n  on here. And More.\n- next\n  - nested"
-    assert split_sentences(text) == [
-        "- a wrapped item that goes\n  on here. And More.",
-        "- next",
-        "- nested",
-    ]
-
-
-def test_numbered_items_with_dot_and_paren() -> None:
-    assert split_sentences("1. Uno. Dos.\n2) Tres\n10. Diez") == ["1. Uno. Dos.", "2) Tres", "10. Diez"]
-
-
-def test_blockquote_one_unit_per_line() -> None:
-    assert split_sentences("> Quoted one. Still.\n> Quoted two.") == [
-        "> Quoted one. Still.",
-        "> Quoted two.",
-    ]
-
-
-def test_headings_are_units_and_hashtags_are_not_headings() -> None:
-    text = "# Title\n## Sub title\nText about #hashtags here. More text."
-    assert split_sentences(text) == [
-        "# Title",
-        "## Sub title",
-        "Text about #hashtags here.",
-        "More text.",
-    ]
-
-
-def test_setext_underline_closes_its_title() -> None:
-    assert split_sentences("Title\n=====\nBody text. More.") == ["Title\n=====", "Body text.", "More."]
-
-
-def test_markup_lookalikes_stay_prose() -> None:
-    text = "It was -5 degrees\n+1 for that\n**bold** start. End."
-    assert split_sentences(text) == ["It was -5 degrees\n+1 for that\n**bold** start.", "End."]
 
 
 # --------------------------------------------------------------------------------------------

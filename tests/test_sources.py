@@ -495,7 +495,7 @@ def test_default_extensions_case_insensitive_and_others_ignored(tmp_path: Path) 
         "j.csv",
     ):
         write(tmp_path / name, "x")
-    assert rels(walked(tmp_path)) == ["B.MARKDOWN", "a.md", "c.Txt", "d.rst", "e.html", "f.HTM", "g.pdf"]
+    assert rels(walked(tmp_path)) == ["B.MARKDOWN", "a.md", "c.Txt", "d.rst", "e.html", "f.HTM", "g.pdf", "i.ORG"]
 
 
 def test_include_and_exclude_globs(tmp_path: Path) -> None:

@@ -1,10 +1,14 @@
 """Chunking: Document text → chunk texts → Chunk records (docs/behaviour.md#chunking).
 
-Three strategies behind one small protocol, each in its own module:
+Strategies behind one small protocol, each in its own module and registered by name
+(`register_chunker`; `get_chunker` builds one by name):
 
 * ``paragraph`` (default): paragraphs packed into token-bounded chunks with overlap.
 * ``percentile``: semantic breakpoints at a percentile of neighbour distances.
 * ``maxmin``: Max-Min semantic grouping of sentences.
+
+A registered name is what `--chunker` takes once it is also in `config.CHUNKERS` (the list
+`--help` shows without importing this package; a test checks that the two agree).
 
 A chunker only turns text into chunk texts; `make_chunks` turns those into `Chunk` records with
 the stable ids of docs/behaviour.md#chunk-ids, so every strategy numbers and names its chunks the same way.
@@ -12,7 +16,8 @@ the stable ids of docs/behaviour.md#chunk-ids, so every strategy numbers and nam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from locallens.chunking.maxmin import MaxMinChunker, is_garbage_chunk
@@ -25,17 +30,20 @@ from locallens.errors import UsageError
 __all__ = [
     "STRATEGIES",
     "Chunker",
+    "ChunkerSpec",
     "Encode",
     "MaxMinChunker",
     "ParagraphTokenChunker",
     "PercentileChunker",
+    "chunker_names",
     "get_chunker",
     "is_garbage_chunk",
     "make_chunks",
+    "register_chunker",
     "split_paragraphs",
 ]
 
-STRATEGIES = CHUNKERS  # the names `get_chunker` and `--chunker` take
+STRATEGIES = CHUNKERS  # the names `--chunker` takes
 
 
 @runtime_checkable
@@ -71,6 +79,31 @@ def make_chunks(document: Document, brain: str, texts: Iterable[str]) -> list[Ch
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkerSpec:
+    """How to build a registered chunker: `build(chunk_size, chunk_overlap, encode, **options)`.
+
+    A semantic chunker (`needs_encoder`) compares sentences and gets `encode` (sentences →
+    L2-normalised rows); a chunker that takes no options raises TypeError on any, which
+    `get_chunker` reports as a usage error."""
+
+    build: Callable[..., Chunker]
+    needs_encoder: bool = False
+
+
+_CHUNKERS: dict[str, ChunkerSpec] = {}
+
+
+def register_chunker(name: str, build: Callable[..., Chunker], *, needs_encoder: bool = False) -> None:
+    """Make `get_chunker(name)` build `build(chunk_size, chunk_overlap, encode, **options)`."""
+    _CHUNKERS[name] = ChunkerSpec(build, needs_encoder)
+
+
+def chunker_names() -> tuple[str, ...]:
+    """The registered chunkers, in registration order."""
+    return tuple(_CHUNKERS)
+
+
 def get_chunker(
     strategy: str,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
@@ -78,7 +111,7 @@ def get_chunker(
     encode: Encode | None = None,
     **options: Any,
 ) -> Chunker:
-    """The chunker for `strategy` ("paragraph", "percentile" or "maxmin").
+    """The registered chunker called `strategy` (case-insensitive).
 
     `chunk_size` and `chunk_overlap` configure the paragraph chunker; the semantic chunkers keep
     their own defaults (docs/behaviour.md#semantic-chunking), which `options` may override (e.g.
@@ -86,17 +119,31 @@ def get_chunker(
     ``Embedder.encode``).
     """
     name = strategy.strip().lower()
-    if name == "paragraph":
-        if options:
-            raise UsageError(f"the paragraph chunker takes no options besides size and overlap (got {sorted(options)})")
-        return ParagraphTokenChunker(chunk_size, chunk_overlap)
-    if name in ("percentile", "maxmin"):
-        if encode is None:
-            raise UsageError(f"the {name} chunker needs an embedding model to compare sentences")
-        try:
-            if name == "percentile":
-                return PercentileChunker(encode, **options)
-            return MaxMinChunker(encode, **options)
-        except TypeError as exc:  # an option the chunker does not have
-            raise UsageError(f"bad option for the {name} chunker: {exc}") from exc
-    raise UsageError(f"unknown chunking strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    spec = _CHUNKERS.get(name)
+    if spec is None:
+        raise UsageError(f"unknown chunking strategy {strategy!r}: choose one of {', '.join(_CHUNKERS)}")
+    if spec.needs_encoder and encode is None:
+        raise UsageError(f"the {name} chunker needs an embedding model to compare sentences")
+    try:
+        return spec.build(chunk_size, chunk_overlap, encode, **options)
+    except TypeError as exc:  # an option the chunker does not have
+        raise UsageError(f"bad option for the {name} chunker: {exc}") from exc
+
+
+def _paragraph(chunk_size: int, chunk_overlap: int, encode: Encode | None, **options: Any) -> Chunker:
+    if options:
+        raise UsageError(f"the paragraph chunker takes no options besides size and overlap (got {sorted(options)})")
+    return ParagraphTokenChunker(chunk_size, chunk_overlap)
+
+
+def _percentile(chunk_size: int, chunk_overlap: int, encode: Encode, **options: Any) -> Chunker:
+    return PercentileChunker(encode, **options)
+
+
+def _maxmin(chunk_size: int, chunk_overlap: int, encode: Encode, **options: Any) -> Chunker:
+    return MaxMinChunker(encode, **options)
+
+
+register_chunker("paragraph", _paragraph)
+register_chunker("percentile", _percentile, needs_encoder=True)
+register_chunker("maxmin", _maxmin, needs_encoder=True)

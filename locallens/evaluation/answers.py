@@ -367,8 +367,8 @@ def evaluate_answers(
 ) -> AnswerMetrics:
     """Answer each question from its context as `ask` does (one loaded generator, the answer
     check, or the extractive answer), then judge the printed answers."""
-    from locallens.gguf import check_gguf
-    from locallens.llm import LocalLLM, resolve_llm_path
+    from locallens.llm import resolve_llm_path
+    from locallens.models import LOADERS
 
     if not len(questions) == len(contexts) == len(question_vectors):
         raise UsageError("evaluate_answers needs one context and one vector per question")
@@ -377,10 +377,10 @@ def evaluate_answers(
 
     generator_path = resolve_llm_path(settings.llm) if get_mode(settings.mode).uses_llm else None
     judge_path = resolve_llm_path(settings.judge)
-    generator_info = None if generator_path is None else check_gguf(generator_path)
-    judge_info = check_gguf(judge_path)
+    generator_info = None if generator_path is None else LOADERS.check_gguf(generator_path)
+    judge_info = LOADERS.check_gguf(judge_path)
 
-    judge_llm = LocalLLM(
+    judge_llm = LOADERS.llm(
         judge_path, n_ctx=settings.n_ctx, n_gpu_layers=settings.gpu_layers, seed=settings.seed, info=judge_info
     )
     # The judge's prompts hold the generator's excerpts plus a statement: the same context size
@@ -390,7 +390,7 @@ def evaluate_answers(
         if generator_path is None
         else judge_llm
         if _same_file(generator_path, judge_path)
-        else LocalLLM(
+        else LOADERS.llm(
             generator_path,
             n_ctx=settings.n_ctx,
             n_gpu_layers=settings.gpu_layers,

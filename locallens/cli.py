@@ -120,10 +120,19 @@ def _one_of(choices: tuple[str, ...]) -> Any:
     return check
 
 
-def _brain_name(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("a brain name must not be empty")
-    return value
+def _not_blank(message: str) -> Any:
+    """A callback that refuses a value of only white space, with `message`."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise typer.BadParameter(message)
+        return value
+
+    return check
+
+
+_brain_name = _not_blank("a brain name must not be empty")
+_token = _not_blank("a token must not be blank")
 
 
 def _model_name(value: str | None) -> str | None:
@@ -140,12 +149,6 @@ def _model_name(value: str | None) -> str | None:
         raise typer.BadParameter(str(exc)) from None
     except LocallensError:
         pass
-    return value
-
-
-def _token(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("a token must not be blank")
     return value
 
 
@@ -213,6 +216,11 @@ def _number(low: float | None = None, high: float | None = None, allow_inf: bool
         return value
 
     return check
+
+
+def _wait_option(help: str) -> Any:
+    """`--wait SECONDS` (also $LOCALLENS_WAIT) of the commands that take a writer lock."""
+    return typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", callback=_number(allow_inf=True), help=help)
 
 
 def _threshold_option(what: str) -> Any:
@@ -475,14 +483,7 @@ def index(
         "--prune-missing",
         help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted).",
     ),
-    wait: float = typer.Option(
-        0.0,
-        "--wait",
-        min=0.0,
-        envvar="LOCALLENS_WAIT",
-        callback=_number(allow_inf=True),
-        help="Seconds to wait for another index run to finish.",
-    ),
+    wait: float = _wait_option("Seconds to wait for another index run to finish."),
     headers: bool | None = typer.Option(
         None,
         "--headers/--no-headers",
@@ -1432,14 +1433,7 @@ def copy_(
         [], "--brain", "-b", help="Copy only this brain (repeatable) [default: every brain]."
     ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite brains that DEST already holds."),
-    wait: float = typer.Option(
-        0.0,
-        "--wait",
-        min=0.0,
-        envvar="LOCALLENS_WAIT",
-        callback=_number(allow_inf=True),
-        help="Seconds to wait for another writer of DEST to finish.",
-    ),
+    wait: float = _wait_option("Seconds to wait for another writer of DEST to finish."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from locallens.domain import Chunk
 from locallens.errors import NoIndexError
-from locallens.storage.types import Brain, DocumentRecord, StoredDocument, stored_location
+from locallens.storage.types import Brain, BrainSettings, DocumentRecord, StoredDocument, stored_location
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,17 +83,7 @@ class StoreBase(ABC):
     def find_brain(self, name: str) -> Brain | None: ...
 
     @abstractmethod
-    def _insert_brain(
-        self,
-        name: str,
-        model: str,
-        dim: int,
-        chunker: str,
-        chunk_size: int,
-        chunk_overlap: int,
-        headers: bool,
-        multi_vector: bool,
-    ) -> None:
+    def _insert_brain(self, name: str, settings: BrainSettings) -> None:
         """The brain's row and its empty vector table, inside the caller's transaction."""
 
     @abstractmethod
@@ -127,7 +117,9 @@ class StoreBase(ABC):
         multi_vector: bool = False,
     ) -> Brain:
         with self.transaction():
-            self._insert_brain(name, model, dim, chunker, chunk_size, chunk_overlap, headers, multi_vector)
+            self._insert_brain(
+                name, BrainSettings(model, dim, chunker, chunk_size, chunk_overlap, headers, multi_vector)
+            )
         return self.get_brain(name)
 
     def delete_brain(self, brain: Brain) -> None:

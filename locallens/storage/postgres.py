@@ -66,6 +66,7 @@ from locallens.storage.types import (
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
+    BrainSettings,
     BrainStats,
     DocumentRecord,
     PostgresURL,
@@ -800,27 +801,18 @@ class PostgresStore(StoreBase):
         rows = self.execute(f"SELECT {_BRAIN_COLUMNS} FROM {SCHEMA}.brains WHERE name = %s", (name,))
         return Brain(*rows[0]) if rows else None
 
-    def _insert_brain(
-        self,
-        name: str,
-        model: str,
-        dim: int,
-        chunker: str,
-        chunk_size: int,
-        chunk_overlap: int,
-        headers: bool,
-        multi_vector: bool,
-    ) -> None:
+    def _insert_brain(self, name: str, settings: BrainSettings) -> None:
+        s = settings
         row = self.conn.execute(
             f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
             " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), headers, multi_vector),
+            (name, s.model, s.dim, s.chunker, s.chunk_size, s.chunk_overlap, time.time(), s.headers, s.multi_vector),
         ).fetchone()
         assert row is not None
         # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
         self.conn.execute(
             f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
-            f" embedding vector({int(dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
+            f" embedding vector({int(s.dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
         )
 
     def _has_index(self, brain: Brain) -> bool:

@@ -46,6 +46,7 @@ from locallens.storage.types import (
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
+    BrainSettings,
     BrainStats,
     DocumentRecord,
     StoredDocument,
@@ -505,23 +506,24 @@ class Store(StoreBase):
         rows = self.execute(f"SELECT {self._brain_columns()} FROM brains WHERE name = ?", (name,))
         return self._brain(rows[0]) if rows else None
 
-    def _insert_brain(
-        self,
-        name: str,
-        model: str,
-        dim: int,
-        chunker: str,
-        chunk_size: int,
-        chunk_overlap: int,
-        headers: bool,
-        multi_vector: bool,
-    ) -> None:
+    def _insert_brain(self, name: str, settings: BrainSettings) -> None:
+        s = settings
         self.conn.execute(
             "INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at, headers,"
             " multi_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), int(headers), int(multi_vector)),
+            (
+                name,
+                s.model,
+                s.dim,
+                s.chunker,
+                s.chunk_size,
+                s.chunk_overlap,
+                time.time(),
+                int(s.headers),
+                int(s.multi_vector),
+            ),
         )
-        create_vec_table(self.conn, self.conn.last_insert_rowid(), dim)
+        create_vec_table(self.conn, self.conn.last_insert_rowid(), s.dim)
 
     def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
         with self.transaction():

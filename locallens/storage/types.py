@@ -83,6 +83,19 @@ class Brain:
 
 
 @dataclass(frozen=True, slots=True)
+class BrainSettings:
+    """What a new brain pins (a Brain's row but its id, name and times)."""
+
+    model: str
+    dim: int
+    chunker: str
+    chunk_size: int
+    chunk_overlap: int
+    headers: bool = False
+    multi_vector: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class StoredDocument:
     id: int
     root: str

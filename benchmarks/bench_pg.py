@@ -382,7 +382,7 @@ def size_check_ms(store: Any, brain: Any, repeats: int = 50) -> float:
     """Median ms of the brain-size check PostgresStore.knn makes before each indexed search."""
     from locallens.storage import postgres as pgstore
 
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM {pgstore._vec(brain)} LIMIT %s) s"
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {pgstore.vec_table(brain)} LIMIT %s) s"
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

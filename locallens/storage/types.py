@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from locallens.domain import Chunk
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+POSTGRES_SCHEMA = "locallens"  # the PostgreSQL schema that holds an index's tables
 _URL = re.compile(r"^(postgresql|postgres)://", re.IGNORECASE)
 
 

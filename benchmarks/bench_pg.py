@@ -418,7 +418,7 @@ def bench_keywords(out: Output, label: str, pg: Any, pg_brain: Any, sq: Any, sq_
         for name in order[i % len(order) :] + order[: i % len(order)]:
             store, brain = (sq, sq_brain) if name == "SQLite" else (pg, pg_brain)
             if name == "PostgreSQL, statistics recounted":
-                pg._forget_keyword_stats()
+                pg.keywords.forget()
             elif name != "SQLite":
                 pg._term_cache.clear()
             start = time.perf_counter()

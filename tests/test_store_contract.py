@@ -49,6 +49,7 @@ from locallens.storage import (
 from locallens.storage import postgres as pgstore
 from locallens.storage import postgres_keywords as pgkeywords
 from locallens.storage import postgres_schema as pgschema
+from locallens.storage.sqlite import WINDOW_SHIFT
 
 from .pg import PASSWORD, PASSWORD_ROLE, PgServer, new_database
 
@@ -465,6 +466,20 @@ def test_stats_and_sizes(store: IndexStore) -> None:
     assert (stats.brain.name, stats.roots, stats.documents, stats.chunks) == ("multi", ["/r"], 2, 3)
     assert stats.vectors == 3 and stats.fts_rows == 3
     assert store.size_bytes() > 0 and store.free_bytes() >= 0
+
+
+def test_export_refuses_a_chunk_that_lost_a_window_vector(kind: str, store: IndexStore) -> None:
+    multi = store.create_brain("multi", "test-model", DIM, "paragraph", 200, 20, multi_vector=True)
+    write(store, multi, "a.md", ["one", "two"], [np.stack([e(1), e(0, 1)]), e(1)])
+    assert [np.shape(v) for doc in store.export_documents(multi) for v in doc.vectors] == [(2, DIM), (DIM,)]
+    # The second window of the first chunk goes missing (the database damaged by hand).
+    if kind == "sqlite":
+        window = store.execute("SELECT id FROM chunks WHERE chunk_index = 0")[0][0] + (1 << WINDOW_SHIFT)
+        store.conn.execute(f"DELETE FROM {multi.vec_table} WHERE rowid = ?", (window,))  # type: ignore[attr-defined]
+    else:
+        store.conn.execute(f"DELETE FROM {pgstore.SCHEMA}.{multi.vec_table} WHERE win = 1")  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match=r"chunk \S+ of a\.md has lost its vector"):
+        list(store.export_documents(multi))
 
 
 def test_export_then_write_elsewhere_gives_the_same_index(

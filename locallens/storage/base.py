@@ -1,26 +1,26 @@
-"""What both backends do alike, written once: brains by name, the chunk columns, an exported document.
+"""What both backends do alike, written once: brains by name, the chunk columns, the export.
 
-`StoreBase` holds the brain logic that does not depend on the database (look a brain up or say
-which ones exist, create one in a transaction, delete one); each backend supplies the SQL
-(`_insert_brain`, `_delete_brain_rows`, `_rename_brain`) and its transaction. Rows that start
-with CHUNK_COLUMNS become Chunks through `chunk_from_row`, and `exported_document` builds the
-record `export_documents` yields from them. Imports only the package's leaf (`storage.types`),
-the domain and the errors; the backends build on it and never import each other.
+`StoreBase` holds the logic that does not depend on the database: look a brain up or say which
+ones exist, create one in a transaction, delete or replace one, and export a brain's documents
+whole (`export_documents`, for `locallens copy`, refusing a chunk that lost a vector). Each
+backend supplies the SQL (`_insert_brain`, `_delete_brain_rows`, `_rename_brain`, `_export_rows`,
+`_export_windows`) and its transaction. Rows that start with CHUNK_COLUMNS become Chunks through
+`chunk_from_row`. Imports only the package's leaf (`storage.types`), the domain and the errors;
+the backends build on it and never import each other.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from locallens.domain import Chunk
-from locallens.errors import NoIndexError
+from locallens.errors import NoIndexError, StoreError
 from locallens.storage.types import Brain, BrainSettings, DocumentRecord, StoredDocument, stored_location
-
-if TYPE_CHECKING:
-    import numpy as np
 
 # The chunk columns a query selects first (`chunks` as `c`); whatever a query adds comes after.
 CHUNK_COLUMNS = (
@@ -28,6 +28,9 @@ CHUNK_COLUMNS = (
     " c.line_start, c.line_end, c.span_kind, c.span_label"
 )
 N_CHUNK_COLUMNS = 10
+# What `export_documents` reads of a document's chunks, in order: then header, content_hash, vectors.
+EXPORT_COLUMNS = f"{CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors"
+EXPORT_ORDER = "ORDER BY c.chunk_index, c.id"
 
 
 def chunk_from_row(brain: Brain, row: Sequence[Any]) -> Chunk:
@@ -43,7 +46,7 @@ def chunk_from_row(brain: Brain, row: Sequence[Any]) -> Chunk:
     )
 
 
-def exported_document(
+def _exported_document(
     brain: Brain, doc: StoredDocument, rows: Sequence[Sequence[Any]], vectors: Sequence[np.ndarray]
 ) -> DocumentRecord:
     """The record of one stored document: `rows` start with CHUNK_COLUMNS, then header and
@@ -94,8 +97,35 @@ class StoreBase(ABC):
     def _rename_brain(self, brain: Brain, name: str) -> None:
         """Give the brain another name, inside the caller's transaction."""
 
+    @abstractmethod
+    def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]: ...
+
+    @abstractmethod
+    def _export_rows(self, doc: StoredDocument) -> list[Any]:
+        """The document's chunk rows (EXPORT_COLUMNS, in EXPORT_ORDER)."""
+
+    @abstractmethod
+    def _export_windows(self, brain: Brain, rows: Sequence[Sequence[Any]]) -> dict[int, list[np.ndarray]]:
+        """Each row's stored vectors, by the row's id (its first column), in window order."""
+
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
+        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
+        by root and path: what `locallens copy` writes into another store. A chunk that has lost a
+        vector is a StoreError: a copy is never made of part of a brain."""
+        n = N_CHUNK_COLUMNS
+        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
+            rows = self._export_rows(doc)
+            found = self._export_windows(brain, rows)
+            vectors = []
+            for row in rows:
+                windows = found.get(row[0], [])
+                if len(windows) != max(int(row[n + 2]), 1):
+                    raise StoreError(f"{self.location}: chunk {row[1]} of {doc.relative_path} has lost its vector")
+                vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
+            yield _exported_document(brain, doc, rows, vectors)
 
     def get_brain(self, name: str) -> Brain:
         brain = self.find_brain(name)

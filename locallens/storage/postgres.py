@@ -44,7 +44,14 @@ from locallens.errors import (
     StoreError,
     UsageError,
 )
-from locallens.storage.base import CHUNK_COLUMNS, N_CHUNK_COLUMNS, StoreBase, chunk_from_row, exported_document
+from locallens.storage.base import (
+    CHUNK_COLUMNS,
+    EXPORT_COLUMNS,
+    EXPORT_ORDER,
+    N_CHUNK_COLUMNS,
+    StoreBase,
+    chunk_from_row,
+)
 from locallens.storage.postgres_keywords import KeywordIndex, tsvector_text
 from locallens.storage.postgres_schema import SCHEMA, SCHEMA_LOCK_KEY, SCHEMA_VERSION, upgrade, vec_table
 from locallens.storage.types import (
@@ -793,24 +800,13 @@ class PostgresStore(StoreBase):
             found.setdefault(chunk_pk, []).append(vector)
         return found
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
-        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
-        by root and path: what `locallens copy` writes into another store."""
-        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
-            rows = self.execute(
-                f"SELECT {CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM {SCHEMA}.chunks c"
-                " WHERE c.document_id = %s ORDER BY c.chunk_index, c.id",
-                (doc.id,),
-            )
-            found = self._windows(brain, [row[0] for row in rows])
-            vectors = []
-            n = N_CHUNK_COLUMNS  # then header, content_hash, vectors
-            for row in rows:
-                windows = found.get(row[0], [])
-                if len(windows) != max(int(row[n + 2]), 1):
-                    raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
-                vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
-            yield exported_document(brain, doc, rows, vectors)
+    def _export_rows(self, doc: StoredDocument) -> list[Any]:
+        return self.execute(
+            f"SELECT {EXPORT_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.document_id = %s {EXPORT_ORDER}", (doc.id,)
+        )
+
+    def _export_windows(self, brain: Brain, rows: Sequence[Sequence[Any]]) -> dict[int, list[np.ndarray]]:
+        return self._windows(brain, [row[0] for row in rows])
 
     # -- vectors ------------------------------------------------------------------------------
 

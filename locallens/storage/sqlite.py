@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import os
 import re
 import time
@@ -39,7 +40,14 @@ import numpy as np
 from locallens.domain import Chunk, Hit, Location
 from locallens.errors import LockedError, NoIndexError, StoreError
 from locallens.stemming import porter_stem
-from locallens.storage.base import CHUNK_COLUMNS, N_CHUNK_COLUMNS, StoreBase, chunk_from_row, exported_document
+from locallens.storage.base import (
+    CHUNK_COLUMNS,
+    EXPORT_COLUMNS,
+    EXPORT_ORDER,
+    N_CHUNK_COLUMNS,
+    StoreBase,
+    chunk_from_row,
+)
 from locallens.storage.migrations import PARTITIONS, SCHEMA_VERSION, create_vec_table, upgrade
 from locallens.storage.types import (
     COMMON_WORD_FRACTION,
@@ -676,35 +684,29 @@ class Store(StoreBase):
             for doc_id in doc_ids:
                 self._delete_document_rows(brain, doc_id)
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
-        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
-        by root and path: what `locallens copy` writes into another store."""
-        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
-            rows = self.execute(
-                f"SELECT {CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM chunks c"
-                " WHERE c.document_id = ? ORDER BY c.chunk_index, c.id",
-                (doc.id,),
-            )
-            # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
-            n = N_CHUNK_COLUMNS  # then header, content_hash, vectors
-            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
-            rowids = [rowid for windows in wanted.values() for rowid in windows]
-            found: dict[int, bytes] = {}
-            for start in range(0, len(rowids), 500):
-                part = rowids[start : start + 500]
-                found.update(
-                    self.execute(
-                        f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})",
-                        part,
-                    )
+    def _export_rows(self, doc: StoredDocument) -> list[Any]:
+        return self.execute(f"SELECT {EXPORT_COLUMNS} FROM chunks c WHERE c.document_id = ? {EXPORT_ORDER}", (doc.id,))
+
+    def _export_windows(self, brain: Brain, rows: Sequence[Sequence[Any]]) -> dict[int, list[np.ndarray]]:
+        # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
+        n = N_CHUNK_COLUMNS  # then header, content_hash, vectors
+        wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
+        rowids = [rowid for windows in wanted.values() for rowid in windows]
+        found: dict[int, bytes] = {}
+        for start in range(0, len(rowids), 500):
+            part = rowids[start : start + 500]
+            found.update(
+                self.execute(
+                    f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})",
+                    part,
                 )
-            vectors = []
-            for row in rows:
-                if any(rowid not in found for rowid in wanted[row[0]]):
-                    raise StoreError(f"{self.path}: chunk {row[1]} of {doc.relative_path} has lost its vector")
-                windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted[row[0]]])
-                vectors.append(windows[0] if len(windows) == 1 else windows)
-            yield exported_document(brain, doc, rows, vectors)
+            )
+        # A chunk with a missing window gets only the windows before it: export_documents refuses it.
+        out: dict[int, list[np.ndarray]] = {}
+        for chunk_pk, rowids_of_chunk in wanted.items():
+            present = list(itertools.takewhile(found.__contains__, rowids_of_chunk))
+            out[chunk_pk] = [np.frombuffer(found[rowid], dtype=np.float32).copy() for rowid in present]
+        return out
 
     # -- vectors ------------------------------------------------------------------------------
 

@@ -1565,10 +1565,29 @@ def doctor(
             stdout_console().print(clean(render_doctor(report), multiline=True), markup=False)
 
 
-def option_names() -> dict[str, set[str]]:
-    """{command: the names its options go by in the config file}, for every command."""
+def option_kinds() -> dict[str, dict[str, str]]:
+    """{command: {the name an option goes by in the config file: its kind}}, for every command;
+    the kinds are `config.KINDS`' keys (what a config value of the option must be), read from
+    the annotations of the command's function (`top_k: int`, `db: str | None`, `include: list[str]`)."""
+    import typing
+
     group: Any = typer.main.get_command(app)
-    return {name: {p.name for p in command.params if p.name} for name, command in group.commands.items()}
+    kinds: dict[str, dict[str, str]] = {}
+    for name, command in group.commands.items():
+        hints = typing.get_type_hints(command.callback)
+        kinds[name] = {p.name: _kind(hints.get(p.name, str)) for p in command.params if p.name}
+    return kinds
+
+
+def _kind(annotation: Any) -> str:
+    import types
+    import typing
+
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # `int | None`: its int
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is list:
+        return "strings"
+    return {bool: "boolean", int: "integer", float: "number"}.get(annotation, "string")
 
 
 def main() -> None:
@@ -1576,7 +1595,7 @@ def main() -> None:
     from locallens.errors import UsageError
 
     try:
-        default_map = load_default_map(option_names())
+        default_map = load_default_map(option_kinds())
     except UsageError as exc:
         print(f"locallens: error: {clean(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)

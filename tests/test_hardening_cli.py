@@ -4,15 +4,17 @@ PostgreSQL URLs that cannot be used (with the fakes, or no model at all)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .helpers import ROOT
+from .helpers import CORPUS, ROOT, FakeModels, cli, cli_json, write_corpus
 from .test_sources import make_pdf, read
 
 # -- config values of the wrong TOML type ---------------------------------------------------------
@@ -126,3 +128,193 @@ def test_quiet_index_of_broken_pdfs_prints_only_its_own_skip_lines(tmp_path: Pat
     ]
     assert all(line.startswith("locallens: ") for line in lines)
     assert (done.stdout == "") is quiet
+
+
+# -- --json: one document on stdout whatever the outcome ------------------------------------------
+
+QUESTION = "Which port does the staging database listen on?"
+UNRELATED = "zebra giraffe migration across the savanna"
+
+
+@pytest.fixture()
+def indexed(tmp_path: Path, fake_models: FakeModels) -> Path:
+    files = {
+        **CORPUS,
+        "engineering/deploy.md": "# Deploys\n\nStaging deploys run on every merge; the staging port is 5433.\n",
+        "engineering-old/staging.md": "# Old staging\n\nThe old staging database listened on port 5432.\n",
+    }
+    db = tmp_path / "index.db"
+    cli_json("index", str(write_corpus(tmp_path / "docs", files)), "--db", str(db))
+    return db
+
+
+def test_json_prints_one_document_on_stdout_for_every_outcome(
+    indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(indexed)
+    refused = cli("ask", UNRELATED, "--db", db, "--extractive", "--json")
+    assert refused.exit_code == 4 and json.loads(refused.stdout)["refused"] is True
+    nothing = cli("ask", QUESTION, "--db", db, "--path", "nowhere/*", "--json")
+    assert nothing.exit_code == 4
+    assert json.loads(nothing.stdout) == {
+        "error": "nothing relevant found in brain 'default' under 'nowhere/*'",
+        "exit_code": 4,
+    }
+    assert nothing.stderr.startswith("locallens: error: nothing relevant found")
+    for args, code in [
+        (["status", "--db", str(tmp_path / "none.db")], 3),
+        (["ask", QUESTION, "--db", db, "--brain", "nope"], 3),
+        (["trim", QUESTION, "--db", str(tmp_path / "none.db")], 3),
+        (["ask", QUESTION, "--db", db, "--top-k", "many"], 2),  # refused while parsing the flags
+        (["ask", QUESTION, "--db", db, "--min-score", "5"], 2),
+        (["index", str(tmp_path / "docs"), "--db", db, "--chunk-size", "10", "--chunk-overlap", "20"], 2),
+        (["ask", QUESTION, "--db", "postgresql://u@127.0.0.1:99999/db"], 2),
+    ]:
+        result = cli(*args, "--json")
+        assert result.exit_code == code, (args, result.output)
+        document = json.loads(result.stdout)  # one document, nothing else
+        assert document["exit_code"] == code and document["error"], args
+    # A config file refused before any command runs.
+    path = tmp_path / "config.toml"
+    path.write_text("db = 42\n")
+    monkeypatch.setenv("LOCALLENS_CONFIG", str(path))
+    capsys.readouterr()
+    from locallens.cli import main
+
+    monkeypatch.setattr("sys.argv", ["locallens", "status", "--json"])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    document = json.loads(capsys.readouterr().out)
+    assert exit_info.value.code == 2 and document["exit_code"] == 2 and "'db' in the config file" in document["error"]
+
+
+def test_context_in_prompt_counts_only_the_excerpts_in_the_prompt(indexed: Path, fake_models: FakeModels) -> None:
+    from locallens.tokens import count_tokens, estimate_tokens
+
+    result = cli("ask", QUESTION, "--db", str(indexed), "--json", "--ctx", "300", "--max-tokens", "32", "-k", "6")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["dropped"], "the test needs excerpts that did not fit"
+    tokens = out["tokens"]
+    assert tokens["context_in_prompt"] == sum(estimate_tokens(s["content"]) for s in out["sources"])
+    assert tokens["context_in_prompt_tiktoken"] == sum(count_tokens(s["content"]) for s in out["sources"])
+    assert tokens["context_in_prompt"] < tokens["context_before_trim"]  # the dropped ones are not in it
+    assert tokens["context_in_prompt"] <= tokens["prompt"]
+    fitted = cli("ask", QUESTION, "--db", str(indexed), "--json", "-k", "2")  # nothing dropped: as retrieved
+    fitted_tokens = json.loads(fitted.stdout)["tokens"]
+    assert fitted_tokens["context_in_prompt"] == fitted_tokens["context_before_trim"]
+
+
+# -- --path: a folder name means the folder -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("engineering", {"engineering/staging.md", "engineering/deploy.md"}),
+        ("engineering/", {"engineering/staging.md", "engineering/deploy.md"}),
+        ("./engineering", {"engineering/staging.md", "engineering/deploy.md"}),
+        ("engineering/staging.md", {"engineering/staging.md"}),  # a file names itself
+        ("engineering/*", {"engineering/staging.md", "engineering/deploy.md"}),
+        ("engineering*", {"engineering/staging.md", "engineering/deploy.md", "engineering-old/staging.md"}),
+        ("*/staging.md", {"engineering/staging.md", "engineering-old/staging.md"}),
+    ],
+)
+def test_path_without_a_wildcard_names_a_file_or_a_folder(indexed: Path, value: str, expected: set[str]) -> None:
+    result = cli("ask", QUESTION, "--db", str(indexed), "--path", value, "--context-only", "--json", "-k", "10")
+    assert result.exit_code == 0, result.output
+    assert {s["path"] for s in json.loads(result.stdout)["sources"]} == expected
+
+
+# -- names that reorder or hide text ---------------------------------------------------------------
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: `report\u202etxt.exe` shows as `reportexe.txt`
+
+
+def test_format_characters_in_names_are_escaped_in_plain_output_and_exact_in_json(
+    tmp_path: Path, fake_models: FakeModels
+) -> None:
+    root = tmp_path / f"notes{RLO}dab"
+    name = f"staging{RLO}dm.md"
+    write_corpus(root, {name: CORPUS["engineering/staging.md"], f"zero\u200bwidth{RLO}.pdf": "%PDF-1.4 cut"})
+    db = str(tmp_path / "index.db")
+    indexed = cli("index", str(root), "--db", db)
+    assert indexed.exit_code == 7  # the cut PDF is skipped
+    for output in (indexed.stdout, indexed.stderr):
+        assert RLO not in output and "\u200b" not in output
+    assert "skipped zero\\u200bwidth\\u202e.pdf: cannot read PDF" in indexed.stderr
+    status = cli("status", "--db", db)
+    assert RLO not in status.stdout and "notes\\u202edab" in status.stdout
+    for args in (["--context-only"], ["--extractive"]):
+        answer = cli("ask", QUESTION, "--db", db, *args)
+        assert answer.exit_code == 0, answer.output
+        assert RLO not in answer.stdout and "staging\\u202edm.md" in answer.stdout
+    exact = json.loads(cli("ask", QUESTION, "--db", db, "--context-only", "--json").stdout)
+    assert exact["sources"][0]["path"] == name
+
+
+def test_clean_escapes_format_characters_but_keeps_text_whole() -> None:
+    from locallens.cli import clean
+
+    assert (
+        clean(f"a{RLO}b\u2066c\u200dd\u00ade\U000e0041f\u2028")
+        == "a\\u202eb\\u2066c\\u200dd\\u00ade\\U000e0041f\\u2028"
+    )
+    # Several lines of text (an answer): only what reorders or breaks lines is escaped; joiners stay.
+    assert clean(f"x{RLO}y\nmi\u200cpersian 👩\u200d💻\u2029", multiline=True) == (
+        "x\\u202ey\nmi\u200cpersian 👩\u200d💻\\u2029"
+    )
+    assert clean("café 中文 ñ") == "café 中文 ñ"
+
+
+# -- PostgreSQL URLs libpq cannot use; logins without a password ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "says"),
+    [
+        ("postgresql://me:hunter2@127.0.0.1:99999/db", "postgresql://me:***@127.0.0.1:99999/db", "invalid port number"),
+        ("postgresql://me@127.0.0.1/db?port=abc", "postgresql://me@127.0.0.1/db?port=abc", "invalid integer value"),
+        (
+            "postgresql://me:hunter2@127.0.0.1:1/db?sslmode=bogus",
+            "postgresql://me:***@127.0.0.1:1/db?sslmode=bogus",
+            'invalid sslmode value: "bogus"',
+        ),
+    ],
+)
+def test_a_postgres_url_with_a_bad_port_or_sslmode_is_a_usage_error(url: str, shown: str, says: str) -> None:
+    result = cli("status", "--db", url)
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"locallens: error: cannot use {shown}: ") and says in line
+    assert "hunter2" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql:///notes?host=/run/postgresql", "postgresql:///notes?host=/run/postgresql"),
+        ("postgresql://", "postgresql://"),
+        ("postgres://me:pw@/notes?host=/tmp&password=pw2", "postgres://me:***@/notes?host=/tmp&password=***"),
+    ],
+)
+def test_a_postgres_url_is_shown_whole_with_its_password_masked(url: str, shown: str) -> None:
+    from locallens.storage.types import PostgresURL
+
+    assert str(PostgresURL(url)) == shown
+
+
+@pytest.mark.slow  # the test PostgreSQL server
+def test_a_login_without_the_password_the_server_asks_for_is_exit_9(
+    pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .pg import PASSWORD_ROLE
+
+    monkeypatch.setenv("PGPASSFILE", os.devnull)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    url = pg_server.url("postgres", user=PASSWORD_ROLE)
+    result = cli("status", "--db", url)
+    assert result.exit_code == 9, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"locallens: error: cannot log in to {url}: no password supplied")
+    assert "PGPASSWORD" in line

@@ -82,7 +82,7 @@ class _Commands(typer.core.TyperGroup):
 
 
 # click's usage error (typer >= 0.20 vendors click: not `click.UsageError` there)
-_ClickUsageError: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_ClickUsageError: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def _blame_source(exc: Any) -> None:
@@ -722,7 +722,10 @@ def ask(
         None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
     ),
     path: str | None = typer.Option(
-        None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
+        None,
+        "--path",
+        help="Only sources whose relative path matches this glob ('notas/*', '*.md'; * crosses /); "
+        "without a wildcard, that file or folder ('engineering' is everything below engineering/).",
     ),
     llm: str | None = LlmOpt,
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),

@@ -111,6 +111,21 @@ def test_a_pdf_librarys_warnings_are_counted_in_the_skip_not_logged(
     assert caplog.handler in logging.getLogger().handlers  # the root's handlers are back
 
 
+def test_only_the_reading_threads_log_records_are_captured(caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    from locallens.readers.base import library_noise_captured
+
+    caplog.set_level(logging.INFO)
+    with library_noise_captured() as noise:
+        logging.getLogger("pypdf._reader").warning("reader's own")
+        other = threading.Thread(target=lambda: logging.getLogger("watchfiles").warning("a watcher's"))
+        other.start()
+        other.join()
+    assert noise.count == 1 and noise.first == "reader's own"
+    assert [r.getMessage() for r in caplog.records] == ["a watcher's"]
+
+
 @pytest.mark.slow  # a process each: the library's lines go to the real stderr only outside pytest
 @pytest.mark.parametrize("quiet", [True, False])
 def test_quiet_index_of_broken_pdfs_prints_only_its_own_skip_lines(tmp_path: Path, quiet: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -150,11 +151,23 @@ class LibraryNoise:
 
 
 class _Collector(logging.Handler):
-    def __init__(self, noise: LibraryNoise) -> None:
-        super().__init__(logging.WARNING)
+    """Counts the reading thread's records; another thread's (a watcher's) go where they went."""
+
+    def __init__(self, noise: LibraryNoise, others: list[logging.Handler]) -> None:
+        super().__init__(logging.NOTSET)
         self.noise = noise
+        self.thread = threading.get_ident()
+        self.others = others
 
     def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread:
+            fallback = [logging.lastResort] if logging.lastResort is not None else []
+            for handler in self.others or fallback:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+            return
+        if record.levelno < logging.WARNING:
+            return
         try:
             self.noise.add(record.getMessage())
         except Exception:  # a library's malformed log call (bad %-args) is still one warning
@@ -171,11 +184,13 @@ def library_noise_captured() -> Iterator[LibraryNoise]:
     locallens' own one-line skip and through `--quiet`. For the duration, the root logger's
     handlers are replaced by a collector, so every library record that propagates ends there, and
     every `warnings.warn` is recorded instead of shown. The reader decides what a file is; this
-    keeps the count and the first message for the skip reason (`LibraryNoise.summary`)."""
+    keeps the count and the first message for the skip reason (`LibraryNoise.summary`). Records
+    of other threads (a watcher's) go to the handlers they went to before; Python's warnings
+    filter is process-wide, so a warning another thread raises meanwhile is counted here."""
     noise = LibraryNoise()
     root = logging.getLogger()
     saved = root.handlers[:]
-    root.handlers = [_Collector(noise)]
+    root.handlers = [_Collector(noise, saved)]
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

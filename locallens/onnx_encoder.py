@@ -30,6 +30,9 @@ from locallens.errors import ModelUnavailableError
 
 # Part of the file name: a change of the recipe below makes (and uses) a new file.
 RECIPE = "ort-fused-int8-perchannel-v1"
+# The same graph, fused but not quantized: the fp32 encoder's bulk jobs (its vectors agree with
+# torch's to ~1e-6, so it serves fp32 brains; docs/decisions.md#fp32-in-onnx-runtime).
+RECIPE_FP32 = "ort-fused-fp32-v1"
 OPSET = 17
 
 
@@ -56,16 +59,31 @@ def int8_path(source: Path, name: str) -> Path:
     return path.with_name(path.name + ".onnx")
 
 
+def fp32_path(source: Path, name: str) -> Path:
+    """Where the fused fp32 file of the model folder `source` (pinned as `name`) is kept."""
+    path = made_path(source, name, RECIPE_FP32)
+    return path.with_name(path.name + ".onnx")
+
+
 def ensure_int8(source: Path, name: str, pooling: str, *, heads: int, hidden: int) -> Path:
     """The int8 model file of `source`, made now if it is not there yet (about 15 s, once)."""
-    path = int8_path(source, name)
+    return _ensure(int8_path(source, name), source, name, pooling, heads=heads, hidden=hidden, quantized=True)
+
+
+def ensure_fp32(source: Path, name: str, pooling: str, *, heads: int, hidden: int) -> Path:
+    """The fused fp32 model file of `source`, made now if it is not there yet (about 15 s, once)."""
+    return _ensure(fp32_path(source, name), source, name, pooling, heads=heads, hidden=hidden, quantized=False)
+
+
+def _ensure(path: Path, source: Path, name: str, pooling: str, *, heads: int, hidden: int, quantized: bool) -> Path:
     if path.is_file():
         return path
     from locallens.config import make_private_dir
 
+    what = "int8 encoder" if quantized else "ONNX Runtime fp32 encoder"
     make_private_dir(path.parent)
     print(
-        f"locallens: making the int8 encoder of {name} from its local weights (once, ~15 s); kept in {path.parent}",
+        f"locallens: making the {what} of {name} from its local weights (once, ~15 s); kept in {path.parent}",
         file=sys.stderr,
     )
     started = time.perf_counter()
@@ -74,15 +92,19 @@ def ensure_int8(source: Path, name: str, pooling: str, *, heads: int, hidden: in
         try:
             _export(source, work / "fp32.onnx", pooling)
             _optimize(work / "fp32.onnx", work / "fused.onnx", heads=heads, hidden=hidden)
-            _quantize(work / "fused.onnx", work / "int8.onnx")
+            if quantized:
+                _quantize(work / "fused.onnx", work / "made.onnx")
+            else:
+                os.replace(work / "fused.onnx", work / "made.onnx")
         except ImportError as exc:
+            fallback = "use --encoder fp32" if quantized else "torch runs the fp32 encoder instead"
             raise ModelUnavailableError(
-                f"the int8 encoder cannot be made: {exc.name or exc} is not installed "
-                "(pip install onnx onnxruntime torch), or use --encoder fp32"
+                f"the {what} cannot be made: {exc.name or exc} is not installed "
+                f"(pip install onnx onnxruntime torch); {fallback}"
             ) from exc
-        os.chmod(work / "int8.onnx", 0o600)
-        os.replace(work / "int8.onnx", path)  # atomic: a concurrent run sees the whole file or none
-    print(f"locallens: int8 encoder ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        os.chmod(work / "made.onnx", 0o600)
+        os.replace(work / "made.onnx", path)  # atomic: a concurrent run sees the whole file or none
+    print(f"locallens: {what} ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return path
 
 

@@ -423,9 +423,9 @@ class Embedder:
                 path = ensure_fp32(info.folder, self.spec.name, info.pooling, heads=info.heads, hidden=info.hidden)
                 self._bulk = OnnxEncoder(path)
             except ModelUnavailableError as exc:
-                import sys
+                from locallens.onnx_encoder import announce
 
-                print(f"locallens: {exc}", file=sys.stderr)
+                announce(str(exc))
                 self._bulk_in_onnx = False
         if self._bulk is not None:
             return "onnxruntime", self._bulk.forward

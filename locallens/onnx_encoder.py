@@ -36,6 +36,26 @@ RECIPE_FP32 = "ort-fused-fp32-v1"
 OPSET = 17
 
 
+# Whether making a file is announced on stderr (a line before, one after); `index --quiet` turns
+# it off for its run, since it prints only what needs a person.
+ANNOUNCE = [True]
+
+
+@contextlib.contextmanager
+def announcements(on: bool) -> Iterator[None]:
+    """Announce (or not) the files made while the block runs."""
+    ANNOUNCE.append(on)
+    try:
+        yield
+    finally:
+        ANNOUNCE.pop()
+
+
+def announce(message: str) -> None:
+    if ANNOUNCE[-1]:
+        print(f"locallens: {message}", file=sys.stderr)
+
+
 def models_dir() -> Path:
     """Where locallens keeps the models it makes: `$LOCALLENS_MODELS`, else `$LOCALLENS_HOME/models`."""
     if explicit := os.environ.get("LOCALLENS_MODELS"):
@@ -82,10 +102,7 @@ def _ensure(path: Path, source: Path, name: str, pooling: str, *, heads: int, hi
 
     what = "int8 encoder" if quantized else "ONNX Runtime fp32 encoder"
     make_private_dir(path.parent)
-    print(
-        f"locallens: making the {what} of {name} from its local weights (once, ~15 s); kept in {path.parent}",
-        file=sys.stderr,
-    )
+    announce(f"making the {what} of {name} from its local weights (once, ~15 s); kept in {path.parent}")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".build-") as tmp:
         work = Path(tmp)
@@ -104,7 +121,7 @@ def _ensure(path: Path, source: Path, name: str, pooling: str, *, heads: int, hi
             ) from exc
         os.chmod(work / "made.onnx", 0o600)
         os.replace(work / "made.onnx", path)  # atomic: a concurrent run sees the whole file or none
-    print(f"locallens: {what} ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    announce(f"{what} ready in {time.perf_counter() - started:.0f} s")
     return path
 
 

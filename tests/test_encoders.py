@@ -46,6 +46,18 @@ def test_a_wrong_encoder_is_a_usage_error() -> None:
         embedding.resolve_model("minilm", encoder="int8", device="cuda")
 
 
+def test_making_a_file_is_announced_except_under_index_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    from locallens import onnx_encoder
+
+    onnx_encoder.announce("made one")
+    with onnx_encoder.announcements(False):  # as `index --quiet` runs
+        onnx_encoder.announce("made another")
+        with onnx_encoder.announcements(True):
+            onnx_encoder.announce("made a third")
+    onnx_encoder.announce("made a fourth")
+    assert capsys.readouterr().err == "locallens: made one\nlocallens: made a third\nlocallens: made a fourth\n"
+
+
 @pytest.mark.slow
 def test_the_int8_model_is_made_once_privately_and_agrees_with_fp32(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from locallens import onnx_encoder

@@ -176,13 +176,13 @@ def test_fp32_bulk_jobs_run_in_onnx_runtime_with_torchs_vectors(tmp_path: Path, 
 
 
 @pytest.mark.slow
-def test_a_first_fp32_index_runs_without_torch_once_its_file_is_made(tmp_path: Path) -> None:
+def test_a_first_fp32_index_never_imports_torch_even_when_it_makes_its_file(tmp_path: Path) -> None:
     from .helpers import SMALL_DOCS, copy_sample_docs
 
     docs = copy_sample_docs(tmp_path / "docs", SMALL_DOCS, flat=True)
     code = (
         "import sys, atexit\n"
-        "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers')"
+        "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
         " if m in sys.modules], file=sys.stderr))\n"
         "import locallens.embedding as e\n"
         "e.NUMPY_TOKEN_BUDGET = 0\n"  # the small folder is a bulk job, as a large one is
@@ -190,16 +190,16 @@ def test_a_first_fp32_index_runs_without_torch_once_its_file_is_made(tmp_path: P
         "sys.argv = ['locallens', 'index', sys.argv[1], '--db', sys.argv[2], '--encoder', 'fp32']\n"
         "main()\n"
     )
-    # The file is made on the first bulk job (in the suite's shared folder), importing torch once.
-    assert embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), device="cpu")._bulk_backend()[0] == (
-        "onnxruntime"
-    )
+    # A models folder of its own: the run makes the file (in a child process), then embeds with it.
+    env = {**os.environ, "LOCALLENS_MODELS": str(tmp_path / "models")}
     out = subprocess.run(
         [sys.executable, "-c", code, str(docs), str(tmp_path / "index.db")],
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env=os.environ,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
-    assert "HEAVY []" in out.stderr
+    assert "making the ONNX Runtime fp32 encoder" in out.stderr and "HEAVY []" in out.stderr
+    (made,) = (tmp_path / "models").iterdir()
+    assert made.name.endswith(".onnx") and not [p for p in made.parent.iterdir() if p.name.startswith(".build-")]

@@ -414,10 +414,14 @@ def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> Non
     table = c.Table(f"First index of {corpus} ({sum(1 for _ in corpus.rglob('*') if _.is_file())} files)")
     env_here = {**os.environ, "PYTHONPATH": str(c.ROOT)}
     runs: list[tuple[str, c.ChildRun]] = []
-    # A model made on first use (int8) is made before the timed runs, in a child: this process
-    # stays small, since a child's peak RSS starts from its parent's at fork.
+    # A model made on first use (int8; fp32's ONNX Runtime file for bulk jobs) is made before the
+    # timed runs, in a child: this process stays small, since a child's peak RSS starts from its
+    # parent's at fork.
     for encoder in encoders:
-        make = f"from locallens.embedding import load_embedder; load_embedder('minilm', encoder={encoder!r})"
+        make = (
+            f"from locallens.embedding import load_embedder; e = load_embedder('minilm', encoder={encoder!r})\n"
+            "if e.encoder == 'fp32' and hasattr(e, '_bulk_backend'): e._bulk_backend()"
+        )
         c.check_child(c.run_child([sys.executable, "-c", make], env={**os.environ, "PYTHONPATH": str(c.ROOT)}), "load")
     with c.bench_dir("bench-first-index") as tmp:
         for encoder in encoders:

@@ -66,7 +66,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # The naive dense baseline: paragraphs packed into chunks of the default size with no overlap,
     # embedded without headers by the same model, searched by vector only.
     "naive": {"headers": False, "multi_vector": False, "chunk_overlap": 0},
-    # The default settings with the int8 encoder (its queries are embedded with it too).
+    # The default settings with each encoder named (its queries are embedded with it too);
+    # `headers` takes the checkout's default encoder.
+    "fp32": {"headers": True, "multi_vector": False, "encoder": "fp32"},
     "int8": {"headers": True, "multi_vector": False, "encoder": "int8"},
     # Chunk size / overlap (tiktoken tokens) with the default settings; the default is 220/40.
     "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
@@ -410,6 +412,14 @@ def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[st
     return result
 
 
+def brain_model(db: Path) -> str:
+    """The model name the index's brain pins (with its encoder, `NAME@int8`, unless fp32)."""
+    from locallens.storage.sqlite import Store
+
+    with Store(db, create=False) as store:
+        return str(store.get_brain("bench").model)
+
+
 def count_chunks(db: Path) -> int:
     from locallens.storage.sqlite import Store
 
@@ -543,7 +553,7 @@ def run_corpora(
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
-        by_encoder: dict[str, Any] = {}  # queries embedded by the encoder of each index
+        by_encoder: dict[str, Any] = {}  # queries embedded by each index's own model and encoder
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
@@ -561,11 +571,11 @@ def run_corpora(
                     if not (args.reuse and derived.exists()):
                         derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
-                encoder = CONFIGS[config].get("encoder", "fp32")
-                if encoder not in by_encoder:
-                    model = load_embedder(embedder.spec.name.split("@")[0], device="cpu", encoder=encoder)
-                    by_encoder[encoder] = model.encode([model.spec.query_prefix + q.text for q in corpus.queries])
-                qvecs = by_encoder[encoder]
+                pinned = brain_model(db)  # the model and encoder the index was embedded with
+                if pinned not in by_encoder:
+                    model = load_embedder(pinned, device="cpu")
+                    by_encoder[pinned] = model.encode([model.spec.query_prefix + q.text for q in corpus.queries])
+                qvecs = by_encoder[pinned]
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs)
                     if pg_url is not None:

@@ -602,7 +602,9 @@ def index(
             from locallens.errors import UsageError
 
             raise UsageError("--watch and --dry-run cannot go together: a watcher writes")
-        with progress_for_stderr(quiet or (watch and json_out)) as bar:
+        from locallens.onnx_encoder import announcements
+
+        with progress_for_stderr(quiet or (watch and json_out)) as bar, announcements(not quiet):
             report = run_index(request, bar)
         if watch:
             _print_index_report(report, json_out, quiet, watching=True)

@@ -63,7 +63,9 @@ FP32 = "fp32"  # the model as published: NumPy for questions and small jobs, tor
 INT8 = "int8"  # int8 weights in ONNX Runtime, made locally once (locallens.onnx_encoder)
 STATIC = "static"  # static token embeddings distilled locally once (locallens.static_encoder): fast mode
 ENCODERS = (FP32, INT8, STATIC)
-DEFAULT_ENCODER = FP32  # int8 stays opt-in until it is measured within noise on SciFact too
+# The encoder of a new brain of the packaged MiniLM on the CPU, when none is named (other models
+# were not measured with int8 and stay fp32; a brain keeps the encoder it was built with).
+DEFAULT_ENCODER = FP32
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +119,35 @@ def resolve_model(requested: str | None, *, encoder: str | None = None, device: 
     if named and wanted and wanted != named:
         raise UsageError(f"the model {requested}@{named} names encoder {named}, not {wanted}")
     spec = _resolve_base(requested)
-    chosen = _pick_encoder(named or wanted or DEFAULT_ENCODER, spec, device)
+    chosen = _pick_encoder(named or wanted or FP32, spec, device)
     return replace(spec, name=spec.name if chosen == FP32 else f"{spec.name}@{chosen}", encoder=chosen)
+
+
+def new_brain_encoder(requested: str | None, device: str = DEFAULT_DEVICE) -> str:
+    """The encoder of a new brain when none is named: DEFAULT_ENCODER for the packaged MiniLM on
+    the CPU, fp32 for every other model (its int8 quality is not measured) and for a GPU.
+
+    A model name that says its encoder (`NAME@int8`) keeps it; a brain's pinned name without a
+    suffix is fp32 (`resolve_model`), so existing brains never change encoder.
+    """
+    if encoder_named((requested or "").strip()):
+        return encoder_named(requested or "")
+    if device not in ("auto", "cpu") or (device == "auto" and _gpu_present()):
+        return FP32
+    spec = _resolve_base((requested or "auto").strip())
+    return DEFAULT_ENCODER if spec.name == PACKAGED_MINILM else FP32
+
+
+def _gpu_present() -> bool:
+    """Whether `--device auto` would pick a GPU, judged without importing torch: an NVIDIA driver
+    with a GPU, or Apple silicon (MPS)."""
+    import platform
+    import sys
+
+    gpus = Path("/proc/driver/nvidia/gpus")
+    if gpus.is_dir() and any(gpus.iterdir()):
+        return True
+    return sys.platform == "darwin" and platform.machine() == "arm64"
 
 
 def encoder_named(model: str) -> str:
@@ -223,9 +252,10 @@ class Embedder:
     (`windows`); a backend then computes the windows' vectors in batches of similar lengths:
     - encoder fp32: NumPy (`locallens.npbert`) for BERT-family folders (the packaged MiniLM, BGE
       small/base), loaded in ~0.1 s without torch, for questions and jobs while the process has
-      embedded no more than NUMPY_TOKEN_BUDGET tokens; sentence-transformers' torch model, loaded
-      on first need, for larger jobs, a GPU device, and every model NumPy does not cover. Both
-      give the same vectors to ~1e-6.
+      embedded no more than NUMPY_TOKEN_BUDGET tokens; for larger jobs on the CPU, the same model
+      fused in ONNX Runtime (`onnx_encoder.ensure_fp32`, made once), loaded on first need;
+      sentence-transformers' torch model for a GPU device and every model NumPy does not cover.
+      All give the same vectors to ~1e-6.
     - encoder int8 (`locallens.onnx_encoder`): the same model with int8 weights in ONNX Runtime,
       for every job, questions included; torch is imported only to make its file, once.
     """
@@ -240,7 +270,8 @@ class Embedder:
         self.requested_device = pick_device(device) if device not in {"auto", "cpu"} else device
         self._st: SentenceTransformer | None = None
         self._np: NumpyBert | None = None
-        self._onnx: OnnxEncoder | None = None
+        self._onnx: OnnxEncoder | None = None  # the int8 encoder
+        self._bulk: OnnxEncoder | None = None  # fp32 in ONNX Runtime, for fp32 jobs NumPy does not take
         self._static: StaticEncoder | None = None
         self._tokens: npbert.WordPieces | _HubTokens | None = None
         self._memo: dict[str, list[int]] = {}
@@ -266,6 +297,12 @@ class Embedder:
             self._tokens = npbert.WordPieces(info)
             self.dim, self.max_seq_length = info.hidden, info.max_seq_length
             return
+        self._info = info
+        # On the CPU, fp32 jobs too large for NumPy go to the same model in ONNX Runtime, fused
+        # (made locally once): no torch in the process, and less CPU than torch for the same
+        # vectors (docs/decisions.md#fp32-in-onnx-runtime). A GPU, or a model NumPy does not
+        # cover, uses torch.
+        self._bulk_in_onnx = info is not None and (device == "cpu" or (device == "auto" and not _gpu_present()))
         if info is not None:
             self._np = npbert.load(spec.source)
         if self._np is not None:
@@ -311,7 +348,9 @@ class Embedder:
         todo = list(dict.fromkeys(t for t in texts if t not in memo))
         if todo:
             if len(memo) + len(todo) > TOKEN_MEMO_TEXTS:
+                # Full: start again with this call's texts, those it had memoised included.
                 memo.clear()
+                todo = list(dict.fromkeys(texts))
             memo.update(zip(todo, self.tokens.ids(todo), strict=True))
         return [memo[t] for t in texts]
 
@@ -362,8 +401,31 @@ class Embedder:
             self._plan_tokens(self.windows(texts, headers).tokens)
 
     def _plan_tokens(self, tokens: int) -> None:
-        if self._st is None and self._np is not None and not self._numpy_takes(tokens):
-            _ = self.model  # a job as a whole: torch for all of it, not NumPy for its first slices
+        if self._np is not None and not self._numpy_takes(tokens):
+            self._bulk_backend()  # a job as a whole: the bulk encoder for all of it, not NumPy for its first slices
+
+    def _bulk_loaded(self) -> bool:
+        return self._st is not None or self._bulk is not None
+
+    def _bulk_backend(self) -> tuple[str, Callable[[list[list[int]]], np.ndarray]]:
+        """The fp32 encoder of jobs NumPy does not take, loaded on first need: ONNX Runtime on the
+        CPU (its file made once; torch if it cannot be made), torch otherwise."""
+        if self._bulk is None and self._st is None and self._bulk_in_onnx and self._info is not None:
+            from locallens.onnx_encoder import OnnxEncoder, ensure_fp32
+
+            info = self._info
+            try:
+                path = ensure_fp32(info.folder, self.spec.name, info.pooling, heads=info.heads, hidden=info.hidden)
+                self._bulk = OnnxEncoder(path)
+            except ModelUnavailableError as exc:
+                from locallens.onnx_encoder import announce
+
+                announce(str(exc))
+                self._bulk_in_onnx = False
+        if self._bulk is not None:
+            return "onnxruntime", self._bulk.forward
+        _ = self.model
+        return "sentence-transformers", self._torch_forward
 
     def encode(
         self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
@@ -468,7 +530,7 @@ class Embedder:
             if tokens > NUMPY_QUERY_TOKENS:
                 self._numpy_spent += tokens
             return "numpy", self._np.forward
-        return "sentence-transformers", self._torch_forward
+        return self._bulk_backend()
 
     def _torch_forward(self, batch: list[list[int]]) -> np.ndarray:
         """Pooled vectors of a batch of token ids through the sentence-transformers modules."""
@@ -490,7 +552,7 @@ class Embedder:
         """Whether the NumPy encoder embeds a job of this many tokens (the budgets above)."""
         if tokens <= NUMPY_QUERY_TOKENS:
             return True
-        return self._st is None and self._numpy_spent + tokens <= NUMPY_TOKEN_BUDGET
+        return not self._bulk_loaded() and self._numpy_spent + tokens <= NUMPY_TOKEN_BUDGET
 
 
 class _HubTokens:

@@ -150,7 +150,7 @@ class IndexRequest:
     chunking: ChunkSettings = field(default_factory=ChunkSettings)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
     encoder: str | None = (
-        None  # None: the brain's (part of its pinned model name); a new brain: embedding.DEFAULT_ENCODER
+        None  # None: the brain's (part of its pinned model name); a new brain: embedding.new_brain_encoder
     )
     device: str = DEFAULT_DEVICE
     include: Sequence[str] = ()
@@ -588,19 +588,26 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
     """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
-    from locallens.embedding import FP32, encoder_named, resolve_model
+    from locallens.embedding import FP32, encoder_named, new_brain_encoder, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
     encoder = request.encoder or None
     if existing is None or request.rebuild:
-        return resolve_model(requested, encoder=encoder, device=request.device).name
+        chosen = encoder or new_brain_encoder(requested, request.device)
+        return resolve_model(requested, encoder=chosen, device=request.device).name
     if requested is not None or encoder is not None:
         # The model named (else the brain's) with the encoder named (else the one the name says,
         # else the brain's): naming the brain's own model keeps its encoder.
         base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
         if encoder is None and not encoder_named(base):
             encoder = encoder_named(existing.model) or FP32
-        name = resolve_model(base, encoder=encoder, device=request.device).name
+        try:
+            name = resolve_model(base, encoder=encoder, device=request.device).name
+        except UsageError:
+            if request.encoder:
+                raise
+            # Another model, which the brain's encoder does not cover: a mismatch either way.
+            name = resolve_model(base, encoder=FP32, device=request.device).name
         if name != existing.model:
             raise ModelMismatchError(
                 f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "

@@ -1,7 +1,8 @@
 """The int8 encoder: a BERT sentence-transformers model quantized to int8, run by ONNX Runtime.
 
-Made locally, once, from the model folder's own weights (no download): the model with its mean
-or CLS pooling is exported with `torch.onnx.export`, ONNX Runtime's transformer optimizer fuses
+Made locally, once, from the model folder's own weights (no download), in a child process (torch
+and the export's copies of the model never stay in the caller): the model with its mean or CLS
+pooling is exported with `torch.onnx.export`, ONNX Runtime's transformer optimizer fuses
 its attention, layer norms and GELUs, and `quantize_dynamic` stores the weights of every matrix
 product as int8, one scale per output channel (activations are quantized per batch at run time).
 The file is kept in `$LOCALLENS_MODELS`, else `$LOCALLENS_HOME/models/` (0600, in a 0700 folder), named after the model,
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +33,30 @@ from locallens.npbert import padded_batch
 
 # Part of the file name: a change of the recipe below makes (and uses) a new file.
 RECIPE = "ort-fused-int8-perchannel-v1"
+# The same graph, fused but not quantized: the fp32 encoder's bulk jobs (its vectors agree with
+# torch's to ~1e-6, so it serves fp32 brains; docs/decisions.md#fp32-in-onnx-runtime).
+RECIPE_FP32 = "ort-fused-fp32-v1"
 OPSET = 17
+
+
+# Whether making a file is announced on stderr (a line before, one after); `index --quiet` turns
+# it off for its run, since it prints only what needs a person.
+ANNOUNCE = [True]
+
+
+@contextlib.contextmanager
+def announcements(on: bool) -> Iterator[None]:
+    """Announce (or not) the files made while the block runs."""
+    ANNOUNCE.append(on)
+    try:
+        yield
+    finally:
+        ANNOUNCE.pop()
+
+
+def announce(message: str) -> None:
+    if ANNOUNCE[-1]:
+        print(f"locallens: {message}", file=sys.stderr)
 
 
 def models_dir() -> Path:
@@ -57,34 +82,80 @@ def int8_path(source: Path, name: str) -> Path:
     return path.with_name(path.name + ".onnx")
 
 
+def fp32_path(source: Path, name: str) -> Path:
+    """Where the fused fp32 file of the model folder `source` (pinned as `name`) is kept."""
+    path = made_path(source, name, RECIPE_FP32)
+    return path.with_name(path.name + ".onnx")
+
+
 def ensure_int8(source: Path, name: str, pooling: str, *, heads: int, hidden: int) -> Path:
     """The int8 model file of `source`, made now if it is not there yet (about 15 s, once)."""
-    path = int8_path(source, name)
+    return _ensure(int8_path(source, name), source, name, pooling, heads=heads, hidden=hidden, quantized=True)
+
+
+def ensure_fp32(source: Path, name: str, pooling: str, *, heads: int, hidden: int) -> Path:
+    """The fused fp32 model file of `source`, made now if it is not there yet (about 15 s, once)."""
+    return _ensure(fp32_path(source, name), source, name, pooling, heads=heads, hidden=hidden, quantized=False)
+
+
+def _ensure(path: Path, source: Path, name: str, pooling: str, *, heads: int, hidden: int, quantized: bool) -> Path:
     if path.is_file():
         return path
     from locallens.config import make_private_dir
 
+    what = "int8 encoder" if quantized else "ONNX Runtime fp32 encoder"
     make_private_dir(path.parent)
-    print(
-        f"locallens: making the int8 encoder of {name} from its local weights (once, ~15 s); kept in {path.parent}",
-        file=sys.stderr,
-    )
+    announce(f"making the {what} of {name} from its local weights (once, ~15 s); kept in {path.parent}")
     started = time.perf_counter()
+    fallback = "use --encoder fp32" if quantized else "torch runs the fp32 encoder instead"
     with tempfile.TemporaryDirectory(dir=path.parent, prefix=".build-") as tmp:
         work = Path(tmp)
-        try:
-            _export(source, work / "fp32.onnx", pooling)
-            _optimize(work / "fp32.onnx", work / "fused.onnx", heads=heads, hidden=hidden)
-            _quantize(work / "fused.onnx", work / "int8.onnx")
-        except ImportError as exc:
-            raise ModelUnavailableError(
-                f"the int8 encoder cannot be made: {exc.name or exc} is not installed "
-                "(pip install onnx onnxruntime torch), or use --encoder fp32"
-            ) from exc
-        os.chmod(work / "int8.onnx", 0o600)
-        os.replace(work / "int8.onnx", path)  # atomic: a concurrent run sees the whole file or none
-    print(f"locallens: int8 encoder ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        # In a child process: torch, transformers and the export's copies of the model (about
+        # 1.5 GB at its peak) are gone when it exits, instead of staying in the index run.
+        package_root = str(Path(__file__).resolve().parents[1])
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p),
+        }
+        args = [str(source), str(work / "made.onnx"), pooling, str(heads), str(hidden), "1" if quantized else "0"]
+        done = subprocess.run(
+            [sys.executable, "-c", _MAKE, *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        if done.returncode != 0 or not (work / "made.onnx").is_file():
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            last = lines[-1].strip() if lines else f"exit code {done.returncode}"
+            if last.startswith(_MISSING):
+                last = f"{last.removeprefix(_MISSING)} is not installed (pip install onnx onnxruntime torch)"
+            raise ModelUnavailableError(f"the {what} cannot be made: {last}; {fallback}")
+        os.chmod(work / "made.onnx", 0o600)
+        os.replace(work / "made.onnx", path)  # atomic: a concurrent run sees the whole file or none
+    announce(f"{what} ready in {time.perf_counter() - started:.0f} s")
     return path
+
+
+_MISSING = "missing module: "
+_MAKE = "import sys; from locallens.onnx_encoder import _make; _make(sys.argv[1:])"
+
+
+def _make(argv: list[str]) -> None:
+    """The child's work: export, fuse and (for int8) quantize into argv[1]; a missing module is exit 3."""
+    source, dest, pooling, heads, hidden, quantized = argv
+    work = Path(dest).parent
+    try:
+        _export(Path(source), work / "fp32.onnx", pooling)
+        _optimize(work / "fp32.onnx", work / "fused.onnx", heads=int(heads), hidden=int(hidden))
+        if quantized == "1":
+            _quantize(work / "fused.onnx", Path(dest))
+        else:
+            os.replace(work / "fused.onnx", dest)
+    except ImportError as exc:
+        print(f"{_MISSING}{exc.name or exc}", file=sys.stderr)
+        raise SystemExit(3) from None
 
 
 def _export(source: Path, dest: Path, pooling: str) -> None:

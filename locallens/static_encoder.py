@@ -12,7 +12,6 @@ quality against MiniLM are not measured yet (see docs/decisions.md#int8-encoder)
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from locallens.errors import ModelUnavailableError
-from locallens.onnx_encoder import made_path
+from locallens.onnx_encoder import announce, made_path
 
 RECIPE = "model2vec-sif-v1"
 
@@ -34,7 +33,7 @@ def ensure_static(source: Path, name: str) -> Path:
     from locallens.config import make_private_dir
 
     make_private_dir(path.parent)
-    print(f"locallens: distilling static embeddings of {name} (once); kept in {path.parent}", file=sys.stderr)
+    announce(f"distilling static embeddings of {name} (once); kept in {path.parent}")
     started = time.perf_counter()
     try:
         from model2vec.distill import distill
@@ -50,7 +49,7 @@ def ensure_static(source: Path, name: str) -> Path:
             os.chmod(item, 0o700 if item.is_dir() else 0o600)
         os.chmod(out, 0o700)
         os.replace(out, path)
-    print(f"locallens: static encoder ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    announce(f"static encoder ready in {time.perf_counter() - started:.0f} s")
     return path
 
 

@@ -56,9 +56,9 @@ WORK = ("--brain", "work", "--headers", "--multi-vector", "--chunk-size", "120",
 @pytest.fixture()
 def models(fake_models: FakeModels) -> FakeModels:
     """The fakes, with an embedder of a small window so that multi-vector brains get windows."""
-    from locallens.embedding import resolve_model
+    from locallens.embedding import new_brain_encoder, resolve_model
 
-    name = resolve_model(None).name
+    name = resolve_model(None, encoder=new_brain_encoder(None)).name
     fake_models.embedders[name] = FakeEmbedder(name, fake_models.dim, max_seq_length=WINDOW)
     return fake_models
 

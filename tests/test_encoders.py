@@ -46,6 +46,18 @@ def test_a_wrong_encoder_is_a_usage_error() -> None:
         embedding.resolve_model("minilm", encoder="int8", device="cuda")
 
 
+def test_making_a_file_is_announced_except_under_index_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    from locallens import onnx_encoder
+
+    onnx_encoder.announce("made one")
+    with onnx_encoder.announcements(False):  # as `index --quiet` runs
+        onnx_encoder.announce("made another")
+        with onnx_encoder.announcements(True):
+            onnx_encoder.announce("made a third")
+    onnx_encoder.announce("made a fourth")
+    assert capsys.readouterr().err == "locallens: made one\nlocallens: made a third\nlocallens: made a fourth\n"
+
+
 @pytest.mark.slow
 def test_the_int8_model_is_made_once_privately_and_agrees_with_fp32(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from locallens import onnx_encoder
@@ -123,3 +135,71 @@ def test_the_static_encoder_is_distilled_once_and_embeds_whole_texts(tmp_path: P
     assert int(np.argmax(vectors[1:] @ question)) == 0
     rows = static.encode_passages(TEXTS[:2], ["Staging", ""])
     assert [r.shape for r in rows] == [(1, static.dim)] * 2
+
+
+@pytest.mark.slow
+def test_fp32_bulk_jobs_run_in_onnx_runtime_with_torchs_vectors(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from locallens import onnx_encoder
+    from locallens.errors import ModelUnavailableError
+
+    monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 0)  # every job but a question is a bulk job
+    monkeypatch.setenv("LOCALLENS_MODELS", str(tmp_path / "models"))
+    spec = embedding.resolve_model("minilm", encoder="fp32")
+    ours = embedding.Embedder(spec, device="cpu")
+    texts = [f"{t} (a bulk job)" for t in TEXTS]  # texts of this test alone: the suite memoises vectors
+    rows = ours.encode_passages(texts, ["Staging > Database"] * len(texts))
+    assert ours.last_backend == "onnxruntime" and ours._st is None and len(rows) == len(texts)
+    (made,) = (tmp_path / "models").iterdir()
+    assert onnx_encoder.RECIPE_FP32 in made.name and stat.S_IMODE(made.stat().st_mode) == 0o600
+    mtime = made.stat().st_mtime_ns
+    assert embedding.Embedder(spec, device="cpu")._bulk_backend()[0] == "onnxruntime"
+    assert made.stat().st_mtime_ns == mtime  # made once
+    # Torch (the GPU path, and the fallback when the file cannot be made, which says why on
+    # stderr) reads the same windows into the same vectors.
+    made_by = onnx_encoder.ensure_fp32
+
+    def cannot(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise ModelUnavailableError("the ONNX Runtime fp32 encoder cannot be made: onnx is not installed")
+
+    monkeypatch.setattr(onnx_encoder, "ensure_fp32", cannot)
+    capsys.readouterr()
+    torch_path = embedding.Embedder(spec, device="cpu")
+    backend, torch_forward = torch_path._bulk_backend()
+    assert backend == "sentence-transformers"
+    assert capsys.readouterr().err.count("onnx is not installed") == 1
+    monkeypatch.setattr(onnx_encoder, "ensure_fp32", made_by)
+    windows = ours.windows(texts, ["Staging > Database"] * len(texts))
+    assert len(windows.ids) > len(texts)  # the long text is several windows
+    a, b = ours._bulk_backend()[1](windows.ids), torch_forward(windows.ids)
+    a, b = (m / np.linalg.norm(m, axis=1, keepdims=True) for m in (a, b))
+    np.testing.assert_allclose(a, b, atol=2e-5)
+
+
+@pytest.mark.slow
+def test_a_first_fp32_index_never_imports_torch_even_when_it_makes_its_file(tmp_path: Path) -> None:
+    from .helpers import SMALL_DOCS, copy_sample_docs
+
+    docs = copy_sample_docs(tmp_path / "docs", SMALL_DOCS, flat=True)
+    code = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: print('HEAVY', [m for m in ('torch', 'sentence_transformers', 'transformers')"
+        " if m in sys.modules], file=sys.stderr))\n"
+        "import locallens.embedding as e\n"
+        "e.NUMPY_TOKEN_BUDGET = 0\n"  # the small folder is a bulk job, as a large one is
+        "from locallens.cli import main\n"
+        "sys.argv = ['locallens', 'index', sys.argv[1], '--db', sys.argv[2], '--encoder', 'fp32']\n"
+        "main()\n"
+    )
+    # A models folder of its own: the run makes the file (in a child process), then embeds with it.
+    env = {**os.environ, "LOCALLENS_MODELS": str(tmp_path / "models")}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(docs), str(tmp_path / "index.db")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "making the ONNX Runtime fp32 encoder" in out.stderr and "HEAVY []" in out.stderr
+    (made,) = (tmp_path / "models").iterdir()
+    assert made.name.endswith(".onnx") and not [p for p in made.parent.iterdir() if p.name.startswith(".build-")]

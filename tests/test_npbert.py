@@ -152,7 +152,7 @@ def _cached(folder: Path) -> npbert.NumpyBert:
 
 
 @pytest.mark.slow
-def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_embedder_uses_numpy_for_small_jobs_then_the_bulk_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     assert embedder._st is None and embedder.dim == 384 and embedder.max_seq_length == 256
     question = "a question nobody else in the suite asks, about numpy backends"
@@ -160,13 +160,14 @@ def test_embedder_uses_numpy_for_small_jobs_then_sentence_transformers(monkeypat
     assert embedder.last_backend == "numpy" and embedder._st is None and query.shape == (384,)
     over = ["word " * 300, "short"]
     assert embedder.count_over_length(over) == 1
-    # A job over the token budget loads sentence-transformers, which then does all the work...
+    # A job over the token budget loads the bulk encoder (on the CPU, the model in ONNX Runtime,
+    # without torch), which then does all the work...
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 10)
     passage = "a passage long enough to go over the budget and the size of a question " * 10
     vectors = embedder.encode([passage, passage + "again"])
-    assert embedder.last_backend == "sentence-transformers" and vectors.shape == (2, 384)
+    assert embedder.last_backend == "onnxruntime" and vectors.shape == (2, 384) and embedder._st is None
     embedder.encode(["a job of a few hundred tokens, no question " * 20] * 2)
-    assert embedder.last_backend == "sentence-transformers"
+    assert embedder.last_backend == "onnxruntime"
     # ...but questions, which NumPy embeds faster. (A new text: the suite memoises vectors by text.)
     again = embedder.encode_query(question + "?")
     assert embedder.last_backend == "numpy"
@@ -182,13 +183,13 @@ def test_a_large_job_decides_its_backend_as_a_whole(monkeypatch: pytest.MonkeyPa
     done: list[int] = []
     # Each text fits the budget; the 6 together do not.
     embedder.encode(["three tokens"] * 6, progress=done.append)
-    assert embedder.last_backend == "sentence-transformers" and sum(done) == 6
+    assert embedder.last_backend == "onnxruntime" and sum(done) == 6
 
 
 @pytest.mark.slow
 def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.MonkeyPatch) -> None:
     # Small jobs one after another (an index run's slices, a semantic chunker's documents) use
-    # NumPy until their tokens together pass the budget; then sentence-transformers takes over.
+    # NumPy until their tokens together pass the budget; then the bulk encoder takes over.
     embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     jobs = [[f"passage number {n}, eleven plain words that are not a question"] for n in range(3)]
@@ -198,22 +199,22 @@ def test_the_numpy_budget_is_for_the_process_not_per_job(monkeypatch: pytest.Mon
     for job in jobs:  # distinct texts: the suite memoises vectors by text
         embedder.encode(job)
         backends.append(embedder.last_backend)
-    assert backends == ["numpy", "numpy", "sentence-transformers"]
+    assert backends == ["numpy", "numpy", "onnxruntime"]
     embedder.encode_query("short")  # a question stays on NumPy
     assert embedder.last_backend == "numpy"
 
 
 @pytest.mark.slow
-def test_plan_loads_sentence_transformers_for_a_job_over_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_loads_the_bulk_encoder_for_a_job_over_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"))
     monkeypatch.setattr(embedding, "NUMPY_TOKEN_BUDGET", 50)
     monkeypatch.setattr(embedding, "NUMPY_QUERY_TOKENS", 4)
     embedder.plan(["a few words"])
-    assert embedder._st is None
+    assert not embedder._bulk_loaded()
     embedder.plan(["a few words"] * 20)  # about 100 tokens in all, each text far under the budget
-    assert embedder._st is not None
+    assert embedder._bulk_loaded()
     embedder.encode(["a few words, planned", "and a few more"])
-    assert embedder.last_backend == "sentence-transformers"
+    assert embedder.last_backend == "onnxruntime"
 
 
 def test_ask_and_trim_never_import_torch(sample_index: Path) -> None:
@@ -322,3 +323,19 @@ def test_windows_cover_every_token_and_fit_the_model(texts: list[str], headers: 
         assert [t for body in bodies for t in body] == tokens
         assert counts == [len(b) for b in bodies] and max(counts) - min(counts) <= 1
     assert windows.over_length == sum(1 for i in range(len(texts)) if windows.owners.count(i) > 1)
+
+
+def test_the_token_memo_filling_up_mid_call_keeps_every_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # An index batch asks for texts it counted before (memoised) beside new ones; when the memo
+    # is full it starts again, and the texts it had must not go missing (a KeyError on 4,499
+    # stdlib chunks, before).
+    info = npbert.inspect(embedding.resolve_model("minilm", encoder="fp32").source)
+    assert info is not None
+    tokens = object.__new__(embedding.Embedder)  # only the tokenizer: no model is loaded
+    tokens._memo, tokens._tokens = {}, npbert.WordPieces(info)
+    monkeypatch.setattr(embedding, "TOKEN_MEMO_TEXTS", 4)
+    first = tokens._ids(["alpha", "beta", "gamma"])
+    again = tokens._ids(["alpha", "delta", "epsilon"])  # alpha memoised; 3 + 2 new > 4: full
+    assert again[0] == first[0] and all(again) and len(tokens._memo) == 3
+    direct = tokens.tokens.ids(["alpha", "zeta"])
+    assert tokens._ids(["alpha", "alpha", "zeta"]) == [direct[0], direct[0], direct[1]]

@@ -8,7 +8,9 @@ slow tests at the end.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from locallens.extractive import extractive_answer, is_broad
+from locallens.extractive import extractive_answer, is_broad, missing_salience, missing_words
 from locallens.unit_scores import answer_type, key_terms
 from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, excerpt_units
 
@@ -160,6 +162,50 @@ def test_spanish_question_over_english_notes_is_answered_by_its_names_and_number
 def test_unrelated_question_is_refused_in_its_language() -> None:
     checked, _ = ask_extractive("¿Cuál es el presupuesto de marketing?", RUNBOOK)
     assert checked.refused and checked.answer == "La respuesta no está en los fragmentos."
+
+
+BACKUPS = """# Backup policy
+
+Nightly backups of the production database run at 01:00 UTC. Backups are kept for 14 days,
+then deleted. Restores are tested every quarter.
+"""
+
+
+def test_missing_words_are_the_questions_words_no_excerpt_holds() -> None:
+    hits = [hit(BACKUPS, "operations/backup-policy.md"), hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    assert missing_words("How long are application logs kept in Loki before they are deleted?", hits) == [
+        "application",
+        "logs",
+        "Loki",
+        "before",
+    ]
+    assert missing_words("How long are backups kept?", hits) == []
+    # An identifier is held by its parts; a word by its key (`restored` meets `Restores`).
+    assert missing_words("Is shipctl.rollback restored nightly?", hits) == []
+    # Across languages only what a translation keeps counts: names, numbers, identifiers.
+    assert missing_words("¿Cuántos segundos tarda un rollback de dispatch-api?", hits) == []
+    assert missing_words("¿Cuál es el teléfono de soporte de Stripe?", hits) == ["Stripe"]
+    assert missing_words("¿Cuántos días se guardan las copias de 2019?", hits) == ["2019"]
+
+
+def test_missing_salience_is_the_rarest_missing_words_idf_in_the_brain() -> None:
+    hits = [hit(BACKUPS, "operations/backup-policy.md")]
+    asked: list[list[str]] = []
+
+    def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        asked.append(list(words))
+        return 99, {"logs": 30, "application": 9}
+
+    question = "How long are application logs kept in Loki?"
+    # "Loki" is in no chunk of the brain: the most telling missing word there is.
+    assert missing_salience(question, hits, counts) == pytest.approx(1.0)
+    assert asked == [["application", "logs", "Loki"]]
+    assert missing_salience("How long are application logs kept?", hits, counts) == pytest.approx(
+        math.log(100 / 10) / math.log(100)
+    )
+    assert missing_salience("How long are backups kept?", hits, counts) == 0.0
+    # The brain's counts unknown: a missing word counts as found nowhere.
+    assert missing_salience("How long are application logs kept?", hits) == 1.0
 
 
 def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:

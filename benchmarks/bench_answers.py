@@ -548,6 +548,36 @@ def fit(args: argparse.Namespace) -> None:
                     f"{int((ro & (target_out == 0)).sum()):>3}/{int((1 - target_out).sum())}"
                 )
             print(line)
+        # The threshold that refuses most unanswerable questions while refusing at most 5% of the
+        # answerable ones (of the fitting sets).
+        grid = [round(0.3 + 0.05 * k, 2) for k in range(11)]
+        allowed = [t for t in grid if (refused(ev, t) & (target == 1)).sum() <= 0.05 * target.sum()]
+        if allowed:
+            t = max(allowed, key=lambda t: (int((refused(ev, t) & (target == 0)).sum()), -t))
+            r = refused(ev, t)
+            print(
+                f"  chosen threshold {t:.2f} (most unanswerable refused, at most 5% of the answerable): "
+                f"{int((r & (target == 1)).sum())}/{int(target.sum())} {int((r & (target == 0)).sum())}/{int((1 - target).sum())}"
+                + (
+                    f" | borg {int((refused(ev_out, t) & (target_out == 1)).sum())}/{int(target_out.sum())} "
+                    f"{int((refused(ev_out, t) & (target_out == 0)).sum())}/{int((1 - target_out).sum())}"
+                    if len(ev_out)
+                    else ""
+                )
+            )
+            if len(columns) == 4:
+                print(
+                    "SHIPPABLE "
+                    + json.dumps(
+                        {
+                            "weights": dict(
+                                zip(("best_unit", "term_coverage", "top_score", "missing"), map(float, np.round(cw, 2)))
+                            ),
+                            "bias": round(float(cb), 2),
+                            "threshold": t,
+                        }
+                    )
+                )
         for name in sorted({ex["set"] for ex in calib}):
             rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
             p = 1 / (1 + np.exp(-(ev[:, columns] @ cw + cb)))

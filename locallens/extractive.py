@@ -12,7 +12,11 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 - a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
   whose topic names a document or a section among the excerpts gets an extractive summary of it:
   its lead and its most central units, in document order (`is_broad`, `summary_units`);
-- otherwise, when the best unit scores below `MIN_ANSWER_SCORE`, the plain refusal.
+- otherwise the plain refusal, when the evidence that the excerpts answer at all is too weak
+  (`answer_evidence`): the best unit's score, the share of the question's key terms the excerpts
+  hold, the top excerpt's retrieval score, and the rarest of the question's words that no excerpt
+  holds, weighed by how few of the brain's chunks hold it (`missing_salience`: "Loki" in "how
+  long are logs kept in Loki?" beside notes on backup retention, a word no note holds).
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -51,9 +55,9 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, and the
 # top excerpt's retrieval score; a logistic fitted on answerable and unanswerable questions.
-EVIDENCE_WEIGHTS = {"best_unit": 0.64, "term_coverage": 0.54, "top_score": 7.39, "missing": 0.0}
-EVIDENCE_BIAS = -4.78
-MIN_EVIDENCE = 0.5  # below this, the plain refusal
+EVIDENCE_WEIGHTS = {"best_unit": 0.49, "term_coverage": 0.1, "top_score": 6.93, "missing": -2.45}
+EVIDENCE_BIAS = -1.87
+MIN_EVIDENCE = 0.55  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
@@ -66,6 +70,9 @@ SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
 MIN_TOPIC_MATCH = 0.5
+# ... and not when a word of the topic is missing from the excerpts and rare in the brain (its
+# `missing_salience` reaches this: in at most about the square root of the brain's chunks).
+MIN_TOPIC_SALIENCE = 0.5
 
 _BROAD = re.compile(
     r"^\s*(?:"
@@ -404,6 +411,8 @@ def extractive_answer(
     scored = score_units(question, hits, question_vector, encode)
     claims: list[Claim] = []
     topic = is_broad(question)
+    if topic and missing_salience(topic, hits, term_counts) >= MIN_TOPIC_SALIENCE:
+        topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
     summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers

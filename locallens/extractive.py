@@ -15,8 +15,8 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 - otherwise the plain refusal, when the evidence that the excerpts answer at all is too weak
   (`answer_evidence`): the best unit's score, the share of the question's key terms the excerpts
   hold, the top excerpt's retrieval score, and the rarest of the question's words that no excerpt
-  holds, weighed by how few of the brain's chunks hold it (`missing_salience`: "Loki" in "how
-  long are logs kept in Loki?" beside notes on backup retention, a word no note holds).
+  holds, weighed by how few of the brain's chunks hold it (`missing_salience`: "dog" in "can I
+  bring my dog to the Madrid office?" beside the office's benefits, a word no note holds).
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -147,8 +147,8 @@ def _held(hits: Sequence[Hit]) -> frozenset[str]:
 
 def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     """The question's words (content words, numbers, identifiers) that no excerpt holds, compared
-    by key (`unit_scores.key_terms`: `minutes` meets `minutos`): "Loki" in "how long are logs
-    kept in Loki?" over notes on backup retention. An identifier is held when its parts are
+    by key (`unit_scores.key_terms`: `minutes` meets `minutos`): "dog" in "can I bring my dog
+    to the Madrid office?" over the office's benefits. An identifier is held when its parts are
     (`shutil.rmtree` by `shutil` and `rmtree`).
 
     A question in another language than every excerpt (Spanish over English notes) misses its

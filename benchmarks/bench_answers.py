@@ -203,6 +203,9 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
     try:
         for set_name in args.sets:
             rows = load_set(set_name)
+            if args.subset:
+                answerable = [r for r in rows if r.get("answerable", True)][: args.subset]
+                rows = [r for r in rows if r in answerable or not r.get("answerable", True)]
             if not rows:
                 continue
             db = build_index(SETS[set_name][0], workdir)
@@ -335,9 +338,9 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
     """Per question: its units' feature rows, which units state the answer, and its set."""
     import numpy as np
 
-    from locallens.answer import ask
+    from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, term_coverage
+    from locallens.extractive import _passage, missing_salience, missing_words, term_coverage
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -366,9 +369,14 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
             if not units:
                 continue
             with open_store(request.db) as store:
-                embedder = models.embedder(store.get_brain("default").model)
+                brain = store.get_brain("default")
+                embedder = models.embedder(brain.model)
                 encode = SentenceEncoder(embedder, store)
                 vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
+                counts = brain_term_counts(store, brain)
+                missing = missing_salience(row["question"], hits, counts)
+                words = missing_words(row["question"], hits)
+                total, df = counts(words)
             query = unit_rows(np.asarray(result.retrieval.query_vector, dtype=np.float64).reshape(-1))
             cos = vectors @ query
             qt = question_terms(row["question"])
@@ -389,7 +397,8 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "answerable": row.get("answerable", True),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score],
+                    "evidence": [term_coverage(qt, hits), hits[0].score, missing],
+                    "missing": {"chunks": total, "words": df},
                 }
             )
     models.close()
@@ -482,33 +491,100 @@ def fit(args: argparse.Namespace) -> None:
             f"  {held:<8} fitted on all {_top1(test, w, b, all_cols):.3f}, fitted without it {_top1(test, wh, bh, all_cols):.3f}"
         )
     # The refusal: combined evidence (the best unit's score, the share of the question's key
-    # terms the excerpts hold, the top excerpt's retrieval score) on answerable vs unanswerable.
+    # terms the excerpts hold, the top excerpt's retrieval score, the rarest missing word) on
+    # answerable vs unanswerable questions of the fitting sets and es; borg is measured only.
     calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
+    held_out = _examples(args, ("borg",)) if "borg" in args.sets else []
+    # The best unit's linear score as `ask` computes it: with the shipped weights.
+    current_w = np.array([WEIGHTS[n] for n in FEATURES])
 
-    ev = np.array([[float((ex["x"] @ w).max()), *ex["evidence"]] for ex in calib])
-    target = np.array([1.0 if ex["answerable"] else 0.0 for ex in calib])
-    rw, rb = _fit(ev, target, l2=0.1)
-    print(
-        "\nrefusal evidence weights: best unit " + f"{rw[0]:+.2f}, term coverage {rw[1]:+.2f}, top score {rw[2]:+.2f}, "
-        f"missing terms {rw[3]:+.2f}, best unit's terms {rw[4]:+.2f}, bias {rb:+.2f}"
-    )
-    p = 1 / (1 + np.exp(-(ev @ rw + rb)))
-    print("threshold: answerable refused / unanswerable refused (combined evidence) | (best unit alone)")
-    z = ev[:, 0]
-    for t in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
-        zt = np.quantile(z[target == 0], t) if (target == 0).any() else 0.0
-        print(
-            f"  {t:.1f}: {int(((p < t) & (target == 1)).sum()):>3}/{int(target.sum())} "
-            f"{int(((p < t) & (target == 0)).sum()):>3}/{int((1 - target).sum())}"
-            f"   | at the unanswerable {t:.0%} quantile: {int(((z < zt) & (target == 1)).sum()):>3} "
-            f"{int(((z < zt) & (target == 0)).sum()):>3}"
+    def evidence(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
+        ev = np.array([[float((ex["x"] @ current_w).max()), *ex["evidence"]] for ex in rows]).reshape(-1, 4)
+        return ev, np.array([1.0 if ex["answerable"] else 0.0 for ex in rows])
+
+    ev, target = evidence(calib)
+    ev_out, target_out = evidence(held_out)
+    if args.dump:
+        Path(args.dump).write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "set": ex["set"],
+                        "question": ex["question"],
+                        "answerable": ex["answerable"],
+                        "evidence": [round(float(v), 4) for v in row],
+                        "missing": ex["missing"],
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+                for ex, row in zip(calib + held_out, [*ev, *ev_out])
+            ),
+            encoding="utf-8",
         )
-    for name in sorted({ex["set"] for ex in calib}):
-        rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
+    names = ("best unit", "term coverage", "top score", "missing word")
+    for label, columns in (("without the missing word", [0, 1, 2]), ("with the missing word", [0, 1, 2, 3])):
+        cw, cb = _fit(ev[:, columns], target, l2=0.1)
         print(
-            f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
-            f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}"
+            f"\nrefusal evidence {label}, fitted on {len(calib)} questions of {', '.join(sorted({ex['set'] for ex in calib}))}: "
+            + ", ".join(f"{names[k]} {v:+.2f}" for k, v in zip(columns, cw))
+            + f", bias {cb:+.2f}"
         )
+        print("  threshold: answerable refused, unanswerable refused (fitting sets) | borg, measured only")
+
+        def refused(e: Any, t: float, columns: list[int] = columns, cw: Any = cw, cb: float = cb) -> Any:
+            return 1 / (1 + np.exp(-(e[:, columns] @ cw + cb))) < t
+
+        for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+            r = refused(ev, t)
+            line = (
+                f"  {t:.1f}: {int((r & (target == 1)).sum()):>3}/{int(target.sum())} "
+                f"{int((r & (target == 0)).sum()):>3}/{int((1 - target).sum())}"
+            )
+            if len(ev_out):
+                ro = refused(ev_out, t)
+                line += (
+                    f"   | {int((ro & (target_out == 1)).sum()):>3}/{int(target_out.sum())} "
+                    f"{int((ro & (target_out == 0)).sum()):>3}/{int((1 - target_out).sum())}"
+                )
+            print(line)
+        # The threshold that refuses most unanswerable questions while refusing at most 5% of the
+        # answerable ones (of the fitting sets).
+        grid = [round(0.3 + 0.05 * k, 2) for k in range(11)]
+        allowed = [t for t in grid if (refused(ev, t) & (target == 1)).sum() <= 0.05 * target.sum()]
+        if allowed:
+            t = max(allowed, key=lambda t: (int((refused(ev, t) & (target == 0)).sum()), -t))
+            r = refused(ev, t)
+            print(
+                f"  chosen threshold {t:.2f} (most unanswerable refused, at most 5% of the answerable): "
+                f"{int((r & (target == 1)).sum())}/{int(target.sum())} {int((r & (target == 0)).sum())}/{int((1 - target).sum())}"
+                + (
+                    f" | borg {int((refused(ev_out, t) & (target_out == 1)).sum())}/{int(target_out.sum())} "
+                    f"{int((refused(ev_out, t) & (target_out == 0)).sum())}/{int((1 - target_out).sum())}"
+                    if len(ev_out)
+                    else ""
+                )
+            )
+            if len(columns) == 4:
+                print(
+                    "SHIPPABLE "
+                    + json.dumps(
+                        {
+                            "weights": dict(
+                                zip(("best_unit", "term_coverage", "top_score", "missing"), map(float, np.round(cw, 2)))
+                            ),
+                            "bias": round(float(cb), 2),
+                            "threshold": t,
+                        }
+                    )
+                )
+        for name in sorted({ex["set"] for ex in calib}):
+            rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
+            p = 1 / (1 + np.exp(-(ev[:, columns] @ cw + cb)))
+            print(
+                f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
+                f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}"
+            )
 
 
 def main() -> None:
@@ -520,6 +596,9 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
+    parser.add_argument(
+        "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"
+    )
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--max-tokens", type=int, default=None, help="answer length asked (default: ask's)")
     args = parser.parse_args()

@@ -16,7 +16,7 @@ module's `GenerateMode`, the default), `extractive` (no model: the excerpts' bes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from locallens.config import (
 )
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
-from locallens.extractive import ExtractiveMode
+from locallens.extractive import TERM_COUNT_CAP, ExtractiveMode
 from locallens.generation import (
     GenerateMode,
     Generation,
@@ -43,7 +43,7 @@ from locallens.generation import (
     loop_start,
 )
 from locallens.models import Models
-from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerMode, AnswerOptions, AnswerOutput, ContextMode
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerMode, AnswerOptions, AnswerOutput, ContextMode, TermCounts
 from locallens.retrieval import (
     RerankSettings,
     SentenceEncoder,
@@ -53,7 +53,7 @@ from locallens.retrieval import (
     retrieve,
     trim_settings_from_env,
 )
-from locallens.storage import DbLocation, IndexStore, open_store
+from locallens.storage import Brain, DbLocation, IndexStore, open_store
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
@@ -353,9 +353,20 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
             SentenceEncoder(embedder, store),
             models,
             _options(request, on_text),
+            brain_term_counts(store, store.get_brain(request.brain)),
         )
         result.apply(mode.answer(given))
     return result
+
+
+def brain_term_counts(store: IndexStore, brain: Brain) -> TermCounts:
+    """How many of `brain`'s chunks hold each word (up to TERM_COUNT_CAP), from the store's
+    keyword index: what the refusal weighs a question's word missing from the excerpts by."""
+
+    def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return store.term_counts(brain, words, TERM_COUNT_CAP)
+
+    return counts
 
 
 def _options(request: AskRequest, on_text: Callable[[str], None] | None = None) -> AnswerOptions:

@@ -12,7 +12,11 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 - a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
   whose topic names a document or a section among the excerpts gets an extractive summary of it:
   its lead and its most central units, in document order (`is_broad`, `summary_units`);
-- otherwise, when the best unit scores below `MIN_ANSWER_SCORE`, the plain refusal.
+- otherwise the plain refusal, when the evidence that the excerpts answer at all is too weak
+  (`answer_evidence`): the best unit's score, the share of the question's key terms the excerpts
+  hold, the top excerpt's retrieval score, and the rarest of the question's words that no excerpt
+  holds, weighed by how few of the brain's chunks hold it (`missing_salience`: "dog" in "can I
+  bring my dog to the Madrid office?" beside the office's benefits, a word no note holds).
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -20,6 +24,7 @@ the number of its excerpt, so every one is supported and cited by construction.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
@@ -27,12 +32,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, refusal, with_citations
+from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.domain import Hit
-from locallens.modes import AnswerInput, AnswerOutput
+from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
-from locallens.unit_scores import BIAS, QuestionTerms, combine, features, is_context_only, key_terms, question_terms
+from locallens.unit_scores import (
+    BIAS,
+    BRIDGED,
+    QuestionTerms,
+    combine,
+    features,
+    is_context_only,
+    key_terms,
+    key_words,
+    question_terms,
+)
 from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 
 # Measured on the sample, pydoc and Spanish sets (benchmarks/bench_answers.py --fit;
@@ -40,12 +55,14 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, and the
 # top excerpt's retrieval score; a logistic fitted on answerable and unanswerable questions.
-EVIDENCE_WEIGHTS = {"best_unit": 0.64, "term_coverage": 0.54, "top_score": 7.39}
-EVIDENCE_BIAS = -4.78
-MIN_EVIDENCE = 0.5  # below this, the plain refusal
+EVIDENCE_WEIGHTS = {"best_unit": 0.49, "term_coverage": 0.1, "top_score": 6.93, "missing": -2.45}
+EVIDENCE_BIAS = -1.87
+MIN_EVIDENCE = 0.55  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
+# The brain's counts of a missing word stop here: a word in this many chunks is common anyway.
+TERM_COUNT_CAP = 1000
 MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
 MARGIN = 0.15  # ... and when it scores within this of the best
 DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
@@ -53,6 +70,9 @@ SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
 MIN_TOPIC_MATCH = 0.5
+# ... and not when a word of the topic is missing from the excerpts and rare in the brain (its
+# `missing_salience` reaches this: in at most about the square root of the brain's chunks).
+MIN_TOPIC_SALIENCE = 0.5
 
 _BROAD = re.compile(
     r"^\s*(?:"
@@ -118,24 +138,91 @@ def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
     """The share of the question's key terms that the excerpts hold."""
     if not question.terms:
         return 1.0
-    held = key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
-    return len(question.terms & held) / len(question.terms)
+    return len(question.terms & _held(hits)) / len(question.terms)
 
 
-def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored) -> float:
+def _held(hits: Sequence[Hit]) -> frozenset[str]:
+    return key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
+
+
+def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
+    """The question's words (content words, numbers, identifiers) that no excerpt holds, compared
+    by key (`unit_scores.key_terms`: `minutes` meets `minutos`): "dog" in "can I bring my dog
+    to the Madrid office?" over the office's benefits. An identifier is held when its parts are
+    (`shutil.rmtree` by `shutil` and `rmtree`).
+
+    A question in another language than every excerpt (Spanish over English notes) misses its
+    own words by construction: then only the words that survive translation count, names,
+    numbers and identifiers (`_untranslated`), and the words `unit_scores` bridges to English."""
+    held = _held(hits)
+    across = question_language(question) not in {question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits}
+    first = next(iter(_WORD.findall(question)), "")
+    out = []
+    for key, word in key_words(question).items():
+        if key in held:
+            continue
+        parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
+        part_keys = [k for part in parts for k in key_terms(part)]
+        if part_keys and all(k in held for k in part_keys):
+            continue
+        if across and not (_untranslated(word, first) or word in BRIDGED):
+            continue
+        out.append(word)
+    return out
+
+
+_LANGUAGE_SAMPLE = 1000  # an excerpt's language is guessed from its start
+_WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
+def _untranslated(word: str, first: str) -> bool:
+    """A word a translation keeps: with a digit or inner punctuation (`27001`, `dispatch-api`),
+    or a capital past its first letter or anywhere but the question's first word (`Stripe`)."""
+    if any(ch.isdigit() for ch in word) or any(ch in word for ch in "-._"):
+        return True
+    return any(ch.isupper() for ch in word[1:]) or (word[:1].isupper() and word != first)
+
+
+def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
+    """How telling the question's rarest word missing from the excerpts is (0..1): its inverse
+    document frequency over the brain's chunks, log((N + 1) / (df + 1)) / log(N + 1), so that a
+    word no chunk of the brain holds scores 1 and a word most chunks hold near 0; 0 when the
+    excerpts hold every word. Without `term_counts` (the brain's counts unknown) a missing word
+    scores 1."""
+    missing = missing_words(question, hits)
+    if not missing:
+        return 0.0
+    if term_counts is None:
+        return 1.0
+    total, counts = term_counts(missing)
+    if total <= 0:
+        return 1.0
+    return max(math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in missing)
+
+
+def evidence_features(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
+) -> dict[str, float]:
+    """The refusal's evidence (`EVIDENCE_WEIGHTS`): the best unit's linear score, the share of
+    the question's key terms the excerpts hold, the top excerpt's retrieval score, and how rare
+    the question's rarest word missing from the excerpts is in the brain (`missing_salience`)."""
+    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+    return {
+        "best_unit": best,
+        "term_coverage": term_coverage(question_terms(question), hits),
+        "top_score": hits[0].score if hits else 0.0,
+        "missing": missing_salience(question, hits, term_counts),
+    }
+
+
+def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None) -> float:
     """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
     if not scored.units or not hits:
         return 0.0
-    coverage = term_coverage(question_terms(question), hits)
-    if coverage < MIN_TERM_COVERAGE:
+    found = evidence_features(question, hits, scored, term_counts)
+    if found["term_coverage"] < MIN_TERM_COVERAGE:
         return 0.0
-    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
-    z = (
-        EVIDENCE_WEIGHTS["best_unit"] * best
-        + EVIDENCE_WEIGHTS["term_coverage"] * coverage
-        + EVIDENCE_WEIGHTS["top_score"] * hits[0].score
-        + EVIDENCE_BIAS
-    )
+    z = sum(EVIDENCE_WEIGHTS[name] * value for name, value in found.items()) + EVIDENCE_BIAS
     return float(1 / (1 + np.exp(-z)))
 
 
@@ -314,6 +401,7 @@ def extractive_answer(
     max_tokens: int | None = None,
     passage_tokens: int = DEFAULT_PASSAGE_TOKENS,
     min_evidence: float = MIN_EVIDENCE,
+    term_counts: TermCounts | None = None,
 ) -> CheckedAnswer:
     """The passage (or summary) of `hits` (numbered from 1) that answers `question`, each unit
     cited; the plain refusal when none does (see the module doc). `max_tokens` caps the passage
@@ -323,10 +411,12 @@ def extractive_answer(
     scored = score_units(question, hits, question_vector, encode)
     claims: list[Claim] = []
     topic = is_broad(question)
+    if topic and missing_salience(topic, hits, term_counts) >= MIN_TOPIC_SALIENCE:
+        topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
     summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
-    elif scored.units and answer_evidence(question, hits, scored) >= min_evidence:
+    elif scored.units and answer_evidence(question, hits, scored, term_counts) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(scored, passage_tokens=budget)
@@ -341,6 +431,7 @@ def extractive_answer(
         refused=refused,
         check_ms=(time.perf_counter() - started) * 1000,
         summary=bool(summary),
+        unanswered=refused,
     )
 
 
@@ -386,6 +477,11 @@ class ExtractiveMode:
 
     def answer(self, given: AnswerInput) -> AnswerOutput:
         checked = extractive_answer(
-            given.question, given.hits, given.question_vector, given.encode, max_tokens=given.options.max_tokens
+            given.question,
+            given.hits,
+            given.question_vector,
+            given.encode,
+            max_tokens=given.options.max_tokens,
+            term_counts=given.term_counts,
         )
         return AnswerOutput(checked=checked, timings={"extract_ms": checked.check_ms})

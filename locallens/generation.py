@@ -20,7 +20,7 @@ from locallens.claims import MIN_RELEVANCE, CheckedAnswer, Encode, check_answer,
 from locallens.domain import Hit
 from locallens.extractive import extractive_answer, passage_hits
 from locallens.models import Models
-from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput
+from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput, TermCounts
 from locallens.prompt import CITATION_RE, Citations, build_grounded_history, fit_hits_to_context, parse_citations
 
 if TYPE_CHECKING:
@@ -212,9 +212,12 @@ def checked_answer(
     *,
     max_tokens: int,
     show_unsupported: bool = False,
+    term_counts: TermCounts | None = None,
 ) -> CheckedAnswer:
     """The model's answer after the check, when it agrees with the excerpts' best passage; else
-    that passage (`locallens.extractive`); the plain refusal when neither answers.
+    that passage (`locallens.extractive`); the plain refusal when neither answers, and when the
+    excerpts hold no answer to the question at all (the extractive answer's evidence refuses:
+    `unanswered`), whatever the model wrote from them.
 
     A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
     been shown excerpts that may hold the answer: rather than refuse, the answer is then the
@@ -227,7 +230,25 @@ def checked_answer(
     checked = check_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
     )
-    extracted = extractive_answer(question, kept, question_vector, encode, max_tokens=max_tokens)
+    extracted = extractive_answer(
+        question, kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts
+    )
+    if extracted.unanswered and not checked.refused:
+        # The excerpts hold no answer to the question (the refusal's evidence): what the model
+        # wrote from them, even backed, is about a neighbouring subject. Refused, its sentences
+        # kept in the claims (withheld).
+        answer = refusal(question)
+        if show_unsupported:
+            answer += "\n\n" + checked.answer
+        return CheckedAnswer(
+            raw=model_answer,
+            claims=[replace(c, supported=False) for c in checked.claims],
+            answer=answer,
+            withheld=len(checked.claims),
+            refused=True,
+            check_ms=checked.check_ms + extracted.check_ms,
+            unanswered=True,
+        )
     if extracted.refused or (not checked.refused and _agrees(checked, extracted)):
         if checked.refused or extracted.refused:
             checked.check_ms += extracted.check_ms
@@ -282,6 +303,7 @@ class GenerateMode:
             given.encode,
             max_tokens=given.options.max_tokens,
             show_unsupported=given.options.show_unsupported,
+            term_counts=given.term_counts,
         )
         out.timings["check_ms"] = out.checked.check_ms
         return out

@@ -51,6 +51,11 @@ class AnswerOptions:
     on_text: Callable[[str], None] | None = None  # the model's text as it streams (`locallens chat`)
 
 
+# How many of the brain's chunks hold each word (up to a cap), with the brain's chunk count:
+# `(chunks, {word: count})`, from the store's keyword index (`IndexStore.term_counts`).
+TermCounts = Callable[[Sequence[str]], tuple[int, dict[str, int]]]
+
+
 @dataclass(frozen=True, slots=True)
 class AnswerInput:
     """Everything a mode answers from."""
@@ -61,6 +66,9 @@ class AnswerInput:
     encode: Encode  # sentence vectors through the brain's cache
     models: Models
     options: AnswerOptions
+    # The brain's word counts: how rare a question's word missing from the excerpts is. None:
+    # unknown, and such a word counts as found in no other chunk either.
+    term_counts: TermCounts | None = None
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from locallens.text import NO_SPACE_CLASS
 from locallens.units import CODE, DEFINITION, HEADER, Unit
 
 FEATURES: tuple[str, ...] = (
@@ -75,37 +76,38 @@ _STOP_WORDS = """
     puedo puede pueden hace hacer hago debo debe deben
 """
 _STOP = frozenset(_STOP_WORDS.split())
-# A few words a Spanish question over English notes most often hinges on, by their English key:
+# A few words a Spanish question over English notes most often hinges on, by their English word
+# (compared by its key, as every word is: a plural meets a plural, `días` and `days`):
 # units of time and size, and the nouns questions about software and policies ask for.
 _BRIDGE = {
     "puerto": "port",
-    "puertos": "port",
+    "puertos": "ports",
     "versión": "version",
     "semana": "week",
-    "semanas": "week",
+    "semanas": "weeks",
     "día": "day",
-    "días": "day",
+    "días": "days",
     "mes": "month",
-    "meses": "month",
+    "meses": "months",
     "año": "year",
-    "años": "year",
+    "años": "years",
     "hora": "hour",
-    "horas": "hour",
-    "minutos": "minut",
-    "segundos": "secon",
+    "horas": "hours",
+    "minutos": "minutes",
+    "segundos": "seconds",
     "comando": "command",
     "orden": "command",
     "contraseña": "password",
-    "contraseñas": "password",
+    "contraseñas": "passwords",
     "clave": "key",
     "usuario": "user",
-    "usuarios": "user",
+    "usuarios": "users",
     "archivo": "file",
     "fichero": "file",
     "carpeta": "directory",
     "servidor": "server",
     "copia": "backup",
-    "copias": "backup",
+    "copias": "backups",
     "respaldo": "backup",
     "datos": "data",
     "base": "database",
@@ -134,6 +136,8 @@ _BRIDGE = {
     "nocturna": "nightly",
 }
 
+BRIDGED = frozenset(_BRIDGE.values())  # the English words of bridged ones, as key_words gives them
+_NO_SPACE = re.compile(f"[{NO_SPACE_CLASS}]")
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
 _DIGIT = re.compile(r"\d")
 _IDENT = re.compile(
@@ -193,8 +197,8 @@ def _key(token: str) -> str | None:
     lowered = token.lower()
     if lowered in _STOP:
         return None
-    if lowered in _BRIDGE:
-        return _BRIDGE[lowered]
+    if lowered in _BRIDGE:  # the English word's key
+        return _BRIDGE[lowered][:5]
     if _DIGIT.search(token) or "_" in token or "." in token.strip("."):
         return lowered.strip(".'’-")
     folded = _fold(lowered).strip("'’-.")
@@ -216,6 +220,20 @@ def key_terms(text: str) -> frozenset[str]:
                 if part_key:
                     keys.add(part_key)
     return frozenset(keys)
+
+
+def key_words(text: str) -> dict[str, str]:
+    """The key terms of `text` (`key_terms`), each with the word it came from: the word a store's
+    keyword index can count (a Spanish word bridged to English, `_BRIDGE`, by its English key).
+    Runs of a script written without spaces are left out: their words are not delimited."""
+    out: dict[str, str] = {}
+    for token in _TOKEN.findall(text):
+        if _NO_SPACE.search(token):
+            continue
+        key = _key(token)
+        if key and key not in out:
+            out[key] = _BRIDGE.get(token.lower(), token)
+    return out
 
 
 def answer_type(question: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -278,6 +279,44 @@ def test_nothing_supported_falls_back_to_the_excerpts_own_sentences() -> None:
         max_tokens=64,
     )
     assert refused.refused and not refused.fallback and refused.answer == "The answer is not in the excerpts."
+
+
+def test_a_backed_answer_to_a_question_the_excerpts_do_not_answer_is_refused() -> None:
+    # A near miss: the model copies the backup retention, but the question asks about the backups
+    # of Loki, which no excerpt (nor any other note of the brain) mentions.
+    from locallens.answer import checked_answer
+
+    def counts(words: list[str]) -> tuple[int, dict[str, int]]:
+        return 40, dict.fromkeys(words, 0)
+
+    hits = [replace(h, score=0.25) for h in HITS]  # a retrieval score as weak as a near miss's
+    vector = fake_vector("How long are the backups kept? Backups are kept for 14 days.")
+    question = "How long are the backups of the Loki database kept?"
+    refused = checked_answer(
+        "Backups are kept for 14 days [1].",
+        hits,
+        question,
+        vector,
+        fake_encode,
+        max_tokens=64,
+        term_counts=counts,
+    )
+    assert refused.refused and refused.unanswered and refused.answer == "The answer is not in the excerpts."
+    assert refused.withheld == 1 and not any(c.supported for c in refused.claims)
+    assert refused.notices() == [
+        "the excerpts do not answer the question; the model's answer is left out (--show-unsupported shows it)"
+    ]
+    # The same answer to the question the excerpts do answer is printed.
+    kept = checked_answer(
+        "Backups are kept for 14 days [1].",
+        hits,
+        "How long are backups kept?",
+        vector,
+        fake_encode,
+        max_tokens=64,
+        term_counts=counts,
+    )
+    assert not kept.refused and kept.answer == "Backups are kept for 14 days [1]."
 
 
 def test_notices_say_what_the_check_did() -> None:

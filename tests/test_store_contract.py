@@ -442,6 +442,22 @@ def test_keyword_search_matches_other_inflections(
     assert keyword_paths(store, brain, query) == ([expected] if expected else [])
 
 
+def test_term_counts_count_the_brains_chunks_holding_each_word(store: IndexStore, brain: Brain) -> None:
+    # What the answer's refusal weighs a question's missing word by: stemmed as the keyword
+    # search stems it, a word with inner punctuation as a phrase, counting stops at the cap, and
+    # another brain's chunks do not count.
+    for path, text in STEMMED_NOTES.items():
+        write(store, brain, path, [text], [e(1)])
+    write(store, brain, "more.md", ["More connections: the pool grew.", "connection-pool tuning"], [e(1), e(1)])
+    other = store.create_brain("other", "test-model", DIM, "paragraph", 200, 20)
+    write(store, other, "zebra.md", ["zebra connections"], [e(1)])
+    total, counts = store.term_counts(brain, ["connections", "Loki", "connection-pool", "the", "--", "zebra"], 2)
+    assert total == 7
+    assert counts == {"connections": 2, "Loki": 0, "connection-pool": 1, "the": 2, "--": 0, "zebra": 0}
+    assert store.term_counts(brain, ["the"], 10)[1] == {"the": 4}
+    assert store.term_counts(other, ["connection"], 10) == (1, {"connection": 1})
+
+
 # -- sentence cache, reporting, export --------------------------------------------------------
 
 

@@ -113,6 +113,9 @@ class CheckedAnswer:
     check_ms: float = 0.0
     fallback: bool = False  # the model's answer was all withheld; `answer` is the extractive one
     summary: bool = False  # extracted: a summary of a document or section (a broad question)
+    # Refused because the excerpts hold no answer to the question (the extractive answer's
+    # evidence, `locallens.extractive.answer_evidence`), whatever the model wrote from them.
+    unanswered: bool = False
 
     def notices(self, show_unsupported: bool = False) -> list[str]:
         """What the check did to the model's answer, in one plain line, when it matters to the
@@ -128,6 +131,8 @@ class CheckedAnswer:
                     f"the model's answer does not state what the excerpts' best passage does; this is that passage{shown}"
                 ]
             return [f"the model's answer is not backed by the excerpts; this is the excerpts' own passage{shown}"]
+        if self.unanswered:
+            return [f"the excerpts do not answer the question; the model's answer is left out{shown}"]
         if self.refused:
             return [f"the model's answer is not backed by the excerpts{shown}"]
         if self.withheld:

@@ -45,7 +45,7 @@ from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
 from locallens.evaluation.questions import Question
 from locallens.models import Models
-from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions
+from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerOptions, TermCounts
 from locallens.progress import NoProgress, Progress
 from locallens.prompt import format_hits
 from locallens.sentences import split_sentences
@@ -364,9 +364,11 @@ def evaluate_answers(
     encode: Encode,
     settings: AnswerSettings = AnswerSettings(),
     progress: Progress | None = None,
+    term_counts: TermCounts | None = None,
 ) -> AnswerMetrics:
     """Answer each question from its context as `ask` does (one loaded generator, the answer
-    check, or the extractive answer), then judge the printed answers."""
+    check, or the extractive answer), then judge the printed answers. `term_counts`: the brain's
+    word counts, which the refusal weighs a missing word by (`answer.brain_term_counts`)."""
     from locallens.llm import resolve_llm_path
     from locallens.models import LOADERS
 
@@ -407,7 +409,7 @@ def evaluate_answers(
             result = QuestionAnswer(question=question.text, expected=question.answers, answerable=question.answerable)
             results.append(result)
             started = time.perf_counter()
-            kept = _answer(generator, question.text, list(hits), vector, encode, settings, result)
+            kept = _answer(generator, question.text, list(hits), vector, encode, settings, result, term_counts)
             generate_seconds += time.perf_counter() - started
             progress.advance(ANSWERING)
             if result.answer is None:
@@ -473,6 +475,7 @@ def _answer(
     encode: Encode,
     settings: AnswerSettings,
     result: QuestionAnswer,
+    term_counts: TermCounts | None = None,
 ) -> list[Hit]:
     """`ask`'s answer mode on one question's excerpts; returns the excerpts actually sent."""
     if not hits:
@@ -483,7 +486,9 @@ def _answer(
 
     options = AnswerOptions(max_tokens=settings.max_tokens, n_ctx=settings.n_ctx, gpu_layers=settings.gpu_layers)
     try:
-        asked = answer_with(settings.mode, AnswerInput(question, hits, vector, encode, _Loaded(llm), options))
+        asked = answer_with(
+            settings.mode, AnswerInput(question, hits, vector, encode, _Loaded(llm), options, term_counts)
+        )
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)
         return []

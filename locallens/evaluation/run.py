@@ -182,6 +182,7 @@ def _baselines(
 
 def run_eval(request: EvalRequest, progress: Progress | None = None, models: Models | None = None) -> EvalReport:
     """The QUESTIONS form of `locallens eval` (see the module doc)."""
+    from locallens.answer import brain_term_counts
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
 
@@ -228,6 +229,7 @@ def run_eval(request: EvalRequest, progress: Progress | None = None, models: Mod
                     extractive=request.extractive,
                 ),
                 progress,
+                brain_term_counts(store, brain),
             )
             timings["answers_s"] = time.perf_counter() - t3
 

@@ -960,6 +960,11 @@ class PostgresStore(StoreBase):
             return []
         return self.keywords.scores(brain, query, k, pattern)
 
+    def term_counts(self, brain: Brain, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
+        """(the brain's chunks, how many of them hold each of `words`, counted up to `cap`;
+        `postgres_keywords.KeywordIndex.term_counts`)."""
+        return self.keywords.term_counts(brain, words, cap)
+
     # -- sentence vectors (trimming) ----------------------------------------------------------
 
     def cached_sentence_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:

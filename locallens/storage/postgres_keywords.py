@@ -19,7 +19,7 @@ import math
 import re
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from locallens.stemming import porter_stem
@@ -214,6 +214,23 @@ class KeywordIndex:
             [BM25_K1, BM25_K1, 1 - BM25_B, BM25_B, mean_length, *params, k],
         )
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def term_counts(self, brain: Brain, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
+        """(the brain's chunks, how many of them hold each of `words`, counted up to `cap`).
+
+        As in the SQLite store: a word is stemmed as a question's word is (`keyword_terms`); a
+        word with inner punctuation counts the chunks holding its parts in sequence, a word of no
+        letters or digits counts 0. Counts are kept as the search's are (`_term_counts`).
+        """
+        total, _ = self._stats(brain)
+        terms: dict[str, str] = {}
+        for word in dict.fromkeys(words):
+            found, others = keyword_terms(word)
+            term = (found or others or [""])[0]
+            if term:
+                terms[word] = term
+        counted = self._term_counts(brain, list(dict.fromkeys(terms.values())), cap) if terms and cap > 0 else {}
+        return total, {word: counted.get(terms[word], 0) if word in terms else 0 for word in dict.fromkeys(words)}
 
     def _term_counts(self, brain: Brain, terms: list[str], cap: int) -> dict[str, int]:
         """Chunks of `brain` matching each tsquery term, counted up to `cap`; unmatched terms left out.

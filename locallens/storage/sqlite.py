@@ -989,6 +989,28 @@ class Store(StoreBase):
             common.discard(min(words, key=lambda t: frequency[t]))
         return [t for t in terms if t not in common]
 
+    def term_counts(self, brain: Brain, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
+        """(the brain's chunks, how many of them hold each of `words`, counted up to `cap`).
+
+        A word is looked up in the stemmed word index as a question's word is (`_word_search`):
+        `minutes` counts the chunks holding `minute`; a word with inner punctuation (`sha-256`)
+        counts those holding its parts in sequence. A word of no letters or digits counts 0.
+        """
+        ((total,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        counts: dict[str, int] = {}
+        for word in dict.fromkeys(words):
+            parts = re.findall(r"\w+", word.lower())
+            if not parts or cap <= 0:
+                counts[word] = 0
+                continue
+            ((n,),) = self.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid"
+                " WHERE chunks_fts MATCH ? AND c.brain_id = ? LIMIT ?)",
+                ('"' + " ".join(parts) + '"', brain.id, cap),
+            )
+            counts[word] = int(n)
+        return int(total), counts
+
     def hits_by_id(self, brain: Brain, query: np.ndarray, ids: Sequence[int]) -> dict[int, Hit]:
         """These chunks as hits, scored by cosine similarity with `query` like knn() scores them."""
         if not ids:

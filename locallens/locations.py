@@ -29,8 +29,8 @@ from locallens.domain import Chunk, Document, Location, SourceSpan
 
 __all__ = [
     "as_json",
-    "citation",
     "chapter_label",
+    "citation",
     "cited_sentence",
     "fields",
     "locate",
@@ -173,7 +173,9 @@ def _span_location(spans: Sequence[SourceSpan], starts: list[int], start: int, e
     if head.kind == "chapter":  # EPUB: the chapter file in the book, and its lines
         first = [span for span in touched if span.label == head.label]
         last = [span for span in touched if span.label == tail.label]
-        return Location(kind="chapter", label=chapter_label(head.label, _first_line(first), tail.label, _last_line(last)))
+        return Location(
+            kind="chapter", label=chapter_label(head.label, _first_line(first), tail.label, _last_line(last))
+        )
     return Location(kind=head.kind, label=span_range(head.label, tail.label))
 
 

@@ -214,27 +214,37 @@ def _span_region(display: str, path: Path, document: Document, kind: str, label:
 
 
 def _chapter_region(display: str, path: Path, document: Document, label: str, context: int) -> Region:
-    """An EPUB location: the lines of the chapter file inside the book, as the file has them."""
+    """An EPUB location: the lines of the chapter file inside the book, as the file has them; a
+    chunk that runs into the next chapters shows each chapter's cited lines under its name."""
     from locallens.readers.base import ReadSkip
     from locallens.readers.safety import checked_zip, read_member
 
     chapters = list(dict.fromkeys(span.label for span in document.spans if span.kind == "chapter"))
     parsed = parse_chapter_label(label)
-    if parsed is None or parsed[0] not in chapters:
+    if parsed is None or parsed[0] not in chapters or parsed[2] not in chapters:
         known = f" (it has {chapters[0]} to {chapters[-1]})" if chapters else ""
         raise UsageError(f"{display} has no chapter {label}{known}: cite it as {display}#chapter=FILE:LINE")
-    chapter, start, last_chapter, end = parsed
+    first, start, last, end = parsed
     try:
-        data = read_member(checked_zip(_bytes(path), "EPUB"), chapter, "EPUB")
+        book = checked_zip(_bytes(path), "EPUB")
+        texts = {
+            name: _source_text(read_member(book, name, "EPUB"))
+            for name in chapters[chapters.index(first) : chapters.index(last) + 1]
+        }
     except ReadSkip as skip:
         raise UsageError(f"cannot show {display}: {skip.reason}") from None
-    text = _source_text(data)
-    if last_chapter != chapter:
-        end = text.count("\n") + 1
-    region = _line_region(f"{display}#chapter={chapter}", path, text, start, end, (), context)
-    region.citation = f"{display}#chapter={label}"
-    if last_chapter != chapter:
-        region.notes.append(f"the cited text goes on in {last_chapter}, up to its line {parsed[3]}")
+    if first == last:
+        region = _line_region(f"{display}#chapter={first}", path, texts[first], start, end, (), context)
+        region.citation = f"{display}#chapter={label}"
+        return region
+    region = Region(citation=f"{display}#chapter={label}", path=path, lines=[])
+    for name, text in texts.items():
+        lines = text.split("\n")
+        low = start if name == first else 1
+        high = min(end, len(lines)) if name == last else len(lines)
+        region.lines.append((None, f"── {name}"))
+        region.lines.extend((n, lines[n - 1]) for n in range(low, high + 1))
+    region.marked = {n for n, _ in region.lines if n is not None}
     return region
 
 

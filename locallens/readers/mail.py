@@ -158,12 +158,13 @@ def _body(builder: TextBuilder, message: Any, raw: bytes, header_count: int, at:
     if where is not None and as_sent:  # the text's lines are the file's lines, from `where`
         shift = where[0] - 1 + at
         if html:
-            text, _, _, spans = parse_html(content.replace("\r\n", "\n").replace("\r", "\n"))
-            builder.add_spanned(text, [_shifted(span, shift) for span in spans])
+            text, _, _, html_spans = parse_html(content.replace("\r\n", "\n").replace("\r", "\n"))
+            builder.add_spanned(text, [_shifted(span, shift) for span in html_spans])
             return
         text = clean_extracted(content)
         lead = content.replace("\r\n", "\n")[: len(content) - len(content.lstrip())].count("\n")
-        spans, offset = [], 0
+        spans: list[SourceSpan] = []
+        offset = 0
         for number, line in enumerate(text.split("\n"), start=shift + lead + 1):
             if line:
                 spans.append(SourceSpan(offset, offset + len(line), "lines", "", number, number))

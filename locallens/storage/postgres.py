@@ -60,6 +60,7 @@ from locallens.errors import (
     UsageError,
 )
 from locallens.stemming import porter_stem
+from locallens.storage.migrations import located_formats_where
 from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
     import psycopg
 
 SCHEMA = "locallens"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Key of the transaction-scoped advisory lock under which the schema is created or upgraded, so
 # that two clients opening a new database at the same moment do not both create it ("LLen", 1).
 SCHEMA_LOCK_KEY = 0x4C4C656E_00000001
@@ -591,9 +592,26 @@ def _step_chunk_locations(conn: psycopg.Connection[Any]) -> None:
     conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS line_offset integer")
 
 
+def _step_format_locations(conn: psycopg.Connection[Any]) -> None:
+    """Step 4: as SQLite's step 7 `format_locations`: HTML, e-mail, EPUB, Word and OpenDocument
+    documents whose chunks have no location are marked not located yet (`line_offset` NULL), so
+    the next `index` locates them from their files; nothing is re-embedded, no schema change."""
+    conn.execute(
+        f"UPDATE {SCHEMA}.documents d SET line_offset = NULL WHERE d.line_offset IS NOT NULL AND "
+        + located_formats_where("d.relative_path")
+        + f" AND NOT EXISTS (SELECT 1 FROM {SCHEMA}.chunks c WHERE c.document_id = d.id"
+        " AND (c.line_start IS NOT NULL OR c.span_kind IS NOT NULL))"
+    )
+
+
 # Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
 # migrations: a released step is never edited; a change is a new step.
-_STEPS = ((1, _step_tables), (2, _step_stemmed_keywords), (3, _step_chunk_locations))
+_STEPS = (
+    (1, _step_tables),
+    (2, _step_stemmed_keywords),
+    (3, _step_chunk_locations),
+    (4, _step_format_locations),
+)
 assert _STEPS[-1][0] == SCHEMA_VERSION
 
 

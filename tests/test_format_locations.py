@@ -298,3 +298,27 @@ def test_a_word_file_and_a_web_page_are_cited_and_shown_with_the_real_models(tmp
         assert fact in out["answer"] and re.fullmatch(form, out["sources"][0]["citation"]), out
         shown = cli("show", out["sources"][0]["citation"], "--db", str(db))
         assert shown.exit_code == 0 and fact in shown.stdout, shown.output
+
+
+def test_postgres_locates_them_after_its_schema_4_step(tmp_path: Path, fake_models: FakeModels, pg_url: str) -> None:
+    import psycopg
+
+    root = tmp_path / "docs"
+    root.mkdir()
+    for name in ("handbook.docx", "offsite.eml"):
+        shutil.copy(FIXTURES / name, root / name)
+    cli_json("index", str(root), "--db", pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as schema 3 left them
+        conn.execute(
+            "UPDATE locallens.chunks SET line_start = NULL, line_end = NULL, span_kind = NULL, span_label = NULL"
+        )
+        conn.execute("UPDATE locallens.documents SET line_offset = 0")
+        conn.execute("UPDATE locallens.meta SET value = '3' WHERE key = 'schema_version'")
+    embedded = len(fake_models.embedder.encoded)
+    report = cli_json("index", str(root), "--db", pg_url)
+    assert report["located"] == 2 and report["chunks"]["embedded"] == 0
+    assert len(fake_models.embedder.encoded) == embedded
+    out = stdout_json(cli("ask", "ferry offsite", "--db", pg_url, "--context-only", "--json"))
+    citations = {s["path"]: s["citation"] for s in out["sources"]}
+    assert re.fullmatch(r"handbook\.docx#para=\d+(-\d+)?", citations["handbook.docx"])
+    assert re.fullmatch(r"offsite\.eml:\d+(-\d+)?", citations["offsite.eml"])

@@ -52,6 +52,8 @@ _HTML_PARAGRAPH = frozenset(
 _HTML_LINE = frozenset({"dt", "dd", "br", "option"})
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _HTML_LIST = frozenset({"ul", "ol", "menu"})
+# Inside a table cell these separate words (a nested table's cells, list items).
+_CELL_BREAKS = frozenset({"ul", "ol", "menu", "li", "table", "tr", "td", "th"})
 # A source line range: (first, last), 1-based; None for the breaks between texts.
 _Lines = tuple[int, int] | None
 
@@ -110,6 +112,11 @@ class _TextExtractor(HTMLParser):
             self.row = []
         self.row.append("")
 
+    def _cell_break(self, tag: str) -> None:
+        """A block or line element inside a cell: a space between the words on either side."""
+        if self.row is not None and (tag in _HTML_PARAGRAPH or tag in _HTML_LINE or tag in _CELL_BREAKS):
+            self.row[-1:] = [(self.row[-1] if self.row else "") + " "]
+
     def _end_row(self) -> None:
         row, lines = self.row, self.row_lines
         self.row, self.row_lines = None, []
@@ -148,11 +155,12 @@ class _TextExtractor(HTMLParser):
                 self.row = []
             elif tag in ("td", "th"):
                 self._cell()
-            elif self.row is not None:
-                self.row[-1:] = [(self.row[-1] if self.row else "") + " "]
+            else:
+                self._cell_break(tag)
             if self.row is not None or tag in ("tr", "td", "th", "thead", "tbody", "tfoot"):
                 return
-        if self.table_depth > 1:
+        if self.table_depth > 1:  # a nested table: its text inside the outer cell
+            self._cell_break(tag)
             return
         if tag in _HTML_LIST:
             self._break(2)
@@ -200,9 +208,10 @@ class _TextExtractor(HTMLParser):
             if tag == "tr":
                 self._end_row()
             elif tag not in ("td", "th"):
-                self.row[-1:] = [(self.row[-1] if self.row else "") + " "]
+                self._cell_break(tag)
             return
         if self.table_depth > 1:
+            self._cell_break(tag)
             return
         if tag in _HTML_LIST:
             if self.lists:

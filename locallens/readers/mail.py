@@ -125,20 +125,18 @@ def _payload_at(message: Any, part: Any, raw: bytes, header_count: int) -> tuple
     after_headers = 0
     for _ in range(header_count):
         after_headers = raw.find(b"\n", after_headers) + 1
-    if part is message:
-        start = after_headers + 1 if raw[after_headers : after_headers + 1] == b"\n" else after_headers
-        encoded = raw[start:]
-    else:
-        payload = part.get_payload(decode=False)
-        if not isinstance(payload, str) or not payload.strip():
-            return None
-        try:
-            encoded = payload.encode("ascii", "surrogateescape")
-        except UnicodeEncodeError:
-            return None
-        start = raw.find(encoded, after_headers)
-        if start < 0:
-            return None
+    payload = part.get_payload(decode=False)
+    if not isinstance(payload, str) or not payload.strip():
+        return None
+    try:
+        encoded = payload.encode("ascii", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+    # The message's own body is the end of its source (where the parser put it: after the
+    # headers, or all of it when a first line is no header); a part's body is after the headers.
+    start = raw.rfind(encoded) if part is message else raw.find(encoded, after_headers)
+    if start < 0:
+        return None
     line = raw.count(b"\n", 0, start) + 1
     return line, line + max(encoded.rstrip(b"\n").count(b"\n"), 0)
 

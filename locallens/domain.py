@@ -57,7 +57,9 @@ class Location:
 
     line_start: int | None = None  # first line in the file, 1-based (line_mapped documents)
     line_end: int | None = None  # last line, inclusive
-    kind: str = ""  # the SourceSpan kind ("page", "slide", ...) for other formats; "" for lines
+    # The SourceSpan kind ("page", "slide", ...) for other formats; "" for a text file's lines;
+    # "lines" for the source lines of text that is not the file's (HTML, e-mail)
+    kind: str = ""
     label: str = ""  # the span's label, or "first-last" when the chunk runs over several spans
 
     def cite(self, path: str) -> str | None:

@@ -60,7 +60,7 @@ def as_json(location: Location | None) -> dict[str, Any]:
         "line_start": location.line_start,
         "line_end": location.line_end,
         "page": page,
-        "span": {"kind": location.kind, "label": location.label} if location.kind else None,
+        "span": {"kind": location.kind, "label": location.label} if location.kind and location.label else None,
     }
 
 
@@ -168,8 +168,8 @@ def _span_location(spans: Sequence[SourceSpan], starts: list[int], start: int, e
     if not touched:
         return None
     head, tail = touched[0], touched[-1]
-    if head.kind == "lines":  # HTML, e-mail: the file's own lines
-        return Location(_first_line(touched), _last_line(touched))
+    if head.kind == "lines":  # HTML, e-mail: the source file's lines (kind "lines": not the text's)
+        return Location(_first_line(touched), _last_line(touched), kind="lines")
     if head.kind == "chapter":  # EPUB: the chapter file in the book, and its lines
         first = [span for span in touched if span.label == head.label]
         last = [span for span in touched if span.label == tail.label]
@@ -252,6 +252,8 @@ def sentence_lines(content: str, location: Location | None, start: int, end: int
     equal count means every break is the file's own.
     """
     if location is None or location.line_start is None or location.line_end is None:
+        return None
+    if location.kind == "lines":  # HTML, e-mail: the text's lines are not the source's
         return None
     if content.count("\n") != location.line_end - location.line_start:
         return None

@@ -322,3 +322,16 @@ def test_postgres_locates_them_after_its_schema_4_step(tmp_path: Path, fake_mode
     citations = {s["path"]: s["citation"] for s in out["sources"]}
     assert re.fullmatch(r"handbook\.docx#para=\d+(-\d+)?", citations["handbook.docx"])
     assert re.fullmatch(r"offsite\.eml:\d+(-\d+)?", citations["offsite.eml"])
+
+
+def test_a_sentence_of_html_is_given_no_lines_of_its_own() -> None:
+    """HTML and e-mail chunks are cited by source lines their text lines do not match one to one,
+    so the lines of one cited sentence are not guessed from the chunk's line breaks."""
+    from locallens.domain import Location
+    from locallens.locations import as_json, sentence_lines
+
+    content = "First line.\nSecond line."
+    assert sentence_lines(content, Location(10, 11), 12, 24) == (11, 11)  # a text file's own lines
+    assert sentence_lines(content, Location(10, 11, kind="lines"), 12, 24) is None
+    assert as_json(Location(10, 11, kind="lines"))["span"] is None
+    assert Location(10, 11, kind="lines").cite("page.html") == "page.html:10-11"

@@ -335,3 +335,19 @@ def test_a_sentence_of_html_is_given_no_lines_of_its_own() -> None:
     assert sentence_lines(content, Location(10, 11, kind="lines"), 12, 24) is None
     assert as_json(Location(10, 11, kind="lines"))["span"] is None
     assert Location(10, 11, kind="lines").cite("page.html") == "page.html:10-11"
+
+
+def test_an_mbox_message_whose_first_line_is_no_header_is_cited_by_its_own_lines(tmp_path: Path) -> None:
+    """CPython's msg_19: a digest body with no headers at all. The parser reads it all as body,
+    so its lines are found where the parser put them, not after a guessed header block."""
+    message = (FIXTURES / "digest.eml").read_text().split("\n\n", 1)[1]
+    box = tmp_path / "box.mbox"
+    box.write_text("From MAILER-DAEMON Thu Jan  1 00:00:00 2004\n" + message)
+    document = _read(box)
+    lines = box.read_text().split("\n")
+    for span in document.spans:
+        text = document.text[span.start : span.end]
+        if text.startswith("# "):
+            continue  # "(no subject)": cited by the message's first lines
+        source = "\n".join(lines[span.line_start - 1 : span.line_end])  # type: ignore[operator]
+        assert all(word in source for word in _words(text)), (span, text)

@@ -12,8 +12,15 @@ and a mixed folder of every format indexed twice with the real embedder.
    sides. Target >= 95% over all pages. Seconds per page beside it.
 2. Reader speed: median milliseconds of `read_document` per fixture (5 repeats).
 3. Mixed folder (tests/format_corpus.py: every format, 12 variants each, plus the six edge cases
-   that must be skipped; 4 variants with --quick): `locallens index` with the packaged MiniLM,
-   then again: files, skips by reason, chunks embedded, seconds. The second run must embed 0.
+   that must be skipped; 4 variants with --quick), plus real files nobody here wrote
+   (`add_real_files`): the HTML documentation Debian packages ship in /usr/share/doc, CPython's
+   e-mail test messages (Lib/test/test_email/data/msg_*.txt) as `.eml` files and joined into an
+   mbox, and the Office/OpenDocument files PyPI packages ship (docutils' styles.odt, the
+   python-docx and python-pptx templates). `locallens index` with the packaged MiniLM, then
+   again: files, skips by reason, chunks embedded, seconds, and the share of chunks with a
+   location per format. The second run must embed 0; no run may print a traceback.
+
+    .venv/bin/python benchmarks/bench_formats.py --mixed-only [--quick]   # only part 3
 """
 
 from __future__ import annotations
@@ -111,13 +118,83 @@ def reader_speed(table: c.Table) -> None:
         table.add(path.name, c.fmt_ms(c.median(times)), "", None, f"{st.st_size} bytes -> {chars} chars")
 
 
+# Where the real files come from (those that exist on this machine are taken).
+DEBIAN_HTML = Path("/usr/share/doc")
+PYTHON_LIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _site_file(package: str, *parts: str) -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations)), *parts)
+    return path if path.is_file() else None
+
+
+def add_real_files(root: Path, html_limit: int) -> list[str]:
+    """Copy real files shipped by Debian and PyPI packages under `root/real/`; their names."""
+    written: list[str] = []
+
+    def put(source: Path, rel: str) -> None:
+        target = root / "real" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        written.append(f"real/{rel}")
+
+    pages = sorted(p for p in DEBIAN_HTML.rglob("*.html") if p.is_file()) if DEBIAN_HTML.is_dir() else []
+    for page in pages[:html_limit]:
+        put(page, "debian-doc/" + str(page.relative_to(DEBIAN_HTML)))
+    messages = sorted((PYTHON_LIB / "test" / "test_email" / "data").glob("msg_*.txt"))
+    for message in messages:
+        put(message, f"cpython-email/{message.stem}.eml")
+    if messages:  # an mbox of them, each after its envelope line, ">From " escaped as mbox writers do
+        mbox = root / "real" / "cpython-email" / "all-messages.mbox"
+        with mbox.open("wb") as fh:
+            for message in messages:
+                body = re.sub(rb"(?m)^(>*From )", rb">\1", message.read_bytes())
+                fh.write(b"From MAILER-DAEMON Thu Jan  1 00:00:00 2004\n" + body.rstrip(b"\n") + b"\n\n")
+        written.append("real/cpython-email/all-messages.mbox")
+    for package, parts, name in (
+        ("docutils", ("writers", "odf_odt", "styles.odt"), "docutils-styles.odt"),
+        ("docx", ("templates", "default.docx"), "python-docx-default.docx"),
+        ("pptx", ("templates", "default.pptx"), "python-pptx-default.pptx"),
+    ):
+        found = _site_file(package, *parts)
+        if found is not None:
+            put(found, f"pypi/{name}")
+    return written
+
+
+def _located_by_format(db: Path) -> dict[str, tuple[int, int]]:
+    """Per file extension: (chunks with a location, chunks)."""
+    import sqlite3
+
+    out: dict[str, list[int]] = {}
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        for path, located in conn.execute(
+            "SELECT relative_path, line_start IS NOT NULL OR span_kind IS NOT NULL FROM chunks"
+        ):
+            ext = Path(path).suffix.lower() or "(none)"
+            counts = out.setdefault(ext, [0, 0])
+            counts[0] += int(located)
+            counts[1] += 1
+    return {ext: (a, b) for ext, (a, b) in sorted(out.items())}
+
+
 def mixed_folder(table: c.Table, quick: bool, work: Path) -> None:
     from tests.format_corpus import make_mixed_folder
 
     copies = 4 if quick else 12
     root, db = work / "mixed", work / "index.db"
     written, expected = make_mixed_folder(root, copies)
-    table.section(f"mixed folder: {len(written)} files, every format x {copies} + {sum(expected.values())} edge cases")
+    real = add_real_files(root, 15 if quick else 80)
+    by_ext = Counter(Path(name).suffix.lower() for name in written + real)
+    table.section(
+        f"mixed folder: {len(written) + len(real)} files: every format x {copies} + {sum(expected.values())} edge"
+        f" cases + {len(real)} real files ({', '.join(f'{n} {e}' for e, n in sorted(by_ext.items()))})"
+    )
     for attempt in ("first index", "reindex"):
         run = c.run_child(c.cli_command("index", str(root), "--db", str(db), "--json"))
         seconds = run.seconds
@@ -142,12 +219,20 @@ def mixed_folder(table: c.Table, quick: bool, work: Path) -> None:
             None,
             f"exit {run.returncode}, {'TRACEBACK' if traceback else 'no traceback'}",
         )
+        generated = [s for s in out["skipped"] if not s["path"].startswith("real/")]
         table.add(
-            f"{attempt}: skipped",
-            str(out["files"]["skipped"]),
+            f"{attempt}: skipped (generated + edge cases)",
+            str(len(generated)),
             str(sum(expected.values())),
-            out["files"]["skipped"] == sum(expected.values()),
+            len(generated) == sum(expected.values()),
             "; ".join(f"{n} x {r}" for r, n in sorted(reasons.items())),
+        )
+        table.add(
+            f"{attempt}: skipped (real files)",
+            str(out["files"]["skipped"] - len(generated)),
+            "",
+            None,
+            "; ".join(f"{s['path']}: {s['reason']}" for s in out["skipped"] if s["path"].startswith("real/")),
         )
         embedded = out["chunks"]["embedded"]
         target = "0" if attempt == "reindex" else ""
@@ -158,17 +243,26 @@ def mixed_folder(table: c.Table, quick: bool, work: Path) -> None:
             embedded == 0 if target else None,
         )
         table.add(f"{attempt}: seconds", c.fmt_s(seconds), "", None, "whole command, model load included")
+    located = _located_by_format(db)
+    table.add(
+        "chunks with a location",
+        f"{sum(a for a, _ in located.values())} of {sum(b for _, b in located.values())}",
+        "all",
+        all(a == b for a, b in located.values()),
+        ", ".join(f"{ext} {a}/{b}" for ext, (a, b) in located.items()),
+    )
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.split("\n")[0])
+    args = c.parse_args(__doc__.split("\n")[0], extra=(("--mixed-only", "only the mixed folder (part 3)"),))
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("bench_formats", args.quick)
     table = c.Table("formats")
     with c.bench_dir("formats") as work:
-        ocr_accuracy(table, args.quick, work)
-        reader_speed(table)
+        if not args.mixed_only:
+            ocr_accuracy(table, args.quick, work)
+            reader_speed(table)
         mixed_folder(table, args.quick, work)
     table.print()
     c.print_end(started)

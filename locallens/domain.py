@@ -16,9 +16,13 @@ class SourceSpan:
     start: int  # character offset into Document.text, inclusive
     end: int  # character offset, exclusive
     # "page" (PDF, OCR'd images), "slide" (pptx/odp), "sheet" (xlsx/ods; label "Sheet1" or
-    # "Sheet1!5" for one row), "message" (eml/mbox), "cell" (ipynb)
+    # "Sheet1!5" for one row), "cell" (ipynb), "para" (docx/odt: the Nth paragraph); "lines"
+    # (HTML, eml, mbox: the file's own lines, in `line_start`/`line_end`, label ""); "chapter"
+    # (epub: the chapter file inside the book as label, its lines in `line_start`/`line_end`)
     kind: str
     label: str  # what a person reads after '#kind=' in a citation: "3", "4", "Budget", ...
+    line_start: int | None = None  # "lines" and "chapter": the first source line, 1-based
+    line_end: int | None = None  # the last source line, inclusive
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +57,9 @@ class Location:
 
     line_start: int | None = None  # first line in the file, 1-based (line_mapped documents)
     line_end: int | None = None  # last line, inclusive
-    kind: str = ""  # the SourceSpan kind ("page", "slide", ...) for other formats; "" for lines
+    # The SourceSpan kind ("page", "slide", ...) for other formats; "" for a text file's lines;
+    # "lines" for the source lines of text that is not the file's (HTML, e-mail)
+    kind: str = ""
     label: str = ""  # the span's label, or "first-last" when the chunk runs over several spans
 
     def cite(self, path: str) -> str | None:

@@ -8,9 +8,10 @@ Two jobs, both small and without heavy imports:
   space), so a chunk is found verbatim (`str.find`, the common case) or, failing that, as its
   words in order with any whitespace between them. Lines come from the text's newlines plus the
   blank lines the reader stripped from the file's start (`Document.line_offset`), for documents
-  whose lines are the file's lines (`Document.line_mapped`); other formats get the label of the
-  `SourceSpan`s the chunk overlaps (page, slide, sheet, message, cell). A chunk that cannot be
-  found, or a format with neither (HTML), has no location and is cited by its number.
+  whose lines are the file's lines (`Document.line_mapped`); other formats get the `SourceSpan`s
+  the chunk overlaps: the source lines they name (`lines`: HTML, e-mail, so `page.html:12-15`),
+  the chapter file and its lines (`chapter`: EPUB), or their label (page, slide, sheet, para,
+  cell). A chunk that cannot be found has no location and is cited by its number.
 * `citation(...)` and `as_json(...)`: the one rendering every face calls (`Chunk.citation`,
   `Hit.citation`): `path:12`, `path:12-20`, `path#page=3`, `deck.pptx#slide=4`, and the fallback
   `path#chunk-1` of a brain indexed before locations existed. The grounded prompt the model reads
@@ -20,6 +21,7 @@ Two jobs, both small and without heavy imports:
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,10 +29,12 @@ from locallens.domain import Chunk, Document, Location, SourceSpan
 
 __all__ = [
     "as_json",
+    "chapter_label",
     "citation",
     "cited_sentence",
     "fields",
     "locate",
+    "parse_chapter_label",
     "sentence_lines",
     "sentence_span",
     "span_labels",
@@ -56,7 +60,7 @@ def as_json(location: Location | None) -> dict[str, Any]:
         "line_start": location.line_start,
         "line_end": location.line_end,
         "page": page,
-        "span": {"kind": location.kind, "label": location.label} if location.kind else None,
+        "span": {"kind": location.kind, "label": location.label} if location.kind and location.label else None,
     }
 
 
@@ -164,7 +168,46 @@ def _span_location(spans: Sequence[SourceSpan], starts: list[int], start: int, e
     if not touched:
         return None
     head, tail = touched[0], touched[-1]
+    if head.kind == "lines":  # HTML, e-mail: the source file's lines (kind "lines": not the text's)
+        return Location(_first_line(touched), _last_line(touched), kind="lines")
+    if head.kind == "chapter":  # EPUB: the chapter file in the book, and its lines
+        first = [span for span in touched if span.label == head.label]
+        last = [span for span in touched if span.label == tail.label]
+        return Location(
+            kind="chapter", label=chapter_label(head.label, _first_line(first), tail.label, _last_line(last))
+        )
     return Location(kind=head.kind, label=span_range(head.label, tail.label))
+
+
+def _first_line(spans: Sequence[SourceSpan]) -> int | None:
+    return min((span.line_start for span in spans if span.line_start is not None), default=None)
+
+
+def _last_line(spans: Sequence[SourceSpan]) -> int | None:
+    return max((span.line_end for span in spans if span.line_end is not None), default=None)
+
+
+def chapter_label(first: str, start: int | None, last: str, end: int | None) -> str:
+    """An EPUB location: `OEBPS/ch2.xhtml:12-20` (the chapter file and its lines), or
+    `OEBPS/ch2.xhtml:40-OEBPS/ch3.xhtml:5` for a chunk that runs into the next chapter."""
+    if start is None or end is None:
+        return first
+    if first == last:
+        return f"{first}:{start}" if start == end else f"{first}:{start}-{end}"
+    return f"{first}:{start}-{last}:{end}"
+
+
+_CHAPTER = re.compile(r"^(?P<first>.+?):(?P<start>\d+)(?:-(?:(?P<last>.+?):)?(?P<end>\d+))?$")
+
+
+def parse_chapter_label(label: str) -> tuple[str, int, str, int] | None:
+    """(first chapter, its first line, last chapter, its last line) of a `chapter_label`."""
+    match = _CHAPTER.match(label)
+    if match is None:
+        return None
+    start = int(match["start"])
+    end = int(match["end"]) if match["end"] else start
+    return match["first"], start, match["last"] or match["first"], end
 
 
 def span_range(first: str, last: str) -> str:
@@ -209,6 +252,8 @@ def sentence_lines(content: str, location: Location | None, start: int, end: int
     equal count means every break is the file's own.
     """
     if location is None or location.line_start is None or location.line_end is None:
+        return None
+    if location.kind == "lines":  # HTML, e-mail: the text's lines are not the source's
         return None
     if content.count("\n") != location.line_end - location.line_start:
         return None

@@ -2,8 +2,12 @@
 
 `show PATH:LINE`, `show PATH:START-END`, `show PATH#page=3` (any span kind) or `show N` (source N
 of the last answer) becomes a `Region`: the lines (or the span's text) of one file under a root of
-some brain of the database, with the cited lines marked. Only files under a brain's roots are ever
-read, through the same size cap and decoding as indexing. The CLI only renders the region.
+some brain of the database, with the cited lines marked. HTML and e-mail are cited by their source
+lines and shown as they are in the file (markup and all, what an editor shows at that line); an
+EPUB chapter the same, from its file inside the book (`book.epub#chapter=OEBPS/ch2.xhtml:12-20`);
+Word and OpenDocument paragraphs (`#para=12-15`) are printed numbered. Only files under a brain's
+roots are ever read, through the same size cap and decoding as indexing. The CLI only renders
+the region.
 
 The last answer is remembered by `ask` in `$LOCALLENS_HOME/last-answer.json` (mode 0600, in the
 0700 data folder, replaced atomically): the database and brain it came from and, per source, its
@@ -25,7 +29,7 @@ from typing import Any
 from locallens.config import DEFAULT_SHOW_CONTEXT, PRIVATE_FILE_MODE, locallens_home, make_private_dir
 from locallens.domain import Document, FileStat, Skipped
 from locallens.errors import LocallensError, NoIndexError, UsageError
-from locallens.locations import span_labels
+from locallens.locations import parse_chapter_label, span_labels
 from locallens.storage import DbLocation, IndexStore, open_store
 
 __all__ = [
@@ -41,6 +45,9 @@ __all__ = [
 LAST_ANSWER_FILE = "last-answer.json"
 _LINES = re.compile(r"^(?P<path>.+):(?P<start>\d+)(?:-(?P<end>\d+))?$")
 _SPAN = re.compile(r"^(?P<path>.+)#(?P<kind>[a-z]+)=(?P<label>.+)$")
+# The span kinds a citation can name (`path#kind=label`), tried before `path:LINE` because an EPUB
+# label ends in lines (`#chapter=OEBPS/ch2.xhtml:12-20`).
+_SPAN_KINDS = frozenset({"page", "slide", "sheet", "cell", "para", "chapter", "message"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +77,9 @@ def parse_target(text: str) -> Target:
     text = text.strip()
     if not text:
         raise UsageError("show needs PATH:LINE, PATH#page=N or a source number")
+    span = _SPAN.match(text)
+    if span and span["kind"] in _SPAN_KINDS and not Path(text).expanduser().exists():
+        return Target(span["path"], kind=span["kind"], label=span["label"])
     if (match := _LINES.match(text)) and not Path(text).expanduser().exists():
         start = int(match["start"])
         end = int(match["end"]) if match["end"] else start
@@ -133,11 +143,37 @@ def _read(path: Path) -> tuple[str, Document]:
     )
     if isinstance(document, Skipped):  # too large, binary, unreadable, ...
         raise UsageError(f"cannot show {path}: {document.reason}")
+    if _source_lined(document):  # HTML, e-mail: the file's lines, as the reader numbered them
+        return _source_text(_bytes(path)), document
     if not document.line_mapped:
         return "", document
     # The lines as they are in the file: the document's text is stripped, the file is not.
     text = "\n" * document.line_offset + document.text
     return text, document
+
+
+def _bytes(path: Path) -> bytes:
+    """The file's bytes, never more than the size cap (`_read` has checked it already)."""
+    from locallens.readers import DEFAULT_MAX_BYTES
+
+    with path.open("rb") as fh:
+        return fh.read(DEFAULT_MAX_BYTES)
+
+
+def _source_lined(document: Document) -> bool:
+    """Whether the document's chunks are cited by the lines of its source (HTML, e-mail)."""
+    return any(span.kind == "lines" for span in document.spans)
+
+
+def _source_text(data: bytes) -> str:
+    """A source file's text, its lines numbered as the readers number them (`source_lines`)."""
+    from locallens.readers.base import ReadSkip, decode_text, source_lines
+
+    try:
+        text = decode_text(data)
+    except ReadSkip:  # e-mail is bytes: an 8-bit body in another charset shows as best it can
+        text = data.decode("utf-8", "replace")
+    return source_lines(text)
 
 
 # -- regions ----------------------------------------------------------------------------------
@@ -170,8 +206,46 @@ def _span_region(display: str, path: Path, document: Document, kind: str, label:
     if named is None:
         raise UsageError(f"{display} has no {kind} {label} (it has {labels[0]} to {labels[-1]})")
     chosen = spans[labels.index(named[0]) : labels.index(named[1]) + 1]
-    text = "\n\n".join(document.text[span.start : span.end] for span in chosen)
+    if kind == "para":  # numbered as cited: `[12] text`
+        text = "\n".join(f"[{span.label}] {document.text[span.start : span.end]}" for span in chosen)
+    else:
+        text = "\n\n".join(document.text[span.start : span.end] for span in chosen)
     return Region(citation=f"{display}#{kind}={label}", path=path, lines=[(None, line) for line in text.split("\n")])
+
+
+def _chapter_region(display: str, path: Path, document: Document, label: str, context: int) -> Region:
+    """An EPUB location: the lines of the chapter file inside the book, as the file has them; a
+    chunk that runs into the next chapters shows each chapter's cited lines under its name."""
+    from locallens.readers.base import ReadSkip
+    from locallens.readers.safety import checked_zip, read_member
+
+    chapters = list(dict.fromkeys(span.label for span in document.spans if span.kind == "chapter"))
+    parsed = parse_chapter_label(label)
+    if parsed is None or parsed[0] not in chapters or parsed[2] not in chapters:
+        known = f" (it has {chapters[0]} to {chapters[-1]})" if chapters else ""
+        raise UsageError(f"{display} has no chapter {label}{known}: cite it as {display}#chapter=FILE:LINE")
+    first, start, last, end = parsed
+    try:
+        book = checked_zip(_bytes(path), "EPUB")
+        texts = {
+            name: _source_text(read_member(book, name, "EPUB"))
+            for name in chapters[chapters.index(first) : chapters.index(last) + 1]
+        }
+    except ReadSkip as skip:
+        raise UsageError(f"cannot show {display}: {skip.reason}") from None
+    if first == last:
+        region = _line_region(f"{display}#chapter={first}", path, texts[first], start, end, (), context)
+        region.citation = f"{display}#chapter={label}"
+        return region
+    region = Region(citation=f"{display}#chapter={label}", path=path, lines=[])
+    for name, text in texts.items():
+        lines = text.split("\n")
+        low = start if name == first else 1
+        high = min(end, len(lines)) if name == last else len(lines)
+        region.lines.append((None, f"── {name}"))
+        region.lines.extend((n, lines[n - 1]) for n in range(low, high + 1))
+    region.marked = {n for n, _ in region.lines if n is not None}
+    return region
 
 
 def show_target(db: DbLocation, target: Target, context: int = DEFAULT_SHOW_CONTEXT) -> Region:
@@ -181,9 +255,11 @@ def show_target(db: DbLocation, target: Target, context: int = DEFAULT_SHOW_CONT
     path = _resolve(target.path, roots)
     text, document = _read(path)
     display = target.path
+    if target.kind == "chapter":
+        return _chapter_region(display, path, document, target.label, context)
     if target.kind:
         return _span_region(display, path, document, target.kind, target.label)
-    if not document.line_mapped:
+    if not (document.line_mapped or _source_lined(document)):
         kinds = sorted({span.kind for span in document.spans})
         hint = f"; cite it as {display}#{kinds[0]}=N" if kinds else ""
         raise UsageError(f"{display} has no lines to show{hint}")
@@ -303,9 +379,11 @@ def show_source(number: int, context: int = DEFAULT_SHOW_CONTEXT) -> Region:
     if document.checksum[:12] != str(source.get("id", "")).rsplit("-", 1)[0]:
         notes.append(f"{display} changed since it was indexed; the cited lines may have moved (run `locallens index`)")
     span = source.get("span")
-    if source.get("line_start") is not None and document.line_mapped:
+    if source.get("line_start") is not None and (document.line_mapped or _source_lined(document)):
         marked = [n for start, end in source.get("cited") or [] for n in range(int(start), int(end) + 1)]
         region = _line_region(display, path, text, int(source["line_start"]), int(source["line_end"]), marked, context)
+    elif isinstance(span, dict) and span.get("kind") == "chapter":
+        region = _chapter_region(display, path, document, str(span.get("label", "")), context)
     elif isinstance(span, dict) and span.get("kind"):
         region = _span_region(display, path, document, str(span["kind"]), str(span.get("label", "")))
     else:

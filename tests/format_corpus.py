@@ -1,10 +1,10 @@
 """A mixed folder of every format the readers take (for the index test and bench_formats).
 
 `make_mixed_folder(root, copies)` lays out `copies` variants of each format under one folder per
-format: Word, PowerPoint and Excel files made with their libraries (each with its own text), and
-the fixtures of tests/data/formats (OpenDocument, EPUB, notebooks, Org, mail, PDF, the edge
-cases) copied under new names, with the text formats varied line by line. It returns what a run
-must report: the files that are documents and the skips expected, by reason.
+format: Word, PowerPoint and Excel files made with their libraries and web pages (each with its
+own text), and the fixtures of tests/data/formats (OpenDocument, EPUB, notebooks, Org, mail,
+PDF, the edge cases) copied under new names, with the text formats varied line by line. It
+returns what a run must report: the files that are documents and the skips expected, by reason.
 """
 
 from __future__ import annotations
@@ -78,6 +78,23 @@ def _xlsx(path: Path, n: int) -> None:
     book.save(path)
 
 
+def _html(n: int) -> str:
+    """A web page with a heading, a nested list (ordered, `start` given) and a table."""
+    return f"""<!DOCTYPE html>
+<html><head><title>Depot {n} notes</title><style>td {{ padding: 2px }}</style></head>
+<body>
+<h1>Depot {n}</h1>
+<p>The loading dock of depot {n} opens at {6 + n % 4}:00
+   and closes at {17 + n % 3}:00.</p>
+<ol start="{n % 3 + 1}">
+  <li>Scan the pallet</li>
+  <li>Weigh it<ul><li>reject anything over {900 + n} kg</li></ul></li>
+</ol>
+<table><tr><th>Bay</th><th>Forklift</th></tr><tr><td>{n}</td><td>FL-{n:03d}</td></tr></table>
+</body></html>
+"""
+
+
 def make_mixed_folder(root: Path, copies: int = 12) -> tuple[list[str], Counter[str]]:
     """Lay the folder out; return (every file written, expected skip reasons by kind)."""
     written: list[str] = []
@@ -95,6 +112,7 @@ def make_mixed_folder(root: Path, copies: int = 12) -> tuple[list[str], Counter[
         _xlsx(out(f"sheets/ledger-{n}.xlsx"), n)
         out(f"notes/note-{n}.md").write_text(f"# Note {n}\n\nThe pump in bay {n} was serviced on day {n + 1}.\n")
         out(f"notes/plain-{n}.txt").write_text(f"Plain note {n}: the gate code is {1000 + n}.\n")
+        out(f"web/depot-{n}.{'htm' if n % 2 else 'html'}").write_text(_html(n))
         out(f"org/journal-{n}.org").write_text(
             (FIXTURES / "journal.org").read_text() + f"\n* Entry {n}\nDay {n} was windy.\n"
         )

@@ -208,7 +208,7 @@ def test_text_files_are_line_mapped_with_their_leading_blank_lines(tmp_path: Pat
     a, b = read["a.md"], read["b.html"]
     assert isinstance(a, Document) and isinstance(b, Document)
     assert a.line_mapped and a.line_offset == 3 and a.text == "# Title\nbody"
-    assert not b.line_mapped and b.spans == ()
+    assert not b.line_mapped and [(s.kind, s.line_start, s.line_end) for s in b.spans] == [("lines", 1, 1)]
 
 
 def test_a_pdf_has_one_span_per_page_with_text(tmp_path: Path) -> None:
@@ -256,7 +256,12 @@ def test_index_stores_lines_and_pages_and_ask_cites_them(tmp_path: Path, fake_mo
     _assert_located(root, db)
     chunks = _chunks(db)
     assert next(label for *_, label in chunks["hr/expense-policy.pdf"]) == "1"
-    assert all(start is None and label is None for _, start, _, label in chunks["operations/office-network.html"])
+    # HTML is cited by the lines of its source: every chunk's words are on its lines.
+    html = (root / "operations/office-network.html").read_text().split("\n")
+    for content, start, end, label in chunks["operations/office-network.html"]:
+        assert start is not None and end is not None and label is None
+        source = "\n".join(html[start - 1 : end])
+        assert all(word in source for word in re.findall(r"\w+", content)), (start, end, content)
 
     out = stdout_json(cli("ask", "How many days of annual leave?", "--db", str(db), "--extractive", "--json"))
     by_path = {s["path"]: s for s in out["sources"]}

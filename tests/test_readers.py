@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -104,7 +106,14 @@ def test_word_processor_files_keep_headings_nested_lists_and_tables(name: str) -
         "1. Sign the logbook\n2. Check the radio"
     ) in document.text
     assert "| Role | Name | Extension |\n| Station manager | Ingrid Solberg | 4417 |" in document.text
-    assert not document.line_mapped and document.spans == ()
+    # Cited by paragraph: every heading, paragraph, list item and whole table, numbered from 1.
+    assert not document.line_mapped
+    paras = {span.label: document.text[span.start : span.end] for span in document.spans}
+    assert {span.kind for span in document.spans} == {"para"}
+    assert list(paras) == [str(n) for n in range(1, len(paras) + 1)]
+    assert paras["1"] == "# Field Station Handbook" and paras["3"].startswith("The ferry to the field station")
+    assert paras["6"] == "  - Chest waders for the estuary"  # a list item is a paragraph of its own
+    assert "| Station manager | Ingrid Solberg | 4417 |" in next(p for p in paras.values() if p.startswith("| Role"))
 
 
 def test_real_word_and_opendocument_files_read_the_same_text() -> None:
@@ -120,7 +129,16 @@ def test_epub_chapters_in_spine_order_with_their_headings() -> None:
     assert document.title == "Field Station Handbook"
     assert document.headings == HANDBOOK_HEADINGS
     assert document.text.index("Port Ellen") < document.text.index("Ingrid Solberg") < document.text.index("coastguard")
-    assert "Station manager Ingrid Solberg 4417" in document.text  # a table row on one line
+    assert "| Station manager | Ingrid Solberg | 4417 |" in document.text  # a table row on one line
+    assert "- Waders\n  - Chest waders for the estuary" in document.text  # list markers kept
+    # Cited by the chapter file inside the book and its lines.
+    source = FIXTURES.joinpath("handbook.epub")
+    with zipfile.ZipFile(source) as book:
+        for span in document.spans:
+            assert span.kind == "chapter" and span.line_start is not None and span.line_end is not None
+            lines = book.read(span.label).decode("utf-8").split("\n")[span.line_start - 1 : span.line_end]
+            words = re.findall(r"\w+", re.sub(r"^ *(?:-|\d+\.) ", "", document.text[span.start : span.end]))
+            assert words and all(word in "\n".join(lines) for word in words)
     real = fixture("users-and-groups.epub")  # LibreOffice's export: headings as styled paragraphs
     assert real.title == "Users and Groups in the Debian System" and "Joey Hess" in real.text
 
@@ -187,12 +205,22 @@ def test_email_subject_is_the_title_and_the_headers_are_kept() -> None:
     assert digest.title == "Ppp digest, Vol 1 #2 - 5 msgs" and "Send Ppp mailing list submissions" in digest.text
 
 
-def test_mbox_messages_are_units_and_escaped_from_lines_are_restored() -> None:
+def test_mbox_messages_are_cited_by_their_lines_and_escaped_from_lines_are_restored() -> None:
     document = fixture("archive.mbox")
-    assert [(s.kind, s.label) for s in document.spans] == [("message", str(n)) for n in range(1, 5)]
-    last = document.text[document.spans[3].start : document.spans[3].end]
+    assert document.text.count("# ") == 4  # four messages, each under its subject
+    last = document.text[document.text.rindex("# Offsite") :]
     assert last.startswith("# Offsite moves to the Harbour Room\n\nFrom: Priya Natarajan")
     assert "\nFrom now on bring your own laptop charger." in last and ">From" not in last
+    # Every block is cited by the file's lines: the subject by its header, a body line by its own.
+    lines = FIXTURES.joinpath("archive.mbox").read_text().split("\n")
+    assert {span.kind for span in document.spans} == {"lines"}
+    for span in document.spans:
+        assert span.line_start is not None and span.line_end is not None
+        source = "\n".join(lines[span.line_start - 1 : span.line_end])
+        text = document.text[span.start : span.end].removeprefix("# ")
+        assert all(word in source for word in re.findall(r"[\w@.]+", text) if word != "Subject"), (span, text)
+    charger = next(s for s in document.spans if "charger" in document.text[s.start : s.end])
+    assert lines[charger.line_start - 1] == ">From now on bring your own laptop charger."  # type: ignore[operator]
 
 
 def test_chunk_headers_carry_the_heading_path_of_an_office_document() -> None:

@@ -240,8 +240,8 @@ def test_html_visible_text_only(tmp_path: Path) -> None:
         "Opening hours\n\n"
         "We open at 8\u00a0am & close at 6 pm.\nExcept Sundays.\n\n"
         "Prices < 5 €\n\n"
-        "Coffee\nTea \u2615\n\n"
-        "Mon 8-18\nTue 8-18"
+        "- Coffee\n- Tea \u2615\n\n"
+        "| Mon | 8-18 |\n| Tue | 8-18 |"
     )
     for hidden in ("color: red", "secret", "JavaScript", "template text", "comment", "charset"):
         assert hidden not in doc.text

@@ -14,9 +14,10 @@ import importlib
 import logging
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from locallens.domain import SourceSpan
 
@@ -78,6 +79,12 @@ def one_line(text: str) -> str:
 def normalise_text(text: str) -> str:
     """Line ends as "\\n" ("\\r\\n" and a lone "\\r", old Mac style, too), then strip."""
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def source_lines(text: str) -> str:
+    """A text file's line ends as "\\n", nothing stripped: its lines are numbered as the file's
+    (what `path:LINE` citations of HTML and e-mail count, and `show` prints)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def clean_extracted(text: str) -> str:
@@ -206,7 +213,8 @@ def library_noise_captured() -> Iterator[LibraryNoise]:
 @dataclass
 class TextBuilder:
     """Lays a document out as blocks separated by a blank line, remembering where each heading
-    and each source unit (page, slide, row, message, cell) lands in the final text.
+    and each source unit (page, slide, row, paragraph, message lines, cell) lands in the final
+    text.
 
     Blocks are cleaned and stripped as they are added, so the offsets hold for the text that is
     stored: `read_document` does not normalise it again in a way that could move them.
@@ -216,8 +224,25 @@ class TextBuilder:
     length: int = 0
     headings: list[tuple[int, str]] = field(default_factory=list)
     spans: list[SourceSpan] = field(default_factory=list)
-    _open: tuple[int, str, str] | None = None  # (start, kind, label) of the unit being written
+    # The unit being written: [start or None until its first text lands, kind, label, first
+    # source line, last source line].
+    _open: list[Any] | None = None
     _line_run: bool = False  # the last thing added was an `add_line`: the next one joins it
+
+    _paragraphs: int = 0  # paragraphs numbered so far (`paragraph`)
+
+    def _landed(self) -> None:
+        """The open unit's text starts here (at `self.length`), if it had none yet."""
+        if self._open is not None and self._open[0] is None:
+            self._open[0] = self.length
+            if self._open[1] == "para":  # numbered when its text lands: empty ones take no number
+                self._paragraphs += 1
+                self._open[2] = str(self._paragraphs)
+
+    def paragraph(self, keep_run: bool = False) -> None:
+        """Start the next numbered paragraph (`para=N`, N counting from 1 the paragraphs that
+        have text: headings, list items and whole tables included)."""
+        self.begin("para", "", keep_run=keep_run)
 
     def add(self, block: str) -> bool:
         """Append a paragraph (or several lines kept together). Empty blocks are dropped."""
@@ -228,8 +253,24 @@ class TextBuilder:
         if self.parts:
             self.parts.append("\n\n")
             self.length += 2
+        self._landed()
         self.parts.append(block)
         self.length += len(block)
+        return True
+
+    def add_spanned(self, block: str, spans: Sequence[SourceSpan]) -> bool:
+        """Append a block that comes with its own spans (offsets into `block`), e.g. an HTML
+        chapter's source lines. Ends the open unit. When cleaning changes the block, its spans
+        no longer fit and are dropped (the block is still added)."""
+        self.end()
+        cleaned = clean_extracted(block)
+        if not self.add(cleaned):
+            return False
+        if cleaned == block:
+            base = self.length - len(block)
+            self.spans.extend(
+                SourceSpan(base + s.start, base + s.end, s.kind, s.label, s.line_start, s.line_end) for s in spans
+            )
         return True
 
     def add_line(self, line: str) -> None:
@@ -240,8 +281,10 @@ class TextBuilder:
             return
         if self.parts and self._line_run:
             self.parts.append("\n")
+            self.length += 1
+            self._landed()
             self.parts.append(line)
-            self.length += 1 + len(line)
+            self.length += len(line)
         else:
             self.add(line)
         self._line_run = True
@@ -254,20 +297,29 @@ class TextBuilder:
             self.add(f"{'#' * level} {text}")
             self.headings.append((level, text))
 
-    def begin(self, kind: str, label: str) -> None:
-        """Start a source unit: everything added until `end()` is cited as `kind=label`."""
+    def begin(
+        self,
+        kind: str,
+        label: str,
+        line_start: int | None = None,
+        line_end: int | None = None,
+        keep_run: bool = False,
+    ) -> None:
+        """Start a source unit: everything added until `end()` (or the next `begin`) is cited as
+        `kind=label` (or by `line_start`-`line_end` of the file). `keep_run`: a list item that is
+        a unit of its own still joins the lines before it."""
         self.end()
-        self._line_run = False
-        self._open = (self.length + (2 if self.parts else 0), kind, label)
+        if not keep_run:
+            self._line_run = False
+        self._open = [None, kind, label, line_start, line_end]
 
     def end(self) -> None:
         if self._open is None:
             return
-        start, kind, label = self._open
+        start, kind, label, line_start, line_end = self._open
         self._open = None
-        start = min(start, self.length)
-        if self.length > start:
-            self.spans.append(SourceSpan(start, self.length, kind, label))
+        if start is not None and self.length > start:
+            self.spans.append(SourceSpan(start, self.length, kind, label, line_start, line_end))
 
     def result(self, title: str = "", kind: str = "") -> Extracted:
         """The document; with `kind` ("DOCX", ...) one without any text is a counted skip."""

@@ -1,6 +1,9 @@
 """Word `.docx` (python-docx): paragraphs, headings (the `Heading N` and `Title` styles, or an
 outline level), bulleted and numbered lists with their nesting, and tables as rows of cells, in
-document order. Headers, footers, footnotes, comments and images are left out."""
+document order. Headers, footers, footnotes, comments and images are left out. A chunk is
+cited by its paragraphs, `report.docx#para=12-15`: N counts from 1 the paragraphs that have text
+(a heading, a list item, a whole table are one each), in reading order, as `locallens show`
+numbers them."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ def read(data: bytes, ext: str) -> Extracted:
     title = one_line(document.core_properties.title or "")
     for block in document.iter_inner_content():
         if hasattr(block, "rows"):
+            builder.paragraph()
             builder.add(table_text(block))
             continue
         text = block.text
@@ -29,12 +33,14 @@ def read(data: bytes, ext: str) -> Extracted:
             continue
         style = (block.style.name if block.style is not None else "") or ""
         level = _heading_level(block, style)
+        item = None if style == "Title" or level else _list_item(block, style)
+        builder.paragraph(keep_run=item is not None)
         if style == "Title":
             title = title or one_line(text)
             builder.heading(1, text)
         elif level:
             builder.heading(level, text)
-        elif (item := _list_item(block, style)) is not None:
+        elif item is not None:
             depth, num_id = item
             builder.add_line("  " * depth + numbering.marker(num_id, depth) + " " + one_line(text))
         else:

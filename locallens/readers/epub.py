@@ -1,15 +1,26 @@
 """EPUB (2 and 3), read with the standard library's zip, a defused XML parser for the package
 files and the HTML reader for the chapters: the chapters in reading order (the spine), their
 h1-h6 headings, the book's `dc:title`. Images, styles and the navigation file's own list are
-left out; a book under DRM (encrypted chapters) is a counted skip."""
+left out; a book under DRM (encrypted chapters) is a counted skip. A chunk is cited by its
+chapter file inside the book and that file's lines: `book.epub#chapter=OEBPS/ch2.xhtml:12-20`."""
 
 from __future__ import annotations
 
 import posixpath
 from urllib.parse import unquote
 
-from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBuilder, decode_text, one_line, require
-from locallens.readers.html_page import html_text
+from locallens.domain import SourceSpan
+from locallens.readers.base import (
+    REASON_ENCRYPTED,
+    Extracted,
+    ReadSkip,
+    TextBuilder,
+    decode_text,
+    one_line,
+    require,
+    source_lines,
+)
+from locallens.readers.html_page import parse_html
 from locallens.readers.safety import checked_zip, read_member
 
 _CONTAINER = "{urn:oasis:names:tc:opendocument:xmlns:container}"
@@ -43,8 +54,9 @@ def read(data: bytes, ext: str) -> Extracted:
             continue
         if href in encrypted:
             raise ReadSkip(f"cannot read EPUB: {REASON_ENCRYPTED} (DRM)", error=True)
-        text, _, headings = html_text(decode_text(read_member(archive, href, "EPUB")))
-        if builder.add(text):
+        text, _, headings, spans = parse_html(source_lines(decode_text(read_member(archive, href, "EPUB"))))
+        chapter = [SourceSpan(s.start, s.end, "chapter", href, s.line_start, s.line_end) for s in spans]
+        if builder.add_spanned(text, chapter):
             builder.headings.extend(headings)
     return builder.result(title, "EPUB")
 

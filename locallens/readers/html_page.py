@@ -1,12 +1,16 @@
 """HTML: the visible text (no scripts, styles or <head>), paragraphs as blank-line-separated
-blocks, table cells side by side, the <title> and the h1-h6 headings."""
+blocks, list items with their "- " / "1. " markers (nested lists indented), table rows as
+`| a | b |` lines, the <title> and the h1-h6 headings; and, for every line of that text, the
+lines of the source file it comes from (so a chunk is cited as `page.html:12-15`)."""
 
 from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from typing import Any
 
-from locallens.readers.base import Extracted, ReadSkip, decode_text, normalise_text, one_line
+from locallens.domain import SourceSpan
+from locallens.readers.base import Extracted, ReadSkip, decode_text, one_line, source_lines
 
 # Elements whose content a reader never sees.
 _HTML_HIDDEN = frozenset({"script", "style", "noscript", "template"})
@@ -30,10 +34,7 @@ _HTML_PARAGRAPH = frozenset(
         "main",
         "blockquote",
         "pre",
-        "ul",
-        "ol",
         "dl",
-        "table",
         "figure",
         "figcaption",
         "form",
@@ -48,10 +49,13 @@ _HTML_PARAGRAPH = frozenset(
     }
 )
 # Elements that start a new line but not a new paragraph.
-_HTML_LINE = frozenset({"li", "tr", "dt", "dd", "br", "option"})
+_HTML_LINE = frozenset({"dt", "dd", "br", "option"})
 _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
-# Table cells sit side by side on their row.
-_HTML_CELL = frozenset({"td", "th"})
+_HTML_LIST = frozenset({"ul", "ol", "menu"})
+# Inside a table cell these separate words (a nested table's cells, list items).
+_CELL_BREAKS = frozenset({"ul", "ol", "menu", "li", "table", "tr", "td", "th"})
+# A source line range: (first, last), 1-based; None for the breaks between texts.
+_Lines = tuple[int, int] | None
 
 
 class _TextExtractor(HTMLParser):
@@ -60,11 +64,13 @@ class _TextExtractor(HTMLParser):
     Breaks are not written as they are met but owed (`pending` newlines, or one `space`) and
     paid only before the next visible text: so the indentation whitespace between `</tr>` and
     `<tr>` cannot turn into a stray blank line, and nothing dangles at the start or the end.
+    Every piece of text written remembers the source lines it came from (`HTMLParser.getpos`).
     """
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)  # entities decoded in handle_data
         self.parts: list[str] = []
+        self.part_lines: list[_Lines] = []  # the source lines of each of `parts`
         self.pending = 0  # newlines owed before the next text: 1 = new line, 2 = new paragraph
         self.space = False  # a separating space owed before the next text on the same line
         self.hidden_depth = 0  # inside <script>/<style>/... (nesting counted for <template>)
@@ -74,19 +80,53 @@ class _TextExtractor(HTMLParser):
         self.title_parts: list[str] = []  # the text of <title>
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
         self.headings: list[tuple[int, str]] = []
+        self.lists: list[list[Any]] = []  # open lists, innermost last: [ordered, last number]
+        self.marker = ""  # the list marker owed before the next text ("- ", "  2. ")
+        self.table_depth = 0
+        self.row: list[str] | None = None  # the cells of the table row being read
+        self.row_lines: list[int] = []  # the source lines its text came from
 
     def _break(self, newlines: int) -> None:
+        if self.lists:  # a list is one block: its items (and their paragraphs) one line each
+            newlines = min(newlines, 1)
         self.pending = max(self.pending, newlines)
 
-    def _emit(self, text: str) -> None:
+    def _write(self, text: str, lines: _Lines) -> None:
+        self.parts.append(text)
+        self.part_lines.append(lines)
+
+    def _emit(self, text: str, lines: _Lines) -> None:
         if self.parts:  # nothing is owed before the very first text
             if self.pending:
-                self.parts.append("\n" * self.pending)
+                self._write("\n" * self.pending, None)
             elif self.space:
-                self.parts.append(" ")
+                self._write(" ", None)
         self.pending = 0
         self.space = False
-        self.parts.append(text)
+        if self.marker:
+            text, self.marker = self.marker + text, ""
+        self._write(text, lines)
+
+    def _cell(self) -> None:
+        if self.row is None:
+            self.row = []
+        self.row.append("")
+
+    def _cell_break(self, tag: str) -> None:
+        """A block or line element inside a cell: a space between the words on either side."""
+        if self.row is not None and (tag in _HTML_PARAGRAPH or tag in _HTML_LINE or tag in _CELL_BREAKS):
+            self.row[-1:] = [(self.row[-1] if self.row else "") + " "]
+
+    def _end_row(self) -> None:
+        row, lines = self.row, self.row_lines
+        self.row, self.row_lines = None, []
+        cells = [one_line(cell).replace("|", "/") for cell in row or []]
+        while cells and not cells[-1]:
+            cells.pop()
+        if any(cells) and lines:
+            self._break(1)
+            self._emit("| " + " | ".join(cells) + " |", (min(lines), max(lines)))
+            self._break(1)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _HTML_HIDDEN:
@@ -103,12 +143,43 @@ class _TextExtractor(HTMLParser):
             self.heading = (int(tag[1]), [])
         if tag == "pre":
             self.pre_depth += 1
-        if tag in _HTML_PARAGRAPH:
+        if tag == "table":
+            self.table_depth += 1
+            if self.table_depth == 1:
+                self._break(2)
+            return
+        if self.table_depth == 1:  # a row's cells side by side; breaks inside a cell are spaces
+            if tag == "tr":
+                if self.row is not None:
+                    self._end_row()
+                self.row = []
+            elif tag in ("td", "th"):
+                self._cell()
+            else:
+                self._cell_break(tag)
+            if self.row is not None or tag in ("tr", "td", "th", "thead", "tbody", "tfoot"):
+                return
+        if self.table_depth > 1:  # a nested table: its text inside the outer cell
+            self._cell_break(tag)
+            return
+        if tag in _HTML_LIST:
+            self._break(2)
+            start = dict(attrs).get("start") or ""
+            self.lists.append([tag == "ol", int(start) - 1 if start.strip().lstrip("-").isdigit() else 0])
+        elif tag == "li":
+            self._break(1)
+            value = dict(attrs).get("value") or ""
+            if self.lists:
+                current = self.lists[-1]
+                current[1] = int(value) if value.strip().isdigit() else current[1] + 1
+                mark = f"{current[1]}." if current[0] else "-"
+                self.marker = "  " * (len(self.lists) - 1) + mark + " "
+            else:
+                self.marker = "- "
+        elif tag in _HTML_PARAGRAPH:
             self._break(2)
         elif tag in _HTML_LINE:
             self._break(1)
-        elif tag in _HTML_CELL:
-            self.space = True
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _HTML_HIDDEN:
@@ -126,7 +197,31 @@ class _TextExtractor(HTMLParser):
             self.heading = None
         if tag == "pre":
             self.pre_depth = max(0, self.pre_depth - 1)
-        if tag in _HTML_PARAGRAPH:
+        if tag == "table":
+            if self.table_depth == 1:
+                if self.row is not None:
+                    self._end_row()
+                self._break(2)
+            self.table_depth = max(0, self.table_depth - 1)
+            return
+        if self.table_depth == 1 and self.row is not None:
+            if tag == "tr":
+                self._end_row()
+            elif tag not in ("td", "th"):
+                self._cell_break(tag)
+            return
+        if self.table_depth > 1:
+            self._cell_break(tag)
+            return
+        if tag in _HTML_LIST:
+            if self.lists:
+                self.lists.pop()
+            self.marker = ""
+            self._break(2)
+        elif tag == "li":
+            self.marker = ""
+            self._break(1)
+        elif tag in _HTML_PARAGRAPH:
             self._break(2)
         elif tag in _HTML_LINE and tag != "br":  # <br> is void: only its start counts
             self._break(1)
@@ -143,9 +238,23 @@ class _TextExtractor(HTMLParser):
             self.title_parts.append(data)
         if self.heading is not None:
             self.heading[1].append(data)
+        line = self.getpos()[0]
+        if self.table_depth and self.row is not None:
+            if not self.row:
+                self._cell()
+            self.row[-1] += data
+            if data.strip():
+                self.row_lines.extend(_text_lines(data, line))
+            return
         if self.pre_depth:
+            # Preformatted: keep its spacing and line breaks, each line from its own source line.
             if data:
-                self._emit(data)  # preformatted: keep its spacing and line breaks
+                self._emit("", None)  # pays the breaks owed before it (and a list marker)
+                for i, segment in enumerate(data.split("\n")):
+                    if i:
+                        self._write("\n", None)
+                    if segment:
+                        self._write(segment, (line + i, line + i))
             return
         # HTML collapses runs of ASCII whitespace only: a no-break space (&nbsp;) is content.
         collapsed = _HTML_SPACE.sub(" ", data)
@@ -153,33 +262,73 @@ class _TextExtractor(HTMLParser):
         if collapsed.startswith(" "):
             self.space = True  # "a <b>b</b>": the space before <b> still separates the words
         if inner:
-            self._emit(inner)
+            self._emit(inner, _text_lines(data, line))
             if collapsed.endswith(" "):
                 self.space = True
 
-    def text(self) -> str:
-        # Only <pre> text can carry spaces at a line's ends; keep its indentation, drop the rest.
-        lines = [line.rstrip(" \t") for line in "".join(self.parts).split("\n")]
-        # Collapse runs of blank lines into one: paragraphs separated by exactly one blank line.
-        out: list[str] = []
-        for line in lines:
-            if not line and (not out or not out[-1]):
+    def close(self) -> None:
+        super().close()
+        if self.row is not None:
+            self._end_row()
+
+    def result(self) -> tuple[str, tuple[SourceSpan, ...]]:
+        """The text, and a span per line of it naming the source lines that line comes from."""
+        lines: list[tuple[str, list[int]]] = [("", [])]
+        for part, at in zip(self.parts, self.part_lines):
+            if at is None and part.strip("\n") == "" and part:
+                lines.extend(("", []) for _ in range(part.count("\n")))
                 continue
-            out.append(line)
-        return "\n".join(out).strip("\n")
+            text, seen = lines[-1]
+            lines[-1] = (text + part, [*seen, *at] if at else seen)
+        # Only <pre> text can carry spaces at a line's ends; keep its indentation, drop the rest.
+        # Runs of blank lines collapse into one: paragraphs separated by exactly one blank line.
+        out: list[tuple[str, list[int]]] = []
+        for text, seen in lines:
+            text = text.rstrip(" \t")
+            if not text and (not out or not out[-1][0]):
+                continue
+            out.append((text, seen))
+        while out and not out[-1][0]:
+            out.pop()
+        joined = "\n".join(text for text, _ in out)
+        stripped = joined.strip()
+        lead = len(joined) - len(joined.lstrip())
+        spans: list[SourceSpan] = []
+        offset = -lead
+        for text, seen in out:
+            start, end = max(offset, 0), offset + len(text)
+            if seen and end > start:
+                spans.append(SourceSpan(start, min(end, len(stripped)), "lines", "", min(seen), max(seen)))
+            offset += len(text) + 1
+        return stripped, tuple(spans)
 
 
-def html_text(source: str) -> tuple[str, str, tuple[tuple[int, str], ...]]:
-    """An HTML page's visible text, its <title> and its h1-h6 headings (also for EPUB and e-mail)."""
+def _text_lines(data: str, line: int) -> tuple[int, int]:
+    """The source lines of the visible text of `data`, a piece of source starting on `line`."""
+    stripped = data.lstrip()
+    first = line + data.count("\n", 0, len(data) - len(stripped))
+    return first, first + stripped.rstrip().count("\n")
+
+
+def parse_html(source: str) -> tuple[str, str, tuple[tuple[int, str], ...], tuple[SourceSpan, ...]]:
+    """An HTML page's visible text, its <title>, its h1-h6 headings and, per line of the text,
+    its source lines (`source`'s line 1 is line 1). Also for EPUB chapters and e-mail bodies."""
     parser = _TextExtractor()
     try:
-        parser.feed(source)
+        parser.feed(source.replace("\x00", ""))
         parser.close()
     except Exception as exc:  # html.parser is lenient, but old versions assert on odd markup
         raise ReadSkip(f"cannot parse HTML: {exc}", error=True) from None
-    return parser.text(), one_line("".join(parser.title_parts)), tuple(parser.headings)
+    text, spans = parser.result()
+    return text, one_line("".join(parser.title_parts)), tuple(parser.headings), spans
+
+
+def html_text(source: str) -> tuple[str, str, tuple[tuple[int, str], ...]]:
+    """An HTML page's visible text, its <title> and its h1-h6 headings."""
+    text, title, headings, _ = parse_html(source)
+    return text, title, headings
 
 
 def read(data: bytes, ext: str) -> Extracted:
-    text, title, headings = html_text(normalise_text(decode_text(data)))
-    return Extracted(text, title=title, headings=headings)
+    text, title, headings, spans = parse_html(source_lines(decode_text(data)))
+    return Extracted(text, title=title, headings=headings, spans=spans)

@@ -2,7 +2,8 @@
 zip and a defused XML parser: text documents as headings (their outline level), paragraphs,
 nested lists and tables; spreadsheets as rows kept whole (`locallens.readers.sheets`); slides
 one unit each with their title and notes. Footnotes stay in their paragraph; images, drawings
-and tracked changes are left out."""
+and tracked changes are left out. A text document's chunk is cited by its paragraphs,
+`letter.odt#para=12-15`, numbered as for Word (`locallens.readers.docx`)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def read(data: bytes, ext: str) -> Extracted:
                 slide_title = _slide(builder, page, numbered)
                 title = title or slide_title
         else:
-            _blocks(builder, part, numbered)
+            _blocks(builder, part, numbered, paragraphs=True)
     return builder.result(title, kind)
 
 
@@ -116,24 +117,34 @@ def _numbered_list_styles(root: Any) -> dict[str, set[int]]:
     return styles
 
 
-def _blocks(builder: TextBuilder, container: Any, numbered: dict[str, set[int]]) -> None:
-    """Headings, paragraphs, lists, tables and sections of a text body, in order."""
+def _blocks(builder: TextBuilder, container: Any, numbered: dict[str, set[int]], paragraphs: bool = False) -> None:
+    """Headings, paragraphs, lists, tables and sections of a text body, in order; with
+    `paragraphs`, each one a numbered `para` unit (a text document; a slide is one unit)."""
     for element in container:
         tag = element.tag
+        if paragraphs and tag in (_q("text:h"), _q("text:p"), _q("table:table")):
+            builder.paragraph()
         if tag == _q("text:h"):
             level = element.get(_q("text:outline-level"), "1")
             builder.heading(int(level) if level.isdigit() else 1, inline_text(element))
         elif tag == _q("text:p"):
             builder.add(inline_text(element))
         elif tag == _q("text:list"):
-            _list(builder, element, 0, numbered, element.get(_q("text:style-name"), ""))
+            _list(builder, element, 0, numbered, element.get(_q("text:style-name"), ""), paragraphs)
         elif tag == _q("table:table"):
             builder.add(_table(element))
         elif tag in (_q("text:section"), _q("text:index-body"), _q("text:table-of-content")):
-            _blocks(builder, element, numbered)
+            _blocks(builder, element, numbered, paragraphs)
 
 
-def _list(builder: TextBuilder, element: Any, depth: int, numbered: dict[str, set[int]], style: str) -> None:
+def _list(
+    builder: TextBuilder,
+    element: Any,
+    depth: int,
+    numbered: dict[str, set[int]],
+    style: str,
+    paragraphs: bool = False,
+) -> None:
     """A list's items, "-" or "1." as its style says, nested lists indented under their item."""
     style = element.get(_q("text:style-name"), style)  # an inner list inherits its outer style
     number = 0
@@ -144,10 +155,12 @@ def _list(builder: TextBuilder, element: Any, depth: int, numbered: dict[str, se
         marker = f"{number}." if depth + 1 in numbered.get(style, set()) else "-"
         for child in item:
             if child.tag == _q("text:list"):
-                _list(builder, child, depth + 1, numbered, style)
+                _list(builder, child, depth + 1, numbered, style, paragraphs)
             elif child.tag in (_q("text:p"), _q("text:h")):
                 text = one_line(inline_text(child))
                 if text:
+                    if paragraphs:
+                        builder.paragraph(keep_run=True)
                     builder.add_line("  " * depth + marker + " " + text)
 
 

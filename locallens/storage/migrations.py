@@ -296,6 +296,34 @@ def _chunk_locations(conn: apsw.Connection) -> None:
     _add_column(conn, "documents", "line_offset", "INTEGER")
 
 
+# The formats whose chunks step 6 had no location for, and that readers now locate: HTML and
+# e-mail by their source lines, EPUB by chapter file and lines, Word and OpenDocument text by
+# paragraph (docs/formats.md).
+FORMATS_LOCATED_SINCE_STEP_7 = (".html", ".htm", ".eml", ".mbox", ".epub", ".docx", ".odt")
+
+
+def located_formats_where(path_column: str) -> str:
+    """SQL (both backends) true for a document of `FORMATS_LOCATED_SINCE_STEP_7`."""
+    return "(" + " OR ".join(f"lower({path_column}) LIKE '%{ext}'" for ext in FORMATS_LOCATED_SINCE_STEP_7) + ")"
+
+
+def _format_locations(conn: apsw.Connection) -> None:
+    """Step 7: HTML, e-mail, EPUB, Word and OpenDocument chunks get locations on the next index.
+
+    Their readers now say where each chunk is (source lines, chapter file and lines, paragraph
+    number), which step 6 could not. This step only marks such documents whose chunks have no
+    location at all as "not located yet" (`documents.line_offset` NULL): the next `index` run
+    reads each once and, when its text is unchanged, fills the chunks' location columns without
+    re-chunking or re-embedding anything (docs/behaviour.md#locations). No schema change.
+    """
+    conn.execute(
+        "UPDATE documents SET line_offset = NULL WHERE line_offset IS NOT NULL AND "
+        + located_formats_where("relative_path")
+        + " AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = documents.id"
+        " AND (c.line_start IS NOT NULL OR c.span_kind IS NOT NULL))"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", _tables),
     Migration(2, "partitioned_vectors", _partitioned_vectors, rewrites_vectors=True),
@@ -303,6 +331,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "trigram_index", _trigram_index),
     Migration(5, "stemmed_keywords", _stemmed_keywords),
     Migration(6, "chunk_locations", _chunk_locations),
+    Migration(7, "format_locations", _format_locations),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from locallens.storage.migrations import located_formats_where
 from locallens.storage.postgres_keywords import tsvector_text
 from locallens.storage.types import POSTGRES_SCHEMA as SCHEMA
 from locallens.storage.types import Brain
@@ -151,9 +152,26 @@ def _step_chunk_locations(conn: psycopg.Connection[Any]) -> None:
     conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS line_offset integer")
 
 
+def _step_format_locations(conn: psycopg.Connection[Any]) -> None:
+    """Step 4: as SQLite's step 7 `format_locations`: HTML, e-mail, EPUB, Word and OpenDocument
+    documents whose chunks have no location are marked not located yet (`line_offset` NULL), so
+    the next `index` locates them from their files; nothing is re-embedded, no schema change."""
+    conn.execute(
+        f"UPDATE {SCHEMA}.documents d SET line_offset = NULL WHERE d.line_offset IS NOT NULL AND "
+        + located_formats_where("d.relative_path")
+        + f" AND NOT EXISTS (SELECT 1 FROM {SCHEMA}.chunks c WHERE c.document_id = d.id"
+        " AND (c.line_start IS NOT NULL OR c.span_kind IS NOT NULL))"
+    )
+
+
 # Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
 # migrations: a released step is never edited; a change is a new step.
-STEPS = ((1, _step_tables), (2, _step_stemmed_keywords), (3, _step_chunk_locations))
+STEPS = (
+    (1, _step_tables),
+    (2, _step_stemmed_keywords),
+    (3, _step_chunk_locations),
+    (4, _step_format_locations),
+)
 SCHEMA_VERSION = STEPS[-1][0]
 
 

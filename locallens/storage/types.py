@@ -155,8 +155,9 @@ class DocumentRecord:
 
 def stored_location(line_start: Any, line_end: Any, span_kind: Any, span_label: Any) -> Location | None:
     """A chunk's location from its four columns (all NULL: not known, docs/behaviour.md#locations)."""
-    if line_start is not None:
-        return Location(int(line_start), int(line_end if line_end is not None else line_start))
+    if line_start is not None:  # span_kind "lines": the source lines of HTML or e-mail text
+        end = int(line_end if line_end is not None else line_start)
+        return Location(int(line_start), end, kind="lines" if span_kind == "lines" else "")
     if span_kind:
         return Location(kind=str(span_kind), label=str(span_label or ""))
     return None

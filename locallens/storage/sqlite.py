@@ -216,6 +216,19 @@ def check_not_foreign(path: Path) -> None:
             conn.close()
 
 
+def check_writable(db: Path) -> None:
+    """A writer refuses a database file (or its -wal/-shm) it cannot write, before anything opens
+    it. SQLite would open it read-only without a word, create -wal/-shm files with the database
+    file's read-only mode, fail on the first write and leave them behind: the database would
+    stay unwritable even once the file's own mode is fixed."""
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise StoreError(
+                f"{path} is read-only (its permissions or flags), so it cannot be written: "
+                "make it writable (chmod u+w), or query the database read-only with ask or status"
+            )
+
+
 @contextlib.contextmanager
 def write_lock(db: Path, wait: float) -> Iterator[None]:
     """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
@@ -270,6 +283,7 @@ def open_writer(db: Path, wait: float) -> Iterator[Store]:
     created that holds no brain when the block fails is removed again, with its WAL files and the
     lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
     """
+    check_writable(db)  # first: even the foreign-database check opens it, and would leave -wal/-shm
     check_not_foreign(db)
     lock_path = Path(f"{db}.lock")
     lock_existed = lock_path.exists()
@@ -329,6 +343,7 @@ class Store:
         if not create and not self.path.exists():
             raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
         if create:
+            check_writable(self.path)
             self._create_private_file()
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         with _translated(f"opening {self.path}"):
@@ -584,6 +599,12 @@ class Store:
     def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
         with self.transaction():
             self.conn.execute("UPDATE brains SET last_indexed = ? WHERE id = ?", (time.time(), brain.id))
+            for root in roots:
+                self.conn.execute("INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root))
+
+    def add_roots(self, brain: Brain, roots: Iterable[str]) -> None:
+        """Record roots of a brain whose run has not finished (`last_indexed` stays as it is)."""
+        with self.transaction():
             for root in roots:
                 self.conn.execute("INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root))
 

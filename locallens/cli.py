@@ -460,7 +460,8 @@ def index(
     rebuild: bool = typer.Option(
         False,
         "--rebuild",
-        help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete.",
+        help="Re-embed the whole brain (every root; its model, encoder and settings unless named, e.g. another --model); "
+        "the old index serves until the new one is complete, and an interrupted rebuild is resumed.",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; touch nothing."),
     sentence_vectors: bool = typer.Option(

@@ -406,11 +406,16 @@ def read_only_db(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["chattr", "-i", str(db)], capture_output=True)
 
 
-def test_row57_a_failed_index_on_a_read_only_database_leaves_no_wal_files(
+def test_row57_a_read_only_database_file_is_left_without_wal_files(
     read_only_db: Path, tmp_path: Path, fake_models: FakeModels
 ) -> None:
     db = read_only_db
     docs = write_files(tmp_path / "docs", {"a.md": "# A\n\nSome text.\n"})
+    # A reader is served from the file as it is, and creates nothing beside it either.
+    status = cli("status", "--db", str(db), "--json")
+    assert status.exit_code == 0, status.output
+    assert [b["name"] for b in json.loads(status.stdout)["brains"]] == ["scratch"]
+    assert sorted(p.name for p in db.parent.iterdir()) == [db.name]
     for args in (("index", str(docs)), ("copy", str(tmp_path / "other.db"), str(db), "--replace")):
         if args[0] == "copy":
             cli_json("index", str(docs), "--db", str(tmp_path / "other.db"))

@@ -347,6 +347,13 @@ class Store:
             self._create_private_file()
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         with _translated(f"opening {self.path}"):
+            if not create and self._unwritable_and_closed():
+                # A reader of a file it cannot write: SQLite would open it read-only and leave
+                # -wal/-shm files with the file's read-only mode behind, which a later writer could
+                # not use. With no -wal/-shm there is no open connection and nothing to recover:
+                # the file is read as it is, creating nothing.
+                self._open_read_only(StoreError(f"cannot open {self.path} read-only"), immutable_first=True)
+                return
             try:
                 self.conn = self._connect(flags)
                 self._migrate()
@@ -391,7 +398,16 @@ class Store:
         """False when the database file or its folder cannot be written (read-only media)."""
         return os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
 
-    def _open_read_only(self, error: BaseException) -> None:
+    def _unwritable_and_closed(self) -> bool:
+        """The database file cannot be written by us, and has no -wal/-shm beside it."""
+        try:
+            if os.access(self.path, os.W_OK) or self.path.name == ":memory:":
+                return False
+        except OSError:
+            return False
+        return not any(Path(f"{self.path}{suffix}").exists() for suffix in ("-wal", "-shm", "-journal"))
+
+    def _open_read_only(self, error: BaseException, *, immutable_first: bool = False) -> None:
         """Open a database on read-only media for reading: `ask` and `status` still work.
 
         First as an ordinary read-only connection; when SQLite cannot even do that (a WAL database
@@ -403,7 +419,8 @@ class Store:
         import apsw
 
         base = "file:" + quote(str(self.path.absolute()))
-        for uri in (base + "?mode=ro", base + "?immutable=1"):
+        uris = [base + "?mode=ro", base + "?immutable=1"]
+        for uri in reversed(uris) if immutable_first else uris:
             try:
                 conn = self._connect(apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, uri)
             except (apsw.ReadOnlyError, apsw.CantOpenError):

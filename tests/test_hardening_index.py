@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from locallens import readers
+from locallens import indexer, readers
 from locallens.indexer import IndexRequest, _pinned_model
 from locallens.storage import Brain
 from locallens.storage.sqlite import Store
@@ -194,6 +194,7 @@ def test_row51_an_interrupted_rebuild_is_shown_by_status_and_resumed(
         return real_encode(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
+    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
     assert cli("index", str(root), "--db", str(db), "--rebuild").exit_code == 130
     monkeypatch.setattr(FakeEmbedder, "encode_passages", real_encode)
     # The old brain still serves, whole; status shows the unfinished rebuild and how to finish it.
@@ -233,6 +234,7 @@ def test_row51_a_rebuild_with_another_model_does_not_resume_the_leftover(
         return real_encode(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
+    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
     assert cli("index", str(root), "--db", str(db), "--rebuild").exit_code == 130
     monkeypatch.setattr(FakeEmbedder, "encode_passages", real_encode)
     model = _model_folder(tmp_path)
@@ -373,6 +375,7 @@ def test_row56_status_after_an_interrupted_first_index(
         return real_encode(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
+    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
     assert cli("index", str(root), "--db", str(db)).exit_code == 130
     (brain,) = cli_json("status", "--db", str(db))["brains"]
     assert brain["last_indexed"] is None and brain["documents"] == 32

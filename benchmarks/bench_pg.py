@@ -382,7 +382,7 @@ def size_check_ms(store: Any, brain: Any, repeats: int = 50) -> float:
     """Median ms of the brain-size check PostgresStore.knn makes before each indexed search."""
     from locallens.storage import postgres as pgstore
 
-    sql = f"SELECT count(*) FROM (SELECT 1 FROM {pgstore._vec(brain)} LIMIT %s) s"
+    sql = f"SELECT count(*) FROM (SELECT 1 FROM {pgstore.vec_table(brain)} LIMIT %s) s"
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -418,9 +418,9 @@ def bench_keywords(out: Output, label: str, pg: Any, pg_brain: Any, sq: Any, sq_
         for name in order[i % len(order) :] + order[: i % len(order)]:
             store, brain = (sq, sq_brain) if name == "SQLite" else (pg, pg_brain)
             if name == "PostgreSQL, statistics recounted":
-                pg._forget_keyword_stats()
+                pg.keywords.forget()
             elif name != "SQLite":
-                pg._term_cache.clear()
+                pg.keywords._term_cache.clear()
             start = time.perf_counter()
             scored = store.keyword_scores(brain, q, KEYWORD_DEPTH)
             times[name].append((time.perf_counter() - start) * 1000)

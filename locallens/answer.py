@@ -16,13 +16,20 @@ module's `GenerateMode`, the default), `extractive` (no model: the excerpts' bes
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from locallens import locations
 from locallens.claims import CheckedAnswer, Claim
-from locallens.config import DEFAULT_DEVICE, DEFAULT_HYBRID, DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_TOP_K
+from locallens.config import (
+    DEFAULT_ASK_TRIM_WINDOW,
+    DEFAULT_DEVICE,
+    DEFAULT_HYBRID,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_N_CTX,
+    DEFAULT_TOP_K,
+)
 from locallens.domain import Hit, RetrievalResult
 from locallens.errors import NothingFoundError, UsageError
 from locallens.extractive import ExtractiveMode
@@ -37,7 +44,14 @@ from locallens.generation import (
 )
 from locallens.models import Models
 from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerMode, AnswerOptions, AnswerOutput, ContextMode
-from locallens.retrieval import RerankSettings, SentenceEncoder, TrimSettings, check_question, retrieve
+from locallens.retrieval import (
+    RerankSettings,
+    SentenceEncoder,
+    TrimSettings,
+    check_question,
+    retrieve,
+    trim_settings_from_env,
+)
 from locallens.storage import DbLocation, IndexStore, open_store
 
 if TYPE_CHECKING:
@@ -111,6 +125,39 @@ class AskRequest:
         if self.context_only:
             return "context"
         return "extractive" if self.extractive else DEFAULT_MODE
+
+    @classmethod
+    def from_tool_args(cls, args: Mapping[str, Any], defaults: AskRequest) -> AskRequest:
+        """The request the `ask` tool's arguments (`service.TOOLS["ask"]`, validated) make: the
+        question and what the arguments name, everything else from `defaults` (the settings of a
+        server, an MCP server, a chat session or a batch). The one mapping from arguments to a
+        request; `tool_args` is its inverse. Trimming follows the `trim` argument, else
+        $LOCALLENS_TRIM, with `ask`'s window."""
+        return replace(
+            defaults,
+            question=args["question"],
+            brain=args.get("brain", defaults.brain),
+            top_k=args.get("top_k", defaults.top_k),
+            path_glob=args.get("path", defaults.path_glob),
+            max_tokens=args.get("max_tokens", defaults.max_tokens),
+            trim=trim_settings_from_env(args.get("trim"), None, DEFAULT_ASK_TRIM_WINDOW),
+            hybrid=args.get("hybrid", defaults.hybrid),
+            extractive=args.get("extractive", defaults.extractive),
+        )
+
+    def tool_args(self) -> dict[str, Any]:
+        """The `ask` tool's arguments for this request (what `ask --server` sends): the inverse of
+        `from_tool_args` for every setting the tool takes."""
+        return {
+            "question": self.question,
+            "brain": self.brain,
+            "top_k": self.top_k,
+            "trim": self.trim.enabled,
+            "hybrid": self.hybrid,
+            "extractive": self.extractive,
+            "max_tokens": self.max_tokens,
+            **({"path": self.path_glob} if self.path_glob else {}),
+        }
 
 
 @dataclass(slots=True)

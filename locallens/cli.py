@@ -8,12 +8,16 @@ are imported by the core only when a command needs them, so `--help` is instant.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import re
 import sys
-from collections.abc import Iterator
+import typing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -116,10 +120,19 @@ def _one_of(choices: tuple[str, ...]) -> Any:
     return check
 
 
-def _brain_name(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("a brain name must not be empty")
-    return value
+def _not_blank(message: str) -> Any:
+    """A callback that refuses a value of only white space, with `message`."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise typer.BadParameter(message)
+        return value
+
+    return check
+
+
+_brain_name = _not_blank("a brain name must not be empty")
+_token = _not_blank("a token must not be blank")
 
 
 def _model_name(value: str | None) -> str | None:
@@ -136,12 +149,6 @@ def _model_name(value: str | None) -> str | None:
         raise typer.BadParameter(str(exc)) from None
     except LocallensError:
         pass
-    return value
-
-
-def _token(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("a token must not be blank")
     return value
 
 
@@ -209,6 +216,11 @@ def _number(low: float | None = None, high: float | None = None, allow_inf: bool
         return value
 
     return check
+
+
+def _wait_option(help: str) -> Any:
+    """`--wait SECONDS` (also $LOCALLENS_WAIT) of the commands that take a writer lock."""
+    return typer.Option(0.0, "--wait", min=0.0, envvar="LOCALLENS_WAIT", callback=_number(allow_inf=True), help=help)
 
 
 def _threshold_option(what: str) -> Any:
@@ -472,14 +484,7 @@ def index(
         "--prune-missing",
         help="Remove the files of a root that is missing or empty (by default they are kept: the drive may be unmounted).",
     ),
-    wait: float = typer.Option(
-        0.0,
-        "--wait",
-        min=0.0,
-        envvar="LOCALLENS_WAIT",
-        callback=_number(allow_inf=True),
-        help="Seconds to wait for another index run to finish.",
-    ),
+    wait: float = _wait_option("Seconds to wait for another index run to finish."),
     headers: bool | None = typer.Option(
         None,
         "--headers/--no-headers",
@@ -775,7 +780,7 @@ def ask(
         if data is None:
             data = run_ask(request).as_json()
         # Remembered for `show N` before printing: the paths it resolves become hyperlinks.
-        exit_if_pipe_closes(4 if data.get("refused") else 0)
+        exit_if_pipe_closes(EXIT_NOTHING_FOUND if data.get("refused") else EXIT_OK)
         _print_answer(data, json_out, quiet, remember_answer(request.db, request.brain, data))
         if data.get("refused"):
             raise typer.Exit(EXIT_NOTHING_FOUND)
@@ -793,27 +798,13 @@ def _plain_context(hits: list[Any]) -> str:
     )
 
 
-def _tool_arguments(request: Any) -> dict[str, Any]:
-    """The `ask` tool's arguments (service.TOOLS) for a request built from the flags."""
-    return {
-        "question": request.question,
-        "brain": request.brain,
-        "top_k": request.top_k,
-        "trim": request.trim.enabled,
-        "hybrid": request.hybrid,
-        "extractive": request.extractive,
-        "max_tokens": request.max_tokens,
-        **({"path": request.path_glob} if request.path_glob else {}),
-    }
-
-
 def _ask_via_server(url: str, token: str | None, request: Any) -> dict[str, Any] | None:
     """The server's answer, or None (with a warning) when it cannot be reached."""
     from locallens.errors import LocallensError
     from locallens.http_api import ServerUnavailable, post
 
     try:
-        status, body = post(url, "/ask", _tool_arguments(request), token=token)
+        status, body = post(url, "/ask", request.tool_args(), token=token)
     except ServerUnavailable as exc:
         warn(f"the server at {url} is not answering ({exc}); answering locally")
         return None
@@ -887,10 +878,10 @@ def _print_sources(
 
 
 def _ask_batch(path: str, defaults: Any) -> int:
-    """`ask --batch`: JSONL questions in, JSONL answers out, one model load for all (exit 7 when
-    some lines failed: each is one `{"line", "error", "exit_code"}` object, the rest go on)."""
-    from locallens import safejson
-    from locallens.errors import LocallensError, UsageError
+    """`ask --batch`: the questions file (or stdin) through `service.ask_batch`, answers on stdout
+    as they come (exit 7 when some lines failed)."""
+    from locallens.errors import UsageError
+    from locallens.service import ask_batch
 
     if path == "-":
         raw = sys.stdin.buffer.read()
@@ -899,44 +890,12 @@ def _ask_batch(path: str, defaults: Any) -> int:
             raw = Path(path).expanduser().read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read --batch {path}: {exc.strerror or exc}") from None
-    # Each line is decoded and parsed alone: a bad byte or a hostile line fails only itself.
-    lines = raw.removeprefix(b"\xef\xbb\xbf").split(b"\n")
-    service = _service(
-        defaults.db,
-        defaults.brain,
-        defaults.llm,
-        defaults.n_ctx,
-        defaults.threads,
-        defaults.gpu_layers,
-        defaults.device,
-        defaults.hybrid,
-        defaults.max_tokens,
-    )
-    base = {k: v for k, v in _tool_arguments(defaults).items() if k not in ("question", "brain")}
-    failed = 0
-    try:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip() or line.lstrip().startswith(b"#"):
-                continue
-            try:
-                try:
-                    item = safejson.loads(line.rstrip(b"\r"))
-                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
-                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
-                if not isinstance(item, dict):
-                    raise UsageError('expected a JSON object such as {"question": "..."}')
-                answer = service.call("ask", {**base, **item})
-                sys.stdout.write(json.dumps({"line": number, **answer}, ensure_ascii=False) + "\n")
-            except LocallensError as exc:
-                failed += 1
-                sys.stdout.write(
-                    json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code}, ensure_ascii=False)
-                    + "\n"
-                )
-            sys.stdout.flush()
-    finally:
-        service.close()
-    return EXIT_SKIPPED if failed else EXIT_OK
+
+    def write(line: str) -> None:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+
+    return EXIT_SKIPPED if ask_batch(raw, defaults, write) else EXIT_OK
 
 
 @app.command(
@@ -971,9 +930,8 @@ def trim(
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
     with handled():
-        from locallens import locations
         from locallens.errors import UsageError
-        from locallens.retrieval import trim_from_index, trim_given_text
+        from locallens.retrieval import trim_from_index, trim_given_text, trim_report
 
         settings = _trim_settings(True, threshold, window, min_sentences)
         if text is not None:
@@ -988,41 +946,9 @@ def trim(
         else:
             result = trim_from_index(_db(db, exact), brain, query, top_k, settings, device=device, hybrid=hybrid)
         if not result.hits:
-            fail(f"nothing relevant found in brain {brain!r}", 4)
-        reduction = (
-            100.0 * (result.tokens_before - result.tokens_in_context) / result.tokens_before
-            if result.tokens_before
-            else 0.0
-        )
+            fail(f"nothing relevant found in brain {brain!r}", EXIT_NOTHING_FOUND)
         if json_out:
-            print_json(
-                {
-                    "query": query,
-                    "chunks": [
-                        {
-                            "id": d.original.id,
-                            "path": d.original.chunk.relative_path,
-                            "chunk_index": d.original.chunk.chunk_index,
-                            **locations.fields(d.original.chunk),
-                            "score": round(d.original.score, 4),
-                            "content": d.original.content,
-                            "trimmed": d.hit.content,
-                            "kept": d.kept,
-                            "sentences": d.sentences,
-                            "sentence_scores": [round(x, 4) for x in d.scores],
-                        }
-                        for d in result.trim_details
-                    ],
-                    "tokens_before": result.tokens_before,
-                    "tokens_in_context": result.tokens_in_context,
-                    "tiktoken_before": result.tiktoken_before,
-                    "tiktoken_in_context": result.tiktoken_in_context,
-                    "reduction_pct": round(reduction, 1),
-                    "threshold": settings.threshold,
-                    "window": settings.window,
-                    "min_sentences": settings.min_sentences,
-                }
-            )
+            print_json(trim_report(query, result, settings))
             return
         out = stdout_console()
         for n, d in enumerate(result.trim_details, start=1):
@@ -1043,7 +969,7 @@ def trim(
                 out.print(clean(d.hit.content, multiline=True), markup=False)
             out.print("", markup=False)
         out.print(
-            f"tokens: {result.tokens_before} → {result.tokens_in_context} ({reduction:.1f}% less; "
+            f"tokens: {result.tokens_before} → {result.tokens_in_context} ({result.reduction_pct:.1f}% less; "
             f"tiktoken {result.tiktoken_before} → {result.tiktoken_in_context})",
             markup=False,
         )
@@ -1161,33 +1087,103 @@ def _service(
     )
 
 
+DEFAULT_HOST = "127.0.0.1"  # `serve` listens on loopback unless told otherwise
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """The options `serve` and `mcp` share, declared once (`_with_server_options`): the index and
+    how the models run."""
+
+    brain: str
+    db: str | None
+    exact: bool
+    llm: str | None
+    ctx: int
+    threads: int | None
+    gpu_layers: int
+    device: str
+    hybrid: bool
+
+    def service(self, readable_dirs: tuple[Path, ...] = ()) -> Any:
+        return _service(
+            _db(self.db, self.exact),
+            self.brain,
+            self.llm,
+            self.ctx,
+            self.threads,
+            self.gpu_layers,
+            self.device,
+            self.hybrid,
+            readable_dirs=readable_dirs,
+        )
+
+
+# Each field of ServerOptions: its type and its option, in the order `--help` lists them.
+_SERVER_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "brain": (str, BrainOpt),
+    "db": (str | None, DbOpt),
+    "exact": (bool, ExactOpt),
+    "llm": (str | None, LlmOpt),
+    "ctx": (int, CtxOpt),
+    "threads": (int | None, ThreadsOpt),
+    "gpu_layers": (int, GpuOpt),
+    "device": (str, DeviceOpt),
+    "hybrid": (bool, HybridOpt),
+}
+SERVER_OPTIONS: Any = None  # the default of a command's `server` parameter, replaced by the options
+
+
+def _with_server_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`'s `server: ServerOptions` parameter, shown to typer as ServerOptions' options in
+    its place; the command gets them back as one ServerOptions."""
+    signature = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command)
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind)
+        for name, (kind, option) in _SERVER_OPTIONS.items()
+    ]
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name == "server":
+            parameters.extend(shared)
+        else:
+            parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+    @functools.wraps(command)
+    def run(**values: Any) -> None:
+        server = ServerOptions(**{name: values.pop(name) for name in _SERVER_OPTIONS})
+        command(server=server, **values)
+
+    run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = {
+        **{k: v for k, v in hints.items() if k != "server"},
+        **{name: kind for name, (kind, _) in _SERVER_OPTIONS.items()},
+    }
+    return run
+
+
 @app.command(
     epilog="Examples:\n\n  locallens serve\n\n  locallens serve --port 9000 --brain work\n\n"
     '  curl -s localhost:8765/ask -d \'{"question": "Which port does staging use?"}\'\n\n'
     "  LOCALLENS_TOKEN=s3cret locallens serve --host 0.0.0.0"
 )
+@_with_server_options
 def serve(
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (beyond loopback only with a token)."),
-    port: int = typer.Option(8765, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    host: str = typer.Option(DEFAULT_HOST, "--host", help="Address to listen on (beyond loopback only with a token)."),
+    port: int = typer.Option(DEFAULT_PORT, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
     token: str | None = typer.Option(
         None, "--token", envvar="LOCALLENS_TOKEN", callback=_token, help="Bearer token every request must carry."
     ),
-    brain: str = BrainOpt,
-    db: str | None = DbOpt,
-    exact: bool = ExactOpt,
-    llm: str | None = LlmOpt,
-    ctx: int = CtxOpt,
-    threads: int | None = ThreadsOpt,
-    gpu_layers: int = GpuOpt,
-    device: str = DeviceOpt,
-    hybrid: bool = HybridOpt,
+    server: ServerOptions = SERVER_OPTIONS,
     quiet: bool = QuietOpt,
 ) -> None:
     """Serve ask and search over a local HTTP JSON API, with the models kept loaded."""
     with handled():
         from locallens.http_api import make_server, print_listening
 
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid)
+        service = server.service()
         httpd = make_server(service, host, port, token)
         if not quiet:
             print_listening(host, httpd.server_address[1])
@@ -1204,17 +1200,10 @@ def serve(
     epilog="Examples:\n\n  locallens mcp\n\n  locallens mcp --brain work --db ~/notes.db\n\n"
     "  locallens mcp --http 127.0.0.1:8766"
 )
+@_with_server_options
 def mcp(
     http: str | None = typer.Option(None, "--http", help="Serve streamable HTTP on HOST:PORT instead of stdio."),
-    brain: str = BrainOpt,
-    db: str | None = DbOpt,
-    exact: bool = ExactOpt,
-    llm: str | None = LlmOpt,
-    ctx: int = CtxOpt,
-    threads: int | None = ThreadsOpt,
-    gpu_layers: int = GpuOpt,
-    device: str = DeviceOpt,
-    hybrid: bool = HybridOpt,
+    server: ServerOptions = SERVER_OPTIONS,
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Accepted for uniform scripts: the MCP server prints nothing but errors anyway."
     ),
@@ -1236,7 +1225,7 @@ def mcp(
             if not folder.expanduser().is_dir():
                 raise UsageError(f"--allow-read {folder}: not a folder")
         readable = tuple(folder.expanduser().resolve() for folder in allow_read)
-        service = _service(_db(db, exact), brain, llm, ctx, threads, gpu_layers, device, hybrid, readable_dirs=readable)
+        service = server.service(readable_dirs=readable)
         try:
             if http is None:
                 serve_stdio(service)
@@ -1457,14 +1446,7 @@ def copy_(
         [], "--brain", "-b", help="Copy only this brain (repeatable) [default: every brain]."
     ),
     replace: bool = typer.Option(False, "--replace", help="Overwrite brains that DEST already holds."),
-    wait: float = typer.Option(
-        0.0,
-        "--wait",
-        min=0.0,
-        envvar="LOCALLENS_WAIT",
-        callback=_number(allow_inf=True),
-        help="Seconds to wait for another writer of DEST to finish.",
-    ),
+    wait: float = _wait_option("Seconds to wait for another writer of DEST to finish."),
     json_out: bool = JsonOpt,
     quiet: bool = QuietOpt,
 ) -> None:

@@ -178,3 +178,10 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     trim_details: list[TrimmedHit] = field(default_factory=list)  # per chunk, when trimmed
     query_vector: np.ndarray | None = None  # the question's embedding, reused by the answer check
+
+    @property
+    def reduction_pct(self) -> float:
+        """How much smaller the context is after trimming, in percent of the untrimmed (0 when empty)."""
+        if not self.tokens_before:
+            return 0.0
+        return 100.0 * (self.tokens_before - self.tokens_in_context) / self.tokens_before

@@ -446,15 +446,7 @@ class Embedder:
 
         ids = windows.ids
         tokens = windows.tokens
-        forward: Callable[[list[list[int]]], np.ndarray]
-        if self._onnx is not None:
-            self.last_backend, forward = "onnxruntime", self._onnx.forward
-        elif self._np is not None and self._numpy_takes(tokens):
-            self.last_backend, forward = "numpy", self._np.forward
-            if tokens > NUMPY_QUERY_TOKENS:
-                self._numpy_spent += tokens
-        else:
-            self.last_backend, forward = "sentence-transformers", self._torch_forward
+        self.last_backend, forward = self._backend(tokens)
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         remaining = np.bincount(np.asarray(windows.owners, dtype=np.int64), minlength=windows.texts)
         slots = (batch_size or self.batch_size) * self.max_seq_length
@@ -471,6 +463,17 @@ class Embedder:
                     if done := int((remaining == 0).sum()) - before:
                         progress(done)
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+    def _backend(self, tokens: int) -> tuple[str, Callable[[list[list[int]]], np.ndarray]]:
+        """The backend that embeds a job of this many tokens: its name and its forward pass
+        (pooled, not yet normalised vectors of a batch of token-id windows)."""
+        if self._onnx is not None:
+            return "onnxruntime", self._onnx.forward
+        if self._np is not None and self._numpy_takes(tokens):
+            if tokens > NUMPY_QUERY_TOKENS:
+                self._numpy_spent += tokens
+            return "numpy", self._np.forward
+        return "sentence-transformers", self._torch_forward
 
     def _torch_forward(self, batch: list[list[int]]) -> np.ndarray:
         """Pooled vectors of a batch of token ids through the sentence-transformers modules."""

@@ -72,6 +72,17 @@ def token_batches(lengths: Sequence[int], slots: int) -> list[list[int]]:
     return batches
 
 
+def padded_batch(batch: Sequence[Sequence[int]], mask_dtype: type[np.generic]) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of a batch padded with 0 to its longest sequence, and the mask of real tokens (1)."""
+    n, length = len(batch), max(len(ids) for ids in batch)
+    ids = np.zeros((n, length), dtype=np.int64)
+    mask = np.zeros((n, length), dtype=mask_dtype)
+    for row, seq in enumerate(batch):
+        ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    return ids, mask
+
+
 _blas_controller = None
 
 
@@ -284,12 +295,8 @@ class NumpyBert:
 
     def forward(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
         """Pooled, not yet normalised vectors of a batch of token-id sequences (specials included)."""
-        n, length = len(batch), max(len(ids) for ids in batch)
-        ids = np.zeros((n, length), dtype=np.int64)
-        mask = np.zeros((n, length), dtype=np.float32)
-        for row, seq in enumerate(batch):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1.0
+        ids, mask = padded_batch(batch, np.float32)
+        n, length = ids.shape
         x = self.word[ids] + self.position[:length] + self.token_type0
         x = _layer_norm(x, *self.emb_ln, self.eps)
         # Padded keys get a large negative score, so they receive no attention.

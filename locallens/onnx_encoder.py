@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from locallens.errors import ModelUnavailableError
+from locallens.npbert import padded_batch
 
 # Part of the file name: a change of the recipe below makes (and uses) a new file.
 RECIPE = "ort-fused-int8-perchannel-v1"
@@ -195,11 +196,6 @@ class OnnxEncoder:
 
     def forward(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
         """Pooled, not yet normalised vectors of a batch of token-id sequences (specials included)."""
-        n, length = len(batch), max(len(ids) for ids in batch)
-        ids = np.zeros((n, length), dtype=np.int64)
-        mask = np.zeros((n, length), dtype=np.int64)
-        for row, seq in enumerate(batch):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1
+        ids, mask = padded_batch(batch, np.int64)
         (out,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
         return np.asarray(out, dtype=np.float32)

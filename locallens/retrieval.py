@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -371,6 +371,39 @@ def trim_from_index(
         brain = store.get_brain(brain_name)
         embedder = models.LOADERS.embedder(brain.model, device=device)
         return retrieve(store, brain, embedder, query, top_k, trim=replace(settings, enabled=True), hybrid=hybrid)
+
+
+def trim_report(query: str, result: RetrievalResult, settings: TrimSettings) -> dict[str, Any]:
+    """`locallens trim --json`: every chunk with its sentences, their scores and which were kept,
+    the token counts before and after, and the settings."""
+    from locallens import locations
+
+    return {
+        "query": query,
+        "chunks": [
+            {
+                "id": d.original.id,
+                "path": d.original.chunk.relative_path,
+                "chunk_index": d.original.chunk.chunk_index,
+                **locations.fields(d.original.chunk),
+                "score": round(d.original.score, 4),
+                "content": d.original.content,
+                "trimmed": d.hit.content,
+                "kept": d.kept,
+                "sentences": d.sentences,
+                "sentence_scores": [round(x, 4) for x in d.scores],
+            }
+            for d in result.trim_details
+        ],
+        "tokens_before": result.tokens_before,
+        "tokens_in_context": result.tokens_in_context,
+        "tiktoken_before": result.tiktoken_before,
+        "tiktoken_in_context": result.tiktoken_in_context,
+        "reduction_pct": round(result.reduction_pct, 1),
+        "threshold": settings.threshold,
+        "window": settings.window,
+        "min_sentences": settings.min_sentences,
+    }
 
 
 def trim_given_text(

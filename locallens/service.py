@@ -23,6 +23,7 @@ never a hidden one, and at most `MAX_QUESTIONS_FILE_BYTES` long.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import stat
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from locallens import locations
 from locallens.config import (
@@ -41,10 +42,13 @@ from locallens.config import (
     DEFAULT_N_CTX,
     DEFAULT_TOP_K,
 )
-from locallens.errors import NoIndexError, UsageError
+from locallens.errors import LocallensError, NoIndexError, UsageError
 from locallens.models import WarmModels
 from locallens.retrieval import MAX_QUESTION_CHARS
 from locallens.storage import DbLocation
+
+if TYPE_CHECKING:
+    from locallens.answer import AskRequest
 
 # -- caps -----------------------------------------------------------------------------------------
 
@@ -57,6 +61,7 @@ MAX_EVAL_CHARS = 100_000  # their characters together
 MAX_QUESTIONS_FILE_BYTES = 1_000_000
 QUESTIONS_FILE_SUFFIXES = (".txt", ".jsonl", ".ndjson")
 _LIST_ITEMS = 100  # files and answers of one question, thresholds
+DEFAULT_SEARCH_BUDGET = 2000  # tokens of excerpts `search` returns when the call names no max_tokens
 
 # -- schemas ------------------------------------------------------------------------------------
 
@@ -148,7 +153,7 @@ TOOLS: dict[str, dict[str, Any]] = {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 100000,
-                "description": "Token budget of all excerpts together (default 2000).",
+                "description": f"Token budget of all excerpts together (default {DEFAULT_SEARCH_BUDGET}).",
             },
         },
         ("query",),
@@ -303,7 +308,7 @@ class ServiceSettings:
     device: str = DEFAULT_DEVICE
     max_tokens: int = DEFAULT_MAX_TOKENS
     hybrid: bool = DEFAULT_HYBRID
-    search_budget: int = 2000  # tokens of excerpts `search` returns by default
+    search_budget: int = DEFAULT_SEARCH_BUDGET
     # Folders whose questions files `eval_retrieval` may read besides the brain's roots.
     readable_dirs: tuple[Path, ...] = ()
 
@@ -328,27 +333,24 @@ class Service:
 
     # -- tools --------------------------------------------------------------------------------
 
-    def ask_request(self, args: dict[str, Any]) -> Any:
+    def ask_request(self, args: dict[str, Any]) -> AskRequest:
+        """The request of an `ask` call (`AskRequest.from_tool_args` over this service's settings)."""
         from locallens.answer import AskRequest
-        from locallens.retrieval import trim_settings_from_env
 
         s = self.settings
-        return AskRequest(
-            question=args["question"],
+        defaults = AskRequest(
+            question="",
             db=s.db,
-            brain=args.get("brain", s.brain),
-            top_k=args.get("top_k", DEFAULT_TOP_K),
-            path_glob=args.get("path"),
+            brain=s.brain,
             llm=s.llm,
-            max_tokens=args.get("max_tokens", s.max_tokens),
+            max_tokens=s.max_tokens,
             n_ctx=s.n_ctx,
             gpu_layers=s.gpu_layers,
             threads=s.threads,
             device=s.device,
-            trim=trim_settings_from_env(args.get("trim"), None, 1),
-            hybrid=args.get("hybrid", s.hybrid),
-            extractive=args.get("extractive", False),
+            hybrid=s.hybrid,
         )
+        return AskRequest.from_tool_args(args, defaults)
 
     def _ask(self, args: dict[str, Any]) -> dict[str, Any]:
         from locallens.answer import ask
@@ -541,3 +543,53 @@ class Service:
 def _within(path: str, folder: str) -> bool:
     """`path` is `folder` or lies below it (both real, absolute paths)."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+# -- ask --batch ----------------------------------------------------------------------------------
+
+
+def ask_batch(raw: bytes, defaults: AskRequest, write: Callable[[str], None]) -> int:
+    """`ask --batch`: JSONL questions in, one JSON line out per question, one model load for all.
+
+    `raw` is the input (a leading UTF-8 BOM is ignored; blank lines and lines starting with `#`
+    are skipped); each line is a JSON object of the `ask` tool's arguments over the `defaults`
+    (the command line's flags). Each line is decoded and parsed alone, so a bad byte or a hostile
+    line fails only itself: it is written as `{"line", "error", "exit_code"}` and the rest go on.
+    `write` gets each output line without its newline. Returns how many lines failed.
+    """
+    from locallens import safejson
+
+    service = Service(
+        ServiceSettings(
+            db=defaults.db,
+            brain=defaults.brain,
+            llm=defaults.llm,
+            n_ctx=defaults.n_ctx,
+            threads=defaults.threads,
+            gpu_layers=defaults.gpu_layers,
+            device=defaults.device,
+            hybrid=defaults.hybrid,
+            max_tokens=defaults.max_tokens,
+        )
+    )
+    base = {k: v for k, v in defaults.tool_args().items() if k not in ("question", "brain")}
+    failed = 0
+    try:
+        for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+            if not line.strip() or line.lstrip().startswith(b"#"):
+                continue
+            try:
+                try:
+                    item = safejson.loads(line.rstrip(b"\r"))
+                except ValueError as exc:  # not JSON, not UTF-8, a huge number, nested too deeply
+                    raise UsageError(f"not JSON: {safejson.error_text(exc)}") from None
+                if not isinstance(item, dict):
+                    raise UsageError('expected a JSON object such as {"question": "..."}')
+                answer = service.call("ask", {**base, **item})
+                write(json.dumps({"line": number, **answer}, ensure_ascii=False))
+            except LocallensError as exc:
+                failed += 1
+                write(json.dumps({"line": number, "error": str(exc), "exit_code": exc.exit_code}, ensure_ascii=False))
+    finally:
+        service.close()
+    return failed

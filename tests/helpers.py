@@ -3,9 +3,10 @@
 The fast test tier (`make test-fast`, `pytest -m "not slow"`) runs the whole pipeline with the
 fakes below instead of the real models:
 
-- `FakeEmbedder`: a hashed bag of words. Lower-cased word tokens are hashed into `dim` signed
-  buckets and the vector is L2-normalised, so texts that share words have a higher cosine than
-  texts that do not, identical texts have cosine 1, and nothing is random or loaded from disk.
+- `FakeEmbedder`: the real `Embedder` (windows, batching, pooling) over a fake model: a hashed
+  bag of words. Lower-cased word tokens are hashed into `dim` signed buckets and the vector is
+  L2-normalised, so texts that share words have a higher cosine than texts that do not, identical
+  texts have cosine 1, and nothing is random or loaded from disk.
 - `FakeLLM`: the interface of `locallens.llm.LocalLLM` that `ask`, the warm service and
   `eval --answers` use (counting, streaming, grammars, JSON output, usage), with scripted replies:
   a list of strings (used in order, the last one repeated) or a function of the messages.
@@ -49,6 +50,8 @@ from typing import Any
 
 import numpy as np
 from typer.testing import CliRunner
+
+from locallens.embedding import FP32, Embedder, ModelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "sample_docs"
@@ -263,13 +266,17 @@ def bag_of_words_vector(text: str, dim: int = FAKE_DIM) -> np.ndarray:
 
     A text without any word gets the vector of the token "<empty>", never a zero vector.
     """
+    return _bag(words(text), text.lower(), dim)
+
+
+def _bag(tokens: Sequence[str], fallback: str, dim: int) -> np.ndarray:
     vector = np.zeros(dim, dtype=np.float64)
-    for token in words(text) or ["<empty>"]:
+    for token in tokens or ["<empty>"]:
         index, sign = _bucket(token, dim)
         vector[index] += sign
     norm = np.linalg.norm(vector)
-    if norm == 0.0:  # every token cancelled out in shared buckets: fall back to the first one
-        index, sign = _bucket(text.lower() or "<empty>", dim)
+    if norm == 0.0:  # every token cancelled out in shared buckets: fall back to the text as one token
+        index, sign = _bucket(fallback or "<empty>", dim)
         vector[index] = sign
         norm = 1.0
     return (vector / norm).astype(np.float32)
@@ -280,40 +287,59 @@ def cosine(a: str, b: str, dim: int = FAKE_DIM) -> float:
     return float(bag_of_words_vector(a, dim) @ bag_of_words_vector(b, dim))
 
 
-class FakeEmbedder:
-    """Stands in for `locallens.embedding.Embedder`: same attributes and methods, no model.
+class FakeTokens:
+    """The fake model's tokenizer: one id per distinct lower-cased word (`_TOKEN`), in the order
+    first seen; [CLS] is 1 and [SEP] 2, around every window, as for BERT."""
 
-    `calls` records the texts of every encode call (queries and sentences included) and
-    `passages` the chunk texts given to `encode_passages`, so tests can assert that unchanged
-    chunks are not embedded again.
+    prefix = (1,)
+    suffix = (2,)
+    FIRST_WORD = 3  # ids below are [PAD], [CLS], [SEP]
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.words: list[str] = ["[PAD]", "[CLS]", "[SEP]"]
+
+    def _id(self, word: str) -> int:
+        if word not in self.vocabulary:
+            self.vocabulary[word] = len(self.words)
+            self.words.append(word)
+        return self.vocabulary[word]
+
+    def ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [[self._id(word) for word in _TOKEN.findall(text.lower())] for text in texts]
+
+
+class FakeEmbedder(Embedder):
+    """A `locallens.embedding.Embedder` whose model is faked below the window logic.
+
+    Only the tokenizer (`FakeTokens`: word ids) and the forward pass (a window's hashed bag of
+    words, `bag_of_words_vector` of its words) are fakes: cutting long texts into windows with
+    their header, batching, pooling (token-weighted mean, or one row per window with
+    `multi_vector`), normalising and progress are the real `Embedder`'s. A text that fits the
+    window therefore gets exactly the bag of words of its header and text.
+
+    `calls` records the texts of every encode call (queries, sentences and passages, a passage
+    as "header\n\ntext") and `passages` the chunk texts given to `encode_passages`, so tests can
+    assert that unchanged chunks are not embedded again.
     """
 
     def __init__(
         self, name: str = "fake-bag-of-words", dim: int = FAKE_DIM, *, query_prefix: str = "", max_seq_length: int = 256
     ) -> None:
-        from locallens.embedding import ModelSpec
-
+        # Not the real __init__, which loads a model: the attributes the real methods read.
         self.spec = ModelSpec(name=name, source=name, query_prefix=query_prefix)
         self.dim = dim
         self.max_seq_length = max_seq_length
         self.batch_size = 32
         self.requested_device = "cpu"
+        self.encoder = FP32
         self.last_backend = "fake"
-        self.encoder = "fp32"
+        self._st = self._np = self._onnx = self._static = None
+        self._tokens = FakeTokens()
+        self._memo: dict[str, list[int]] = {}
+        self._numpy_spent = 0
         self.calls: list[list[str]] = []
         self.passages: list[str] = []
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def space(self) -> str:
-        return self.spec.name
-
-    @property
-    def device(self) -> str:
-        return "cpu"
 
     @property
     def encoded(self) -> list[str]:
@@ -323,22 +349,25 @@ class FakeEmbedder:
     def vector(self, text: str) -> np.ndarray:
         return bag_of_words_vector(text, self.dim)
 
+    def _backend(self, tokens: int) -> tuple[str, Callable[[list[list[int]]], np.ndarray]]:
+        return "fake", self._forward
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        """Each window's hashed bag of words (special tokens and function words left out)."""
+        vocabulary = self._tokens.words
+        rows = []
+        for ids in batch:
+            tokens = [vocabulary[i] for i in ids if i >= FakeTokens.FIRST_WORD]
+            rows.append(_bag([t for t in tokens if t not in STOPWORDS], " ".join(tokens), self.dim))
+        return np.stack(rows)
+
     def encode(
         self, texts: Sequence[str], *, progress: Callable[[int], None] | None = None, batch_size: int | None = None
     ) -> np.ndarray:
         texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        self.calls.append(texts)
-        out = np.stack([self.vector(t) for t in texts]).astype(np.float32)
-        step = (batch_size or self.batch_size) * 2
-        if progress is not None:
-            for start in range(0, len(texts), step):
-                progress(len(texts[start : start + step]))
-        return out
-
-    def _encode(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
-        return self.encode(texts, batch_size=batch_size)
+        if texts:
+            self.calls.append(texts)
+        return super().encode(texts, progress=progress, batch_size=batch_size)
 
     def encode_passages(
         self,
@@ -348,48 +377,12 @@ class FakeEmbedder:
         multi_vector: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> list[np.ndarray]:
-        """Chunk vectors, each (windows, dim): the header, a blank line, then the text.
-
-        With `multi_vector`, a text of more than `max_seq_length - 2` words gets one row per
-        window of that many words; otherwise one row. `passages` records the texts.
-        """
         texts = list(texts)
-        if not texts:
-            return []
-        headers = list(headers) if headers is not None else [""] * len(texts)
-        self.passages.extend(texts)
-        room = max(1, self.max_seq_length - 2)
-        pieces: list[str] = []
-        owners: list[int] = []
-        for i, (text, header) in enumerate(zip(texts, headers, strict=True)):
-            prefix = f"{header}\n\n" if header else ""
-            tokens = text.split()
-            windows = (
-                [" ".join(tokens[j : j + room]) for j in range(0, len(tokens), room)]
-                if multi_vector and len(tokens) > room
-                else [text]
-            )
-            pieces.extend(prefix + w for w in windows)
-            owners.extend([i] * len(windows))
-        vectors = self.encode(pieces)
-        if progress is not None:
-            progress(len(texts))
-        owner_array = np.asarray(owners)
-        return [np.ascontiguousarray(vectors[owner_array == i]) for i in range(len(texts))]
-
-    def encode_query(self, text: str) -> np.ndarray:
-        return self.encode([self.spec.query_prefix + text])[0]
-
-    def count_over_length(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> int:
-        headers = list(headers) if headers is not None else [""] * len(texts)
-        return sum(
-            1
-            for t, h in zip(texts, headers, strict=True)
-            if len(_TOKEN.findall(f"{h}\n\n{t}" if h else t)) > self.max_seq_length - 2
-        )
-
-    def plan(self, texts: Sequence[str], headers: Sequence[str] | None = None) -> None:
-        """One backend here: nothing to choose."""
+        if texts:
+            heads = list(headers) if headers is not None else [""] * len(texts)
+            self.passages.extend(texts)
+            self.calls.append([f"{h}\n\n{t}" if h else t for h, t in zip(heads, texts, strict=True)])
+        return super().encode_passages(texts, headers, multi_vector=multi_vector, progress=progress)
 
 
 class FakeReranker:

@@ -7,6 +7,8 @@ import hashlib
 import itertools
 import random
 import re
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -775,3 +777,43 @@ def test_the_registry_holds_the_cli_choices_and_takes_a_new_chunker(monkeypatch:
     assert get_chunker("lines").chunk("a\n\nb\n") == ["a", "b"]
     with pytest.raises(UsageError, match="bad option for the lines chunker"):
         get_chunker("lines", window=3)
+
+
+def test_a_new_chunker_is_one_module_and_one_registration(
+    fake_models: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CONTRIBUTING.md's worked example, end to end: a `sentences` chunker registered by name
+    (and offered where `--chunker` and IndexRequest read the names, `config.CHUNKERS`) indexes a
+    folder."""
+    import locallens.chunking as chunking
+    import locallens.config as config
+    from locallens.config import ChunkSettings
+    from locallens.indexer import IndexRequest, index
+    from locallens.sentences import split_sentences
+    from locallens.storage.sqlite import Store
+
+    class SentenceChunker:
+        """`sentences` chunking: a fixed number of sentences per chunk."""
+
+        def __init__(self, per_chunk: int = 2) -> None:
+            self.per_chunk = per_chunk
+
+        def chunk(self, text: str) -> list[str]:
+            sentences = split_sentences(text)
+            return [" ".join(sentences[i : i + self.per_chunk]) for i in range(0, len(sentences), self.per_chunk)]
+
+        def chunk_many(self, texts: Sequence[str]) -> list[list[str]]:
+            return [self.chunk(text) for text in texts]
+
+    monkeypatch.setattr(chunking, "_CHUNKERS", dict(chunking._CHUNKERS))
+    chunking.register_chunker("sentences", lambda size, overlap, encode, **options: SentenceChunker(**options))
+    monkeypatch.setattr(config, "CHUNKERS", (*config.CHUNKERS, "sentences"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.md").write_text("One. Two. Three. Four. Five.\n", encoding="utf-8")
+    db = tmp_path / "index.db"
+    index(IndexRequest(paths=[docs], db=db, chunking=ChunkSettings(220, 40, "sentences")))
+    with Store(db) as store:
+        brain = store.get_brain("default")
+        assert brain.chunker == "sentences"
+        assert [c.content for c in store.document_chunks(brain, "note.md")] == ["One. Two.", "Three. Four.", "Five."]

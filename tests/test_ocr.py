@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,12 @@ from locallens.readers import ocr, read_document
 
 from .helpers import cli
 
-FIXTURES = Path(__file__).resolve().parent / "data" / "formats"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_formats import edit_distance  # noqa: E402  (the OCR benchmark's measure, one copy)
+
+FIXTURES = ROOT / "tests" / "data" / "formats"
 
 pytestmark = [
     pytest.mark.slow,
@@ -31,16 +37,6 @@ def _read(path: Path) -> Document:
     return result
 
 
-def _edit_distance(a: str, b: str) -> int:
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        current = [i]
-        for j, cb in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
-
-
 def _words(text: str) -> str:
     return re.sub(r"\s+", " ", text.replace("\u2022", " ")).strip()
 
@@ -50,7 +46,7 @@ def test_a_scanned_pdf_page_is_read_by_ocr_and_cited_by_its_page() -> None:
     assert [(s.kind, s.label) for s in scan.spans] == [("page", "1")]
     truth = _words(_read(FIXTURES / "handbook.pdf").text)
     read = _words(scan.text)
-    accuracy = 1 - _edit_distance(truth, read) / len(truth)
+    accuracy = 1 - edit_distance(truth, read) / len(truth)
     assert accuracy >= 0.95, (accuracy, read)
     assert "Port Ellen at 07:40" in read and "channel 16" in read
 

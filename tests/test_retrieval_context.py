@@ -17,6 +17,8 @@ from locallens.storage import DocumentRecord, migrations
 from locallens.storage import sqlite as store_module
 from locallens.storage.sqlite import WINDOW_SHIFT, Store
 
+from .helpers import FakeEmbedder, bag_of_words_vector
+
 DIM = 4
 
 
@@ -192,6 +194,30 @@ def test_upgrade_adds_the_settings_and_the_fts_header_column(tmp_path: Path, mon
         assert store.execute("SELECT header, vectors FROM chunks") == [("", 1)]
         assert store.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'fox'") == [(1,)]
         store.fts_integrity_check()
+
+
+# --- the embedder ----------------------------------------------------------------------------------
+
+
+def test_the_fast_tiers_embedder_cuts_windows_and_pools_as_the_real_one() -> None:
+    # The fake replaces only the model (a word tokenizer, a bag of words per window): the
+    # windows with their header, one row per window, and their token-weighted mean are Embedder's.
+    fake = FakeEmbedder(dim=64, max_seq_length=10)  # 8 tokens between [CLS] and [SEP]
+    text = " ".join(f"w{i}" for i in range(20))
+    windows = fake.windows([text], ["Head"])
+    assert windows.weights == [5, 5, 5, 5]  # 6 tokens of room after the header: 4 even windows
+    (multi,) = fake.encode_passages([text], ["Head"], multi_vector=True)
+    assert multi.shape == (4, 64)
+    for j, row in enumerate(multi):
+        window_words = " ".join(f"w{i}" for i in range(5 * j, 5 * j + 5))
+        np.testing.assert_allclose(row, bag_of_words_vector(f"Head {window_words}", 64), atol=1e-6)
+    (mean,) = fake.encode_passages([text], ["Head"])
+    pooled = (multi * np.asarray(windows.weights, dtype=np.float32)[:, None]).sum(axis=0)
+    np.testing.assert_allclose(mean[0], pooled / np.linalg.norm(pooled), atol=1e-6)
+    # A text that fits gets exactly the bag of words of its header and text.
+    (short,) = fake.encode_passages(["two words"], ["Head"])
+    np.testing.assert_allclose(short[0], bag_of_words_vector("Head two words", 64), atol=1e-6)
+    assert fake.passages == [text, text, "two words"] and fake.count_over_length([text, "two words"]) == 1
 
 
 # --- the embedder (real model) ------------------------------------------------------------------

@@ -47,6 +47,9 @@ from locallens.storage import (
     parse_db,
 )
 from locallens.storage import postgres as pgstore
+from locallens.storage import postgres_keywords as pgkeywords
+from locallens.storage import postgres_schema as pgschema
+from locallens.storage.sqlite import WINDOW_SHIFT
 
 from .pg import PASSWORD, PASSWORD_ROLE, PgServer, new_database
 
@@ -465,6 +468,20 @@ def test_stats_and_sizes(store: IndexStore) -> None:
     assert store.size_bytes() > 0 and store.free_bytes() >= 0
 
 
+def test_export_refuses_a_chunk_that_lost_a_window_vector(kind: str, store: IndexStore) -> None:
+    multi = store.create_brain("multi", "test-model", DIM, "paragraph", 200, 20, multi_vector=True)
+    write(store, multi, "a.md", ["one", "two"], [np.stack([e(1), e(0, 1)]), e(1)])
+    assert [np.shape(v) for doc in store.export_documents(multi) for v in doc.vectors] == [(2, DIM), (DIM,)]
+    # The second window of the first chunk goes missing (the database damaged by hand).
+    if kind == "sqlite":
+        window = store.execute("SELECT id FROM chunks WHERE chunk_index = 0")[0][0] + (1 << WINDOW_SHIFT)
+        store.conn.execute(f"DELETE FROM {multi.vec_table} WHERE rowid = ?", (window,))  # type: ignore[attr-defined]
+    else:
+        store.conn.execute(f"DELETE FROM {pgstore.SCHEMA}.{multi.vec_table} WHERE win = 1")  # type: ignore[attr-defined]
+    with pytest.raises(StoreError, match=r"chunk \S+ of a\.md has lost its vector"):
+        list(store.export_documents(multi))
+
+
 def test_export_then_write_elsewhere_gives_the_same_index(
     kind: str, store: IndexStore, brain: Brain, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -638,7 +655,7 @@ def test_a_schema_1_database_gets_stemmed_keywords_when_opened(pg_url: str, monk
     url = parse_db(pg_url)
     texts = [f"Chunk {n}: the documents were indexed." for n in range(20)]
     with monkeypatch.context() as schema_1:  # keyword rows as schema 1 wrote them: words unstemmed
-        schema_1.setattr(pgstore, "porter_stem", lambda word: word)
+        schema_1.setattr(pgkeywords, "porter_stem", lambda word: word)
         with open_store(url, create=True) as store:
             brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20, headers=True)
             write(store, brain, "pool.md", ["Each connection comes from the pool."], [e(1)], headers=["Connections"])
@@ -648,7 +665,7 @@ def test_a_schema_1_database_gets_stemmed_keywords_when_opened(pg_url: str, monk
         (before,) = conn.execute("SELECT tsv::text FROM locallens.chunks WHERE relative_path = 'pool.md'").fetchone()
     assert "'connection'" in before and "'connect'" not in before
 
-    monkeypatch.setattr(pgstore, "_RETOKENISE_BATCH", 7)  # 21 chunks: several batches
+    monkeypatch.setattr(pgschema, "_RETOKENISE_BATCH", 7)  # 21 chunks: several batches
     with open_store(url) as store:
         brain = store.get_brain("default")
         assert keyword_paths(store, brain, "connected") == ["pool.md"]
@@ -807,14 +824,14 @@ def test_common_words_are_counted_out_from_prune_min_chunks(pg_url: str, monkeyp
         brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
         write(store, brain, "a.md", texts, [e(1)] * len(texts))
         assert len(store.keyword_search(brain, "the zebra", 50)) == 31  # below PRUNE_MIN_CHUNKS: all scored
-        monkeypatch.setattr(pgstore, "PRUNE_MIN_CHUNKS", 20)
+        monkeypatch.setattr(pgkeywords, "PRUNE_MIN_CHUNKS", 20)
         assert len(store.keyword_search(brain, "the zebra", 50)) == 1
         assert len(store.keyword_search(brain, "the note", 50)) == 30  # all common: the rarer stays
         assert len(store.keyword_search(brain, "the", 50)) == 31
         assert len(store.keyword_search(brain, "zebra-the", 50)) == 0  # a phrase is never left out
-        assert store._keyword_stats(brain)[0] == 31
+        assert store.keywords._stats(brain)[0] == 31
         write(store, brain, "b.md", ["the zebra again"], [e(1)])
-        assert store._keyword_stats(brain)[0] == 32  # a write forgets the cached counts
+        assert store.keywords._stats(brain)[0] == 32  # a write forgets the cached counts
 
 
 def test_term_counts_are_kept_until_a_write(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -823,21 +840,23 @@ def test_term_counts_are_kept_until_a_write(pg_url: str, monkeypatch: pytest.Mon
         brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
         write(store, brain, "a.md", texts, [e(1)] * len(texts))
         calls: list[str] = []
-        execute = store.execute
-        monkeypatch.setattr(store, "execute", lambda sql, *a, **k: (calls.append(sql), execute(sql, *a, **k))[1])
+        execute = store.keywords.execute
+        monkeypatch.setattr(
+            store.keywords, "execute", lambda sql, *a, **k: (calls.append(sql), execute(sql, *a, **k))[1]
+        )
         counting = lambda: sum("count(*) FROM (SELECT 1" in sql for sql in calls)  # noqa: E731
-        assert store._term_counts(brain, ["'the'", "'zebra'", "'absent'"], 5) == {"'the'": 5, "'zebra'": 1}
-        assert store._term_counts(brain, ["'zebra'", "'the'", "'absent'"], 3) == {"'the'": 3, "'zebra'": 1}
+        assert store.keywords._term_counts(brain, ["'the'", "'zebra'", "'absent'"], 5) == {"'the'": 5, "'zebra'": 1}
+        assert store.keywords._term_counts(brain, ["'zebra'", "'the'", "'absent'"], 3) == {"'the'": 3, "'zebra'": 1}
         assert counting() == 1  # kept, and a lower cap is answered from them
-        assert store._term_counts(brain, ["'the'", "'zebra'"], 100) == {"'the'": 31, "'zebra'": 1}
+        assert store.keywords._term_counts(brain, ["'the'", "'zebra'"], 100) == {"'the'": 31, "'zebra'": 1}
         assert counting() == 2  # `the` stopped at 5: counted again for a higher cap
-        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 1}
+        assert store.keywords._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 1}
         assert counting() == 2
         write(store, brain, "b.md", ["the zebra again"], [e(1)])
-        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}  # a write forgets them
+        assert store.keywords._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}  # a write forgets them
         assert counting() == 3
-        monkeypatch.setattr(pgstore, "KEYWORD_STATS_TTL_S", 0.0)
-        assert store._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}
+        monkeypatch.setattr(pgkeywords, "KEYWORD_STATS_TTL_S", 0.0)
+        assert store.keywords._term_counts(brain, ["'zebra'"], 100) == {"'zebra'": 2}
         assert counting() == 4  # and so does time
 
 
@@ -859,8 +878,8 @@ def test_keyword_candidates_give_the_exact_ranking_on_a_large_match(
         write(store, brain, "a.md", texts, [e(1)] * len(texts))
         questions = ["river stone", "lantern harbor copper", "meadow", "stone copper meadow river"]
         exact = {q: store.keyword_scores(brain, q, 120) for q in questions}
-        monkeypatch.setattr(pgstore, "KEYWORD_EXACT_MATCHES", 0)
-        monkeypatch.setattr(pgstore, "KEYWORD_CANDIDATES", 60)
+        monkeypatch.setattr(pgkeywords, "KEYWORD_EXACT_MATCHES", 0)
+        monkeypatch.setattr(pgkeywords, "KEYWORD_CANDIDATES", 60)
         for q in questions:
             got = store.keyword_scores(brain, q, 10)
             best = dict(exact[q])
@@ -876,7 +895,7 @@ def test_keyword_candidates_give_the_exact_ranking_on_a_large_match(
 def test_common_words_are_left_out_of_a_keyword_search(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import psycopg
 
-    monkeypatch.setattr(pgstore, "KEYWORD_PRUNE_MIN_CHUNKS", 1)
+    monkeypatch.setattr(pgkeywords, "KEYWORD_PRUNE_MIN_CHUNKS", 1)
     with open_store(parse_db(pg_url), create=True) as store:
         brain = store.create_brain("default", "m", DIM, "paragraph", 200, 20)
         texts = [f"the the the note {n}" for n in range(30)] + ["the zebra"]

@@ -114,6 +114,36 @@ def create_vec_table(conn: apsw.Connection, brain_id: int, dim: int) -> None:
     )
 
 
+def _add_column(conn: apsw.Connection, table: str, column: str, definition: str) -> None:
+    """Add a column where it is missing: a database that already has it is left as is."""
+    if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+
+
+def _drop_fts_triggers(conn: apsw.Connection) -> None:
+    """Drop the triggers that keep `chunks_fts` in step with `chunks` (before the table is replaced)."""
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
+    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+
+
+def _index_chunks_with_headers(conn: apsw.Connection) -> None:
+    """A new `chunks_fts` (columns `content`, `header`) filled from `chunks`, with its triggers.
+
+    The triggers index each chunk's header with its text as chunks are written or deleted; the
+    'rebuild' command then reads every existing chunk into the index.
+    """
+    conn.execute(
+        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
+        " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
+    )
+    conn.execute(
+        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
+        " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
+        " VALUES ('delete', old.id, old.content, old.header); END"
+    )
+    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+
+
 def _tables(conn: apsw.Connection) -> None:
     """Step 1, the first release: brains, roots, documents, chunks, their FTS5 index, the cache.
 
@@ -164,35 +194,20 @@ def _chunk_headers(conn: apsw.Connection) -> None:
     """
     import re
 
-    def add(table: str, column: str, definition: str) -> None:
-        # Each change is made only where it is missing: a database that already has it is left as is.
-        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-
-    add("brains", "headers", "INTEGER NOT NULL DEFAULT 0")
-    add("brains", "multi_vector", "INTEGER NOT NULL DEFAULT 0")
-    add("chunks", "header", "TEXT NOT NULL DEFAULT ''")
-    add("chunks", "vectors", "INTEGER NOT NULL DEFAULT 1")
+    _add_column(conn, "brains", "headers", "INTEGER NOT NULL DEFAULT 0")
+    _add_column(conn, "brains", "multi_vector", "INTEGER NOT NULL DEFAULT 0")
+    _add_column(conn, "chunks", "header", "TEXT NOT NULL DEFAULT ''")
+    _add_column(conn, "chunks", "vectors", "INTEGER NOT NULL DEFAULT 1")
     ((sql,),) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchall()
     if "header" in {row[1] for row in conn.execute("PRAGMA table_info(chunks_fts)")}:
         return
     with_header, count = re.subn(r"fts5\(\s*content\s*,", "fts5(content, header,", str(sql), count=1, flags=re.I)
     if not count:
         raise RuntimeError(f"unexpected chunks_fts definition: {sql}")
-    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
-    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    _drop_fts_triggers(conn)
     conn.execute("DROP TABLE chunks_fts")
     conn.execute(with_header)
-    conn.execute(
-        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
-        " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
-    )
-    conn.execute(
-        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
-        " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
-        " VALUES ('delete', old.id, old.content, old.header); END"
-    )
-    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    _index_chunks_with_headers(conn)
 
 
 # The scripts written without spaces (`text.NO_SPACE_CLASS`) as a GLOB character class;
@@ -246,23 +261,13 @@ def _stemmed_keywords(conn: apsw.Connection) -> None:
     refilled from the chunks. `locallens.stemming.porter_stem` is the same stemmer in Python
     (for the PostgreSQL store and for reading this index's vocabulary).
     """
-    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_insert")
-    conn.execute("DROP TRIGGER IF EXISTS chunks_fts_delete")
+    _drop_fts_triggers(conn)
     conn.execute("DROP TABLE IF EXISTS chunks_fts")
     conn.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5(content, header, content='chunks', content_rowid='id',"
         " tokenize='porter unicode61 remove_diacritics 2')"
     )
-    conn.execute(
-        "CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN"
-        " INSERT INTO chunks_fts(rowid, content, header) VALUES (new.id, new.content, new.header); END"
-    )
-    conn.execute(
-        "CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN"
-        " INSERT INTO chunks_fts(chunks_fts, rowid, content, header)"
-        " VALUES ('delete', old.id, old.content, old.header); END"
-    )
-    conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+    _index_chunks_with_headers(conn)
 
 
 def _chunk_locations(conn: apsw.Connection) -> None:
@@ -284,15 +289,11 @@ def _chunk_locations(conn: apsw.Connection) -> None:
     Until then those chunks are cited by their number (`path#chunk-N`), as before.
     """
 
-    def add(table: str, column: str, definition: str) -> None:
-        if column not in {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}:
-            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
-
-    add("chunks", "line_start", "INTEGER")
-    add("chunks", "line_end", "INTEGER")
-    add("chunks", "span_kind", "TEXT")
-    add("chunks", "span_label", "TEXT")
-    add("documents", "line_offset", "INTEGER")
+    _add_column(conn, "chunks", "line_start", "INTEGER")
+    _add_column(conn, "chunks", "line_end", "INTEGER")
+    _add_column(conn, "chunks", "span_kind", "TEXT")
+    _add_column(conn, "chunks", "span_label", "TEXT")
+    _add_column(conn, "documents", "line_offset", "INTEGER")
 
 
 MIGRATIONS: tuple[Migration, ...] = (

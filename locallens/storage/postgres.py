@@ -5,13 +5,9 @@ Binding: psycopg 3, imported only when a PostgreSQL `--db` is used, so that the 
 transaction open on a shared server, and every write method runs in one explicit transaction
 (`write_document`: one per file), as in the SQLite store.
 
-Layout: everything lives in the schema `locallens` (the database may hold anything else beside
-it). `meta` holds `schema_version`; `brains`, `roots`, `documents` and `chunks` mirror the SQLite
-tables. `chunks.id` (a bigint identity) is the key shared by a chunk, its vectors and its keyword
-row; `keyword_search` returns it and `hits_by_id` takes it back. Each brain owns a table
-`vec_<brain id>(chunk_id, win, embedding vector(dim))`, one row per vector (window `win` of a
-multi-vector chunk): a vector column has a fixed dimension, so brains of different models live
-side by side.
+Layout: the schema `locallens` and its upgrade steps are `storage.postgres_schema`'s; `chunks.id`
+is the key shared by a chunk, its vectors and its keyword row (`keyword_search` returns it and
+`hits_by_id` takes it back).
 
 Vector search: below EXACT_BELOW_VECTORS vectors, with a path filter, with `exact`, or when a
 search asks for more rows than HNSW can return, it scans every vector (exact, the SQLite store's
@@ -21,28 +17,17 @@ holds EXACT_BELOW_VECTORS vectors: below that no search uses it, and writing the
 building it in one go is ~8x faster than keeping it up to date row by row (2,000 vectors of 384
 dimensions: 2 s against 16 s on 2 busy cores). Later runs then update it row by row.
 
-Keyword search: `chunks.tsv`, a tsvector with a GIN index. Its lexemes are computed here, not by
-the server's text-search parser, with the tokenisation the SQLite store's queries use (words of
-`\\w` characters, lower-cased, Latin diacritics removed), each word then stemmed as FTS5's
-`porter` tokenizer stems it in the SQLite store (`locallens.stemming.porter_stem`: English suffix
-rules, applied to words of every language in the text and in the query alike), so that a query
-and the text it must find always agree, whatever the server's locale and text-search
-configurations. Text in scripts written without spaces (Han, kana, Hangul, Thai) is indexed as
-its character bigrams, unstemmed.
-Ranking is BM25 as FTS5 computes it (see `keyword_scores` for the two differences: a chunk's
-length in distinct lexemes, and common words left out from PRUNE_MIN_CHUNKS chunks). Schema 1
-indexed words unstemmed: opening such a database recomputes every `tsv` (step 2).
+Keyword search: `chunks.tsv` (a tsvector with a GIN index), its lexemes and BM25 ranking are
+`storage.postgres_keywords`'s; this module adds the path filter (`glob_regex`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
 import struct
 import time
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -59,29 +44,30 @@ from locallens.errors import (
     StoreError,
     UsageError,
 )
-from locallens.stemming import porter_stem
+from locallens.storage.base import (
+    CHUNK_COLUMNS,
+    EXPORT_COLUMNS,
+    EXPORT_ORDER,
+    N_CHUNK_COLUMNS,
+    StoreBase,
+    chunk_from_row,
+)
+from locallens.storage.postgres_keywords import KeywordIndex, tsvector_text
+from locallens.storage.postgres_schema import SCHEMA, SCHEMA_LOCK_KEY, SCHEMA_VERSION, upgrade, vec_table
 from locallens.storage.types import (
-    COMMON_WORD_FRACTION,
-    KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
+    BrainSettings,
     BrainStats,
     DocumentRecord,
     PostgresURL,
     StoredDocument,
     location_columns,
-    stored_location,
 )
-from locallens.text import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA = "locallens"
-SCHEMA_VERSION = 3
-# Key of the transaction-scoped advisory lock under which the schema is created or upgraded, so
-# that two clients opening a new database at the same moment do not both create it ("LLen", 1).
-SCHEMA_LOCK_KEY = 0x4C4C656E_00000001
 CONNECT_TIMEOUT_S = 10
 # pgvector 0.5 brought HNSW; older servers are refused with a message that says so.
 MIN_PGVECTOR = (0, 5, 0)
@@ -108,65 +94,15 @@ HNSW_MAX_DIM = 2000
 # Below this many vectors (window vectors included) in a brain an exact scan takes a few ms and
 # is never wrong: the brain has no HNSW index until it reaches it, and searches do not use one.
 EXACT_BELOW_VECTORS = 10_000
-# BM25's parameters, FTS5's (the SQLite store's) values; the brain's chunk count and mean length
-# are read again after this many seconds (see _keyword_stats).
-BM25_K1 = 1.2
-BM25_B = 0.75
-KEYWORD_STATS_TTL_S = 60.0
-KEYWORD_TERMS_KEPT = 10_000  # term counts kept a brain (see _term_counts)
-PRUNE_MIN_CHUNKS = 5_000  # keyword search leaves common words out from this many chunks in a brain
-# When a question's terms match more than this many (chunk, term) pairs, BM25 is computed only for
-# the KEYWORD_CANDIDATES chunks (at least 5 k) with the largest sum of their matched terms' idf.
-KEYWORD_EXACT_MATCHES = 20_000
-KEYWORD_CANDIDATES = 1_000
 # A reader caches sentence vectors only if the cache is free within this long.
 CACHE_LOCK_TIMEOUT_MS = 200
 # How often writer_lock asks again for a brain's lock while another run holds it.
 LOCK_POLL_S = 0.2
-# tsvector limits: a lexeme shorter than 2 KiB, positions 1..16383, at most 256 positions per
-# lexeme, and lexemes totalling less than 1 MiB. Text beyond them is not keyword-indexed.
-_TS_MAX_LEXEME_BYTES = 2046
-_TS_MAX_POSITION = 16383
-_TS_MAX_POSITIONS = 256
-_TS_MAX_BYTES = 1_000_000
-
-# A word of a space-separated script, or a run of a script written without spaces.
-_TOKEN = re.compile(f"([{NO_SPACE_CLASS}]+)|([^\\W{NO_SPACE_CLASS}]+)")
-# Latin letters with diacritics folded to their base letters (as FTS5's remove_diacritics does in
-# the SQLite store): `canción` and `cancion` are the same keyword. Other scripts are left alone
-# (a kana's voicing mark is part of the word).
-_LATIN_FOLD = {
-    code: "".join(ch for ch in unicodedata.normalize("NFKD", chr(code)) if not unicodedata.combining(ch))
-    for code in range(0xC0, 0x250)
-}
-_LATIN_FOLD = {code: text for code, text in _LATIN_FOLD.items() if text and text != chr(code)}
 # pgvector's binary format of a vector: dimension, an unused int16, then big-endian float4s.
 _VECTOR_HEADER = struct.Struct(">HH")
-_CHUNK_COLUMNS = (
-    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
-    " c.line_start, c.line_end, c.span_kind, c.span_label"
-)
-_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
 _BRAIN_COLUMNS = (
     "id, name, model, dim, chunker, chunk_size, chunk_overlap, created_at, last_indexed, headers, multi_vector"
 )
-
-
-def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
-    """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(
-        id=row[1],
-        brain=brain.name,
-        relative_path=row[2],
-        chunk_index=row[3],
-        content=row[4],
-        checksum=row[5],
-        location=stored_location(*row[6:10]),
-    )
-
-
-def _vec(brain: Brain) -> str:
-    return f"{SCHEMA}.{brain.vec_table}"
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -308,75 +244,6 @@ def _register_vector(conn: psycopg.Connection[Any], oid: int) -> None:
     conn.adapters.register_loader(oid, VectorBinaryLoader)
 
 
-# -- keyword index ----------------------------------------------------------------------------
-
-
-def _normalise(text: str) -> str:
-    return unicodedata.normalize("NFC", text).lower().translate(_LATIN_FOLD)
-
-
-def _pieces(run: str) -> list[str]:
-    """A run of a script written without spaces as its keywords: its character bigrams (most
-    Chinese words have two characters), or the character itself when it stands alone."""
-    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-
-
-def _quote(lexeme: str) -> str:
-    """A lexeme as a quoted tsvector/tsquery literal: no text can be read as an operator."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def tsvector_text(header: str, content: str) -> str:
-    """The `chunks.tsv` of a chunk, in tsvector input syntax: header then text, one position per
-    word (its stem) and per bigram of a run without spaces (positions let a query match a
-    phrase)."""
-    positions: dict[str, list[int]] = {}
-    size = position = 0
-    for match in _TOKEN.finditer(_normalise(f"{header}\n{content}" if header else content)):
-        run, word = match.groups()
-        for lexeme in _pieces(run) if run else [porter_stem(word)]:
-            position = min(position + 1, _TS_MAX_POSITION)
-            found = positions.get(lexeme)
-            if found is None:
-                length = len(lexeme.encode("utf-8"))
-                if length > _TS_MAX_LEXEME_BYTES or size + length > _TS_MAX_BYTES:
-                    continue
-                size += length
-                positions[lexeme] = [position]
-            elif len(found) < _TS_MAX_POSITIONS and found[-1] != position:
-                found.append(position)
-    return " ".join(f"{_quote(lexeme)}:{','.join(map(str, found))}" for lexeme, found in positions.items())
-
-
-def keyword_terms(query: str) -> tuple[list[str], list[str]]:
-    """The words and other terms (phrases, bigrams) of a question, as tsquery operands.
-
-    Like the SQLite store: one term per whitespace-separated token; a token with inner
-    punctuation (an IP, a version, a policy number such as NWL-CY-22871) becomes a phrase of its
-    parts, so it matches only that sequence; single letters are dropped. Words and the parts of
-    phrases are stemmed as the text was (`porter_stem`). A run of a
-    script written without spaces stands for its bigrams. Every lexeme is quoted, so no quote,
-    `&`, `|`, `!`, `:*` or parenthesis in a question can make the query fail or mean something
-    else.
-    """
-    words: list[str] = []
-    others: list[str] = []
-    for token in _normalise(query).split():
-        parts = _TOKEN.findall(token)
-        if any(run for run, _ in parts):
-            for run, word in parts:
-                if run:
-                    others += [_quote(piece) for piece in _pieces(run)]
-                elif len(word) > 1 or word.isdigit():
-                    words.append(word)
-        elif len(parts) > 1:
-            others.append("(" + " <-> ".join(_quote(porter_stem(word)) for _, word in parts) + ")")
-        elif parts and (len(parts[0][1]) > 1 or parts[0][1].isdigit()):
-            words.append(parts[0][1])
-    stems = [_quote(porter_stem(word)) for word in words]
-    return list(dict.fromkeys(stems)), list(dict.fromkeys(others))
-
-
 # -- path filter ------------------------------------------------------------------------------
 
 
@@ -470,133 +337,6 @@ def nearest_sql(table: str, *, approximate: bool, multi_vector: bool, filtered: 
     )
 
 
-# -- schema -----------------------------------------------------------------------------------
-
-_TABLES = (
-    f"CREATE TABLE {SCHEMA}.meta(key text PRIMARY KEY, value text NOT NULL)",
-    f"""CREATE TABLE {SCHEMA}.brains(
-        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-        name text NOT NULL UNIQUE,
-        model text NOT NULL,
-        dim integer NOT NULL,
-        chunker text NOT NULL,
-        chunk_size integer NOT NULL,
-        chunk_overlap integer NOT NULL,
-        created_at double precision NOT NULL,
-        last_indexed double precision,
-        headers boolean NOT NULL DEFAULT false,
-        multi_vector boolean NOT NULL DEFAULT false
-    )""",
-    f"""CREATE TABLE {SCHEMA}.roots(
-        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
-        path text NOT NULL,
-        PRIMARY KEY(brain_id, path)
-    )""",
-    f"""CREATE TABLE {SCHEMA}.documents(
-        id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
-        root text NOT NULL,
-        relative_path text NOT NULL,
-        size bigint NOT NULL,
-        mtime_ns bigint NOT NULL,
-        checksum text NOT NULL,
-        indexed_at double precision NOT NULL,
-        UNIQUE(brain_id, root, relative_path)
-    )""",
-    # Ids are taken from the sequence before the rows are inserted (write_document), so that a
-    # chunk's vectors are inserted beside it without a round trip per chunk.
-    f"""CREATE TABLE {SCHEMA}.chunks(
-        id bigint GENERATED BY DEFAULT AS IDENTITY (SEQUENCE NAME {SCHEMA}.chunks_id_seq) PRIMARY KEY,
-        brain_id bigint NOT NULL REFERENCES {SCHEMA}.brains(id) ON DELETE CASCADE,
-        document_id bigint NOT NULL REFERENCES {SCHEMA}.documents(id) ON DELETE CASCADE,
-        chunk_id text NOT NULL,
-        relative_path text NOT NULL,
-        chunk_index integer NOT NULL,
-        content text NOT NULL,
-        checksum text NOT NULL,
-        content_hash bytea NOT NULL,
-        header text NOT NULL DEFAULT '',
-        vectors integer NOT NULL DEFAULT 1,
-        tsv tsvector NOT NULL
-    )""",
-    f"CREATE INDEX chunks_document ON {SCHEMA}.chunks(document_id)",
-    f"CREATE INDEX chunks_brain_hash ON {SCHEMA}.chunks(brain_id, content_hash)",
-    f"CREATE INDEX chunks_brain_path ON {SCHEMA}.chunks(brain_id, relative_path)",
-    f"CREATE INDEX chunks_brain_chunk_id ON {SCHEMA}.chunks(brain_id, chunk_id)",
-    f"CREATE INDEX chunks_tsv ON {SCHEMA}.chunks USING gin(tsv)",
-    f"""CREATE TABLE {SCHEMA}.sentence_cache(
-        model text NOT NULL,
-        text_hash bytea NOT NULL,
-        vector bytea NOT NULL,
-        PRIMARY KEY(model, text_hash)
-    )""",
-)
-
-
-def _step_tables(conn: psycopg.Connection[Any]) -> None:
-    """Step 1: meta, brains, roots, documents, chunks (with their keyword index), the cache.
-
-    Each brain's vectors live in a table of their own, created with the brain.
-    """
-    for statement in _TABLES:
-        conn.execute(statement)
-
-
-# Chunks whose keyword rows _step_stemmed_keywords recomputes per round trip.
-_RETOKENISE_BATCH = 1_000
-
-
-def _step_stemmed_keywords(conn: psycopg.Connection[Any]) -> None:
-    """Step 2: every chunk's `tsv` recomputed by tsvector_text, which now stems its words.
-
-    Schema 1 indexed words unstemmed, which the stemmed words of a query would not find. The
-    chunks are read and written back _RETOKENISE_BATCH at a time, in id order, inside the
-    upgrade's transaction: other clients see the old rows or the new ones, never a mix. The
-    planner's statistics of `tsv`, which name the common words a search leaves out, are
-    refreshed at the end (they would otherwise hold unstemmed words until autovacuum's next
-    ANALYZE).
-    """
-    last = 0
-    while True:
-        rows = conn.execute(
-            f"SELECT id, header, content FROM {SCHEMA}.chunks WHERE id > %s ORDER BY id LIMIT %s",
-            (last, _RETOKENISE_BATCH),
-        ).fetchall()
-        if not rows:
-            break
-        conn.execute(
-            f"UPDATE {SCHEMA}.chunks c SET tsv = t.tsv::tsvector"
-            " FROM unnest(%s::bigint[], %s::text[]) AS t(id, tsv) WHERE c.id = t.id",
-            ([row[0] for row in rows], [tsvector_text(row[1], row[2]) for row in rows]),
-        )
-        last = rows[-1][0]
-    conn.execute(f"ANALYZE {SCHEMA}.chunks")
-
-
-def _step_chunk_locations(conn: psycopg.Connection[Any]) -> None:
-    """Step 3: where each chunk is in its file, as SQLite's step 6 `chunk_locations`.
-
-    `chunks.line_start`, `line_end`, `span_kind`, `span_label` (NULL: not known) and
-    `documents.line_offset` (NULL: stored before this step, not located yet). The store holds no
-    document text, so the next `index` run locates the chunks of each unchanged document from
-    its file; nothing is re-embedded (docs/behaviour.md#locations).
-    """
-    for column, kind in (
-        ("line_start", "integer"),
-        ("line_end", "integer"),
-        ("span_kind", "text"),
-        ("span_label", "text"),
-    ):
-        conn.execute(f"ALTER TABLE {SCHEMA}.chunks ADD COLUMN IF NOT EXISTS {column} {kind}")
-    conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS line_offset integer")
-
-
-# Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
-# migrations: a released step is never edited; a change is a new step.
-_STEPS = ((1, _step_tables), (2, _step_stemmed_keywords), (3, _step_chunk_locations))
-assert _STEPS[-1][0] == SCHEMA_VERSION
-
-
 def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
 
@@ -651,7 +391,7 @@ def open_writer(url: PostgresURL, wait: float) -> Iterator[PostgresStore]:
 # -- the store --------------------------------------------------------------------------------
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """One open PostgreSQL index. Not thread-safe; one per process and command."""
 
     def __init__(self, url: PostgresURL, *, create: bool = False, exact: bool = False) -> None:
@@ -659,10 +399,8 @@ class PostgresStore:
         self.exact = exact or url.exact
         self.read_only = False
         self._indexed: set[int] = set()  # ids of brains whose HNSW index was seen
-        self._stats_cache: dict[int, tuple[float, int, float]] = {}  # brain id -> (time, chunks, mean length)
-        # brain id -> (time, {term: (chunks counted, the cap they were counted to)}); see _term_counts
-        self._term_cache: dict[int, tuple[float, dict[str, tuple[int, int]]]] = {}
         self.conn = _connect(url)
+        self.keywords = KeywordIndex(self.execute)
         try:
             with self._translated(f"opening {url}"):
                 self._open(create)
@@ -711,15 +449,7 @@ class PostgresStore:
             version = self._schema_version() or 0
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.url} was written by a newer locallens (schema {version}); upgrade locallens")
-            self.conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            for number, step in _STEPS:
-                if number > version:
-                    step(self.conn)
-            self.conn.execute(
-                f"INSERT INTO {SCHEMA}.meta(key, value) VALUES ('schema_version', %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (str(SCHEMA_VERSION),),
-            )
+            upgrade(self.conn, version)
 
     def _create_vector_extension(self) -> None:
         import psycopg
@@ -808,9 +538,6 @@ class PostgresStore:
     def __enter__(self) -> PostgresStore:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- brains -------------------------------------------------------------------------------
 
     def brains(self) -> list[Brain]:
@@ -821,38 +548,19 @@ class PostgresStore:
         rows = self.execute(f"SELECT {_BRAIN_COLUMNS} FROM {SCHEMA}.brains WHERE name = %s", (name,))
         return Brain(*rows[0]) if rows else None
 
-    def get_brain(self, name: str) -> Brain:
-        brain = self.find_brain(name)
-        if brain is None:
-            known = ", ".join(b.name for b in self.brains() if not b.name.startswith(".")) or "none"
-            raise NoIndexError(f"no brain named {name!r} in {self.url} (brains: {known})")
-        return brain
-
-    def create_brain(
-        self,
-        name: str,
-        model: str,
-        dim: int,
-        chunker: str,
-        chunk_size: int,
-        chunk_overlap: int,
-        *,
-        headers: bool = False,
-        multi_vector: bool = False,
-    ) -> Brain:
-        with self.transaction():
-            row = self.conn.execute(
-                f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
-                " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), headers, multi_vector),
-            ).fetchone()
-            assert row is not None
-            # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
-            self.conn.execute(
-                f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
-                f" embedding vector({int(dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
-            )
-        return self.get_brain(name)
+    def _insert_brain(self, name: str, settings: BrainSettings) -> None:
+        s = settings
+        row = self.conn.execute(
+            f"INSERT INTO {SCHEMA}.brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at,"
+            " headers, multi_vector) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+            (name, s.model, s.dim, s.chunker, s.chunk_size, s.chunk_overlap, time.time(), s.headers, s.multi_vector),
+        ).fetchone()
+        assert row is not None
+        # Its HNSW index comes later (touch_brain), once the brain is large enough to use it.
+        self.conn.execute(
+            f"CREATE TABLE {SCHEMA}.vec_{int(row[0])}(chunk_id bigint NOT NULL, win integer NOT NULL,"
+            f" embedding vector({int(s.dim)}) NOT NULL, PRIMARY KEY(chunk_id, win))"
+        )
 
     def _has_index(self, brain: Brain) -> bool:
         if brain.id not in self._indexed:  # once built, an index stays as long as its brain
@@ -868,7 +576,7 @@ class PostgresStore:
         if EXACT_BELOW_VECTORS <= 0:
             return True
         row = self.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM {_vec(brain)} LIMIT %s) s", (EXACT_BELOW_VECTORS,)
+            f"SELECT count(*) FROM (SELECT 1 FROM {vec_table(brain)} LIMIT %s) s", (EXACT_BELOW_VECTORS,)
         ).fetchone()
         return bool(row and row[0] >= EXACT_BELOW_VECTORS)
 
@@ -883,12 +591,12 @@ class PostgresStore:
         with self.transaction():
             # Built in memory when it fits (a graph larger than maintenance_work_mem is built ~3x
             # slower); SET LOCAL: only for this transaction, the server's setting stays as it is.
-            rows = self.conn.execute(f"SELECT count(*) FROM {_vec(brain)}").fetchone()
+            rows = self.conn.execute(f"SELECT count(*) FROM {vec_table(brain)}").fetchone()
             need = int((rows[0] if rows else 0) * (brain.dim * 4 + HNSW_BYTES_PER_NODE))
             memory_mb = min(max(need >> 20, 64), HNSW_BUILD_MAX_MB)
             self.conn.execute(f"SET LOCAL maintenance_work_mem = '{memory_mb}MB'")
             self.conn.execute(
-                f"CREATE INDEX IF NOT EXISTS {brain.vec_table}_hnsw ON {_vec(brain)}"
+                f"CREATE INDEX IF NOT EXISTS {brain.vec_table}_hnsw ON {vec_table(brain)}"
                 f" USING hnsw (embedding vector_cosine_ops)"
                 f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
             )
@@ -900,22 +608,14 @@ class PostgresStore:
                 (chunker, chunk_size, chunk_overlap, brain.id),
             )
 
-    def delete_brain(self, brain: Brain) -> None:
-        with self.transaction():
-            self._delete_brain_rows(brain)
-
     def _delete_brain_rows(self, brain: Brain) -> None:
-        self._forget_keyword_stats()
+        self.keywords.forget()
         # Roots, documents and chunks go with the brain row (ON DELETE CASCADE).
-        self.conn.execute(f"DROP TABLE IF EXISTS {_vec(brain)}")
+        self.conn.execute(f"DROP TABLE IF EXISTS {vec_table(brain)}")
         self.conn.execute(f"DELETE FROM {SCHEMA}.brains WHERE id = %s", (brain.id,))
 
-    def replace_brain(self, old: Brain | None, new: Brain, name: str) -> None:
-        """Atomically swap a freshly built brain in under `name` (used by --rebuild)."""
-        with self.transaction():
-            if old is not None:
-                self._delete_brain_rows(old)
-            self.conn.execute(f"UPDATE {SCHEMA}.brains SET name = %s WHERE id = %s", (name, new.id))
+    def _rename_brain(self, brain: Brain, name: str) -> None:
+        self.conn.execute(f"UPDATE {SCHEMA}.brains SET name = %s WHERE id = %s", (name, brain.id))
 
     def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
         """Record the end of a run (time, roots), then build the HNSW index if it is now due."""
@@ -956,20 +656,20 @@ class PostgresStore:
     def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
         """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.chunk_id = %s"
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.chunk_id = %s"
             " ORDER BY c.id LIMIT 1",
             (brain.id, chunk_id),
         )
-        return _chunk(brain, rows[0]) if rows else None
+        return chunk_from_row(brain, rows[0]) if rows else None
 
     def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
         """A document's chunks in order (none when the brain has no such path)."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.relative_path = %s"
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.relative_path = %s"
             " ORDER BY c.chunk_index, c.id",
             (brain.id, relative_path),
         )
-        return [_chunk(brain, row) for row in rows]
+        return [chunk_from_row(brain, row) for row in rows]
 
     def document_paths(self, brain: Brain) -> list[str]:
         """The relative paths of the brain's documents, sorted (by code point, as SQLite sorts)."""
@@ -1019,7 +719,7 @@ class PostgresStore:
         headers, hashes = doc.header_list(), doc.hash_list()
         size, mtime_ns, checksum = doc.size, doc.mtime_ns, doc.checksum
         windows = [np.ascontiguousarray(np.atleast_2d(vector), dtype=np.float32) for vector in vectors]
-        self._forget_keyword_stats()
+        self.keywords.forget()
         with self.transaction():
             row = self.conn.execute(
                 f"SELECT id FROM {SCHEMA}.documents WHERE brain_id = %s AND root = %s AND relative_path = %s",
@@ -1068,7 +768,7 @@ class PostgresStore:
                     ],
                 )
                 cur.executemany(
-                    f"INSERT INTO {_vec(brain)}(chunk_id, win, embedding) VALUES (%s, %s, %s)",
+                    f"INSERT INTO {vec_table(brain)}(chunk_id, win, embedding) VALUES (%s, %s, %s)",
                     [
                         (chunk_pk, window, vector)
                         for chunk_pk, matrix in zip(ids, windows)
@@ -1077,12 +777,12 @@ class PostgresStore:
                 )
 
     def _delete_document_rows(self, brain: Brain, doc_ids: Sequence[int]) -> None:
-        self._forget_keyword_stats()
+        self.keywords.forget()
         # Vector rows have no foreign key to chunks: one would make every chunk deletion probe
         # every brain's vector table. They are deleted here, then chunks go with their documents.
         ids = [int(doc_id) for doc_id in doc_ids]
         self.conn.execute(
-            f"DELETE FROM {_vec(brain)} WHERE chunk_id IN"
+            f"DELETE FROM {vec_table(brain)} WHERE chunk_id IN"
             f" (SELECT id FROM {SCHEMA}.chunks WHERE document_id = ANY(%s::bigint[]))",
             (ids,),
         )
@@ -1100,7 +800,7 @@ class PostgresStore:
         """The vectors of these chunks, each chunk's in window order."""
         found: dict[int, list[np.ndarray]] = {}
         rows = self.execute(
-            f"SELECT chunk_id, embedding FROM {_vec(brain)} WHERE chunk_id = ANY(%s::bigint[]) ORDER BY chunk_id, win",
+            f"SELECT chunk_id, embedding FROM {vec_table(brain)} WHERE chunk_id = ANY(%s::bigint[]) ORDER BY chunk_id, win",
             (list(chunk_pks),),
             binary=True,
         )
@@ -1108,35 +808,13 @@ class PostgresStore:
             found.setdefault(chunk_pk, []).append(vector)
         return found
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
-        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
-        by root and path: what `locallens copy` writes into another store."""
-        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
-            rows = self.execute(
-                f"SELECT {_CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM {SCHEMA}.chunks c"
-                " WHERE c.document_id = %s ORDER BY c.chunk_index, c.id",
-                (doc.id,),
-            )
-            found = self._windows(brain, [row[0] for row in rows])
-            vectors = []
-            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
-            for row in rows:
-                windows = found.get(row[0], [])
-                if len(windows) != max(int(row[n + 2]), 1):
-                    raise StoreError(f"{self.url}: chunk {row[1]} of {doc.relative_path} has lost its vector")
-                vectors.append(windows[0] if len(windows) == 1 else np.stack(windows))
-            yield DocumentRecord(
-                root=doc.root,
-                relative_path=doc.relative_path,
-                size=doc.size,
-                mtime_ns=doc.mtime_ns,
-                checksum=doc.checksum,
-                chunks=[_chunk(brain, row) for row in rows],
-                vectors=vectors,
-                headers=[row[n] or "" for row in rows],
-                hashes=[bytes(row[n + 1]) for row in rows],
-                line_offset=doc.line_offset,
-            )
+    def _export_rows(self, doc: StoredDocument) -> list[Any]:
+        return self.execute(
+            f"SELECT {EXPORT_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.document_id = %s {EXPORT_ORDER}", (doc.id,)
+        )
+
+    def _export_windows(self, brain: Brain, rows: Sequence[Sequence[Any]]) -> dict[int, list[np.ndarray]]:
+        return self._windows(brain, [row[0] for row in rows])
 
     # -- vectors ------------------------------------------------------------------------------
 
@@ -1165,7 +843,7 @@ class PostgresStore:
 
     def vector_count(self, brain: Brain) -> int:
         """Chunks with a vector in the brain (window vectors beyond a chunk's first not counted)."""
-        ((count,),) = self.execute(f"SELECT count(*) FROM {_vec(brain)} WHERE win = 0")
+        ((count,),) = self.execute(f"SELECT count(*) FROM {vec_table(brain)} WHERE win = 0")
         return int(count)
 
     def _indexed_search(self, brain: Brain, rows: int) -> bool:
@@ -1184,7 +862,7 @@ class PostgresStore:
         and the index is made here, by size, not by its estimates.
         """
         limit = k * (MULTI_VECTOR_OVERFETCH if brain.multi_vector else 1)
-        sql = nearest_sql(_vec(brain), approximate=True, multi_vector=brain.multi_vector, filtered=False)
+        sql = nearest_sql(vec_table(brain), approximate=True, multi_vector=brain.multi_vector, filtered=False)
         while True:
             self.conn.execute(
                 "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_seqscan', 'off', true)",
@@ -1202,15 +880,17 @@ class PostgresStore:
             limit = min(limit * 2, HNSW_MAX_EF_SEARCH)
 
     def _exact(self, brain: Brain, query: np.ndarray, k: int, pattern: str | None) -> dict[int, float]:
-        sql = nearest_sql(_vec(brain), approximate=False, multi_vector=brain.multi_vector, filtered=pattern is not None)
+        sql = nearest_sql(
+            vec_table(brain), approximate=False, multi_vector=brain.multi_vector, filtered=pattern is not None
+        )
         params = {"q": query, "limit": k, "brain": brain.id, "pattern": pattern}
         return {chunk_pk: distance for chunk_pk, distance in self.conn.execute(sql, params).fetchall()}
 
     def _chunks(self, brain: Brain, chunk_pks: Sequence[int]) -> dict[int, Chunk]:
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.id = ANY(%s::bigint[])", (list(chunk_pks),)
+            f"SELECT {CHUNK_COLUMNS} FROM {SCHEMA}.chunks c WHERE c.id = ANY(%s::bigint[])", (list(chunk_pks),)
         )
-        return {row[0]: _chunk(brain, row) for row in rows}
+        return {row[0]: chunk_from_row(brain, row) for row in rows}
 
     def knn(self, brain: Brain, query: np.ndarray, k: int, *, path_glob: str | None = None) -> list[Hit]:
         """The k nearest chunks by cosine similarity; a path filter is applied inside the search.
@@ -1245,12 +925,12 @@ class PostgresStore:
             return {}
         vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS}, min(v.embedding <=> %s) FROM {SCHEMA}.chunks c"
-            f" JOIN {_vec(brain)} v ON v.chunk_id = c.id WHERE c.id = ANY(%s::bigint[]) AND c.brain_id = %s"
+            f"SELECT {CHUNK_COLUMNS}, min(v.embedding <=> %s) FROM {SCHEMA}.chunks c"
+            f" JOIN {vec_table(brain)} v ON v.chunk_id = c.id WHERE c.id = ANY(%s::bigint[]) AND c.brain_id = %s"
             " GROUP BY c.id",
             (vector, [int(i) for i in ids], brain.id),
         )
-        return {row[0]: Hit(_chunk(brain, row), score=1.0 - float(row[_N_CHUNK_COLUMNS])) for row in rows}
+        return {row[0]: Hit(chunk_from_row(brain, row), score=1.0 - float(row[N_CHUNK_COLUMNS])) for row in rows}
 
     # -- keywords -----------------------------------------------------------------------------
 
@@ -1261,152 +941,11 @@ class PostgresStore:
     def keyword_scores(
         self, brain: Brain, query: str, k: int, *, path_glob: str | None = None
     ) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) for the terms of `query` (see keyword_terms), best (highest) first.
-
-        BM25 as FTS5 computes it for the SQLite store (k1 = 1.2, b = 0.75, idf =
-        log((N - df + 0.5) / (df + 0.5)), at least 1e-6), with two differences. A chunk's length
-        is its number of distinct lexemes (what a tsvector holds). And a word found in more than
-        COMMON_WORD_FRACTION of the brain's chunks is left out from PRUNE_MIN_CHUNKS chunks on
-        (the SQLite store: from KEYWORD_PRUNE_MIN_CHUNKS): each term's matches are scored one by
-        one here, so a word in most chunks makes a search score most of the brain for a weight
-        near 0 (SciFact, 10,671 chunks: 53 ms a search with pruning, 192 ms without, the same
-        nDCG@10). When every word is that common, the rarest stays; phrases are always kept. A
-        term's frequency in a chunk is read with ts_rank_cd (0.1 per occurrence of an unweighted
-        lexeme or phrase). Equal scores in id order. When the terms match more than
-        KEYWORD_EXACT_MATCHES (chunk, term) pairs, only the KEYWORD_CANDIDATES chunks with the
-        largest sum of their matched terms' idf are scored.
-        """
-        words, others = keyword_terms(query)
-        if k <= 0 or not (words or others):
-            return []
+        """(chunk id, BM25 score) for the terms of `query`, best first (`postgres_keywords.KeywordIndex`)."""
         pattern = glob_regex(path_glob) if path_glob else None
         if path_glob and pattern is None:
             return []
-        total, mean_length = self._keyword_stats(brain)
-        if total == 0:
-            return []
-        common = self._common_words(words)
-        words = [w for w in words if w not in common]
-        # Counting stops at `cap`: reaching it means "in more than the fraction" (a common word).
-        cap = int(COMMON_WORD_FRACTION * total) + 1 if total >= PRUNE_MIN_CHUNKS else total + 1
-        frequency = self._term_counts(brain, [*words, *others], cap)
-        found = [w for w in words if w in frequency]
-        kept = [w for w in found if frequency[w] < cap]
-        if found and not kept:  # every word common: the rarest stays, weighed by its true count
-            exact = self._term_counts(brain, found, total + 1) if len(found) > 1 else frequency
-            rarest = min(found, key=exact.__getitem__)
-            kept, frequency[rarest] = [rarest], exact[rarest]
-        terms = kept + [o for o in others if o in frequency]
-        if not terms:
-            return []
-        idf = [max(math.log((total - frequency[t] + 0.5) / (frequency[t] + 0.5)), 1e-6) for t in terms]
-        where = ""
-        filters: list[Any] = [brain.id]
-        if pattern is not None:
-            where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"
-            filters.append(pattern)
-        # The chunks to score, with each matched term: all of them, or the candidates (see below).
-        matches = (
-            "SELECT c.id, t.idf, c.tsv, t.term FROM unnest(%s::text[], %s::float8[]) AS t(term, idf)"
-            f" JOIN {SCHEMA}.chunks c ON c.tsv @@ t.term::tsquery WHERE c.brain_id = %s{where}"
-        )
-        params: list[Any] = [terms, idf, *filters]
-        if sum(frequency[t] for t in terms) > KEYWORD_EXACT_MATCHES:
-            # Scoring reads each matched chunk's tsvector (stored out of line once it is large)
-            # once per term: at 100,000 chunks a question's words can match 70,000 pairs, over a
-            # second a search. Summing the matched terms' idf needs only the index and the row,
-            # and the best BM25 scores are among the best of those sums (the same top 20 on the
-            # questions of benchmarks/bench_pg.py): BM25 for those candidates only.
-            matches = (
-                "SELECT c.id, t.idf, c.tsv, t.term FROM ("
-                f"SELECT m.id, sum(m.idf) AS weight FROM ({matches}) m"
-                " GROUP BY m.id ORDER BY weight DESC, m.id LIMIT %s) top"
-                f" JOIN {SCHEMA}.chunks c ON c.id = top.id"
-                " JOIN unnest(%s::text[], %s::float8[]) AS t(term, idf) ON c.tsv @@ t.term::tsquery"
-            )
-            params += [max(KEYWORD_CANDIDATES, 5 * k), terms, idf]
-        # Each pair's tf and length computed once (OFFSET 0 keeps the planner from inlining them
-        # into the sum twice), and only (id, tf, length) reaches the aggregate.
-        rows = self.execute(
-            "SELECT id, sum(idf * tf * (%s + 1) / (tf + %s * (%s + %s * len / %s))) AS score FROM ("
-            "SELECT id, idf, greatest(round(ts_rank_cd(tsv, term::tsquery, 0) * 10), 1) AS tf, length(tsv) AS len"
-            f" FROM ({matches}) p OFFSET 0) s GROUP BY id ORDER BY score DESC, id LIMIT %s",
-            [BM25_K1, BM25_K1, 1 - BM25_B, BM25_B, mean_length, *params, k],
-        )
-        return [(int(r[0]), float(r[1])) for r in rows]
-
-    def _term_counts(self, brain: Brain, terms: list[str], cap: int) -> dict[str, int]:
-        """Chunks of `brain` matching each tsquery term, counted up to `cap`; unmatched terms left out.
-
-        Counting reads every matching row (at 100,000 chunks a third of a search's time), and
-        questions share words, so counts are kept as the brain's statistics are (_keyword_stats):
-        for KEYWORD_STATS_TTL_S, forgotten when this store writes, at most KEYWORD_TERMS_KEPT
-        terms a brain. A count that stopped at a lower cap than asked for is counted again.
-        """
-        now = time.monotonic()
-        kept_at, known = self._term_cache.get(brain.id, (now, {}))
-        if now - kept_at >= KEYWORD_STATS_TTL_S or len(known) > KEYWORD_TERMS_KEPT:
-            kept_at, known = now, {}
-        missing = [t for t in dict.fromkeys(terms) if t not in known or _recount(known[t], cap)]
-        if missing:
-            counted = self.execute(
-                "SELECT t.term, (SELECT count(*) FROM (SELECT 1 FROM"
-                f" {SCHEMA}.chunks c WHERE c.brain_id = %s AND c.tsv @@ t.term::tsquery LIMIT %s) s)"
-                " FROM unnest(%s::text[]) AS t(term)",
-                (brain.id, cap, missing),
-            )
-            known.update((str(term), (int(n), cap)) for term, n in counted)
-        self._term_cache[brain.id] = (kept_at, known)
-        counts = {t: min(known[t][0], cap) for t in terms}
-        return {t: n for t, n in counts.items() if n}
-
-    def _forget_keyword_stats(self) -> None:
-        """This store wrote: chunk counts, lengths and term counts are read again."""
-        self._stats_cache.clear()
-        self._term_cache.clear()
-
-    def _keyword_stats(self, brain: Brain) -> tuple[int, float]:
-        """(chunks, mean distinct lexemes per chunk) of `brain`, for BM25.
-
-        Counting them reads every chunk of the brain (~10 ms per 10,000), so they are kept for
-        KEYWORD_STATS_TTL_S, and forgotten when this store writes: another process's writes
-        show after that delay at worst (a search then weighs words by slightly older counts).
-        """
-        kept = self._stats_cache.get(brain.id)
-        if kept is not None and time.monotonic() - kept[0] < KEYWORD_STATS_TTL_S:
-            return kept[1], kept[2]
-        ((total, mean),) = self.execute(
-            f"SELECT count(*), coalesce(avg(length(tsv)), 0) FROM {SCHEMA}.chunks WHERE brain_id = %s", (brain.id,)
-        )
-        self._stats_cache[brain.id] = (time.monotonic(), int(total), max(float(mean), 1.0))
-        return int(total), max(float(mean), 1.0)
-
-    def _common_words(self, words: list[str]) -> set[str]:
-        """Words (quoted lexemes) found in more than COMMON_WORD_FRACTION of the chunks.
-
-        As in the SQLite store: applied from KEYWORD_PRUNE_MIN_CHUNKS chunks on, phrases and
-        bigrams always kept, and when every word is common the rarest one stays. Frequencies come
-        from the planner's statistics of `chunks.tsv` (ANALYZE, which autovacuum runs): no scan.
-        A word missing from them is not common.
-        """
-        if len(words) < 2:
-            return set()
-        ((total,),) = self.execute(f"SELECT reltuples FROM pg_class WHERE oid = '{SCHEMA}.chunks'::regclass")
-        if total < max(KEYWORD_PRUNE_MIN_CHUNKS, 1):
-            return set()
-        rows = self.execute(
-            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
-            " WHERE schemaname = %s AND tablename = 'chunks' AND attname = 'tsv'",
-            (SCHEMA,),
-        )
-        if not rows or rows[0][0] is None:
-            return set()
-        frequency = dict(zip(rows[0][0], rows[0][1]))
-        share = {word: float(frequency.get(word[1:-1].replace("''", "'"), 0.0)) for word in words}
-        common = {word for word in words if share[word] > COMMON_WORD_FRACTION}
-        if common == set(words):
-            common.discard(min(words, key=lambda word: share[word]))
-        return common
+        return self.keywords.scores(brain, query, k, pattern)
 
     # -- sentence vectors (trimming) ----------------------------------------------------------
 
@@ -1484,10 +1023,3 @@ class PostgresStore:
         needs the pgstattuple extension, which a shared server may not have. `status` therefore
         reports no space to reclaim, which is what a user can act on from here."""
         return 0
-
-
-def _recount(known: tuple[int, int], cap: int) -> bool:
-    """Whether a kept term count (chunks, the cap it was counted to) cannot answer for `cap`:
-    it stopped at its cap, and a higher one is asked for."""
-    counted, counted_to = known
-    return counted >= counted_to and cap > counted_to

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import itertools
 import os
 import re
 import time
@@ -39,17 +40,25 @@ import numpy as np
 from locallens.domain import Chunk, Hit, Location
 from locallens.errors import LockedError, NoIndexError, StoreError
 from locallens.stemming import porter_stem
+from locallens.storage.base import (
+    CHUNK_COLUMNS,
+    EXPORT_COLUMNS,
+    EXPORT_ORDER,
+    N_CHUNK_COLUMNS,
+    StoreBase,
+    chunk_from_row,
+)
 from locallens.storage.migrations import PARTITIONS, SCHEMA_VERSION, create_vec_table, upgrade
 from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
     Brain,
+    BrainSettings,
     BrainStats,
     DocumentRecord,
     StoredDocument,
     location_columns,
-    stored_location,
 )
 from locallens.text import NO_SPACE_CLASS
 
@@ -98,26 +107,6 @@ def _usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-_CHUNK_COLUMNS = (
-    "c.id, c.chunk_id, c.relative_path, c.chunk_index, c.content, c.checksum,"
-    " c.line_start, c.line_end, c.span_kind, c.span_label"
-)
-_N_CHUNK_COLUMNS = 10  # the columns a row starts with; whatever a query adds comes after
-
-
-def _chunk(brain: Brain, row: Sequence[Any]) -> Chunk:
-    """A Chunk from a row that starts with _CHUNK_COLUMNS."""
-    return Chunk(
-        id=row[1],
-        brain=brain.name,
-        relative_path=row[2],
-        chunk_index=row[3],
-        content=row[4],
-        checksum=row[5],
-        location=stored_location(*row[6:10]),
-    )
 
 
 @contextlib.contextmanager
@@ -326,7 +315,7 @@ def open_store(db: Path, *, create: bool = False) -> Store:
     return Store(db, create=create)
 
 
-class Store:
+class Store(StoreBase):
     """One open database. Not thread-safe; one per process and command."""
 
     def __init__(self, path: Path, *, create: bool = True) -> None:
@@ -538,9 +527,6 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # -- brains -------------------------------------------------------------------------------
 
     def _brain_columns(self) -> str:
@@ -560,34 +546,24 @@ class Store:
         rows = self.execute(f"SELECT {self._brain_columns()} FROM brains WHERE name = ?", (name,))
         return self._brain(rows[0]) if rows else None
 
-    def get_brain(self, name: str) -> Brain:
-        brain = self.find_brain(name)
-        if brain is None:
-            known = ", ".join(b.name for b in self.brains() if not b.name.startswith(".")) or "none"
-            raise NoIndexError(f"no brain named {name!r} in {self.path} (brains: {known})")
-        return brain
-
-    def create_brain(
-        self,
-        name: str,
-        model: str,
-        dim: int,
-        chunker: str,
-        chunk_size: int,
-        chunk_overlap: int,
-        *,
-        headers: bool = False,
-        multi_vector: bool = False,
-    ) -> Brain:
-        with self.transaction():
-            self.conn.execute(
-                "INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at, headers,"
-                " multi_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, model, dim, chunker, chunk_size, chunk_overlap, time.time(), int(headers), int(multi_vector)),
-            )
-            brain_id = self.conn.last_insert_rowid()
-            create_vec_table(self.conn, brain_id, dim)
-        return self.get_brain(name)
+    def _insert_brain(self, name: str, settings: BrainSettings) -> None:
+        s = settings
+        self.conn.execute(
+            "INSERT INTO brains(name, model, dim, chunker, chunk_size, chunk_overlap, created_at, headers,"
+            " multi_vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                name,
+                s.model,
+                s.dim,
+                s.chunker,
+                s.chunk_size,
+                s.chunk_overlap,
+                time.time(),
+                int(s.headers),
+                int(s.multi_vector),
+            ),
+        )
+        create_vec_table(self.conn, self.conn.last_insert_rowid(), s.dim)
 
     def set_chunking(self, brain: Brain, chunker: str, chunk_size: int, chunk_overlap: int) -> None:
         with self.transaction():
@@ -596,22 +572,14 @@ class Store:
                 (chunker, chunk_size, chunk_overlap, brain.id),
             )
 
-    def delete_brain(self, brain: Brain) -> None:
-        with self.transaction():
-            self._delete_brain_rows(brain)
-
     def _delete_brain_rows(self, brain: Brain) -> None:
         # Chunks first through their own path so the FTS trigger removes their rows.
         self.conn.execute("DELETE FROM chunks WHERE brain_id = ?", (brain.id,))
         self.conn.execute(f"DROP TABLE IF EXISTS {brain.vec_table}")
         self.conn.execute("DELETE FROM brains WHERE id = ?", (brain.id,))
 
-    def replace_brain(self, old: Brain | None, new: Brain, name: str) -> None:
-        """Atomically swap a freshly built brain in under `name` (used by --rebuild)."""
-        with self.transaction():
-            if old is not None:
-                self._delete_brain_rows(old)
-            self.conn.execute("UPDATE brains SET name = ? WHERE id = ?", (name, new.id))
+    def _rename_brain(self, brain: Brain, name: str) -> None:
+        self.conn.execute("UPDATE brains SET name = ? WHERE id = ?", (name, brain.id))
 
     def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
         with self.transaction():
@@ -640,19 +608,18 @@ class Store:
     def chunk_by_id(self, brain: Brain, chunk_id: str) -> Chunk | None:
         """The chunk with this id (`<checksum[:12]>-<index>`), if the brain holds it."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.chunk_id = ? LIMIT 1",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.chunk_id = ? LIMIT 1",
             (brain.id, chunk_id),
         )
-        return _chunk(brain, rows[0]) if rows else None
+        return chunk_from_row(brain, rows[0]) if rows else None
 
     def document_chunks(self, brain: Brain, relative_path: str) -> list[Chunk]:
         """A document's chunks in order (none when the brain has no such path)."""
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.relative_path = ? "
-            "ORDER BY c.chunk_index",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.brain_id = ? AND c.relative_path = ? ORDER BY c.chunk_index",
             (brain.id, relative_path),
         )
-        return [_chunk(brain, row) for row in rows]
+        return [chunk_from_row(brain, row) for row in rows]
 
     def document_paths(self, brain: Brain) -> list[str]:
         """The relative paths of the brain's documents, sorted."""
@@ -755,46 +722,29 @@ class Store:
             for doc_id in doc_ids:
                 self._delete_document_rows(brain, doc_id)
 
-    def export_documents(self, brain: Brain) -> Iterator[DocumentRecord]:
-        """Every document of the brain with its chunks, vectors (all windows), headers and hashes,
-        by root and path: what `locallens copy` writes into another store."""
-        for doc in sorted(self.documents(brain).values(), key=lambda d: (d.root, d.relative_path)):
-            rows = self.execute(
-                f"SELECT {_CHUNK_COLUMNS}, c.header, c.content_hash, c.vectors FROM chunks c"
-                " WHERE c.document_id = ? ORDER BY c.chunk_index, c.id",
-                (doc.id,),
-            )
-            # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
-            n = _N_CHUNK_COLUMNS  # then header, content_hash, vectors
-            wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
-            rowids = [rowid for windows in wanted.values() for rowid in windows]
-            found: dict[int, bytes] = {}
-            for start in range(0, len(rowids), 500):
-                part = rowids[start : start + 500]
-                found.update(
-                    self.execute(
-                        f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})",
-                        part,
-                    )
+    def _export_rows(self, doc: StoredDocument) -> list[Any]:
+        return self.execute(f"SELECT {EXPORT_COLUMNS} FROM chunks c WHERE c.document_id = ? {EXPORT_ORDER}", (doc.id,))
+
+    def _export_windows(self, brain: Brain, rows: Sequence[Sequence[Any]]) -> dict[int, list[np.ndarray]]:
+        # Every vector row of the document (each chunk's windows), read 500 rowids at a time.
+        n = N_CHUNK_COLUMNS  # then header, content_hash, vectors
+        wanted = {row[0]: [row[0] + (w << WINDOW_SHIFT) for w in range(max(int(row[n + 2]), 1))] for row in rows}
+        rowids = [rowid for windows in wanted.values() for rowid in windows]
+        found: dict[int, bytes] = {}
+        for start in range(0, len(rowids), 500):
+            part = rowids[start : start + 500]
+            found.update(
+                self.execute(
+                    f"SELECT rowid, embedding FROM {brain.vec_table} WHERE rowid IN ({','.join('?' * len(part))})",
+                    part,
                 )
-            vectors = []
-            for row in rows:
-                if any(rowid not in found for rowid in wanted[row[0]]):
-                    raise StoreError(f"{self.path}: chunk {row[1]} of {doc.relative_path} has lost its vector")
-                windows = np.stack([np.frombuffer(found[rowid], dtype=np.float32) for rowid in wanted[row[0]]])
-                vectors.append(windows[0] if len(windows) == 1 else windows)
-            yield DocumentRecord(
-                root=doc.root,
-                relative_path=doc.relative_path,
-                size=doc.size,
-                mtime_ns=doc.mtime_ns,
-                checksum=doc.checksum,
-                chunks=[_chunk(brain, row) for row in rows],
-                vectors=vectors,
-                headers=[row[n] or "" for row in rows],
-                hashes=[bytes(row[n + 1]) for row in rows],
-                line_offset=doc.line_offset,
             )
+        # A chunk with a missing window gets only the windows before it: export_documents refuses it.
+        out: dict[int, list[np.ndarray]] = {}
+        for chunk_pk, rowids_of_chunk in wanted.items():
+            present = list(itertools.takewhile(found.__contains__, rowids_of_chunk))
+            out[chunk_pk] = [np.frombuffer(found[rowid], dtype=np.float32).copy() for rowid in present]
+        return out
 
     # -- vectors ------------------------------------------------------------------------------
 
@@ -882,9 +832,9 @@ class Store:
             return []
         ids = list(best)
         chunks = {
-            r[0]: _chunk(brain, r)
+            r[0]: chunk_from_row(brain, r)
             for r in self.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))})",
+                f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({','.join('?' * len(ids))})",
                 ids,
             )
         }
@@ -1084,11 +1034,11 @@ class Store:
         marks = ",".join("?" * len(ids))
         blob = np.ascontiguousarray(query, dtype=np.float32).tobytes()
         rows = self.execute(
-            f"SELECT {_CHUNK_COLUMNS}, vec_distance_cosine(v.embedding, ?) FROM chunks c"
+            f"SELECT {CHUNK_COLUMNS}, vec_distance_cosine(v.embedding, ?) FROM chunks c"
             f" JOIN {brain.vec_table} v ON v.rowid = c.id WHERE c.id IN ({marks})",
             [blob, *ids],
         )
-        hits = {r[0]: Hit(_chunk(brain, r), score=1.0 - float(r[_N_CHUNK_COLUMNS])) for r in rows}
+        hits = {r[0]: Hit(chunk_from_row(brain, r), score=1.0 - float(r[N_CHUNK_COLUMNS])) for r in rows}
         if brain.multi_vector:
             # A chunk scores as its best window, as in knn().
             extra = [

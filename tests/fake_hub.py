@@ -6,10 +6,16 @@
 - `HEAD|GET /OWNER/REPO/resolve/REV/FILE`: a file, with the headers the client reads (commit,
   ETag, linked size and ETag for LFS files) and Range requests.
 
+- `GET /files/NAME`: a file outside the hub (`files`), as a plain web server serves it: strong
+  ETag, Range requests honoured only with a matching If-Range (else the whole file, 200).
+
 Faults, per file name: `break_once` sends three quarters of the file on the first GET and drops the
 connection (the client must resume with a Range request); `corrupt` serves other bytes of the
-same length than the checksum published (the client must refuse them). `requests` records
-(method, path, Range header) of every request.
+same length than the checksum published (the client must refuse them); `stall_after[name] = n`
+sends the first n bytes of a GET from the start and then waits, sending nothing more, until
+`release` is set (the test kills the client meanwhile: a download cut off between two runs).
+`requests` records (method, path, Range header) of every request; `if_range` the If-Range
+header of each Range request.
 """
 
 from __future__ import annotations
@@ -34,7 +40,11 @@ class FakeHub:
         self.repos = repos
         self.break_once: set[str] = set()
         self.corrupt: set[str] = set()
+        self.stall_after: dict[str, int] = {}
+        self.release = threading.Event()
+        self.files: dict[str, bytes] = {}
         self.requests: list[tuple[str, str, str | None]] = []
+        self.if_range: list[str | None] = []
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,6 +65,7 @@ class FakeHub:
         self.thread.start()
 
     def close(self) -> None:
+        self.release.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -72,6 +83,10 @@ class FakeHub:
     def handle(self, h: BaseHTTPRequestHandler, head: bool) -> None:
         path = h.path.split("?")[0]
         self.requests.append((h.command, path, h.headers.get("Range")))
+        if h.headers.get("Range"):
+            self.if_range.append(h.headers.get("If-Range"))
+        if path.startswith("/files/"):
+            return self.serve_file(h, path.removeprefix("/files/"), head)
         api = re.match(r"^/api/models/([^/]+/[^/]+)(?:/revision/[^/]+)?$", path)
         if api:
             repo = api.group(1)
@@ -96,6 +111,41 @@ class FakeHub:
         start = 0
         if rng := re.match(r"bytes=(\d+)-", h.headers.get("Range") or ""):
             start = int(rng.group(1))
+        return self.send_range(h, name, data, start, headers)
+
+    def serve_file(self, h: BaseHTTPRequestHandler, name: str, head: bool) -> None:
+        if name not in self.files:
+            return self.send(h, 404, b"not found", {}, head)
+        data = self.files[name]
+        etag = f'"{hashlib.sha256(data).hexdigest()[:20]}"'
+        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
+        if head:
+            return self.send(h, 200, data, headers, head=True)
+        start = 0
+        rng = re.match(r"bytes=(\d+)-", h.headers.get("Range") or "")
+        if rng and h.headers.get("If-Range") in (None, etag):
+            start = int(rng.group(1))
+            if start >= len(data):
+                return self.send(h, 416, b"", {"Content-Range": f"bytes */{len(data)}"}, head=False)
+        if name in self.corrupt:
+            data = bytes(b ^ 0xFF for b in data)
+        return self.send_range(h, name, data, start, headers)
+
+    def send_range(
+        self, h: BaseHTTPRequestHandler, name: str, data: bytes, start: int, headers: dict[str, str]
+    ) -> None:
+        """`data` from `start` (206 when not 0), with the faults set for `name`."""
+        if name in self.stall_after and start == 0:
+            h.send_response(200)
+            for key, value in headers.items():
+                h.send_header(key, value)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data[: self.stall_after[name]])
+            h.wfile.flush()
+            self.release.wait(60)
+            h.close_connection = True
+            return None
         if name in self.break_once and start == 0:
             self.break_once.discard(name)
             h.send_response(200)

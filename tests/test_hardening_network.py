@@ -1,12 +1,12 @@
-"""A network that accepts the connection and never answers: every hub request gives up in
-seconds (connect and read timeouts), `index` says exit 6, and no lock is held meanwhile.
+"""A network that accepts the connection and never answers: every hub request of `pull` gives
+up in seconds (connect and read timeouts) with exit 6; `index` naming a model that is not
+pulled never reaches the network at all.
 
 The hub is a listener on 127.0.0.1 that accepts connections and never writes a byte, reached
 through `HF_ENDPOINT`, as a captive portal or a stalled proxy would behave."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import subprocess
@@ -95,51 +95,35 @@ def test_every_hub_client_request_has_connect_and_read_timeouts(silent_hub: Sile
         set_client_factory(_http.default_client_factory)
 
 
-def test_index_with_a_hub_model_exits_6_without_holding_the_lock(
-    silent_hub: SilentListener, monkeypatch, tmp_path: Path
+def test_index_with_a_model_not_pulled_exits_6_at_once_without_the_network(
+    silent_hub: SilentListener, tmp_path: Path
 ) -> None:
-    import locallens.embedding
-
-    class NetworkOnlyEmbedder:
-        """What loading a hub model does first, without loading one (fast tier: no real models)."""
-
-        def __init__(self, spec: locallens.embedding.ModelSpec, device: str = "auto") -> None:
-            assert not spec.offline
-            locallens.embedding._probe_hub(spec)
-            raise AssertionError("the probe should not have reached the hub")
-
-    monkeypatch.setattr(locallens.embedding, "Embedder", NetworkOnlyEmbedder)
-    monkeypatch.setattr(hub, "PROBE_TIMEOUT_S", 1.0)
+    """Naming a hub model that is not in the cache never starts a download: one line saying to
+    pull it, exit 6, before any lock or file is made, with no connection to the hub at all."""
     docs = write_corpus(tmp_path / "docs")
     db = tmp_path / "data" / "index.db"
-    outcome: dict[str, object] = {}
-
-    def run() -> None:
-        outcome["result"] = cli("index", str(docs), "--db", str(db), "--model", MODEL)
-
-    worker = threading.Thread(target=run)
     started = time.perf_counter()
-    worker.start()
-    assert silent_hub.accepted.wait(30)
-    # While it waits on the network, another writer can take the lock: it is not held.
-    lock = Path(f"{db}.lock")
-    if lock.exists():
-        fd = os.open(lock, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        finally:
-            os.close(fd)
-    worker.join(60)
-    result = outcome["result"]
-    assert result.exit_code == 6, result.output  # type: ignore[attr-defined]
-    err = result.stderr.strip()  # type: ignore[attr-defined]
+    result = cli("index", str(docs), "--db", str(db), "--model", MODEL)
+    assert result.exit_code == 6, result.output
+    err = result.stderr.strip()
+    assert f"run `locallens pull {MODEL}`" in err and "not present" in err and len(err.splitlines()) == 1
+    assert time.perf_counter() - started < 5
+    assert not silent_hub.accepted.is_set()
+    assert not db.exists() and not Path(f"{db}.lock").exists()
+
+
+def test_pull_from_a_hub_that_never_answers_exits_6_in_seconds(silent_hub: SilentListener, monkeypatch) -> None:
+    monkeypatch.setattr(hub, "PROBE_TIMEOUT_S", 1.0)
+    started = time.perf_counter()
+    result = cli("pull", MODEL)
+    assert result.exit_code == 6, result.output
+    err = result.stderr.strip()
     assert MODEL in err and "cannot be reached" in err and len(err.splitlines()) == 1
-    assert time.perf_counter() - started < 30
-    assert not db.exists() and not lock.exists()
+    assert silent_hub.accepted.is_set() and time.perf_counter() - started < 10
 
 
 @pytest.mark.slow
-def test_index_with_a_hub_model_behind_a_silent_network_exits_6_in_seconds(tmp_path: Path) -> None:
+def test_pull_behind_a_silent_network_exits_6_in_seconds(tmp_path: Path) -> None:
     """The real command, with the real timeouts, in a process of its own."""
     listener = SilentListener()
     try:
@@ -151,10 +135,9 @@ def test_index_with_a_hub_model_behind_a_silent_network_exits_6_in_seconds(tmp_p
         }
         for offline in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
             env.pop(offline, None)
-        docs = write_corpus(tmp_path / "docs")
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "locallens", "index", str(docs), "--db", str(tmp_path / "i.db"), "--model", MODEL],
+            [sys.executable, "-m", "locallens", "pull", MODEL],
             env=env,
             capture_output=True,
             text=True,
@@ -165,4 +148,5 @@ def test_index_with_a_hub_model_behind_a_silent_network_exits_6_in_seconds(tmp_p
         listener.close()
     assert done.returncode == 6, done.stderr
     assert MODEL in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
     assert elapsed < 60, elapsed  # the probe's timeout is seconds; generous for a loaded machine

@@ -49,6 +49,7 @@ from locallens.retrieval import (
     SentenceEncoder,
     TrimSettings,
     check_question,
+    count_context,
     retrieve,
     trim_settings_from_env,
 )
@@ -200,6 +201,15 @@ class AskResult:
         """Nothing supported answers the question: the answer is the plain refusal (exit 4)."""
         return self.checked is not None and self.checked.refused
 
+    def context_tokens(self) -> tuple[int, int]:
+        """(estimate, tiktoken) of the excerpts the answer was given: `sources`, without the ones
+        dropped to fit the model's context (retrieval counted every hit it returned)."""
+        r = self.retrieval
+        given = sorted((h.id, h.content) for h in self.sources)
+        if given == sorted((h.id, h.content) for h in r.hits):
+            return r.tokens_in_context, r.tiktoken_in_context
+        return count_context(self.sources)
+
     def _claim_json(self, claim: Claim) -> dict[str, Any]:
         """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""
         out: dict[str, Any] = claim.as_json()
@@ -251,14 +261,15 @@ class AskResult:
             for h in self.dropped
         ]
         r = self.retrieval
+        in_prompt, in_prompt_tiktoken = self.context_tokens()
         out["tokens"] = {
             "prompt": self.prompt_tokens,
             "prompt_cached": self.cached_tokens,
             "completion": self.completion_tokens,
             "context_before_trim": r.tokens_before,
-            "context_in_prompt": r.tokens_in_context,
+            "context_in_prompt": in_prompt,
             "context_before_trim_tiktoken": r.tiktoken_before,
-            "context_in_prompt_tiktoken": r.tiktoken_in_context,
+            "context_in_prompt_tiktoken": in_prompt_tiktoken,
         }
         out["trimmed"] = r.trimmed
         if checked is not None and self.mode == "generate":

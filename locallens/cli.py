@@ -16,7 +16,7 @@ import re
 import sys
 import typing
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -72,11 +72,21 @@ class _Commands(typer.core.TyperGroup):
     """
 
     def invoke(self, ctx: Any) -> Any:
+        args = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
         try:
             return super().invoke(ctx)
-        except typer.BadParameter as exc:
-            _blame_source(exc)
+        except _ClickUsageError as exc:
+            if isinstance(exc, typer.BadParameter):
+                _blame_source(exc)
+            if "--json" in args[: args.index("--") if "--" in args else None]:
+                # Refused while parsing (a bad flag value, an unknown option): click says why on
+                # stderr; with --json, stdout still gets its one document.
+                print_error_json(exc.format_message(), exc.exit_code)
             raise
+
+
+# click's usage error (typer >= 0.20 vendors click: not `click.UsageError` there)
+_ClickUsageError: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
 
 def _blame_source(exc: Any) -> None:
@@ -275,19 +285,50 @@ def _pipe_closed() -> NoReturn:
 # Control characters (C0, DEL, C1): ESC starts terminal escape sequences (colours, window titles,
 # OSC 52 clipboard writes), BEL rings, CR overwrites the line. File names and document text may
 # hold any of them; plain-text output shows them escaped, never raw (--json is exact: JSON escapes
-# them itself).
+# them itself). Unicode format characters (category Cf: the bidi overrides and isolates such as
+# U+202E, which print a name backwards, zero-width spaces and joiners, soft hyphens) and the line
+# and paragraph separators (Zl, Zp) are escaped too in a one-line value (a path, a name):
+# `\u202e`. Text that is itself several lines (an answer, an excerpt) keeps its other format
+# characters (a joiner inside an emoji, Persian's zero-width non-joiner) and has only the
+# characters that reorder or break lines escaped.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _CONTROL_BUT_LINES = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_REORDERING = frozenset(
+    [*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x2028, 0x2029]  # embeddings, overrides, isolates
+)
+
+
+def _unicode_escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _escape_format(match: re.Match[str]) -> str:
+    import unicodedata
+
+    char = match.group()
+    return _unicode_escape(char) if unicodedata.category(char) in ("Cf", "Zl", "Zp") else char
+
+
+def _escape_reordering(match: re.Match[str]) -> str:
+    char = match.group()
+    return _unicode_escape(char) if ord(char) in _REORDERING else char
 
 
 def clean(text: object, multiline: bool = False) -> str:
-    """`text` safe for a terminal: control characters escaped (`\\x1b`, `\\n`, ...).
+    """`text` safe for a terminal: control characters escaped (`\\x1b`, `\\n`, ...), and format
+    characters (`\\u202e`): all of them in one-line text, those that reorder or break lines in
+    `multiline` text.
 
     With `multiline` (text that is itself several lines: an answer, an excerpt, a report), line
     feeds and tabs stay as they are and every other control character is escaped."""
     pattern = _CONTROL_BUT_LINES if multiline else _CONTROL
-    return pattern.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), str(text))
+    out = pattern.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}"), str(text))
+    if out.isascii():
+        return out
+    return _NON_ASCII.sub(_escape_reordering if multiline else _escape_format, out)
 
 
 def warn(message: str) -> None:
@@ -299,11 +340,31 @@ def note(message: str) -> None:
 
 
 def print_json(data: Any) -> None:
+    global _json_printed
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+    _json_printed = True
+
+
+# With --json, stdout holds one JSON document whatever the outcome: the command's result (an
+# `ask` refusal is an answer, `"refused": true`), else, when the command ends in an error, the
+# error as `{"error": message, "exit_code": n}` on one line (the shape of the HTTP API's errors
+# and `ask --batch`'s failed lines); the one-line message still goes to stderr.
+_json_errors = False
+_json_printed = False
+
+
+def print_error_json(message: str, code: int) -> None:
+    sys.stdout.write(json.dumps({"error": message, "exit_code": code}, ensure_ascii=False) + "\n")
     sys.stdout.flush()
 
 
 def fail(message: str, code: int) -> NoReturn:
+    if _json_errors and not _json_printed:
+        try:
+            print_error_json(message, code)
+        except (BrokenPipeError, ValueError):  # stdout gone: the exit code and stderr still say it
+            pass
     print(f"locallens: error: {clean(message)}", file=sys.stderr, flush=True)
     raise typer.Exit(code)
 
@@ -319,13 +380,20 @@ def exit_if_pipe_closes(code: int) -> None:
 
 
 @contextmanager
-def handled() -> Iterator[None]:
-    """Map core errors to one-line messages and exit codes; never a traceback for a user error."""
+def handled(json_out: bool = False) -> Iterator[None]:
+    """Map core errors to one-line messages and exit codes; never a traceback for a user error.
+
+    With `json_out` (the command's --json), an error is also one JSON document on stdout."""
+    global _json_errors, _json_printed
+    _json_errors, _json_printed = json_out, False
     try:
         yield
     except LocallensError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
+        if _json_errors and not _json_printed:
+            with suppress(BrokenPipeError, ValueError):
+                print_error_json("interrupted; committed work is kept, rerun to complete", EXIT_INTERRUPTED)
         print("locallens: interrupted; committed work is kept, rerun to complete", file=sys.stderr)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except BrokenPipeError:
@@ -507,7 +575,7 @@ def index(
     quiet: bool = QuietOpt,
 ) -> None:
     """Index folders of documents, incrementally (only what changed is re-read and re-embedded)."""
-    with handled():
+    with handled(json_out):
         from locallens.config import ChunkSettings
         from locallens.indexer import IndexRequest
         from locallens.indexer import index as run_index
@@ -660,7 +728,10 @@ def ask(
         None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
     ),
     path: str | None = typer.Option(
-        None, "--path", help="Only sources whose relative path matches this glob (e.g. 'notas/*')."
+        None,
+        "--path",
+        help="Only sources whose relative path matches this glob ('notas/*', '*.md'; * crosses /); "
+        "without a wildcard, that file or folder ('engineering' is everything below engineering/).",
     ),
     llm: str | None = LlmOpt,
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),
@@ -737,7 +808,7 @@ def ask(
     support are printed, each with the number of an excerpt that backs it. When none is left, the
     answer says the excerpts do not hold it, and the exit code is 4.
     """
-    with handled():
+    with handled(json_out):
         from locallens.answer import AskRequest
         from locallens.answer import ask as run_ask
         from locallens.retrieval import RerankSettings
@@ -929,7 +1000,7 @@ def trim(
     quiet: bool = QuietOpt,
 ) -> None:
     """Show retrieved chunks trimmed to the sentences relevant to QUERY, and the tokens saved."""
-    with handled():
+    with handled(json_out):
         from locallens.errors import UsageError
         from locallens.retrieval import trim_from_index, trim_given_text, trim_report
 
@@ -1022,7 +1093,7 @@ def eval_(
     quiet: bool = QuietOpt,
 ) -> None:
     """Measure trimming (token reduction vs. loss), retrieval quality and answer quality."""
-    with handled():
+    with handled(json_out):
         from locallens.errors import UsageError
         from locallens.evaluation import EvalRequest, parse_thresholds, parse_windows, run_beir, run_eval
 
@@ -1390,7 +1461,7 @@ def status(
 
     With --quiet nothing is printed: the exit code says whether the database (and brain) can be
     read (0) or not (3)."""
-    with handled():
+    with handled(json_out):
         from locallens.status import collect_status
         from locallens.storage import keeps_deleted_pages
 
@@ -1457,7 +1528,7 @@ def copy_(
     A brain arrives whole or not at all: it is written under a hidden name and swapped in when
     complete, so DEST serves what it held until then. A brain DEST already holds is refused
     (exit 2) unless --replace."""
-    with handled():
+    with handled(json_out):
         from locallens.copying import BrainCopy, CopyRequest, copy_brains
         from locallens.storage import parse_db
 
@@ -1489,7 +1560,7 @@ def models(
 
     Each with its kind (embedding, llm, reranker), size, where it comes from, whether it is usable,
     and which brains were built with it. Nothing is downloaded: `locallens pull NAME` does that."""
-    with handled():
+    with handled(json_out):
         from locallens.doctor import list_models, models_json, render_models
 
         entries = list_models(_db(db))
@@ -1534,7 +1605,7 @@ def pull(
     other URL is fetched the same way, checked against --sha256 when given. Then name it where a
     model is asked for: --model bge-small, --llm qwen-1.5b, --rerank minilm-reranker, --llm URL.
     No network: one line, exit 6."""
-    with handled():
+    with handled(json_out):
         from locallens.pull import parse_target
         from locallens.pull import pull as run_pull
 
@@ -1559,7 +1630,7 @@ def doctor(
 
     Offline, read-only. Each setting is shown with where its value came from (environment,
     config file or default)."""
-    with handled():
+    with handled(json_out):
         from locallens.doctor import doctor as run_doctor
         from locallens.doctor import render_doctor
 
@@ -1570,10 +1641,29 @@ def doctor(
             stdout_console().print(clean(render_doctor(report), multiline=True), markup=False)
 
 
-def option_names() -> dict[str, set[str]]:
-    """{command: the names its options go by in the config file}, for every command."""
+def option_kinds() -> dict[str, dict[str, str]]:
+    """{command: {the name an option goes by in the config file: its kind}}, for every command;
+    the kinds are `config.KINDS`' keys (what a config value of the option must be), read from
+    the annotations of the command's function (`top_k: int`, `db: str | None`, `include: list[str]`)."""
+    import typing
+
     group: Any = typer.main.get_command(app)
-    return {name: {p.name for p in command.params if p.name} for name, command in group.commands.items()}
+    kinds: dict[str, dict[str, str]] = {}
+    for name, command in group.commands.items():
+        hints = typing.get_type_hints(command.callback)
+        kinds[name] = {p.name: _kind(hints.get(p.name, str)) for p in command.params if p.name}
+    return kinds
+
+
+def _kind(annotation: Any) -> str:
+    import types
+    import typing
+
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # `int | None`: its int
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is list:
+        return "strings"
+    return {bool: "boolean", int: "integer", float: "number"}.get(annotation, "string")
 
 
 def main() -> None:
@@ -1581,8 +1671,11 @@ def main() -> None:
     from locallens.errors import UsageError
 
     try:
-        default_map = load_default_map(option_names())
+        default_map = load_default_map(option_kinds())
     except UsageError as exc:
+        args = sys.argv[1:]
+        if "--json" in args[: args.index("--") if "--" in args else None]:
+            print_error_json(str(exc), exc.exit_code)
         print(f"locallens: error: {clean(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     try:

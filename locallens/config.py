@@ -115,11 +115,62 @@ def _unknown(path: Path, key: str, known: Iterable[str], where: str = "") -> Usa
     return UsageError(f"config file {path}: unknown option {key!r}{where}{hint}")
 
 
-def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict[str, dict[str, Any]]:
+# What a config value must be, by the kind of its option: TOML's own types, never converted (click
+# would turn `db = 42` into the path "42" and `top_k = 2.5` into 2). Each kind is (what a message
+# calls it, the Python types `tomllib` gives for it); a bool is never a number.
+KINDS: dict[str, tuple[str, tuple[type, ...]]] = {
+    "string": ("a string", (str,)),
+    "integer": ("an integer", (int,)),
+    "number": ("a number", (int, float)),
+    "boolean": ("true or false", (bool,)),
+    "strings": ("an array of strings", (list,)),
+}
+
+
+def _toml_type(value: object) -> str:
+    """How a TOML value is called in a message: `the integer 42`, `the string 'x'`, `a table`."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return f"a {type(value).__name__}"  # dates and times
+
+
+def kind_problem(value: object, kind: str) -> str | None:
+    """What is wrong with a config `value` for an option of `kind` (a key of KINDS), or None."""
+    what, types = KINDS[kind]
+    ok = isinstance(value, types) and not (isinstance(value, bool) and kind in ("integer", "number"))
+    if ok and kind == "strings":
+        odd = next((item for item in value if not isinstance(item, str)), None)  # type: ignore[attr-defined]
+        if odd is not None:
+            return f"must be {what} (got an array holding {_toml_type(odd)})"
+    return None if ok else f"must be {what} (got {_toml_type(value)})"
+
+
+def _check_kinds(path: Path, values: Mapping[str, Any], kinds: Iterable[Mapping[str, str]], where: str = "") -> None:
+    for key, value in values.items():
+        for kind in {k[key] for k in kinds if key in k}:
+            if problem := kind_problem(value, kind):
+                raise UsageError(f"'{key}' in the config file {path}{where} {problem}")
+
+
+def load_default_map(
+    known: Mapping[str, Collection[str] | Mapping[str, str]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Read the config file into click's `default_map` shape: {command: {param: value}}.
 
     `known` ({command: option names}) makes an unknown key or table a usage error naming it and
-    the closest known name (a misspelt `topk` would otherwise be ignored without a word)."""
+    the closest known name (a misspelt `topk` would otherwise be ignored without a word). When
+    each command maps its option names to their kinds ({name: a key of KINDS}), a value of
+    another TOML type is a usage error naming the key, the file and the type expected."""
     path = config_path()
     if os.environ.get("LOCALLENS_CONFIG") and not path.exists():
         raise UsageError(f"LOCALLENS_CONFIG names {path}, which does not exist")
@@ -137,6 +188,7 @@ def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict
         for key in top:
             if key not in everywhere:
                 raise _unknown(path, key, everywhere)
+        _check_kinds(path, top, [k for c in COMMANDS if isinstance(k := known.get(c, ()), Mapping)])
         for key, value in data.items():
             if isinstance(value, dict) and key not in COMMANDS:
                 close = difflib.get_close_matches(key, COMMANDS, n=1)
@@ -151,6 +203,8 @@ def load_default_map(known: Mapping[str, Collection[str]] | None = None) -> dict
             for key in section:
                 if key.replace("-", "_") not in known.get(command, ()):
                     raise _unknown(path, key.replace("-", "_"), known.get(command, ()), f" in [{command}]")
+            if isinstance(kinds := known.get(command, ()), Mapping):
+                _check_kinds(path, {k.replace("-", "_"): v for k, v in section.items()}, [kinds], f" ([{command}])")
         merged = dict(top)
         merged.update({k.replace("-", "_"): v for k, v in section.items()})
         default_map[command] = merged

@@ -227,6 +227,28 @@ def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
         )
 
 
+GLOB_WILDCARDS = frozenset("*?[")
+
+
+def path_filter(store: IndexStore, brain: Brain, value: str) -> str:
+    """The glob (SQLite GLOB semantics) that a `--path` value stands for, matched against a
+    source's path relative to its root.
+
+    - A value with a wildcard (`*`, `?`, `[...]`) is a glob over the whole relative path: `*`
+      matches any text, `/` included (`engineering/*` is everything below engineering/, `*.md`
+      every Markdown file in any folder); case matters.
+    - A value without one names a file or a folder: the file of that relative path when the
+      brain has it, else everything below the folder (`engineering`, `engineering/` and
+      `./engineering` all mean `engineering/*`).
+    """
+    if GLOB_WILDCARDS & set(value):
+        return value
+    name = value.removeprefix("./").strip("/")
+    if not value.endswith("/") and store.document_chunks(brain, name):
+        return name
+    return f"{name}/*" if name else "*"
+
+
 def search(
     store: IndexStore,
     brain: Brain,
@@ -238,8 +260,11 @@ def search(
     hybrid: bool = DEFAULT_HYBRID,
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
-    MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`)."""
+    MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`). `path_glob`
+    is a `--path` value (`path_filter`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
+    if path_glob is not None:
+        path_glob = path_filter(store, brain, path_glob)
     if hybrid:
         return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
     return diversify(store.knn(brain, qvec, max(k, HYBRID_CANDIDATES), path_glob=path_glob), k)

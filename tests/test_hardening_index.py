@@ -357,10 +357,10 @@ def test_row55_a_new_empty_file_is_read_once(
     assert cli_json("index", str(root), "--db", str(db))["files"]["new"] == 1
 
 
-# -- row 61: status after a first index that never finished --------------------------------------
+# -- row 66: status after a first index that never finished --------------------------------------
 
 
-def test_row61_status_after_an_interrupted_first_index(
+def test_row66_status_after_an_interrupted_first_index(
     tmp_path: Path, db: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _many_files(tmp_path / "docs")
@@ -386,7 +386,7 @@ def test_row61_status_after_an_interrupted_first_index(
     assert "changed since" not in plain and "last indexed never" not in plain
 
 
-# -- row 62: a database file that cannot be written -----------------------------------------------
+# -- row 67: a database file that cannot be written -----------------------------------------------
 
 
 @pytest.fixture()
@@ -409,7 +409,7 @@ def read_only_db(tmp_path: Path) -> Iterator[Path]:
             subprocess.run(["chattr", "-i", str(db)], capture_output=True)
 
 
-def test_row62_a_read_only_database_file_is_left_without_wal_files(
+def test_row67_a_read_only_database_file_is_left_without_wal_files(
     read_only_db: Path, tmp_path: Path, fake_models: FakeModels
 ) -> None:
     db = read_only_db

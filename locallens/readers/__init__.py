@@ -28,6 +28,7 @@ from locallens.readers.base import (
     MissingLibrary,
     ReadSkip,
     first_line,
+    library_noise_captured,
     normalise_text,
 )
 from locallens.readers.registry import reader_for
@@ -190,16 +191,25 @@ def _extract(data: bytes, ext: str) -> Extracted:
     """The registered reader's result for these bytes; a missing library is a counted skip."""
     spec = reader_for(ext)
     module_name = f"locallens.readers.{spec.module}" if spec is not None else "locallens.readers.text"
-    try:
-        module = importlib.import_module(module_name)
-        extracted: Extracted = module.read(data, ext)
-    except MissingLibrary as missing:
-        hint = missing.hint or (spec.install_hint(missing.package) if spec is not None else f"needs {missing.package}")
-        raise ReadSkip(hint) from None
-    except ReadSkip:
-        raise
-    except Exception as exc:  # a library failing on a malformed file (deep nesting too): its skip
-        raise ReadSkip(f"cannot read {ext.lstrip('.').upper() or 'file'}: {first_line(exc)}", error=True) from None
+    library = spec.package if spec is not None and spec.package else "the reader's library"
+    # What the format's library logs or warns is counted, never printed (a broken PDF is one
+    # skip line, with --quiet too); a file that is skipped for an error says how often it warned.
+    with library_noise_captured() as noise:
+        try:
+            module = importlib.import_module(module_name)
+            extracted: Extracted = module.read(data, ext)
+        except MissingLibrary as missing:
+            hint = missing.hint or (
+                spec.install_hint(missing.package) if spec is not None else f"needs {missing.package}"
+            )
+            raise ReadSkip(hint) from None
+        except ReadSkip as skip:
+            if skip.error and noise.count:
+                raise ReadSkip(skip.reason + noise.summary(library), error=True) from None
+            raise
+        except Exception as exc:  # a library failing on a malformed file (deep nesting too): its skip
+            kind = ext.lstrip(".").upper() or "file"
+            raise ReadSkip(f"cannot read {kind}: {first_line(exc)}{noise.summary(library)}", error=True) from None
     return extracted
 
 

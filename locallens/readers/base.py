@@ -9,7 +9,12 @@ has already read the bytes once, under the size cap.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
+import threading
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -122,6 +127,80 @@ def first_line(exc: BaseException) -> str:
     """An exception as one line for a skip reason (its class name when it says nothing)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else exc.__class__.__name__
+
+
+@dataclass
+class LibraryNoise:
+    """The warnings a format library logged or raised while one file was read: counted, the
+    first kept, none printed (`library_noise_captured`)."""
+
+    count: int = 0
+    first: str = ""
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if not self.first:
+            self.first = " ".join(message.split())[:200]
+
+    def summary(self, library: str) -> str:
+        """` (pypdf warned 3 times, first: EOF marker not found)`, or "" when it said nothing."""
+        if not self.count:
+            return ""
+        times = "once" if self.count == 1 else f"{self.count} times"
+        return f" ({library} warned {times}, first: {self.first})"
+
+
+class _Collector(logging.Handler):
+    """Counts the reading thread's records; another thread's (a watcher's) go where they went."""
+
+    def __init__(self, noise: LibraryNoise, others: list[logging.Handler]) -> None:
+        super().__init__(logging.NOTSET)
+        self.noise = noise
+        self.thread = threading.get_ident()
+        self.others = others
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread:
+            fallback = [logging.lastResort] if logging.lastResort is not None else []
+            for handler in self.others or fallback:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+            return
+        if record.levelno < logging.WARNING:
+            return
+        try:
+            self.noise.add(record.getMessage())
+        except Exception:  # a library's malformed log call (bad %-args) is still one warning
+            self.noise.add(str(record.msg))
+
+
+@contextlib.contextmanager
+def library_noise_captured() -> Iterator[LibraryNoise]:
+    """Around one reader call: what its libraries log (WARNING and above) or warn is counted in
+    the `LibraryNoise` yielded, never printed.
+
+    A library such as pypdf logs a line for every malformed object of a broken file and Python
+    prints them on stderr (the root logger has no handler: `logging.lastResort`), around
+    locallens' own one-line skip and through `--quiet`. For the duration, the root logger's
+    handlers are replaced by a collector, so every library record that propagates ends there, and
+    every `warnings.warn` is recorded instead of shown. The reader decides what a file is; this
+    keeps the count and the first message for the skip reason (`LibraryNoise.summary`). Records
+    of other threads (a watcher's) go to the handlers they went to before; Python's warnings
+    filter is process-wide, so a warning another thread raises meanwhile is counted here."""
+    noise = LibraryNoise()
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers = [_Collector(noise, saved)]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield noise
+            finally:
+                for warning in caught:
+                    noise.add(str(warning.message))
+    finally:
+        root.handlers = saved
 
 
 @dataclass

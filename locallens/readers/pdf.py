@@ -7,11 +7,7 @@ that says how to get OCR.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import logging
-import warnings
-from collections.abc import Iterator
 from typing import Any
 
 from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBuilder, first_line, one_line, require
@@ -19,30 +15,17 @@ from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBu
 REASON_PDF_NO_TEXT = "PDF has no extractable text"
 
 
-@contextlib.contextmanager
-def _quiet_pypdf() -> Iterator[None]:
-    """pypdf logs and warns about every malformed object; a broken PDF is one Skipped, not noise."""
-    logger = logging.getLogger("pypdf")
-    was_disabled = logger.disabled
-    logger.disabled = True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logger.disabled = was_disabled
-
-
 def read(data: bytes, ext: str) -> Extracted:
     pypdf = require("pypdf", "pypdf")
+    # What pypdf logs and warns about a malformed object is counted by the caller, not printed
+    # (readers.base.library_noise_captured).
     try:
-        with _quiet_pypdf():
-            reader = pypdf.PdfReader(io.BytesIO(data))
-            # Many PDFs are "encrypted" with an empty user password (permissions only).
-            if reader.is_encrypted and not reader.decrypt(""):
-                raise ReadSkip(f"cannot read PDF: {REASON_ENCRYPTED}", error=True)
-            pages = [page.extract_text() or "" for page in reader.pages]
-            title = _pdf_title(reader)
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        # Many PDFs are "encrypted" with an empty user password (permissions only).
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise ReadSkip(f"cannot read PDF: {REASON_ENCRYPTED}", error=True)
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = _pdf_title(reader)
     except ReadSkip:
         raise
     except Exception as exc:  # pypdf raises many types (PdfReadError, KeyError, ValueError, ...)

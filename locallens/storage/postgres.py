@@ -39,6 +39,7 @@ from locallens.errors import (
     DatabaseAuthError,
     DatabaseUnreachableError,
     DatabaseUnsupportedError,
+    LocallensError,
     LockedError,
     NoIndexError,
     StoreError,
@@ -150,14 +151,34 @@ def _message(exc: Exception, url: PostgresURL) -> str:
 _AUTH_WORDS = ("authentication", "password", "role", "permission denied", "pg_hba.conf", "not permitted", "privilege")
 
 
-def _connect_error(exc: Exception, url: PostgresURL) -> StoreError:
-    """What a failed connection means for the user: server unreachable (8) or login refused (9).
+# libpq refusing the URL itself before it connects (fe-connect.c): a port that is not a number
+# in 1..65535, an option whose value it does not know (`sslmode=bogus`), an unknown option.
+_BAD_URL = re.compile(
+    r"\binvalid (?:port number|integer value|[\w-]+ value|connection option)\b|"
+    r"\bvalue \S+ invalid when\b|\bcould not match \d+ (?:port|host)"
+)
+# libpq giving up on a login before the server decides: the server asked for a password and the
+# URL, PGPASSWORD and ~/.pgpass gave none.
+_NO_PASSWORD = ("no password supplied", "password retrieved from file", "fe_sendauth")
 
-    libpq gives no SQLSTATE for a failed connection: what the server said follows its FATAL:.
+
+def _connect_error(exc: Exception, url: PostgresURL) -> LocallensError:
+    """What a failed connection means for the user: a URL libpq cannot use (2), server
+    unreachable (8) or login refused (9).
+
+    libpq gives no SQLSTATE for a failed connection: what the server said follows its FATAL:;
+    what libpq says itself (a bad port or option, no password to send) has no FATAL:.
     """
-    text = re.sub(r"^connection failed:\s*", "", _one_line(str(exc), url))
+    text = re.sub(r"^connection (?:failed|is bad):\s*", "", _one_line(str(exc), url))
     said = re.search(r"(?:FATAL|ERROR):\s*(.*)$", text)
     reason = said.group(1) if said else text
+    if not said and _BAD_URL.search(reason):
+        return UsageError(f"cannot use {url}: {reason}; fix the URL's port or options")
+    if not said and any(words in reason for words in _NO_PASSWORD):
+        tail = reason[reason.find("fe_sendauth: ") + len("fe_sendauth: ") :] if "fe_sendauth: " in reason else reason
+        return DatabaseAuthError(
+            f"cannot log in to {url}: {tail} (the server asks for one: put it in the URL, PGPASSWORD or ~/.pgpass)"
+        )
     database = re.search(r'database "(.*?)" does not exist', reason)
     if database:
         return DatabaseAuthError(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from locallens.domain import Location
 
@@ -47,7 +47,11 @@ class PostgresURL:
                 user = user.split(":", 1)[0] + ":***"
             netloc = f"{user}@{host}"
         query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        # Written out, not `urlunsplit`: for a scheme it does not know, that drops an empty host
+        # (`postgresql:///db?host=/run/pg` would print as `postgresql:/db?...`, `postgresql://`
+        # as `postgresql:`).
+        text = f"{parts.scheme}://{netloc}{parts.path}"
+        return text + (f"?{query}" if query else "") + (f"#{parts.fragment}" if parts.fragment else "")
 
     def __repr__(self) -> str:
         return f"PostgresURL({str(self)!r})"

@@ -540,7 +540,8 @@ def index(
     rebuild: bool = typer.Option(
         False,
         "--rebuild",
-        help="Re-embed everything (e.g. with another --model); the old index serves until the new one is complete.",
+        help="Re-embed the whole brain (every root; its model, encoder and settings unless named, e.g. another --model); "
+        "the old index serves until the new one is complete, and an interrupted rebuild is resumed.",
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Report what would change; touch nothing."),
     sentence_vectors: bool = typer.Option(
@@ -1482,11 +1483,23 @@ def status(
         if not info["brains"]:
             out.print("no brains yet: run `locallens index PATH`", markup=False)
         for b in info["brains"]:
+            # A brain whose first run never finished has no "since": its files are still to index.
+            freshness = (
+                f"last indexed {b['last_indexed']}, {b['stale']} file(s) changed since"
+                if b["last_indexed"]
+                else f"first index not finished, {b['stale']} file(s) still to index (run `locallens index` again)"
+            )
             out.print(
                 f"\n{clean(b['name'])}: {clean(b['model'])} ({b['dim']} dims), {clean(b['chunker'])} chunks of "
                 f"{b['chunk_size']}/{b['chunk_overlap']} tokens, {b['documents']} documents, "
-                f"{b['chunks']} chunks, last indexed {b['last_indexed'] or 'never'}, "
-                f"{b['stale']} file(s) changed since\n  roots: {clean(', '.join(b['roots'])) or '-'}",
+                f"{b['chunks']} chunks, {freshness}\n  roots: {clean(', '.join(b['roots'])) or '-'}",
+                markup=False,
+            )
+        for r in info["unfinished_rebuilds"]:
+            out.print(
+                f"\nunfinished rebuild of brain {clean(repr(r['brain']))} with {clean(r['model'])}: "
+                f"{r['documents']} documents, {r['chunks']} chunks so far; `locallens index --rebuild "
+                f"--brain {clean(r['brain'])} PATH` resumes it (with the same model and settings)",
                 markup=False,
             )
 

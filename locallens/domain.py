@@ -81,6 +81,10 @@ class FileStat:
     path: str  # absolute path
     size: int
     mtime_ns: int
+    # The file's identity (st_dev, st_ino; 0 when unknown): one file reached by two paths (a
+    # symlink, a hard link, a bind mount) is one document.
+    dev: int = field(default=0, compare=False)
+    ino: int = field(default=0, compare=False)
 
 
 # Skip reasons the walker and the readers share, spelled once so they and the tests agree.
@@ -96,6 +100,9 @@ class Skipped:
     path: str
     reason: str
     error: bool = False
+    # Set when the path is another way to a file or folder already found (a symlink, a hard link):
+    # the path it duplicates. Such a path is not a document, and one stored under it is removed.
+    same_as: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,14 @@ Safety:
   together), so a run killed at any point leaves each document either old or new, never half.
   The rerun finds the unfinished documents still changed on disk and completes the job.
 - A file that fails to read (permission, vanished, changed while read) keeps its previous version,
-  and so does every file below a folder that cannot be listed. A root that is missing or empty
+  and so does every file below a folder that cannot be listed. A file that had content and reads
+  empty is read again after a short settle (`readers.read_settled`): a save in progress (truncate,
+  then write) never stores it empty. A root that is missing or empty
   keeps its documents unless --prune-missing.
 - Finished files are committed at least every COMMIT_SECONDS of work, so a stopped run keeps them.
-- A file is one document per brain whatever root reaches it: documents are matched by absolute path.
+- A file is one document per brain whatever root or path reaches it: documents are matched by
+  absolute path, and a second path to a file already found (a symlink, a hard link; `walk` keeps
+  the first in its order) is a counted skip, never a second document.
 - `--rebuild` builds into a hidden brain and swaps it in at the end in one transaction, so the old
   index serves (and survives) until the new one is complete.
 
@@ -49,7 +53,7 @@ from locallens.errors import ModelMismatchError, NoIndexError, UsageError
 from locallens.headers import chunk_headers, embedded_text
 from locallens.locations import locate
 from locallens.progress import NoProgress, Progress
-from locallens.readers import DEFAULT_MAX_BYTES, read_document
+from locallens.readers import DEFAULT_MAX_BYTES, read_settled
 from locallens.storage import (
     Brain,
     DbLocation,
@@ -61,7 +65,7 @@ from locallens.storage import (
     open_store,
     open_writer,
 )
-from locallens.walk import walk
+from locallens.walk import REASON_SAME_FILE, walk
 
 if TYPE_CHECKING:
     from locallens.embedding import Embedder
@@ -271,6 +275,7 @@ class _Run:
         by_path = {_file_path(doc.root, doc.relative_path): doc for doc in stored.values()}
         found: list[FileStat] = []
         seen: set[str] = set()  # absolute paths found, or skipped (a skipped file keeps its version)
+        inodes: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of each file found: its path
         kept_below: list[str] = []  # folders that could not be listed: everything below is kept
         walked: list[str] = []  # deletions are looked for only under folders walked whole
         roots = _resolve_roots(self.request.paths, allow_missing=True)
@@ -288,6 +293,11 @@ class _Run:
             listed = 0
             for item in walk(root, self.request.include, self.request.exclude):
                 listed += 1
+                if isinstance(item, Skipped) and item.same_as:
+                    # Another path to a file (or folder) found first: not a document, so a
+                    # document stored under this path (before symlinks were followed once) goes.
+                    report.skipped.append(item)
+                    continue
                 if isinstance(item, Skipped):
                     report.skipped.append(item)
                     path = _file_path(base, item.path)
@@ -300,6 +310,11 @@ class _Run:
                 path = _file_path(item.root, item.relative_path)
                 if path in seen:
                     continue  # reached again through an overlapping root of this run
+                first = inodes.setdefault((item.dev, item.ino), path) if item.ino else path
+                if first != path:
+                    # The same file by another path under another root of this run (a hard link).
+                    report.skipped.append(Skipped(path, f"{REASON_SAME_FILE} {first}", error=False, same_as=first))
+                    continue
                 seen.add(path)
                 old = by_path.get(path)
                 if old is not None:
@@ -326,7 +341,9 @@ class _Run:
                     report.located += 1
                 self.progress.advance(FILES)
                 continue
-            read = read_document(stat, self.request.max_bytes)
+            # A file that had content and reads empty (or changes while read) may be mid-save:
+            # `read_settled` looks again rather than store the empty moment.
+            read = read_settled(stat, self.request.max_bytes, had_content=old is not None and old.size > 0)
             if isinstance(read, Skipped):
                 if same_stat:
                     report.unchanged += 1  # unchanged, only not locatable now: it stays as it was
@@ -397,15 +414,17 @@ class _Run:
         --prune-missing. A path the brain never had as a root is a usage error, as always."""
         if key not in self.known_roots:
             raise UsageError(f"no such file or directory: {key}")
-        self.root_keys.append(key)
         if self.request.prune_missing:
             walked.append(key)  # nothing is seen below it: its documents go
+            if not self.request.rebuild:
+                self.root_keys.append(key)  # a rebuilt brain does not keep it as a root
         elif self.request.rebuild:
             raise UsageError(
                 f"root {key} is missing (unmounted?); --rebuild would drop its indexed files: "
                 "mount it, or pass --prune-missing to drop them"
             )
         else:
+            self.root_keys.append(key)
             report.skipped.append(Skipped(key, REASON_ROOT_MISSING, error=True))
             kept_below.append(key)
 
@@ -560,6 +579,9 @@ class _Run:
                 headers=self.settings.headers,
                 multi_vector=self.settings.multi_vector,
             )
+            # Its roots now, not only when the run ends: a run that stops early leaves a brain
+            # whose files `status` can still compare with the disk.
+            self.store.add_roots(self.brain, self.root_keys)
         return self.brain
 
 
@@ -587,45 +609,62 @@ def _chunking_of(brain: Brain) -> ChunkSettings:
 
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
-    """The model this run embeds with: the brain's pin, unless --rebuild; never a silent switch."""
+    """The model this run embeds with: the brain's pin; never a silent switch.
+
+    Without --rebuild another model or encoder is refused. With --rebuild, what is not named is
+    kept: no --model and no --encoder rebuilds with the brain's own model and encoder; --encoder
+    alone, the brain's model with that encoder; --model naming the brain's own model keeps its
+    encoder; another --model takes its own default encoder unless --encoder names one.
+    """
     from locallens.embedding import FP32, encoder_named, new_brain_encoder, resolve_model
 
     requested = None if request.model in (None, "", "auto") else request.model
     encoder = request.encoder or None
-    if existing is None or request.rebuild:
+    if existing is None:
         chosen = encoder or new_brain_encoder(requested, request.device)
         return resolve_model(requested, encoder=chosen, device=request.device).name
-    if requested is not None or encoder is not None:
-        # The model named (else the brain's) with the encoder named (else the one the name says,
-        # else the brain's): naming the brain's own model keeps its encoder.
-        base = requested if requested is not None else existing.model.removesuffix(f"@{encoder_named(existing.model)}")
-        if encoder is None and not encoder_named(base):
-            encoder = encoder_named(existing.model) or FP32
-        try:
-            name = resolve_model(base, encoder=encoder, device=request.device).name
-        except UsageError:
-            if request.encoder:
-                raise
-            # Another model, which the brain's encoder does not cover: a mismatch either way.
-            name = resolve_model(base, encoder=FP32, device=request.device).name
-        if name != existing.model:
-            raise ModelMismatchError(
-                f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "
-                f"not {name}; rerun with --rebuild to re-embed it with {name}, or use another --brain"
-            )
-    return existing.model
+    if requested is None and encoder is None:
+        return existing.model
+    own_base = existing.model.removesuffix(f"@{encoder_named(existing.model)}")
+    if request.rebuild and requested is not None and encoder is None and not encoder_named(requested):
+        chosen = new_brain_encoder(requested, request.device)
+        named = resolve_model(requested, encoder=chosen, device=request.device).name
+        # Naming the brain's own model keeps its encoder; another model takes its own default.
+        own = resolve_model(own_base, encoder=new_brain_encoder(own_base, request.device), device=request.device)
+        return existing.model if named == own.name else named
+    # The model named (else the brain's) with the encoder named (else the one the name says,
+    # else the brain's): naming the brain's own model keeps its encoder.
+    base = requested if requested is not None else own_base
+    if encoder is None and not encoder_named(base):
+        encoder = encoder_named(existing.model) or FP32
+    try:
+        name = resolve_model(base, encoder=encoder, device=request.device).name
+    except UsageError:
+        if request.encoder:
+            raise
+        # Another model, which the brain's encoder does not cover: a mismatch either way.
+        name = resolve_model(base, encoder=FP32, device=request.device).name
+    if name != existing.model and not request.rebuild:
+        raise ModelMismatchError(
+            f"brain {existing.name!r} was built with {existing.model} ({existing.dim} dimensions), "
+            f"not {name}; rerun with --rebuild to re-embed it with {name}, or use another --brain"
+        )
+    return name
 
 
 def _pinned_settings(request: IndexRequest, existing: Brain | None) -> EmbedSettings:
-    """The embedding settings of this run: the brain's, unless --rebuild; never a silent switch.
+    """The embedding settings of this run: the brain's; never a silent switch.
 
     Like the model: a setting named now that differs from the brain's is refused with the advice
-    to rebuild, since the stored vectors were computed the other way.
+    to rebuild, since the stored vectors were computed the other way. A --rebuild takes the
+    settings named and keeps the brain's other ones; a new brain takes the defaults.
     """
     wanted = {"headers": request.headers, "multi_vector": request.multi_vector}
     if existing is None or request.rebuild:
-        defaults = EmbedSettings()
-        return EmbedSettings(**{k: (getattr(defaults, k) if v is None else v) for k, v in wanted.items()})
+        base = (
+            EmbedSettings() if existing is None else EmbedSettings(bool(existing.headers), bool(existing.multi_vector))
+        )
+        return EmbedSettings(**{k: (getattr(base, k) if v is None else v) for k, v in wanted.items()})
     labels = {
         "headers": ("chunk headers", "--headers", "--no-headers"),
         "multi_vector": ("one vector per window", "--multi-vector", "--no-multi-vector"),
@@ -641,22 +680,80 @@ def _pinned_settings(request: IndexRequest, existing: Brain | None) -> EmbedSett
     return EmbedSettings(headers=bool(existing.headers), multi_vector=bool(existing.multi_vector))
 
 
+REBUILD_PREFIX = ".rebuild:"  # a --rebuild builds into the hidden brain `.rebuild:<name>:<pid>`
+
+
+def unfinished_rebuilds(store: IndexStore, name: str) -> list[Brain]:
+    """The hidden brains of interrupted `--rebuild`s of brain `name`, newest first."""
+    return sorted(
+        (b for b in store.brains() if b.name.startswith(f"{REBUILD_PREFIX}{name}:")), key=lambda b: b.id, reverse=True
+    )
+
+
+def _rebuild_paths(request: IndexRequest, existing: Brain | None, store: IndexStore) -> list[Path]:
+    """What a --rebuild walks: the paths given and every other root of the brain (a rebuild
+    re-embeds the whole brain; `--prune-missing` lets a root that is gone be dropped)."""
+    given = {str(p) for p in _resolve_roots(request.paths, allow_missing=True)}
+    others = [Path(r) for r in (store.roots(existing) if existing is not None else []) if r not in given]
+    return [*request.paths, *others]
+
+
+def _resumable(request: IndexRequest, store: IndexStore, run: _Run, report: IndexReport) -> Brain | None:
+    """The hidden brain of an interrupted --rebuild that this one can finish, if any.
+
+    It is resumed when it was being built with the same model, encoder and embedding settings
+    and the model still gives its dimension: its documents are then kept where unchanged on disk,
+    and its vectors reused by content. Any other leftover of the brain is dropped.
+    """
+    leftovers = unfinished_rebuilds(store, request.brain)
+    resume = next(
+        (
+            b
+            for b in leftovers
+            if b.model == run.model_name
+            and (bool(b.headers), bool(b.multi_vector)) == (run.settings.headers, run.settings.multi_vector)
+        ),
+        None,
+    )
+    if resume is not None and run._get_embedder().dim != resume.dim:
+        resume = None  # the model's files changed since: its vectors are not this model's
+    for leftover in leftovers:
+        if leftover is not resume:
+            store.delete_brain(leftover)
+    if resume is not None:
+        stats = store.stats(resume)
+        report.notes.append(
+            f"resuming an interrupted rebuild of brain {request.brain!r}: {stats.documents} file(s) "
+            f"already rebuilt are kept where unchanged, and {stats.chunks} chunk vector(s) reused by content"
+        )
+    return resume
+
+
 def _index_locked(request: IndexRequest, store: IndexStore, progress: Progress) -> IndexReport:
     existing = store.find_brain(request.brain)
-    # Leftovers of an interrupted --rebuild were never swapped in: drop them.
-    for leftover in store.brains():
-        if leftover.name.startswith(f".rebuild:{request.brain}:"):
-            store.delete_brain(leftover)
     model_name = _pinned_model(request, existing)
     settings = _pinned_settings(request, existing)
+    if request.rebuild:
+        request = replace(request, paths=_rebuild_paths(request, existing, store))
     report = IndexReport(brain=request.brain, db=str(request.db), model=model_name)
     run = _Run(request, store, progress, model_name, settings)
     run.known_roots = store.roots(existing) if existing is not None else []
     if request.rebuild:
         # Build beside the old brain, then swap in one transaction: the old one serves until then.
-        run.target_name = f".rebuild:{request.brain}:{os.getpid()}"
-        run.run(report, None)
-        store.replace_brain(existing, run.ensure_brain(), request.brain)
+        # An interrupted rebuild left its hidden brain: this one goes on from it.
+        resume = _resumable(request, store, run, report)
+        run.target_name = resume.name if resume is not None else f"{REBUILD_PREFIX}{request.brain}:{os.getpid()}"
+        report.notes.append(
+            f"rebuilding brain {request.brain!r} with {model_name} (chunk headers "
+            f"{'on' if settings.headers else 'off'}, one vector per window {'on' if settings.multi_vector else 'off'}) "
+            f"from {len(request.paths)} root(s): " + ", ".join(str(r) for r in _resolve_roots(request.paths, True))
+        )
+        run.run(report, resume)
+        brain = run.ensure_brain()
+        if _chunking_of(brain) != request.chunking:
+            c = request.chunking
+            store.set_chunking(brain, c.strategy, c.chunk_size, c.chunk_overlap)
+        store.replace_brain(existing, brain, request.brain)
     else:
         run.target_name = request.brain
         run.run(report, existing)
@@ -682,6 +779,8 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
         model_name = _pinned_model(request, brain)
         settings = _pinned_settings(request, brain)
         if request.rebuild:
+            if store is not None:
+                request = replace(request, paths=_rebuild_paths(request, brain, store))
             brain = None  # everything would be built anew
         report = IndexReport(brain=request.brain, db=str(request.db), model=model_name, dry_run=True)
         run = _Run(request, store, progress, model_name, settings)
@@ -702,6 +801,7 @@ def stale_files(store: IndexStore, brain: Brain) -> int:
     # Documents are identified by absolute path, as `index` does: overlapping roots count once.
     by_path = {_file_path(doc.root, doc.relative_path): doc for doc in store.documents(brain).values()}
     seen: set[str] = set()
+    inodes: dict[tuple[int, int], str] = {}
     kept_below: list[str] = []
     stale = 0
     for root in store.roots(brain):
@@ -709,6 +809,8 @@ def stale_files(store: IndexStore, brain: Brain) -> int:
             continue
         base = root if Path(root).is_dir() else str(Path(root).parent)
         for item in walk(Path(root)):
+            if isinstance(item, Skipped) and item.same_as:
+                continue  # another path to a file found first: a document stored there is stale
             if isinstance(item, Skipped):
                 path = _file_path(base, item.path)
                 seen.add(path)
@@ -718,6 +820,8 @@ def stale_files(store: IndexStore, brain: Brain) -> int:
             path = _file_path(item.root, item.relative_path)
             if path in seen:
                 continue
+            if item.ino and inodes.setdefault((item.dev, item.ino), path) != path:
+                continue  # a hard link to a file of an earlier root: indexed once, there
             seen.add(path)
             old = by_path.get(path)
             if old is None or old.size != item.size or old.mtime_ns != item.mtime_ns:

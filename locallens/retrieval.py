@@ -219,9 +219,11 @@ def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
         from locallens.errors import ModelMismatchError
 
         model = f"{loaded} " if loaded and loaded != brain.model else ""
+        flag = "" if brain.name == "default" else f" --brain {brain.name}"
         raise ModelMismatchError(
             f"brain {brain.name!r} was built with {brain.model} ({brain.dim} dimensions) but the model "
-            f"{model}loaded now gives {dim}; re-index it with `locallens index PATH --rebuild`"
+            f"{model}loaded now gives {dim}; re-index it with `locallens index --rebuild{flag} PATH` "
+            "(PATH: any of its roots; a rebuild keeps its model, its settings and all its roots)"
         )
 
 

@@ -2,9 +2,20 @@
 
 `walk(root)` yields a `FileStat` for every candidate file, or a `Skipped` for a file or folder it
 had to leave out for a reason the user should hear about (permission denied, broken symlink,
-symlink out of the root or into a loop). Pure policy (hidden files, `.git`, `.gitignore`d paths,
-files that are not documents) is silent. The indexer decides from (size, mtime_ns) alone whether
-a file needs reading; reading is `locallens.readers`.
+symlink out of the root or into a loop, a second path to a file already found). Pure policy
+(hidden files, `.git`, `.gitignore`d paths, files that are not documents) is silent. The indexer
+decides from (size, mtime_ns) alone whether a file needs reading; reading is `locallens.readers`.
+
+Symlinks:
+- One file is one document however it is reached. The walk visits names sorted within each
+  folder, depth first (paths compared folder by folder), and the first path that reaches a file
+  (by its `(st_dev, st_ino)`: a symlink, a hard link, a bind mount) or a folder is the one
+  indexed; every later path to the same file or folder is a `Skipped` with `same_as` naming the
+  first ("same file as PATH" / "same folder as PATH"), and is never read.
+- A symlink whose target (fully resolved) is outside the root is skipped, never followed:
+  indexing a folder never reads what lies outside it.
+- A link back to a folder being walked (`up -> ..`) and a chain the kernel cannot resolve
+  (`a -> b -> a`, ELOOP) are skipped as `symlink loop`: the walk always ends.
 
 A bad file is a `Skipped`, never an exception, and the run goes on. The only raise is a
 `UsageError` for a root that does not exist or a glob that does not compile.
@@ -30,7 +41,8 @@ from locallens.readers.registry import extensions
 REASON_BROKEN_SYMLINK = "broken symlink"
 REASON_SYMLINK_OUTSIDE = "symlink points outside the indexed root"
 REASON_SYMLINK_LOOP = "symlink loop"
-REASON_SYMLINK_DUPLICATE = "symlink to a folder already indexed"
+REASON_SAME_FILE = "same file as"  # followed by the path indexed: "same file as v2/a.md"
+REASON_SAME_FOLDER = "same folder as"  # followed by the path walked: "same folder as current"
 REASON_BAD_NAME = "file name is not valid UTF-8"
 
 
@@ -107,7 +119,8 @@ class _Walker:
     include: pathspec.GitIgnoreSpec | None
     exclude: pathspec.GitIgnoreSpec | None
     ancestors: set[tuple[int, int]] = field(default_factory=set)  # folders on the current path
-    visited: set[tuple[int, int]] = field(default_factory=set)  # every folder walked so far
+    visited: dict[tuple[int, int], str] = field(default_factory=dict)  # every folder walked: its first path
+    files: dict[tuple[int, int], str] = field(default_factory=dict)  # every file found: its first path
 
     def is_candidate(self, rel: str, name: str) -> bool:
         """A document by extension (case-insensitive) or by `--include`, and not `--exclude`d."""
@@ -162,7 +175,7 @@ class _Walker:
         # "sorted by name within each folder", files and sub-folders interleaved.
         stack: list[_Frame] = [first]
         self.ancestors.add(root_key)
-        self.visited.add(root_key)
+        self.visited[root_key] = "."
         while stack:
             frame = stack[-1]
             if frame.pos >= len(frame.entries):
@@ -205,10 +218,10 @@ class _Walker:
                 yield Skipped(rel, f"cannot stat: {_oserror_text(exc)}", error=True)
                 return
             if stat_mod.S_ISDIR(st.st_mode):
-                yield from self.enter_folder(entry.path, rel, frame, stack, (st.st_dev, st.st_ino), False)
+                yield from self.enter_folder(entry.path, rel, frame, stack, (st.st_dev, st.st_ino))
             elif stat_mod.S_ISREG(st.st_mode):
                 if not _is_gitignored(frame.rules, rel, False) and self.is_candidate(rel, name):
-                    yield self.file_stat(rel, entry.path, st)
+                    yield self.file_stat(rel, st)
             elif not _is_gitignored(frame.rules, rel, False) and self.is_candidate(rel, name):
                 # A FIFO, socket or device named like a document: reading it could block forever.
                 yield Skipped(rel, REASON_NOT_REGULAR, error=False)
@@ -246,10 +259,11 @@ class _Walker:
             yield Skipped(rel, REASON_SYMLINK_OUTSIDE, error=False)
             return
         if is_dir:
-            yield from self.enter_folder(entry.path, rel, frame, stack, (st.st_dev, st.st_ino), True)
+            yield from self.enter_folder(entry.path, rel, frame, stack, (st.st_dev, st.st_ino))
         elif stat_mod.S_ISREG(st.st_mode):
-            # A link to a file inside the root: indexed under the link's own path.
-            yield self.file_stat(rel, entry.path, st)
+            # A link to a file inside the root: indexed under the link's own path, unless the file
+            # was already found by a path earlier in the walk (then this one is the duplicate).
+            yield self.file_stat(rel, st)
         else:
             yield Skipped(rel, REASON_NOT_REGULAR, error=False)
 
@@ -260,7 +274,6 @@ class _Walker:
         frame: _Frame,
         stack: list[_Frame],
         key: tuple[int, int],
-        via_link: bool,
     ) -> Iterator[Skipped]:
         if _is_gitignored(frame.rules, rel, True):
             return
@@ -271,25 +284,35 @@ class _Walker:
             # A link back to a folder we are inside of: following it would never end.
             yield Skipped(rel, REASON_SYMLINK_LOOP, error=False)
             return
-        if via_link and key in self.visited:
-            # A second way into a folder already walked: following it again only duplicates.
-            yield Skipped(rel, REASON_SYMLINK_DUPLICATE, error=False)
+        first = self.visited.get(key)
+        if first is not None:
+            # A second way into a folder already walked (a symlink to it, or the folder itself
+            # after a symlink to it came first): walking it again would only duplicate.
+            yield Skipped(rel, f"{REASON_SAME_FOLDER} {first}", error=False, same_as=first)
             return
         opened = self.open_folder(path, rel + "/", frame.rules, key)
         if isinstance(opened, Skipped):
             yield opened
             return
         self.ancestors.add(key)
-        self.visited.add(key)
+        self.visited[key] = rel
         stack.append(opened)
 
-    def file_stat(self, rel: str, path: str, st: os.stat_result) -> FileStat:
+    def file_stat(self, rel: str, st: os.stat_result) -> FileStat | Skipped:
+        """The file at `rel`, or a `Skipped` naming the path that reached the same file first."""
+        key = (st.st_dev, st.st_ino)
+        first = self.files.get(key)
+        if first is not None:
+            return Skipped(rel, f"{REASON_SAME_FILE} {first}", error=False, same_as=first)
+        self.files[key] = rel
         return FileStat(
             root=self.root,
             relative_path=rel,
             path=os.path.join(self.root, *rel.split("/")),
             size=st.st_size,
             mtime_ns=st.st_mtime_ns,
+            dev=st.st_dev,
+            ino=st.st_ino,
         )
 
 
@@ -349,4 +372,12 @@ def _walk_single_file(path: Path) -> Iterator[FileStat | Skipped]:
     if not stat_mod.S_ISREG(st.st_mode):
         yield Skipped(name, REASON_NOT_REGULAR, error=False)
         return
-    yield FileStat(root=str(parent), relative_path=name, path=full, size=st.st_size, mtime_ns=st.st_mtime_ns)
+    yield FileStat(
+        root=str(parent),
+        relative_path=name,
+        path=full,
+        size=st.st_size,
+        mtime_ns=st.st_mtime_ns,
+        dev=st.st_dev,
+        ino=st.st_ino,
+    )

@@ -74,7 +74,7 @@ def test_unchanged_reindex_embeds_nothing_and_reads_nothing(docs: Path, db: Path
     def no_read(*a, **k):  # type: ignore[no-untyped-def]
         raise AssertionError("an unchanged file was read")
 
-    monkeypatch.setattr("locallens.indexer.read_document", no_read)
+    monkeypatch.setattr("locallens.readers.read_document", no_read)
     again = cli_json("index", str(docs), "--db", str(db))
     assert again["files"] == {"new": 0, "changed": 0, "unchanged": first["files"]["new"], "removed": 0, "skipped": 0}
     assert again["chunks"]["embedded"] == 0

@@ -93,7 +93,7 @@ def test_unchanged_reindex_reads_and_embeds_nothing(
     def no_read(*args: object, **kwargs: object) -> None:
         raise AssertionError("an unchanged file was read")
 
-    monkeypatch.setattr("locallens.indexer.read_document", no_read)
+    monkeypatch.setattr("locallens.readers.read_document", no_read)
     again = cli_json("index", str(corpus), "--db", str(db))
     assert again["files"] == {"new": 0, "changed": 0, "unchanged": len(CORPUS), "removed": 0, "skipped": 0}
     assert again["chunks"]["embedded"] == 0 and again["chunks"]["total"] == first["chunks"]["total"]

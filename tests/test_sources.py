@@ -410,18 +410,65 @@ def test_row10_symlinks_out_of_the_root(tmp_path: Path) -> None:
     }
 
 
-def test_symlinks_inside_the_root_are_followed(tmp_path: Path) -> None:
+def test_symlinks_inside_the_root_are_followed_once(tmp_path: Path) -> None:
     write(tmp_path / "real" / "doc.md", "real doc")
+    write(tmp_path / "real" / "other.md", "other doc")
     (tmp_path / "alias.md").symlink_to(tmp_path / "real" / "doc.md")
     (tmp_path / "linked").symlink_to(tmp_path / "real")  # visited before "real" by name order
-    (tmp_path / "zlink").symlink_to(tmp_path / "real")  # a second way in: followed once only
+    (tmp_path / "zlink").symlink_to(tmp_path / "real")  # a third way in
     results = walked(tmp_path)
-    assert rels(results) == ["alias.md", "linked/doc.md", "real/doc.md"]
-    assert skips(results) == {"zlink": Skipped("zlink", "symlink to a folder already indexed", error=False)}
+    # The first path in the walk's order (names sorted, depth first) is the document.
+    assert rels(results) == ["alias.md", "linked/other.md"]
+    assert skips(results) == {
+        "linked/doc.md": Skipped("linked/doc.md", "same file as alias.md", error=False, same_as="alias.md"),
+        "real": Skipped("real", "same folder as linked", error=False, same_as="linked"),
+        "zlink": Skipped("zlink", "same folder as linked", error=False, same_as="linked"),
+    }
     alias = next(r for r in results if isinstance(r, FileStat) and r.relative_path == "alias.md")
     assert alias.path == str(tmp_path.resolve() / "alias.md")
     doc = read_document(alias)
     assert isinstance(doc, Document) and doc.text == "real doc"
+
+
+def test_row50_one_file_is_one_path_however_reached(tmp_path: Path) -> None:
+    """`current -> v2`, a file symlink and a hard link: each file is found once, by its first path."""
+    write(tmp_path / "v2" / "a.md", "version two")
+    write(tmp_path / "v2" / "b.md", "b")
+    (tmp_path / "current").symlink_to("v2")  # relative, as `ln -s v2 current` makes it
+    (tmp_path / "latest.md").symlink_to(tmp_path / "v2" / "b.md")
+    os.link(tmp_path / "v2" / "a.md", tmp_path / "hard.md")
+    results = walked(tmp_path)
+    assert rels(results) == ["current/a.md", "current/b.md"]
+    assert skips(results) == {
+        "hard.md": Skipped("hard.md", "same file as current/a.md", error=False, same_as="current/a.md"),
+        "latest.md": Skipped("latest.md", "same file as current/b.md", error=False, same_as="current/b.md"),
+        "v2": Skipped("v2", "same folder as current", error=False, same_as="current"),
+    }
+    # Every path the walk gives is another file.
+    found = [r for r in results if isinstance(r, FileStat)]
+    assert len({(r.dev, r.ino) for r in found}) == len(found) and all(r.ino for r in found)
+
+
+def test_row50_symlink_loops_end_and_out_of_root_links_are_not_followed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write(root / "a" / "note.md", "n")
+    write(tmp_path / "outside" / "secret.md", "private")
+    (root / "a" / "again").symlink_to(root)  # a loop through the root
+    (root / "b").symlink_to(root / "a")  # a second way into a, which holds the loop
+    (root / "ping.md").symlink_to(root / "pong.md")
+    (root / "pong.md").symlink_to(root / "ping.md")
+    (root / "out").symlink_to(tmp_path / "outside")
+    (root / "a" / "leak.md").symlink_to(tmp_path / "outside" / "secret.md")
+    results = walked(root)
+    assert rels(results) == ["a/note.md"]
+    assert skips(results) == {
+        "a/again": Skipped("a/again", "symlink loop", error=False),
+        "a/leak.md": Skipped("a/leak.md", "symlink points outside the indexed root", error=False),
+        "b": Skipped("b", "same folder as a", error=False, same_as="a"),
+        "out": Skipped("out", "symlink points outside the indexed root", error=False),
+        "ping.md": Skipped("ping.md", "symlink loop", error=False),
+        "pong.md": Skipped("pong.md", "symlink loop", error=False),
+    }
 
 
 # --- row 11: ignore rules, hidden folders, .git -----------------------------------------------

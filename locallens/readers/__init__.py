@@ -16,6 +16,8 @@ import io
 import math
 import os
 import stat as stat_mod
+import time
+from dataclasses import replace
 
 from locallens.config import DEFAULT_MAX_FILE_MB
 from locallens.domain import REASON_DISAPPEARED, REASON_NOT_REGULAR, REASON_PERMISSION, Document, FileStat, Skipped
@@ -38,6 +40,7 @@ __all__ = [
     "SNIFF_BYTES",
     "normalise_text",
     "read_document",
+    "read_settled",
     "sha256_text",
 ]
 
@@ -109,6 +112,73 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         line_mapped=extracted.line_mapped,
         line_offset=line_offset,
     )
+
+
+def read_settled(
+    stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES, *, had_content: bool = False
+) -> Document | Skipped:
+    """`read_document`, made safe for a file caught in the middle of a save it had content before.
+
+    An editor that saves in place (truncate, then write) and a log rotation (copy, then truncate)
+    both leave a moment when the file is empty, or changing under the reader. Storing that
+    moment would drop the file's chunks until a later run. So when a file that had content
+    (`had_content`: its stored version was not empty) reads as empty (0 bytes) or changes while
+    it is read, it is looked at again after `SETTLE_SECONDS`, up to `SETTLE_TRIES` times:
+    - it reads with content and unchanged: that version is the one returned (its new size and
+      mtime with it);
+    - it is still empty and has not changed since it was read empty: it was emptied on purpose,
+      and the empty document is returned (0 chunks, as for any empty file);
+    - it is still changing after the last try: `file changed while being read`, and the indexer
+      keeps its previous version; the next run reads it again.
+    A new file (no stored version) is read once, as `read_document` does: nothing can be lost.
+    """
+    read = read_document(stat, max_bytes)
+    if not had_content:
+        return read
+    for _ in range(SETTLE_TRIES):
+        if not _unsettled(read):
+            return read
+        _settle()
+        fresh = _restat(stat)
+        if isinstance(fresh, Skipped):
+            return fresh
+        if isinstance(read, Document) and (fresh.size, fresh.mtime_ns) == (stat.size, stat.mtime_ns):
+            return read  # empty, and still the same empty file: emptied on purpose
+        stat = fresh
+        read = read_document(stat, max_bytes)
+    return Skipped(stat.relative_path, REASON_CHANGED, error=False) if _unsettled(read) else read
+
+
+# How long a file caught mid-save is left to settle before it is read again, and how many times.
+SETTLE_SECONDS = 0.2
+SETTLE_TRIES = 3
+
+
+def _settle() -> None:
+    """Wait for a save in progress to finish. A seam of its own so tests can act as the editor."""
+    time.sleep(SETTLE_SECONDS)
+
+
+def _unsettled(read: Document | Skipped) -> bool:
+    """Read as empty, or changed while being read: possibly caught in the middle of a save."""
+    if isinstance(read, Skipped):
+        return read.reason == REASON_CHANGED
+    return read.size == 0
+
+
+def _restat(stat: FileStat) -> FileStat | Skipped:
+    """`stat` as the file is now (size and mtime), or the skip that says why it cannot be."""
+    try:
+        st = os.stat(stat.path)
+    except FileNotFoundError:
+        return Skipped(stat.relative_path, REASON_DISAPPEARED, error=False)
+    except PermissionError:
+        return Skipped(stat.relative_path, REASON_PERMISSION, error=True)
+    except OSError as exc:
+        return Skipped(stat.relative_path, f"cannot stat: {_os_error(exc)}", error=True)
+    if not stat_mod.S_ISREG(st.st_mode):
+        return Skipped(stat.relative_path, REASON_NOT_REGULAR, error=False)
+    return replace(stat, size=st.st_size, mtime_ns=st.st_mtime_ns, dev=st.st_dev, ino=st.st_ino)
 
 
 def _leading_lines(text: str) -> int:

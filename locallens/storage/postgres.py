@@ -650,6 +650,14 @@ class PostgresStore(StoreBase):
         with self._translated(f"indexing the vectors of brain {brain.name!r} in {self.url}"):
             self._build_index(brain)
 
+    def add_roots(self, brain: Brain, roots: Iterable[str]) -> None:
+        """Record roots of a brain whose run has not finished (`last_indexed` stays as it is)."""
+        with self.transaction(), self.conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO {SCHEMA}.roots(brain_id, path) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                [(brain.id, root) for root in roots],
+            )
+
     def roots(self, brain: Brain) -> list[str]:
         rows = self.execute(
             f'SELECT path FROM {SCHEMA}.roots WHERE brain_id = %s ORDER BY path COLLATE "C"', (brain.id,)

@@ -205,6 +205,19 @@ def check_not_foreign(path: Path) -> None:
             conn.close()
 
 
+def check_writable(db: Path) -> None:
+    """A writer refuses a database file (or its -wal/-shm) it cannot write, before anything opens
+    it. SQLite would open it read-only without a word, create -wal/-shm files with the database
+    file's read-only mode, fail on the first write and leave them behind: the database would
+    stay unwritable even once the file's own mode is fixed."""
+    for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise StoreError(
+                f"{path} is read-only (its permissions or flags), so it cannot be written: "
+                "make it writable (chmod u+w), or query the database read-only with ask or status"
+            )
+
+
 @contextlib.contextmanager
 def write_lock(db: Path, wait: float) -> Iterator[None]:
     """Exclusive advisory lock for writers of `db`; LockedError after `wait` seconds."""
@@ -259,6 +272,7 @@ def open_writer(db: Path, wait: float) -> Iterator[Store]:
     created that holds no brain when the block fails is removed again, with its WAL files and the
     lock file if it made it: a failed first run (of `index` or `copy`) leaves nothing behind.
     """
+    check_writable(db)  # first: even the foreign-database check opens it, and would leave -wal/-shm
     check_not_foreign(db)
     lock_path = Path(f"{db}.lock")
     lock_existed = lock_path.exists()
@@ -318,9 +332,17 @@ class Store(StoreBase):
         if not create and not self.path.exists():
             raise NoIndexError(f"no index at {self.path}: run `locallens index PATH` first (or pass --db)")
         if create:
+            check_writable(self.path)
             self._create_private_file()
         flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
         with _translated(f"opening {self.path}"):
+            if not create and self._unwritable_and_closed():
+                # A reader of a file it cannot write: SQLite would open it read-only and leave
+                # -wal/-shm files with the file's read-only mode behind, which a later writer could
+                # not use. With no -wal/-shm there is no open connection and nothing to recover:
+                # the file is read as it is, creating nothing.
+                self._open_read_only(StoreError(f"cannot open {self.path} read-only"), immutable_first=True)
+                return
             try:
                 self.conn = self._connect(flags)
                 self._migrate()
@@ -365,7 +387,16 @@ class Store(StoreBase):
         """False when the database file or its folder cannot be written (read-only media)."""
         return os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
 
-    def _open_read_only(self, error: BaseException) -> None:
+    def _unwritable_and_closed(self) -> bool:
+        """The database file cannot be written by us, and has no -wal/-shm beside it."""
+        try:
+            if os.access(self.path, os.W_OK) or self.path.name == ":memory:":
+                return False
+        except OSError:
+            return False
+        return not any(Path(f"{self.path}{suffix}").exists() for suffix in ("-wal", "-shm", "-journal"))
+
+    def _open_read_only(self, error: BaseException, *, immutable_first: bool = False) -> None:
         """Open a database on read-only media for reading: `ask` and `status` still work.
 
         First as an ordinary read-only connection; when SQLite cannot even do that (a WAL database
@@ -377,7 +408,8 @@ class Store(StoreBase):
         import apsw
 
         base = "file:" + quote(str(self.path.absolute()))
-        for uri in (base + "?mode=ro", base + "?immutable=1"):
+        uris = [base + "?mode=ro", base + "?immutable=1"]
+        for uri in reversed(uris) if immutable_first else uris:
             try:
                 conn = self._connect(apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, uri)
             except (apsw.ReadOnlyError, apsw.CantOpenError):
@@ -552,6 +584,12 @@ class Store(StoreBase):
     def touch_brain(self, brain: Brain, roots: Iterable[str]) -> None:
         with self.transaction():
             self.conn.execute("UPDATE brains SET last_indexed = ? WHERE id = ?", (time.time(), brain.id))
+            for root in roots:
+                self.conn.execute("INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root))
+
+    def add_roots(self, brain: Brain, roots: Iterable[str]) -> None:
+        """Record roots of a brain whose run has not finished (`last_indexed` stays as it is)."""
+        with self.transaction():
             for root in roots:
                 self.conn.execute("INSERT OR IGNORE INTO roots(brain_id, path) VALUES (?, ?)", (brain.id, root))
 

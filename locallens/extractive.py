@@ -41,6 +41,8 @@ from locallens.unit_scores import (
     BIAS,
     BRIDGED,
     QuestionTerms,
+    asked_fact,
+    carries_fact,
     combine,
     features,
     is_context_only,
@@ -55,9 +57,15 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, and the
 # top excerpt's retrieval score; a logistic fitted on answerable and unanswerable questions.
-EVIDENCE_WEIGHTS = {"best_unit": 0.49, "term_coverage": 0.1, "top_score": 6.93, "missing": -2.45}
-EVIDENCE_BIAS = -1.87
-MIN_EVIDENCE = 0.55  # below this, the plain refusal
+EVIDENCE_WEIGHTS = {
+    "best_unit": 0.58,
+    "term_coverage": 0.17,
+    "top_score": 6.61,
+    "missing": -1.61,
+    "fact_absent": -2.05,
+}
+EVIDENCE_BIAS = -2.73
+MIN_EVIDENCE = 0.6  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
@@ -200,6 +208,17 @@ def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts
     return max(math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in missing)
 
 
+def fact_absent(question: str, hits: Sequence[Hit]) -> float:
+    """1 when the question asks for a kind of fact (`unit_scores.asked_fact`: a phone number, a
+    port, a price, a date, a duration) and no excerpt holds a value of that kind
+    (`unit_scores.carries_fact`): "When was Python 3.12 released?" over excerpts without a date;
+    0 otherwise."""
+    kind = asked_fact(question)
+    if kind is None or not hits:
+        return 0.0
+    return 0.0 if any(carries_fact(h.content, kind) for h in hits) else 1.0
+
+
 def evidence_features(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
 ) -> dict[str, float]:
@@ -212,6 +231,7 @@ def evidence_features(
         "term_coverage": term_coverage(question_terms(question), hits),
         "top_score": hits[0].score if hits else 0.0,
         "missing": missing_salience(question, hits, term_counts),
+        "fact_absent": fact_absent(question, hits),
     }
 
 

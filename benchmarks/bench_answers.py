@@ -340,7 +340,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, fact_absent, missing_salience, missing_words, term_coverage
+    from locallens.extractive import _passage, fact_far, missing_salience, missing_words, term_coverage
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -377,7 +377,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                 missing = missing_salience(row["question"], hits, counts)
                 words = missing_words(row["question"], hits)
                 total, df = counts(words)
-                asked = fact_absent(row["question"], hits)
+                far = fact_far(row["question"], hits, units, counts)
             query = unit_rows(np.asarray(result.retrieval.query_vector, dtype=np.float64).reshape(-1))
             cos = vectors @ query
             qt = question_terms(row["question"])
@@ -398,7 +398,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "answerable": row.get("answerable", True),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score, missing, asked],
+                    "evidence": [term_coverage(qt, hits), hits[0].score, missing, far],
                     "missing": {"chunks": total, "words": df},
                 }
             )
@@ -523,11 +523,11 @@ def fit(args: argparse.Namespace) -> None:
             ),
             encoding="utf-8",
         )
-    names = ("best unit", "term coverage", "top score", "missing word", "asked fact absent")
+    names = ("best unit", "term coverage", "top score", "missing word", "asked fact far")
     for label, columns in (
         ("without the missing word", [0, 1, 2]),
         ("with the missing word", [0, 1, 2, 3]),
-        ("with the missing word and the asked fact absent", [0, 1, 2, 3, 4]),
+        ("with the missing word and the asked fact far", [0, 1, 2, 3, 4]),
     ):
         cw, cb = _fit(ev[:, columns], target, l2=0.1)
         print(
@@ -570,14 +570,14 @@ def fit(args: argparse.Namespace) -> None:
                     else ""
                 )
             )
-            if len(columns) == len(names):
+            if 4 in columns:
                 print(
                     "SHIPPABLE "
                     + json.dumps(
                         {
                             "weights": dict(
                                 zip(
-                                    ("best_unit", "term_coverage", "top_score", "missing", "fact_absent"),
+                                    ("best_unit", "term_coverage", "top_score", "missing", "fact_far"),
                                     map(float, np.round(cw, 2)),
                                 )
                             ),

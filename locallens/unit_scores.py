@@ -239,13 +239,13 @@ _UNITS_OF_TIME = (
     r"segundos?|minutos?|horas?|d[ií]as?|semanas?|mes|meses|a[nñ]os?|[smhd]"
 )
 _COUNT = (
-    r"\d[\d.,]*|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    r"an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
     r"forty|fifty|sixty|ninety|hundred|several|few|un|una|uno|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
     r"diez|doce|quince|veinte|treinta|noventa"
 )
 _CARRIES: dict[str, re.Pattern[str]] = {
-    "phone": re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,}\d(?![\w.])"),
-    "port": re.compile(r"(?<![\w.])\d{2,5}(?![\w.])|:\d{2,5}\b"),
+    "phone": re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,}\d(?!\w|\.\d)"),
+    "port": re.compile(r"(?<![\w.])\d{2,5}(?!\w|\.\d)|:\d{2,5}\b"),
     "price": re.compile(
         r"[€$£¥]\s?\d|\d[\d.,]*\s?(?:[€$£¥]|EUR|USD|GBP|CHF|euros?|dollars?|d[oó]lares|pounds?|k€|M€)"
         r"|\b(?:free of charge|for free|at no cost|gratis|gratuit[oa])\b",
@@ -257,9 +257,8 @@ _CARRIES: dict[str, re.Pattern[str]] = {
         re.I,
     ),
     "duration": re.compile(
-        rf"\b(?:{_COUNT})[\s-]*(?:{_UNITS_OF_TIME})\b"
-        r"|\b(?:daily|weekly|monthly|yearly|annually|hourly|nightly|forever|indefinitely|diario|semanal|mensual|"
-        r"anual|para siempre)\b",
+        rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
+        r"|\b(?:forever|indefinitely|para siempre)\b",
         re.I,
     ),
 }

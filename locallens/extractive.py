@@ -217,9 +217,10 @@ def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts
 def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None) -> float:
     """How telling it is that no unit holding the kind of fact asked for is about the question's
     subject (0..1): the question asks for a phone number, a port, a price, a date or a duration
-    (`unit_scores.asked_fact`), and its rarest word that the excerpts hold (its subject: "Loki" in
-    "how long are logs kept in Loki?") is in none of the units holding a value of that kind (`carries_fact`), read with what
-    introduces them (`context_of`) and the unit before. That word's salience, weighed as
+    (`unit_scores.asked_fact`), and its rarest word that the excerpts hold (its subject: "Loki"
+    in "how long are logs kept in Loki?") is in none of the units holding a value of that kind
+    (`carries_fact`), read with what introduces them (`context_of`) and the unit before. That
+    word's salience, weighed as
     `missing_salience` weighs a missing word; 1 when no unit holds a value of that kind; 0 when
     one is about the subject, or the question asks for no such fact, or the excerpts hold none of
     its words."""

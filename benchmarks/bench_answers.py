@@ -340,7 +340,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, missing_salience, missing_words, term_coverage
+    from locallens.extractive import _passage, fact_far, missing_salience, missing_words, term_coverage
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -377,6 +377,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                 missing = missing_salience(row["question"], hits, counts)
                 words = missing_words(row["question"], hits)
                 total, df = counts(words)
+                far = fact_far(row["question"], hits, units, counts)
             query = unit_rows(np.asarray(result.retrieval.query_vector, dtype=np.float64).reshape(-1))
             cos = vectors @ query
             qt = question_terms(row["question"])
@@ -397,7 +398,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "answerable": row.get("answerable", True),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score, missing],
+                    "evidence": [term_coverage(qt, hits), hits[0].score, missing, far],
                     "missing": {"chunks": total, "words": df},
                 }
             )
@@ -499,7 +500,7 @@ def fit(args: argparse.Namespace) -> None:
     current_w = np.array([WEIGHTS[n] for n in FEATURES])
 
     def evidence(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
-        ev = np.array([[float((ex["x"] @ current_w).max()), *ex["evidence"]] for ex in rows]).reshape(-1, 4)
+        ev = np.array([[float((ex["x"] @ current_w).max()), *ex["evidence"]] for ex in rows]).reshape(-1, 5)
         return ev, np.array([1.0 if ex["answerable"] else 0.0 for ex in rows])
 
     ev, target = evidence(calib)
@@ -522,8 +523,12 @@ def fit(args: argparse.Namespace) -> None:
             ),
             encoding="utf-8",
         )
-    names = ("best unit", "term coverage", "top score", "missing word")
-    for label, columns in (("without the missing word", [0, 1, 2]), ("with the missing word", [0, 1, 2, 3])):
+    names = ("best unit", "term coverage", "top score", "missing word", "asked fact far")
+    for label, columns in (
+        ("without the missing word", [0, 1, 2]),
+        ("with the missing word", [0, 1, 2, 3]),
+        ("with the missing word and the asked fact far", [0, 1, 2, 3, 4]),
+    ):
         cw, cb = _fit(ev[:, columns], target, l2=0.1)
         print(
             f"\nrefusal evidence {label}, fitted on {len(calib)} questions of {', '.join(sorted({ex['set'] for ex in calib}))}: "
@@ -565,13 +570,16 @@ def fit(args: argparse.Namespace) -> None:
                     else ""
                 )
             )
-            if len(columns) == 4:
+            if 4 in columns:
                 print(
                     "SHIPPABLE "
                     + json.dumps(
                         {
                             "weights": dict(
-                                zip(("best_unit", "term_coverage", "top_score", "missing"), map(float, np.round(cw, 2)))
+                                zip(
+                                    ("best_unit", "term_coverage", "top_score", "missing", "fact_far"),
+                                    map(float, np.round(cw, 2)),
+                                )
                             ),
                             "bias": round(float(cb), 2),
                             "threshold": t,

@@ -16,7 +16,10 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
   (`answer_evidence`): the best unit's score, the share of the question's key terms the excerpts
   hold, the top excerpt's retrieval score, and the rarest of the question's words that no excerpt
   holds, weighed by how few of the brain's chunks hold it (`missing_salience`: "dog" in "can I
-  bring my dog to the Madrid office?" beside the office's benefits, a word no note holds).
+  bring my dog to the Madrid office?" beside the office's benefits, a word no note holds), and
+  whether the kind of fact asked (a phone number, a port, a price, a date, a duration) is in a
+  unit about the question's subject (`fact_far`: "when was Python 3.12 released?" over excerpts
+  without a date).
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -41,7 +44,10 @@ from locallens.unit_scores import (
     BIAS,
     BRIDGED,
     QuestionTerms,
+    asked_fact,
+    carries_fact,
     combine,
+    context_of,
     features,
     is_context_only,
     key_terms,
@@ -53,11 +59,19 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 # Measured on the sample, pydoc and Spanish sets (benchmarks/bench_answers.py --fit;
 # docs/benchmarks.md#answer-units).
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
-# score, before the logistic), the share of the question's key terms the excerpts hold, and the
-# top excerpt's retrieval score; a logistic fitted on answerable and unanswerable questions.
-EVIDENCE_WEIGHTS = {"best_unit": 0.49, "term_coverage": 0.1, "top_score": 6.93, "missing": -2.45}
-EVIDENCE_BIAS = -1.87
-MIN_EVIDENCE = 0.55  # below this, the plain refusal
+# score, before the logistic), the share of the question's key terms the excerpts hold, the
+# top excerpt's retrieval score, the missing word (`missing_salience`) and the asked fact far
+# from the question's subject (`fact_far`); a logistic fitted on answerable and unanswerable
+# questions of the sample, pydoc and Spanish sets (docs/benchmarks.md#refusing-near-misses).
+EVIDENCE_WEIGHTS = {
+    "best_unit": 0.54,
+    "term_coverage": 0.22,
+    "top_score": 6.7,
+    "missing": -1.77,
+    "fact_far": -2.37,
+}
+EVIDENCE_BIAS = -2.47
+MIN_EVIDENCE = 0.6  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
@@ -200,18 +214,64 @@ def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts
     return max(math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in missing)
 
 
+def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None) -> float:
+    """How telling it is that no unit holding the kind of fact asked for is about the question's
+    subject (0..1): the question asks for a phone number, a port, a price, a date or a duration
+    (`unit_scores.asked_fact`), and its rarest word that the excerpts hold (its subject: "Loki"
+    in "how long are logs kept in Loki?") is in none of the units holding a value of that kind
+    (`carries_fact`), read with what introduces them (`context_of`) and the unit before. That
+    word's salience, weighed as
+    `missing_salience` weighs a missing word; 1 when no unit holds a value of that kind; 0 when
+    one is about the subject, or the question asks for no such fact, or the excerpts hold none of
+    its words."""
+    kind = asked_fact(question)
+    if kind is None or not hits:
+        return 0.0
+    typed = [i for i, u in enumerate(units) if carries_fact(u.text, kind)]
+    if not typed:
+        return 1.0
+    held = _held(hits)
+    words = [w for k, w in key_words(question).items() if k in held]
+    if not words:
+        return 0.0
+    salience = _salience(words, term_counts)
+    subject = max(words, key=lambda w: salience[w])
+    subject_keys = key_terms(subject)
+    paths = [h.chunk.relative_path for h in hits]
+    for i in typed:
+        unit = units[i]
+        around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
+        if i and units[i - 1].excerpt == unit.excerpt:
+            around.append(units[i - 1].text)
+        if subject_keys <= key_terms(" ".join(around)):
+            return 0.0
+    return salience[subject]
+
+
+def _salience(words: Sequence[str], term_counts: TermCounts | None) -> dict[str, float]:
+    """Each word's inverse document frequency over the brain's chunks (see `missing_salience`)."""
+    if term_counts is None:
+        return dict.fromkeys(words, 1.0)
+    total, counts = term_counts(list(words))
+    if total <= 0:
+        return dict.fromkeys(words, 1.0)
+    return {w: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in words}
+
+
 def evidence_features(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
 ) -> dict[str, float]:
     """The refusal's evidence (`EVIDENCE_WEIGHTS`): the best unit's linear score, the share of
-    the question's key terms the excerpts hold, the top excerpt's retrieval score, and how rare
-    the question's rarest word missing from the excerpts is in the brain (`missing_salience`)."""
+    the question's key terms the excerpts hold, the top excerpt's retrieval score, how rare
+    the question's rarest word missing from the excerpts is in the brain (`missing_salience`),
+    and how far the units holding the kind of fact asked are from its subject (`fact_far`)."""
     best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
     return {
         "best_unit": best,
         "term_coverage": term_coverage(question_terms(question), hits),
         "top_score": hits[0].score if hits else 0.0,
         "missing": missing_salience(question, hits, term_counts),
+        "fact_far": fact_far(question, hits, scored.units, term_counts),
     }
 
 

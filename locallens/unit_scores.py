@@ -184,6 +184,105 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# The kind of fact a question asks for, finer than `answer_type` and detected conservatively
+# (English and Spanish): only wordings that leave no doubt, so that a fact of that kind missing
+# from every excerpt is evidence the excerpts do not answer (`asked_fact`, `carries_fact`).
+_ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("phone", re.compile(r"\b(?:phone|telephone|hotline)\b|\btel[eé]fonos?\b", re.I)),
+    (
+        "port",
+        re.compile(r"\b(?:which|what) port\b|\bport (?:number|does|do|is)\b|\bqu[eé] puerto\b", re.I),
+    ),
+    (
+        "price",
+        re.compile(
+            r"\bhow much (?:does|do|did|will|would|is|are)\b.*\b(?:cost|charge|pay|price|fee)s?\b"
+            r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees)\b"
+            r"|\bcu[aá]nto (?:cuesta|cuestan|cost[oó]|vale|valen|se cobra|se paga|se carga|pagamos|cobramos)\b"
+            r"|\bqu[eé] (?:precio|tarifa|coste|costo)\b|\bpresupuesto\b|\bprecio\b",
+            re.I,
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            r"\b(?:what|which|in which|in what) (?:year|date|day of the month)\b"
+            r"|\bwhen (?:was|were|did|will|is|are) .*\b(?:released|published|launched|founded|introduced|"
+            r"announced|signed|held|scheduled|due|renewed|opened|closed)\b"
+            r"|\b(?:release|launch|publication) date\b"
+            r"|\b(?:en )?qu[eé] (?:a[nñ]o|fecha)\b|\bcu[aá]ndo (?:se )?(?:lanza|lanz[oó]|sale|sali[oó]|public[oó]|"
+            r"publica|fund[oó]|firm[oó]|celebra|vence|termina|empieza|abre|cierra)\b",
+            re.I,
+        ),
+    ),
+    (
+        "duration",
+        re.compile(
+            r"\bhow long\b|\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b"
+            r"|\bcu[aá]nto (?:dura|duran|tiempo|tarda|tardan)\b"
+            r"|\bcu[aá]nt[oa]s (?:segundos|minutos|horas|d[ií]as|semanas|meses|a[nñ]os)\b",
+            re.I,
+        ),
+    ),
+)
+_MONTHS = (
+    r"January|February|March|April|June|July|August|September|October|November|December|"
+    r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec|enero|febrero|marzo|abril|mayo|junio|julio|agosto|"
+    r"septiembre|setiembre|octubre|noviembre|diciembre"
+)
+_WEEKDAYS = (
+    r"Mondays?|Tuesdays?|Wednesdays?|Thursdays?|Fridays?|Saturdays?|Sundays?|"
+    r"lunes|martes|mi[eé]rcoles|jueves|viernes|s[aá]bados?|domingos?"
+)
+_UNITS_OF_TIME = (
+    r"(?:milli)?seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|"
+    r"segundos?|minutos?|horas?|d[ií]as?|semanas?|mes|meses|a[nñ]os?|[smhd]"
+)
+_COUNT = (
+    r"an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|"
+    r"forty|fifty|sixty|ninety|hundred|several|few|un|una|uno|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
+    r"diez|doce|quince|veinte|treinta|noventa"
+)
+_CARRIES: dict[str, re.Pattern[str]] = {
+    "phone": re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,}\d(?!\w|\.\d)"),
+    "port": re.compile(r"(?<![\w.])\d{2,5}(?!\w|\.\d)|:\d{2,5}\b"),
+    "price": re.compile(
+        r"[€$£¥]\s?\d|\d[\d.,]*\s?(?:[€$£¥]|EUR|USD|GBP|CHF|euros?|dollars?|d[oó]lares|pounds?|k€|M€)"
+        r"|\b(?:free of charge|for free|at no cost|gratis|gratuit[oa])\b",
+        re.I,
+    ),
+    "date": re.compile(
+        r"\b(?:19|20)\d\d\b|\b\d{1,2}[./-]\d{1,2}[./-]\d{2,4}\b"
+        rf"|\b(?:{_MONTHS})\b|\b(?:{_WEEKDAYS})\b|\b\d{{1,2}}:\d\d\b",
+        re.I,
+    ),
+    "duration": re.compile(
+        rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
+        r"|\b(?:forever|indefinitely|para siempre)\b",
+        re.I,
+    ),
+}
+ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
+
+
+def asked_fact(question: str) -> str | None:
+    """The kind of fact the question asks for, when its wording leaves no doubt: "phone", "port",
+    "price", "date", "duration", or None ("When was Python 3.12 released?" -> "date";
+    "¿Cuál es el teléfono de soporte de Stripe?" -> "phone"; "When is the else block skipped?" ->
+    None)."""
+    for name, pattern in _ASKS:
+        if pattern.search(question):
+            return name
+    return None
+
+
+def carries_fact(text: str, kind: str) -> bool:
+    """Whether `text` holds a value of the kind `asked_fact` names (a phone number, a port, an
+    amount of money, a date or a time of day, a duration)."""
+    pattern = _CARRIES.get(kind)
+    return bool(pattern and pattern.search(text))
+
+
 def _fold(word: str) -> str:
     """Lower case without accents: `Versión` -> `version`."""
     decomposed = unicodedata.normalize("NFKD", word.lower())

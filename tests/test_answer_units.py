@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from locallens.extractive import extractive_answer, is_broad, missing_salience, missing_words
-from locallens.unit_scores import answer_type, key_terms
-from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, excerpt_units
+from locallens.extractive import extractive_answer, fact_far, is_broad, missing_salience, missing_words
+from locallens.unit_scores import answer_type, asked_fact, carries_fact, key_terms
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, answer_units, excerpt_units
 
 from .helpers import cli
 from .test_claims import fake_encode, fake_vector, hit
@@ -208,6 +208,89 @@ def test_missing_salience_is_the_rarest_missing_words_idf_in_the_brain() -> None
     assert missing_salience("How long are application logs kept?", hits) == 1.0
 
 
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What is Stripe's support phone number?", "phone"),
+        ("¿Cuál es el teléfono de soporte de Stripe?", "phone"),
+        ("Which port does the borg web dashboard listen on?", "port"),
+        ("¿En qué puerto escucha la VPN corporativa?", "port"),
+        ("How much does the official borg cloud storage cost per terabyte and month?", "price"),
+        ("¿Cuánto cuesta el plan Flota?", "price"),
+        ("¿Cuál es el presupuesto anual de marketing?", "price"),
+        ("When was Python 3.12 released?", "date"),
+        ("In which year was the Madrid office opened?", "date"),
+        ("¿Cuándo se lanza la nueva aplicación de conductores?", "date"),
+        ("How long are application logs kept in Loki?", "duration"),
+        ("How many weeks of notice do I have to give?", "duration"),
+        ("¿Cuánto dura el periodo de prueba?", "duration"),
+        ("¿Cuántos días de vacaciones tiene un empleado?", "duration"),
+        # Conservative: a "when" about an event, a "when I ..." and a how-to ask for no such fact.
+        ("When is the else block attached to a for loop skipped?", None),
+        ("When I write `raise NewError() from exc`, which attribute keeps the original?", None),
+        ("When does the on-call rotation hand over to the next engineer?", None),
+        ("How do I load a JSON file into a Python dictionary?", None),
+        ("How many servers run the message bus?", None),
+    ],
+)
+def test_asked_fact_is_the_kind_of_fact_the_wording_asks_for(question: str, kind: str | None) -> None:
+    assert asked_fact(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "carries"),
+    [
+        ("El teléfono de soporte es el +34 900 555 318.", "phone", True),
+        ("Support: support@stripe.example, 24/7 chat.", "phone", False),
+        ("The staging database listens on port 5433.", "port", True),
+        ("The service runs on localhost:8080 by default.", "port", True),
+        ("See version 3.12 of the reference.", "port", False),
+        ("The Flota plan costs 29 € per vehicle and month.", "price", True),
+        ("Primary on-call pays €180 per week.", "price", True),
+        ("$ borg info /path/to/repo", "price", False),
+        ("The new app launches on 9 de septiembre de 2024.", "date", True),
+        ("The rotation hands over on Mondays at 09:30 CET.", "date", True),
+        ("Details are in the documentation of the 2.3 release.", "date", False),
+        ("Nightly backups are kept for 35 days.", "duration", True),
+        ("A sabbatical of one to three months can be requested.", "duration", True),
+        ("Backups are encrypted with AES-256.", "duration", False),
+    ],
+)
+def test_carries_fact_finds_a_value_of_the_kind_asked(text: str, kind: str, carries: bool) -> None:
+    assert carries_fact(text, kind) is carries
+
+
+LOKI = """# Observability
+
+Loki collects the application logs of every service, and Grafana shows them.
+"""
+
+
+def test_fact_far_when_no_unit_holding_the_asked_fact_is_about_the_questions_subject() -> None:
+    def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"Loki": 2, "logs": 10, "application": 9, "kept": 40}
+
+    question = "How long are application logs kept in Loki?"
+    hits = [hit(LOKI, "engineering/observability.md"), hit(BACKUPS, "operations/backup-policy.md")]
+    # Durations are in the backup policy, Loki (the rarest word the excerpts hold) is not beside any.
+    assert fact_far(question, hits, answer_units(hits), counts) == pytest.approx(math.log(100 / 3) / math.log(100))
+    # A unit holding a duration beside Loki: near.
+    near = [hit(LOKI + "\nLoki keeps the application logs for 30 days.\n", "engineering/observability.md")]
+    assert fact_far(question, near, answer_units(near), counts) == 0.0
+    # No excerpt holds a value of the kind asked: as far as can be.
+    assert fact_far("When was shipctl released?", [hit(RUNBOOK)], answer_units([hit(RUNBOOK)])) == 1.0
+    # A question that asks for no such fact, or a Spanish one whose words no excerpt holds.
+    assert fact_far("Which tool runs the deploys?", [hit(RUNBOOK)], answer_units([hit(RUNBOOK)])) == 0.0
+    assert fact_far("¿Cuánto dura la prueba?", [hit(LOKI)], answer_units([hit(LOKI)])) == 1.0
+
+
+def test_a_date_asked_of_excerpts_without_one_is_refused() -> None:
+    checked, _ = ask_extractive("When was shipctl, our internal deploy tool, released?", RUNBOOK)
+    assert checked.refused, checked.answer
+    checked, _ = ask_extractive("How long does a rollback of a service take?", RUNBOOK)
+    assert not checked.refused and "90 seconds" in checked.answer
+
+
 def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
     assert is_broad("What is the leave policy?") == "the leave policy"
     assert is_broad("Summarize the on-call rotation.") == "the on-call rotation"
@@ -307,6 +390,8 @@ def test_broad_question_on_sample_docs_is_answered_from_the_note(sample_index: P
         ("What is the vesting schedule for employee stock options?", None),
         ("Can I bring my dog to the Madrid office?", None),
         ("How often are company laptops replaced with new ones?", None),
+        # ... and the asked kind of fact (a duration) is in the notes, but not about Loki.
+        ("How long are application logs kept in Loki before they are deleted?", None),
         # Answerable, in a user's words, and in Spanish over English notes whose names match.
         ("How long are backups kept?", "35 days"),
         ("Which PostgreSQL version does the staging database run, and on which port?", "5433"),

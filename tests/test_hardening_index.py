@@ -12,7 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -178,23 +178,31 @@ def _many_files(root: Path, n: int = 60) -> Path:
     return write_files(root, {f"f{i:02d}.md": f"# Note {i}\n\nTopic{i} is written about here.\n" for i in range(n)})
 
 
-def test_row51_an_interrupted_rebuild_is_shown_by_status_and_resumed(
-    tmp_path: Path, db: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _many_files(tmp_path / "docs")
-    first = cli_json("index", str(root), "--db", str(db))
+def _stop_after_the_first_slice(monkeypatch: pytest.MonkeyPatch) -> Callable[..., object]:
+    """Ctrl-C once the first slice (32 chunks) is embedded and committed: the embedder raises
+    KeyboardInterrupt on its second call, and the run flushes only once whatever the machine's
+    load. Returns the real `encode_passages`, to put back for the rerun."""
     real_encode = FakeEmbedder.encode_passages
     calls = 0
 
     def stopped(self, texts, *args, **kwargs):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
-        if calls > 1:  # the first slice (32 chunks) is embedded and committed, then Ctrl-C
+        if calls > 1:
             raise KeyboardInterrupt
         return real_encode(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
-    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
+    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)
+    return real_encode
+
+
+def test_row51_an_interrupted_rebuild_is_shown_by_status_and_resumed(
+    tmp_path: Path, db: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _many_files(tmp_path / "docs")
+    first = cli_json("index", str(root), "--db", str(db))
+    real_encode = _stop_after_the_first_slice(monkeypatch)
     assert cli("index", str(root), "--db", str(db), "--rebuild").exit_code == 130
     monkeypatch.setattr(FakeEmbedder, "encode_passages", real_encode)
     # The old brain still serves, whole; status shows the unfinished rebuild and how to finish it.
@@ -223,18 +231,7 @@ def test_row51_a_rebuild_with_another_model_does_not_resume_the_leftover(
 ) -> None:
     root = _many_files(tmp_path / "docs")
     cli_json("index", str(root), "--db", str(db))
-    real_encode = FakeEmbedder.encode_passages
-    calls = 0
-
-    def stopped(self, texts, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal calls
-        calls += 1
-        if calls > 1:
-            raise KeyboardInterrupt
-        return real_encode(self, texts, *args, **kwargs)
-
-    monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
-    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
+    real_encode = _stop_after_the_first_slice(monkeypatch)
     assert cli("index", str(root), "--db", str(db), "--rebuild").exit_code == 130
     monkeypatch.setattr(FakeEmbedder, "encode_passages", real_encode)
     model = _model_folder(tmp_path)
@@ -364,18 +361,7 @@ def test_row70_status_after_an_interrupted_first_index(
     tmp_path: Path, db: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = _many_files(tmp_path / "docs")
-    real_encode = FakeEmbedder.encode_passages
-    calls = 0
-
-    def stopped(self, texts, *args, **kwargs):  # type: ignore[no-untyped-def]
-        nonlocal calls
-        calls += 1
-        if calls > 1:
-            raise KeyboardInterrupt
-        return real_encode(self, texts, *args, **kwargs)
-
-    monkeypatch.setattr(FakeEmbedder, "encode_passages", stopped)
-    monkeypatch.setattr(indexer, "COMMIT_SECONDS", 3600.0)  # one flush, whatever the machine's load
+    _stop_after_the_first_slice(monkeypatch)
     assert cli("index", str(root), "--db", str(db)).exit_code == 130
     (brain,) = cli_json("status", "--db", str(db))["brains"]
     assert brain["last_indexed"] is None and brain["documents"] == 32

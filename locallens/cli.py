@@ -494,22 +494,31 @@ def index(
     paths: list[Path] = typer.Argument(..., help="Folders or files to index.", show_default=False),
     brain: str = BrainOpt,
     db: str | None = DbOpt,
-    chunk_size: int = typer.Option(
-        DEFAULT_CHUNK_SIZE, "--chunk-size", min=1, envvar="LOCALLENS_CHUNK_SIZE", help="Max tokens per chunk."
+    chunk_size: int | None = typer.Option(
+        None,
+        "--chunk-size",
+        min=1,
+        envvar="LOCALLENS_CHUNK_SIZE",
+        show_default=False,
+        help=f"Max tokens per chunk [default: the brain's; a new brain: {DEFAULT_CHUNK_SIZE}]. "
+        "Another value than the brain's re-chunks every file.",
     ),
-    chunk_overlap: int = typer.Option(
-        DEFAULT_CHUNK_OVERLAP,
+    chunk_overlap: int | None = typer.Option(
+        None,
         "--chunk-overlap",
         min=0,
         envvar="LOCALLENS_CHUNK_OVERLAP",
-        help="Tokens shared by consecutive chunks.",
+        show_default=False,
+        help=f"Tokens shared by consecutive chunks [default: the brain's; a new brain: {DEFAULT_CHUNK_OVERLAP}].",
     ),
-    chunker: str = typer.Option(
-        DEFAULT_CHUNKER,
+    chunker: str | None = typer.Option(
+        None,
         "--chunker",
         envvar="LOCALLENS_CHUNKER",
         callback=_one_of(CHUNKERS),
-        help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic.",
+        show_default=False,
+        help=f"{or_list(CHUNKERS)}: paragraph packs tokens, the others are semantic "
+        f"[default: the brain's; a new brain: {DEFAULT_CHUNKER}].",
     ),
     model: str = typer.Option(
         "auto",
@@ -576,7 +585,7 @@ def index(
 ) -> None:
     """Index folders of documents, incrementally (only what changed is re-read and re-embedded)."""
     with handled(json_out):
-        from locallens.config import ChunkSettings
+        from locallens.config import ChunkChoice
         from locallens.indexer import IndexRequest
         from locallens.indexer import index as run_index
 
@@ -584,7 +593,7 @@ def index(
             paths=paths,
             db=_db(db),
             brain=brain,
-            chunking=ChunkSettings(chunk_size, chunk_overlap, chunker),
+            chunking=ChunkChoice(chunk_size, chunk_overlap, chunker),
             model=model,
             encoder=encoder,
             device=device,

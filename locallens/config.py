@@ -260,3 +260,25 @@ class ChunkSettings:
                 f"--chunk-size ({self.chunk_size}) must be larger than --chunk-overlap "
                 f"({self.chunk_overlap}), or chunking would never advance"
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkChoice:
+    """The chunk settings a command named; None is "not named".
+
+    An `index` run without `--chunk-size`, `--chunk-overlap` or `--chunker` keeps what the brain
+    recorded (a cron job or `--watch` never re-chunks a brain made with other sizes); a new brain
+    takes the defaults. What is named replaces the brain's value, and then every file is
+    re-chunked.
+    """
+
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    strategy: str | None = None
+
+    def resolve(self, base: ChunkSettings) -> ChunkSettings:
+        return ChunkSettings(
+            base.chunk_size if self.chunk_size is None else self.chunk_size,
+            base.chunk_overlap if self.chunk_overlap is None else self.chunk_overlap,
+            base.strategy if self.strategy is None else self.strategy,
+        )

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from locallens.chunking import Chunker, get_chunker, make_chunks
-from locallens.config import DEFAULT_DEVICE, ChunkSettings
+from locallens.config import DEFAULT_DEVICE, ChunkChoice, ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
 from locallens.errors import ModelMismatchError, NoIndexError, UsageError
 from locallens.headers import chunk_headers, embedded_text
@@ -151,7 +151,8 @@ class IndexRequest:
     paths: Sequence[Path]
     db: DbLocation
     brain: str = "default"
-    chunking: ChunkSettings = field(default_factory=ChunkSettings)
+    # What the command named (ChunkChoice), or settings in full; unnamed values are the brain's.
+    chunking: ChunkSettings | ChunkChoice = field(default_factory=ChunkChoice)
     model: str | None = None  # None/"auto": the brain's pin, else auto-resolution
     encoder: str | None = (
         None  # None: the brain's (part of its pinned model name); a new brain: embedding.new_brain_encoder
@@ -219,8 +220,10 @@ class _Run:
         progress: Progress,
         model_name: str,
         settings: EmbedSettings | None = None,
+        chunking: ChunkSettings | None = None,
     ) -> None:
         self.request = request
+        self.chunking = chunking or ChunkSettings()
         self.store = store
         self.progress = progress
         self.model_name = model_name
@@ -258,7 +261,7 @@ class _Run:
 
     def _get_chunker(self) -> Chunker:
         if self.chunker is None:
-            c = self.request.chunking
+            c = self.chunking
             encode = self._get_embedder().encode if c.strategy != "paragraph" else None
             self.chunker = get_chunker(c.strategy, c.chunk_size, c.chunk_overlap, encode)
         return self.chunker
@@ -269,7 +272,7 @@ class _Run:
         stored: dict[tuple[str, str], StoredDocument] = (
             self.store.documents(brain) if (self.store is not None and brain is not None) else {}
         )
-        rechunk_all = brain is not None and _chunking_of(brain) != self.request.chunking
+        rechunk_all = brain is not None and _chunking_of(brain) != self.chunking
         # A file is one document per brain, whatever root reaches it: documents are identified by
         # their absolute path, and a file already stored keeps the (root, relative path) it has.
         by_path = {_file_path(doc.root, doc.relative_path): doc for doc in stored.values()}
@@ -568,7 +571,7 @@ class _Run:
         if self.brain is None:
             assert self.store is not None
             embedder = self._get_embedder()
-            c = self.request.chunking
+            c = self.chunking
             self.brain = self.store.create_brain(
                 self.target_name,
                 embedder.name,
@@ -606,6 +609,14 @@ def index(request: IndexRequest, progress: Progress | None = None) -> IndexRepor
 
 def _chunking_of(brain: Brain) -> ChunkSettings:
     return ChunkSettings(brain.chunk_size, brain.chunk_overlap, brain.chunker)
+
+
+def _pinned_chunking(request: IndexRequest, existing: Brain | None) -> ChunkSettings:
+    """The chunk settings of this run: what the command named over the brain's (a new brain's:
+    the defaults). Settings given whole are used as they are."""
+    if isinstance(request.chunking, ChunkSettings):
+        return request.chunking
+    return request.chunking.resolve(_chunking_of(existing) if existing is not None else ChunkSettings())
 
 
 def _pinned_model(request: IndexRequest, existing: Brain | None) -> str:
@@ -736,7 +747,7 @@ def _index_locked(request: IndexRequest, store: IndexStore, progress: Progress) 
     if request.rebuild:
         request = replace(request, paths=_rebuild_paths(request, existing, store))
     report = IndexReport(brain=request.brain, db=str(request.db), model=model_name)
-    run = _Run(request, store, progress, model_name, settings)
+    run = _Run(request, store, progress, model_name, settings, _pinned_chunking(request, existing))
     run.known_roots = store.roots(existing) if existing is not None else []
     if request.rebuild:
         # Build beside the old brain, then swap in one transaction: the old one serves until then.
@@ -750,16 +761,16 @@ def _index_locked(request: IndexRequest, store: IndexStore, progress: Progress) 
         )
         run.run(report, resume)
         brain = run.ensure_brain()
-        if _chunking_of(brain) != request.chunking:
-            c = request.chunking
+        if _chunking_of(brain) != run.chunking:
+            c = run.chunking
             store.set_chunking(brain, c.strategy, c.chunk_size, c.chunk_overlap)
         store.replace_brain(existing, brain, request.brain)
     else:
         run.target_name = request.brain
         run.run(report, existing)
         brain = run.ensure_brain()  # an empty folder still makes a brain: `ask` then says "nothing found"
-        if _chunking_of(brain) != request.chunking:
-            c = request.chunking
+        if _chunking_of(brain) != run.chunking:
+            c = run.chunking
             store.set_chunking(brain, c.strategy, c.chunk_size, c.chunk_overlap)
     final = store.get_brain(request.brain)
     store.touch_brain(final, run.root_keys)
@@ -778,12 +789,13 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
         brain = store.find_brain(request.brain) if store is not None else None
         model_name = _pinned_model(request, brain)
         settings = _pinned_settings(request, brain)
+        chunking = _pinned_chunking(request, brain)
         if request.rebuild:
             if store is not None:
                 request = replace(request, paths=_rebuild_paths(request, brain, store))
             brain = None  # everything would be built anew
         report = IndexReport(brain=request.brain, db=str(request.db), model=model_name, dry_run=True)
-        run = _Run(request, store, progress, model_name, settings)
+        run = _Run(request, store, progress, model_name, settings, chunking)
         known = store.find_brain(request.brain) if store is not None else None
         run.known_roots = store.roots(known) if (store is not None and known is not None) else []
         run.run(report, brain)

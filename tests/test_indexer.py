@@ -193,6 +193,24 @@ def test_chunk_settings_change_rechunks_everything(corpus: Path, db: Path, fake_
     assert status["chunk_size"] == 48 and status["chunk_overlap"] == 0
 
 
+def test_a_run_that_names_no_chunk_setting_keeps_the_brains(corpus: Path, db: Path, fake_models: FakeModels) -> None:
+    # A brain made with other sizes is not re-chunked to the defaults by a plain `index` (a cron
+    # job, --watch, a --rebuild); a value named replaces only that value.
+    _long_file(corpus / "long.md")
+    made = cli_json("index", str(corpus), "--db", str(db), "--chunk-size", "48", "--chunk-overlap", "0")
+    again = cli_json("index", str(corpus), "--db", str(db))
+    assert again["files"]["changed"] == 0 and again["chunks"]["embedded"] == 0
+    assert again["chunks"]["total"] == made["chunks"]["total"]
+    rebuilt = cli_json("index", str(corpus), "--db", str(db), "--rebuild")
+    assert rebuilt["chunks"]["total"] == made["chunks"]["total"]
+    cli_json("index", str(corpus), "--db", str(db), "--chunk-overlap", "8")
+    status = cli_json("status", "--db", str(db))["brains"][0]
+    assert (status["chunk_size"], status["chunk_overlap"], status["chunker"]) == (48, 8, "paragraph")
+    # Named so that the overlap reaches the brain's size: refused, the brain unchanged.
+    assert cli("index", str(corpus), "--db", str(db), "--chunk-overlap", "48").exit_code == 2
+    assert cli_json("status", "--db", str(db))["brains"][0]["chunk_overlap"] == 8
+
+
 @pytest.mark.parametrize("strategy", ["percentile", "maxmin"])
 def test_semantic_chunkers_use_the_embedder_and_are_pinned(
     corpus: Path, db: Path, fake_models: FakeModels, strategy: str

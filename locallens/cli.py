@@ -1514,6 +1514,38 @@ def status(
 
 
 @app.command(
+    epilog="Examples:\n\n  locallens forget ~/Downloads\n\n  locallens forget /mnt/usb/notes --brain work --dry-run"
+)
+def forget(
+    paths: list[Path] = typer.Argument(
+        ..., help="Roots of the brain to drop (a folder holding roots drops them all).", show_default=False
+    ),
+    brain: str = BrainOpt,
+    db: str | None = DbOpt,
+    dry_run: bool = typer.Option(False, "--dry-run", help="Report what would be forgotten; change nothing."),
+    wait: float = _wait_option("Seconds to wait for a running index of the brain to finish."),
+    json_out: bool = JsonOpt,
+    quiet: bool = QuietOpt,
+) -> None:
+    """Take roots out of a brain: their files' chunks and vectors go, the files on disk stay.
+
+    A path inside a root (not a root itself) is refused: the root's next `index` would bring it
+    back; use `index ROOT --exclude GLOB`. A path may be missing on disk (an unmounted drive).
+    `locallens index PATH` adds it again."""
+    with handled(json_out):
+        from locallens.forget import ForgetRequest
+        from locallens.forget import forget as run_forget
+
+        report = run_forget(ForgetRequest(paths=paths, db=_db(db), brain=brain, dry_run=dry_run, wait=wait))
+        if json_out:
+            print_json(report.as_json())
+        elif not quiet:
+            out = stdout_console()
+            for line in report.summary().splitlines():
+                out.print(clean(line), markup=False)
+
+
+@app.command(
     "copy",
     epilog="Examples:\n\n  locallens copy ~/.local/share/locallens/index.db postgresql://me@db.example.com/locallens\n\n"
     "  locallens copy postgresql://me@db.example.com/locallens team.db --brain work\n\n"

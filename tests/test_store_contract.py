@@ -226,6 +226,17 @@ def test_delete_documents(store: IndexStore, brain: Brain) -> None:
     assert store.reusable_vectors(brain, [content_hash("alpha")]) == {}
 
 
+def test_forget_roots_drops_the_roots_and_the_documents_in_one_go(store: IndexStore, brain: Brain) -> None:
+    write(store, brain, "a.md", ["alpha"], [e(1)])
+    write(store, brain, "b.md", ["beta"], [e(0, 1)], root="/s")
+    store.touch_brain(brain, ["/r", "/s"])
+    store.forget_roots(brain, ["/r"], [store.documents(brain)[("/r", "a.md")].id])
+    assert store.roots(brain) == ["/s"] and list(store.documents(brain)) == [("/s", "b.md")]
+    assert store.vector_count(brain) == 1 and store.keyword_search(brain, "alpha", 5) == []
+    store.forget_roots(brain, ["/s"], [])  # a root with no documents left
+    assert store.roots(brain) == [] and len(store.documents(brain)) == 1
+
+
 # -- vectors ----------------------------------------------------------------------------------
 
 

@@ -817,6 +817,16 @@ class PostgresStore(StoreBase):
         with self.transaction():
             self._delete_document_rows(brain, doc_ids)
 
+    def forget_roots(self, brain: Brain, roots: Sequence[str], doc_ids: Sequence[int]) -> None:
+        with self.transaction():
+            if doc_ids:
+                self._delete_document_rows(brain, doc_ids)
+            with self.conn.cursor() as cur:
+                cur.executemany(
+                    f"DELETE FROM {SCHEMA}.roots WHERE brain_id = %s AND path = %s",
+                    [(brain.id, root) for root in roots],
+                )
+
     def _windows(self, brain: Brain, chunk_pks: Sequence[int]) -> dict[int, list[np.ndarray]]:
         """The vectors of these chunks, each chunk's in window order."""
         found: dict[int, list[np.ndarray]] = {}

@@ -722,6 +722,14 @@ class Store(StoreBase):
             for doc_id in doc_ids:
                 self._delete_document_rows(brain, doc_id)
 
+    def forget_roots(self, brain: Brain, roots: Sequence[str], doc_ids: Sequence[int]) -> None:
+        with self.transaction():
+            for doc_id in doc_ids:
+                self._delete_document_rows(brain, doc_id)
+            self.conn.executemany(
+                "DELETE FROM roots WHERE brain_id = ? AND path = ?", [(brain.id, root) for root in roots]
+            )
+
     def _export_rows(self, doc: StoredDocument) -> list[Any]:
         return self.execute(f"SELECT {EXPORT_COLUMNS} FROM chunks c WHERE c.document_id = ? {EXPORT_ORDER}", (doc.id,))
 

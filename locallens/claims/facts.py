@@ -22,6 +22,7 @@ _DIGITS = re.compile(r"[\w.,:/+%°-]*\d[\w.,:/+%°-]*")
 _IDENT = re.compile(r"(?<!\w)(?:\w*[^\W\d]_\w*|_\w+|[^\W\d_]*[a-z][A-Z]\w*|[A-Z]{2,}[A-Z0-9]*)(?!\w)")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _EDGE_PUNCT = ".,:;/-'’"
+_POSSESSIVE = re.compile(r"['’]s$")
 # Capitalised words that are not names when they open a clause or a list entry.
 _NOT_NAMES = frozenset(
     {
@@ -92,7 +93,7 @@ def extract_facts(claim: str) -> list[str]:
         add(_strip_token(match.group(0)), match.span())
     # Capitalised words inside a sentence: names of people, places, products, days.
     for match in _WORD.finditer(claim):
-        word = _strip_token(match.group(0))
+        word = _POSSESSIVE.sub("", _strip_token(match.group(0)))  # Lisbon's -> Lisbon
         if len(word) < 3 or not word[0].isupper() or word.lower() in _NOT_NAMES:
             continue
         before = claim[: match.start()].rstrip()

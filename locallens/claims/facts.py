@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 _CODE = re.compile(r"`([^`\n]+)`")
 _QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”|«([^»\n]{1,80})»')
@@ -107,6 +108,7 @@ _NUMBER_SEPARATOR = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}(?!\d))")
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=4096)
 def _normalise(text: str) -> str:
     """Lower case, one space for any whitespace, no thousands separators (1,200 == 1200)."""
     return _SPACES.sub(" ", _NUMBER_SEPARATOR.sub("", text.lower()))

@@ -4,6 +4,7 @@ Chinese, Japanese and Korean text the parts of a run (Han characters, katakana r
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from locallens.stemming import porter_stem
 from locallens.text import CJK_CLASS, HAN, HANGUL_SYLLABLES, KATAKANA
@@ -373,7 +374,17 @@ _FUNCTION_HANGUL = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
+def _cached_keys(word: str) -> tuple[str, ...]:
+    return tuple(_compute_keys(word))
+
+
 def _word_keys(word: str) -> list[str]:
+    """What of `word` must be found elsewhere (`_compute_keys`), remembered per word."""
+    return list(_cached_keys(word))
+
+
+def _compute_keys(word: str) -> list[str]:
     """What of `word` must be found elsewhere: its stem, or for CJK text the parts named above."""
     if not _CJK.search(word):
         return _stems(word)
@@ -384,8 +395,8 @@ def _word_keys(word: str) -> list[str]:
 
 def vocabulary_of(text: str) -> set[str]:
     """The keys `novel_words` looks up: stems of words, CJK characters and runs (see `_word_keys`)."""
-    return {key for word in _WORDS.findall(text) for key in _word_keys(word)} | {
-        key for run in _CJK_RUN.findall(text) for key in _word_keys(run)
+    return {key for word in _WORDS.findall(text) for key in _cached_keys(word)} | {
+        key for run in _CJK_RUN.findall(text) for key in _cached_keys(run)
     }
 
 

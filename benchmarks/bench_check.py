@@ -6,10 +6,13 @@ Data: benchmarks/data/check_labelled.jsonl, one hand-written sentence a line, as
 would write it given the numbered excerpts of a question:
     {"id", "split", "corpus", "question", "excerpts": [excerpt ids, numbered from 1],
      "sentence" (with its citations), "label": "supported" | "unsupported", "kind"}
-and benchmarks/data/check_excerpts.jsonl, the excerpts' text by id (`corpus:file#chunk`: the chunk
-of that file in an index built with the default settings, as `ask` sent it for the question).
-The corpora are sample_docs/, the language-reference topics and the standard library's manual
-pages (benchmarks/corpora.py); the questions come from the project's question sets.
+and benchmarks/data/check_excerpts.jsonl, the excerpts' text by id (`corpus:file#chunk`, the
+chunk's number under the default paragraph chunker). The corpora are sample_docs/ (the five
+excerpts `ask` sent for the question from an index with the default settings), the
+language-reference topics and the standard library's manual pages of benchmarks/corpora.py (the
+five chunks a BM25 ranking put first: over the 79 topics, and over the pages of 27 modules); the
+questions come from the project's question sets, and the text is stored so that a change of
+chunker or retrieval does not change what a sentence is checked against.
 
 Kinds of supported sentences: `close` (a light rewording), `paraphrase` (other words, the same
 fact), `summary` (several statements of an excerpt in one sentence), `combined` (statements of two

@@ -93,6 +93,8 @@ MIN_COVERAGE = 0.9
 COVERAGE_SENTENCES = 3
 # ... or this share when the sentence is also this close to it.
 NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
+# A literal replaced by another counts only in a claim that copies this share of its sentence.
+SWAP_ALIGNED = 0.6
 # How far a fact may stand from the claim's best sentence (see FACT_MARGIN) for a number.
 
 _HAS_ALNUM = re.compile(r"\w")
@@ -284,6 +286,10 @@ def _swapped(claim: str, sentence: str) -> list[str]:
     ours, theirs = [t.lower() for t in original], [t.lower() for t in their_original]
     matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
     found: list[str] = []
+    # Only a near copy of the sentence says which value it replaced; a claim joining two
+    # statements aligns by chance.
+    if sum(block.size for block in matcher.get_matching_blocks()) < SWAP_ALIGNED * len(ours):
+        return found
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "replace" or i2 - i1 > 3 or j2 - j1 > 3:
             continue
@@ -296,11 +302,13 @@ def _swapped(claim: str, sentence: str) -> list[str]:
 
 
 _SLOT_WINDOW = 2  # content words on each side of a number that say what it counts
+_NAME_WEIGHT = 3  # a capitalised word in a number's label counts this much, another word 1
+_SLOT_MARGIN = 2  # how much better another number's label must fit to be the claim's
 
 
 def _slots(text: str) -> dict[str, list[dict[str, int]]]:
     """Each number of `text` with the content words around it (its label: "160 EUR" after
-    "Madrid"), names weighing double, by number."""
+    "Madrid"), names weighing more, by number."""
     tokens = _TOKEN.findall(text)
     kinds: list[tuple[str, bool, str | None]] = []  # (token, is number, word key)
     for token in tokens:
@@ -321,7 +329,7 @@ def _slots(text: str) -> dict[str, list[dict[str, int]]]:
                 continue
             if abs(j - i) > _SLOT_WINDOW:
                 continue
-            around[key] = 2 if other[:1].isupper() else 1
+            around[key] = _NAME_WEIGHT if other[:1].isupper() else 1
         slots.setdefault(token, []).append(around)
     return slots
 
@@ -346,7 +354,7 @@ def _misplaced(claim: str, sentence: str) -> list[str]:
         ]
         if rivals:
             score, other = max(rivals)
-            if score > own:
+            if score >= own + _SLOT_MARGIN:
                 found.append(f"{number} where the excerpt says {other}")
     return found
 

@@ -76,18 +76,21 @@ def _pieces(text: str) -> set[str]:
 
 
 def cjk_thresholds(sentences: Sequence[str], scores: Sequence[float], threshold: float, query: str) -> list[float]:
-    """The threshold of each sentence: `threshold`, but for CJK sentences the calibrated rule
-    above (a sentence holding enough of the query's pieces passes whatever its score)."""
-    cjk = [is_cjk(sentence) for sentence in sentences]
-    if not query or not any(cjk):
-        return [threshold] * len(sentences)  # without the question's text, the fixed threshold
-    best = max((score for score, flag in zip(scores, cjk) if flag and not math.isnan(score)), default=threshold)
+    """The threshold of each sentence: `threshold`, but for CJK sentences, when the query has CJK
+    text, the calibrated rule above (a sentence holding enough of the query's pieces passes
+    whatever its score)."""
     wanted = _pieces(query)
+    cjk = [is_cjk(sentence) for sentence in sentences]
+    if not wanted or not any(cjk):
+        # A question without CJK text (or none given): its pieces cannot rescue an answer
+        # sentence the embedder ranks low, so the fixed threshold stays.
+        return [threshold] * len(sentences)
+    best = max((score for score, flag in zip(scores, cjk) if flag and not math.isnan(score)), default=threshold)
     out = []
     for sentence, flag in zip(sentences, cjk):
         if not flag:
             out.append(threshold)
-        elif wanted and len(wanted & _pieces(sentence)) >= CJK_MIN_OVERLAP * len(wanted):
+        elif len(wanted & _pieces(sentence)) >= CJK_MIN_OVERLAP * len(wanted):
             out.append(-math.inf)
         else:
             out.append(max(threshold, best - CJK_MARGIN))

@@ -455,10 +455,13 @@ def test_cjk_sentences_keep_the_best_and_those_holding_the_questions_characters(
 
 
 def test_cjk_calibration_applies_only_at_the_default_threshold_and_with_the_question() -> None:
-    # An explicit threshold is used as given, and without the question's text nothing is calibrated.
+    # An explicit threshold is used as given; without the question's text, or for a question with
+    # no CJK text, nothing is calibrated.
     [given] = trim_chunks_by_sentence(QUERY, [_zh_hit()], 0.4, encode=FakeEncoder(_ZH), query=_ZH_QUESTION)
     [blind] = trim_chunks_by_sentence(QUERY, [_zh_hit()], encode=FakeEncoder(_ZH))
-    assert len(given.kept) == len(blind.kept) == 4 and not given.trimmed and not blind.trimmed
+    [english] = trim_chunks_by_sentence(QUERY, [_zh_hit()], encode=FakeEncoder(_ZH), query="How long are backups kept?")
+    assert [len(t.kept) for t in (given, blind, english)] == [4, 4, 4]
+    assert not any(t.trimmed for t in (given, blind, english))
 
 
 def test_english_sentences_keep_the_fixed_threshold_beside_cjk_ones() -> None:

@@ -428,6 +428,8 @@ def check_policy(answer: str):  # type: ignore[no-untyped-def]
             "Raising 0.0 to a negative power results in a ValueError.",
             "ValueError where the excerpt says ZeroDivisionError",
         ),
+        # a word of another statement put in the sentence's place (the subject of the other)
+        ("Deleted backups are kept for 35 days.", "Deleted where the excerpt says Nightly"),
     ],
 )
 def test_the_excerpts_own_words_recombined_are_not_supported(claim: str, conflict: str) -> None:

@@ -277,11 +277,11 @@ def _literal(token: str) -> bool:
     return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token))
 
 
-def _swapped(claim: str, sentence: str) -> list[str]:
-    """Numbers and identifiers of the claim that stand where its closest sentence has another one:
-    the claim and the sentence aligned word by word, a literal replaced by a literal ("kept for 90
-    days" against "kept for 35 days", "raises a ValueError" against "results in a
-    ZeroDivisionError")."""
+def _swapped(claim: str, sentence: str, vocabulary: set[str]) -> list[str]:
+    """Numbers, identifiers and words of the claim that stand where its closest sentence has
+    another one: the claim and the sentence aligned word by word, a literal replaced by a literal
+    ("kept for 90 days" against "kept for 35 days", "raises a ValueError" against "results in a
+    ZeroDivisionError"), or one word by another the excerpts use too."""
     original, their_original = _TOKEN.findall(claim), _TOKEN.findall(sentence)
     ours, theirs = [t.lower() for t in original], [t.lower() for t in their_original]
     matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
@@ -293,6 +293,22 @@ def _swapped(claim: str, sentence: str) -> list[str]:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "replace" or i2 - i1 > 3 or j2 - j1 > 3:
             continue
+        # One word for another that the excerpts also use: a statement about something else
+        # ("the production database" against "the staging database"). A synonym the excerpts
+        # do not use is a paraphrase's word, not this.
+        if i2 - i1 == 1 and j2 - j1 == 1:
+            word, their = original[i1], their_original[j1]
+            if (
+                word.lower() not in FUNCTION_WORDS
+                and their.lower() not in FUNCTION_WORDS
+                and len(word) > 3
+                and len(their) > 3
+                and not _NUMBER.search(word + their)
+                and word_key(word) != word_key(their)
+                and known_word(word, vocabulary)
+            ):
+                found.append(f"{word} where the excerpt says {their}")
+                continue
         mine = [t for t in original[i1:i2] if _literal(t)]
         other = [t for t in their_original[j1:j2] if _literal(t)]
         # Aligned between the same words on both sides: the same slot, another value.
@@ -375,6 +391,7 @@ def _support(
     claim_vector: np.ndarray,
     sentences: Sequence[str],
     question: str,
+    vocabulary: set[str],
 ) -> _Support:
     """How the excerpt sentences back one claim (`similarity`: its cosine with each of them)."""
     best = int(np.argmax(similarity))
@@ -396,7 +413,7 @@ def _support(
         holding = [i for i, text in enumerate(sentences) if not missing_facts([fact], text)]
         if holding and max(float(similarity[i]) for i in holding) < single - FACT_MARGIN:
             conflicts.append(f"{fact!r} is stated of something else")
-    conflicts.extend(_swapped(claim, sentences[best]))
+    conflicts.extend(_swapped(claim, sentences[best], vocabulary))
     conflicts.extend(c for c in _misplaced(claim, sentences[best]) if c not in conflicts)
     # A negation added to, or dropped from, the sentence the claim repeats.
     overlap = _overlap(claim, sentences[best])
@@ -478,7 +495,14 @@ def check_answer(
             conflicts: list[str] = []
             if similarity is not None and sentence_vectors is not None and similarity.shape[1]:
                 found = _support(
-                    text, facts, similarity[row], sentence_vectors, claim_vectors[row], excerpts.sentences, question
+                    text,
+                    facts,
+                    similarity[row],
+                    sentence_vectors,
+                    claim_vectors[row],
+                    excerpts.sentences,
+                    question,
+                    vocabulary,
                 )
                 score, conflicts, coverage = found.score, found.conflicts, found.coverage
                 source, evidence = excerpts.owner[found.best], excerpts.sentences[found.best]

@@ -65,37 +65,39 @@ from locallens.trim import Encode, unit_rows
 
 # Both thresholds were measured with the packaged MiniLM and SmolLM2 (benchmarks/bench_answers.py;
 # figures in docs/decisions.md#answer-check-thresholds).
-# MIN_SUPPORT: a claim is printable from this cosine similarity with its best excerpt sentence.
+# MIN_SUPPORT: a claim is printable from this cosine similarity with its best excerpt sentence
+# (or the mean of two, below).
 MIN_SUPPORT = 0.82
 # MIN_RELEVANCE: an answer whose supported sentences all score below this against the question
 # does not answer it; the extractive answer keeps only excerpt sentences at or above it.
 MIN_RELEVANCE = 0.60
 
+# The rules for what a capable model writes, measured on hand-labelled sentences
+# (benchmarks/bench_check.py; docs/benchmarks.md#the-answer-check-on-a-capable-models-sentences).
 # A claim may rest on two excerpt sentences at once (a summary, two excerpts joined): its score is
 # then that of the two sentences' mean vector, taken over the PAIR_CANDIDATES sentences closest
 # to it.
 PAIR_CANDIDATES = 5
-# A literal fact (a number, a name) must come from a sentence close to the claim: one whose
-# similarity is at most FACT_MARGIN under the claim's best sentence. A fact found only in a
-# distant sentence was moved from another statement ("kept for 90 days", where 90 days is the
-# retention of something else).
-FACT_MARGIN = 0.3
-# Content words found nowhere in the excerpts: a paraphrase brings one or two of its own
-# ("retained" for "kept"); a sentence built around the excerpts brings more.
-MAX_NOVEL_WORDS = 1
-# A claim that repeats its closest excerpt sentence word for word (this share of its content
-# words found in it) must keep that sentence's polarity: a "not" added or dropped turns it into
-# the opposite statement.
-NEGATION_OVERLAP = 0.85
-# A claim whose content words are this share of the words of its closest sentences is backed by
-# them whatever its cosine (a paraphrase that reorders them scores low with MiniLM).
+# A claim whose content words are this share of the words of its COVERAGE_SENTENCES closest
+# sentences is backed by them whatever its cosine (a paraphrase that reorders them scores low).
 MIN_COVERAGE = 0.9
 COVERAGE_SENTENCES = 3
-# ... or this share when the sentence is also this close to it.
-NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
-# A literal replaced by another counts only in a claim that copies this share of its sentence.
+# Content words found nowhere in the excerpts: a paraphrase brings one of its own ("retained" for
+# "kept"); a sentence built around the excerpts' words brings more.
+MAX_NOVEL_WORDS = 1
+# A number must come from a sentence close to the claim: one whose similarity is at most
+# FACT_MARGIN under the claim's closest sentence. A number found only in a distant sentence was
+# moved from another statement ("kept for 90 days", where 90 days is the retention of something
+# else).
+FACT_MARGIN = 0.3
+# A literal (or word) replaced by another counts only in a claim that copies this share of its
+# closest sentence.
 SWAP_ALIGNED = 0.6
-# How far a fact may stand from the claim's best sentence (see FACT_MARGIN) for a number.
+# A claim that repeats its closest sentence (this share of its content words found in it, or the
+# NEAR share at the NEAR cosine) must keep that sentence's polarity: a "not" added or dropped
+# turns it into the opposite statement.
+NEGATION_OVERLAP = 0.85
+NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
 
 _HAS_ALNUM = re.compile(r"\w")
 _WORD = re.compile(r"[^\W\d_]{2,}")

@@ -80,10 +80,12 @@ def cjk_thresholds(sentences: Sequence[str], scores: Sequence[float], threshold:
     text, the calibrated rule above (a sentence holding enough of the query's pieces passes
     whatever its score)."""
     wanted = _pieces(query)
-    cjk = [is_cjk(sentence) for sentence in sentences]
-    if not wanted or not any(cjk):
+    if not wanted:
         # A question without CJK text (or none given): its pieces cannot rescue an answer
         # sentence the embedder ranks low, so the fixed threshold stays.
+        return [threshold] * len(sentences)
+    cjk = [is_cjk(sentence) for sentence in sentences]
+    if not any(cjk):
         return [threshold] * len(sentences)
     best = max((score for score, flag in zip(scores, cjk) if flag and not math.isnan(score)), default=threshold)
     out = []

@@ -467,3 +467,10 @@ def test_a_unit_of_several_statements_is_compared_statement_by_statement() -> No
         min_relevance=0.0,
     )
     assert checked.claims[0].score > 0.99 and checked.claims[0].supported
+
+
+def test_a_fragment_of_the_excerpts_words_is_not_a_statement() -> None:
+    # Every word is the excerpts' own, but two words state nothing: the coverage allowance needs
+    # a statement (MIN_STATEMENT_WORDS), so the cosine decides, and it is low.
+    [fragment] = check_policy("Staging backups.").claims
+    assert fragment.score < 0.82 and not fragment.supported

@@ -82,6 +82,9 @@ PAIR_CANDIDATES = 5
 # sentences is backed by them whatever its cosine (a paraphrase that reorders them scores low).
 MIN_COVERAGE = 0.9
 COVERAGE_SENTENCES = 3
+# Both allowances need a statement: a fragment of a few words ("Glosario breve", a heading the
+# model echoed) is trivially covered. Shorter claims need the cosine and all their words.
+MIN_STATEMENT_WORDS = 4
 # Content words found nowhere in the excerpts: a paraphrase brings one of its own ("retained" for
 # "kept"); a sentence built around the excerpts' words brings more.
 MAX_NOVEL_WORDS = 1
@@ -511,8 +514,10 @@ def check_answer(
                 per_excerpt = {n: float(similarity[row, owners == n].max()) for n in set(excerpts.owner)}
             else:
                 score, source, evidence, per_excerpt, coverage = 0.0, None, None, {}, 0.0
-            backed = score >= min_support or coverage >= MIN_COVERAGE
-            supported = backed and not missing and len(novel) <= MAX_NOVEL_WORDS and not conflicts
+            statement = len(content_words(text)) >= MIN_STATEMENT_WORDS
+            backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
+            allowed = MAX_NOVEL_WORDS if statement else 0
+            supported = backed and not missing and len(novel) <= allowed and not conflicts
 
             cited: list[int] = []
             for match in CITATION_RE.finditer(written):

@@ -14,7 +14,9 @@ three languages, `{question, files, answers}` as `locallens eval` reads them).
    query's own trigrams), when the code under test has it.
 2. Trimming: the share of questions whose answer, present in the untrimmed top-5 context, is
    still there after trimming at the defaults of `locallens trim` (threshold 0.38, window 0,
-   min 1 sentence). Target >= 95%.
+   min 1 sentence; target >= 95%), the share of the sentences holding an answer kept, and the
+   tokens removed: with CJK sentences kept by the calibrated rule (`trim.cjk_thresholds`, as
+   shipped) and by the fixed threshold alone (as before it).
 3. Tokens: over the documents and the questions, by language, tiktoken (cl100k_base and
    o200k_base) against `locallens.tokens.estimate_tokens`.
 4. With --scale N (default 20,000; 0 to skip): a synthetic store of N CJK chunks (sentences of
@@ -114,9 +116,31 @@ def retrieval(table: c.Table, store, brain, embedder, questions: list[dict]) -> 
 
 
 def trimming(table: c.Table, store, brain, embedder, questions: list[dict]) -> list[str]:  # type: ignore[no-untyped-def]
+    """Trimming at the defaults, with CJK sentences kept by the calibrated rule (as shipped) and by
+    the fixed threshold alone (the rule before calibration, `trim.cjk_thresholds` bypassed)."""
+    import locallens.trim as trim_module
+
+    calibrated = trim_module.cjk_thresholds
+
+    def fixed(sentences, scores, threshold, query):  # type: ignore[no-untyped-def]
+        return [threshold] * len(sentences)
+
+    lost: list[str] = []
+    for label, rule in (("fixed threshold 0.38", fixed), ("calibrated (as shipped)", calibrated)):
+        trim_module.cjk_thresholds = rule  # type: ignore[assignment]
+        try:
+            lost = _trim_run(table, store, brain, embedder, questions, label)
+        finally:
+            trim_module.cjk_thresholds = calibrated
+    return lost
+
+
+def _trim_run(table: c.Table, store, brain, embedder, questions: list[dict], label: str) -> list[str]:  # type: ignore[no-untyped-def]
     from locallens.retrieval import TrimSettings, retrieve
+    from locallens.sentences import split_chunk_prefix, split_sentences
 
     present = kept = 0
+    needed = needed_kept = 0
     lost: list[str] = []
     before_tokens = after_tokens = 0
     for q in questions:
@@ -132,10 +156,16 @@ def trimming(table: c.Table, store, brain, embedder, questions: list[dict]) -> l
             kept += 1
         else:
             lost.append(q["question"])
+        # The sentences that hold an answer, in every excerpt: are they all still there?
+        for hit in base.hits:
+            for sentence in split_sentences(split_chunk_prefix(hit.content)[1]):
+                if any(a in sentence for a in answers):
+                    needed += 1
+                    needed_kept += sentence in after
         before_tokens += trimmed.tiktoken_before
         after_tokens += trimmed.tiktoken_in_context
     share = kept / present if present else 0.0
-    table.section("trimming at the defaults of `locallens trim` (threshold 0.38, window 0)")
+    table.section(f"trimming at the defaults of `locallens trim` (threshold 0.38, window 0): {label}")
     table.add(
         "answer kept",
         f"{kept}/{present} = {share:.2f}",
@@ -143,6 +173,8 @@ def trimming(table: c.Table, store, brain, embedder, questions: list[dict]) -> l
         share >= TARGET_RETENTION,
         note="questions whose answer is in the untrimmed top-5",
     )
+    if needed:
+        table.add("sentences holding an answer kept", f"{needed_kept}/{needed} = {needed_kept / needed:.2f}")
     if before_tokens:
         table.add(
             "tiktoken reduction",

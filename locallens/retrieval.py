@@ -373,6 +373,7 @@ def retrieve(
         trim.min_sentences,
         trim.window,
         encode=SentenceEncoder(embedder, store),
+        query=query,
     )
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
@@ -442,7 +443,13 @@ def trim_given_text(
     started = time.perf_counter()
     qvec = embedder.encode_query(query)
     detail = trim_text(
-        qvec, text, settings.threshold, settings.min_sentences, settings.window, encode=SentenceEncoder(embedder, None)
+        qvec,
+        text,
+        settings.threshold,
+        settings.min_sentences,
+        settings.window,
+        encode=SentenceEncoder(embedder, None),
+        query=query,
     )
     before, tik_before = count_context([detail.original])
     after, tik_after = count_context([detail.hit])

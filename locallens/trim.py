@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,8 +26,11 @@ from locallens.config import DEFAULT_TRIM_WINDOW as DEFAULT_WINDOW
 from locallens.domain import Chunk, Hit, TrimmedHit
 from locallens.errors import UsageError
 from locallens.sentences import split_chunk_prefix, split_sentences
+from locallens.text import CJK_CLASS
 
 __all__ = [
+    "CJK_MARGIN",
+    "CJK_MIN_OVERLAP",
     "DEFAULT_MIN_SENTENCES",
     "DEFAULT_THRESHOLD",
     "DEFAULT_WINDOW",
@@ -47,16 +51,70 @@ ELLIPSIS = "[...]"  # marks sentences removed between two kept runs
 # Embeds a list of texts into an (n, d) array of L2-normalised float vectors.
 Encode = Callable[[list[str]], np.ndarray]
 
+# Chinese, Japanese and Korean sentences, at the default threshold. An English-first embedder
+# (the packaged MiniLM) gives every CJK sentence of the excerpts a cosine of 0.2-0.9 with a CJK
+# question, most of them above the default threshold, so the fixed threshold keeps nearly
+# everything. A CJK sentence is kept instead when it scores within CJK_MARGIN of the question's
+# best CJK sentence, or when it holds CJK_MIN_OVERLAP of the question's two-character pieces
+# (the characters say what the embedder cannot). Measured by benchmarks/bench_cjk.py.
+CJK_MARGIN = 0.2
+CJK_MIN_OVERLAP = 0.3
+_CJK_CHAR = re.compile(f"[{CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{CJK_CLASS}ー]+")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def is_cjk(text: str) -> bool:
+    """Whether most letters of `text` are Han, kana or Hangul."""
+    letters = len(_LETTER.findall(text))
+    return bool(letters) and len(_CJK_CHAR.findall(text)) * 2 >= letters
+
+
+def _pieces(text: str) -> set[str]:
+    """The two-character pieces of the CJK runs of `text` (a one-character run counts whole)."""
+    return {run[i : i + 2] for run in _CJK_RUN.findall(text) for i in range(max(1, len(run) - 1))}
+
+
+def cjk_thresholds(sentences: Sequence[str], scores: Sequence[float], threshold: float, query: str) -> list[float]:
+    """The threshold of each sentence: `threshold`, but for CJK sentences, when the query has CJK
+    text, the calibrated rule above (a sentence holding enough of the query's pieces passes
+    whatever its score)."""
+    wanted = _pieces(query)
+    if not wanted:
+        # A question without CJK text (or none given): its pieces cannot rescue an answer
+        # sentence the embedder ranks low, so the fixed threshold stays.
+        return [threshold] * len(sentences)
+    cjk = [is_cjk(sentence) for sentence in sentences]
+    if not any(cjk):
+        return [threshold] * len(sentences)
+    best = max((score for score, flag in zip(scores, cjk) if flag and not math.isnan(score)), default=threshold)
+    out = []
+    for sentence, flag in zip(sentences, cjk):
+        if not flag:
+            out.append(threshold)
+        elif len(wanted & _pieces(sentence)) >= CJK_MIN_OVERLAP * len(wanted):
+            out.append(-math.inf)
+        else:
+            out.append(max(threshold, best - CJK_MARGIN))
+    return out
+
 
 # --------------------------------------------------------------------------------------------
 # The two pure steps, public so that callers (and tests) can use them on their own scores
 # --------------------------------------------------------------------------------------------
 
 
-def select_sentences(scores: Sequence[float], threshold: float, min_sentences: int, window: int) -> list[int]:
+def select_sentences(
+    scores: Sequence[float],
+    threshold: float,
+    min_sentences: int,
+    window: int,
+    *,
+    thresholds: Sequence[float] | None = None,
+) -> list[int]:
     """Indices of the sentences to keep, ascending (docs/behaviour.md#trimming, step 4).
 
-    1. every index whose score is >= `threshold`;
+    1. every index whose score is >= `threshold` (or its own entry of `thresholds`);
     2. if fewer than `min_sentences`, the best of the others by score (ties: lower index first)
        until there are `min_sentences` (or all of them);
     3. with `window > 0`, the `window` neighbours on each side of every index kept so far.
@@ -67,7 +125,8 @@ def select_sentences(scores: Sequence[float], threshold: float, min_sentences: i
     count = len(scores)
     if count == 0:
         return []
-    keep = {i for i, score in enumerate(scores) if score >= threshold}  # NaN never passes
+    limits = thresholds if thresholds is not None else [threshold] * count
+    keep = {i for i, score in enumerate(scores) if score >= limits[i]}  # NaN never passes
 
     # Never empty: the guarantee is at least one sentence whatever `min_sentences` says.
     wanted = min(max(min_sentences, 1), count)
@@ -158,8 +217,13 @@ def trim_chunks_by_sentence(
     window: int = DEFAULT_WINDOW,
     *,
     encode: Encode,
+    query: str = "",
 ) -> list[TrimmedHit]:
     """Trim every hit's content to its sentences relevant to `query_vec` (docs/behaviour.md#trimming).
+
+    At the default threshold, Chinese, Japanese and Korean sentences are kept by the calibrated
+    rule of `cjk_thresholds` (`query`, the question's text, gives its pieces); any other
+    threshold, and every other sentence, use the threshold as given.
 
     `encode` embeds a list of texts into an (n, d) array of L2-normalised vectors; it is called
     exactly once for all the sentences of all the hits (and not at all when there are none).
@@ -182,6 +246,10 @@ def trim_chunks_by_sentence(
 
     # Steps 2-3: one batch for everything, then cosine scores.
     all_scores = _score_all(query_vec, flat, encode) if flat else np.zeros(0)
+    if float(threshold) == DEFAULT_THRESHOLD:
+        limits = cjk_thresholds(flat, [float(x) for x in all_scores], float(threshold), query)
+    else:
+        limits = [float(threshold)] * len(flat)
 
     results: list[TrimmedHit] = []
     for k, hit in enumerate(hits):
@@ -193,7 +261,9 @@ def trim_chunks_by_sentence(
             continue
 
         # Step 4: selection.
-        kept = select_sentences(scores, float(threshold), min_sentences, window)
+        kept = select_sentences(
+            scores, float(threshold), min_sentences, window, thresholds=limits[offsets[k] : offsets[k + 1]]
+        )
 
         # Step 5: every sentence kept -> the original content, untouched (no useless `[...]`,
         # and the prefix keeps its original spacing).
@@ -217,8 +287,9 @@ def trim_text(
     window: int = DEFAULT_WINDOW,
     *,
     encode: Encode,
+    query: str = "",
 ) -> TrimmedHit:
     """Trim a free text as if it were one retrieved chunk (`locallens trim --text FILE`)."""
     chunk = Chunk(id="text-0", brain="", relative_path="<text>", chunk_index=0, content=text, checksum="")
     hit = Hit(chunk=chunk, score=0.0)
-    return trim_chunks_by_sentence(query_vec, [hit], threshold, min_sentences, window, encode=encode)[0]
+    return trim_chunks_by_sentence(query_vec, [hit], threshold, min_sentences, window, encode=encode, query=query)[0]

@@ -344,10 +344,14 @@ def test_notices_say_what_the_check_did() -> None:
     assert fell.answer.endswith("\n\n(unsupported) The database is shared among all teams of the company.")
 
 
-def test_a_word_found_nowhere_in_the_excerpts_is_not_supported() -> None:
-    checked = check("The staging database secretly runs PostgreSQL 16.2 and listens on port 5433.")
+def test_words_found_nowhere_in_the_excerpts_are_not_supported() -> None:
+    checked = check("The staging database secretly and illegally runs PostgreSQL 16.2 and listens on port 5433.")
     [claim] = checked.claims
-    assert claim.score > 0.9 and claim.words_missing == ["secretly"] and not claim.supported
+    assert claim.score > 0.9 and claim.words_missing == ["secretly", "illegally"] and not claim.supported
+    # One word of its own is what a faithful paraphrase brings ("retained" for "kept"): allowed,
+    # and reported.
+    one = check("The staging database secretly runs PostgreSQL 16.2 and listens on port 5433.")
+    assert one.claims[0].words_missing == ["secretly"] and one.claims[0].supported
     # Function words and the question's own words are free; inflections share a stem.
     ok = check("The staging databases run PostgreSQL 16.2, which listens on port 5433.")
     assert ok.claims[0].words_missing == []
@@ -390,3 +394,83 @@ def test_english_claims_keep_the_stem_rule() -> None:
     vocabulary = vocabulary_of("The printer requires a badge. 打印机在三楼。")
     assert novel_words("Printing required badges.", vocabulary) == []
     assert novel_words("The scanner requires a badge.", vocabulary) == ["scanner"]
+
+
+# -- claims that reuse the excerpts' words and facts wrongly ------------------------------------
+
+_POLICY = [
+    hit(
+        "Nightly backups are kept for 35 days. Deleted versions are kept for 90 days.\n\n"
+        "Hotel nightly caps: Madrid 160 EUR, Lisbon 140 EUR.\n\n"
+        "Staging is not reachable from the internet.\n\n"
+        "Raising 0.0 to a negative power results in a ZeroDivisionError. In earlier versions it raised a ValueError.",
+        "policy.md",
+    )
+]
+
+
+def check_policy(answer: str):  # type: ignore[no-untyped-def]
+    question = "What does the policy say?"
+    return check_answer(answer, _POLICY, fake_vector(question), fake_encode, question=question, min_relevance=0.0)
+
+
+@pytest.mark.parametrize(
+    ("claim", "conflict"),
+    [
+        # a number moved from another statement of the excerpt
+        ("Nightly backups are kept for 90 days.", "90 where the excerpt says 35"),
+        # a number the sentence gives another label
+        ("The hotel nightly cap for Madrid is 140 EUR.", "140 where the excerpt says 160"),
+        # the excerpt's negation dropped
+        ("Staging is reachable from the internet.", "drops the excerpt's negation"),
+        # an identifier of the excerpt put in another's place
+        (
+            "Raising 0.0 to a negative power results in a ValueError.",
+            "ValueError where the excerpt says ZeroDivisionError",
+        ),
+        # a word of another statement put in the sentence's place (the subject of the other)
+        ("Deleted backups are kept for 35 days.", "Deleted where the excerpt says Nightly"),
+    ],
+)
+def test_the_excerpts_own_words_recombined_are_not_supported(claim: str, conflict: str) -> None:
+    [checked] = check_policy(claim).claims
+    assert not checked.supported and not checked.facts_missing and not checked.words_missing
+    assert conflict in checked.conflicts
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "Nightly backups are kept for 35 days.",
+        "In Madrid the hotel nightly cap is 160 EUR, in Lisbon 140 EUR.",
+        "Staging is not reachable from the internet.",
+        "Raising 0.0 to a negative power results in a ZeroDivisionError.",
+    ],
+)
+def test_the_same_statements_said_right_are_supported(claim: str) -> None:
+    [checked] = check_policy(claim).claims
+    assert checked.supported and checked.conflicts == []
+
+
+def test_a_unit_of_several_statements_is_compared_statement_by_statement() -> None:
+    from locallens.claims.check import evidence_sentences
+
+    [list_hit] = [hit("- A shift lasts one week. The rotation hands over on Mondays at 09:30 CET.")]
+    pieces = evidence_sentences([list_hit]).sentences
+    assert "The rotation hands over on Mondays at 09:30 CET." in pieces
+    checked = check_answer(
+        "The rotation hands over on Mondays at 09:30 CET.",
+        [list_hit],
+        fake_vector("handover"),
+        fake_encode,
+        question="When does the rotation hand over?",
+        min_relevance=0.0,
+    )
+    assert checked.claims[0].score > 0.99 and checked.claims[0].supported
+
+
+def test_a_fragment_of_the_excerpts_words_is_not_a_statement() -> None:
+    # Every word is the excerpts' own, but two words state nothing: the coverage allowance needs
+    # a statement (MIN_STATEMENT_WORDS), so the cosine decides, and it is low.
+    [fragment] = check_policy("Staging backups.").claims
+    assert fragment.score < 0.82 and not fragment.supported

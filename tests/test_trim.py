@@ -423,3 +423,50 @@ def test_real_minilm_keeps_the_relevant_sentence() -> None:
     assert result.kept == [1]
     assert result.hit.content == f"[Doc: handbook.md]\n{relevant}"
     assert result.scores[1] > DEFAULT_THRESHOLD > max(result.scores[0], *result.scores[2:])
+
+
+# --------------------------------------------------------------------------------------------
+# CJK sentences at the default threshold: the calibrated rule (trim.cjk_thresholds)
+# --------------------------------------------------------------------------------------------
+
+# An English-first embedder scores every sentence of a Chinese note above 0.38 against a Chinese
+# question: the fixed threshold would keep them all.
+_ZH = {
+    "数据库每天凌晨两点备份。": 0.70,
+    "备份文件保留十四天。": 0.52,  # holds the question's pieces 备份, 保留: kept whatever its score
+    "食堂中午十一点半开门。": 0.55,  # within 0.2 of the best: kept
+    "打印机在三楼。": 0.45,  # neither: dropped
+}
+_ZH_QUESTION = "数据库备份保留多久？"
+
+
+def _zh_hit() -> Hit:
+    return make_hit("".join(_ZH))
+
+
+def test_cjk_sentences_keep_the_best_and_those_holding_the_questions_characters() -> None:
+    [out] = trim_chunks_by_sentence(QUERY, [_zh_hit()], encode=FakeEncoder(_ZH), query=_ZH_QUESTION)
+    assert [out.sentences[i] for i in out.kept] == [
+        "数据库每天凌晨两点备份。",
+        "备份文件保留十四天。",
+        "食堂中午十一点半开门。",
+    ]
+    assert out.trimmed and "打印机" not in out.hit.content
+
+
+def test_cjk_calibration_applies_only_at_the_default_threshold_and_with_the_question() -> None:
+    # An explicit threshold is used as given; without the question's text, or for a question with
+    # no CJK text, nothing is calibrated.
+    [given] = trim_chunks_by_sentence(QUERY, [_zh_hit()], 0.4, encode=FakeEncoder(_ZH), query=_ZH_QUESTION)
+    [blind] = trim_chunks_by_sentence(QUERY, [_zh_hit()], encode=FakeEncoder(_ZH))
+    [english] = trim_chunks_by_sentence(QUERY, [_zh_hit()], encode=FakeEncoder(_ZH), query="How long are backups kept?")
+    assert [len(t.kept) for t in (given, blind, english)] == [4, 4, 4]
+    assert not any(t.trimmed for t in (given, blind, english))
+
+
+def test_english_sentences_keep_the_fixed_threshold_beside_cjk_ones() -> None:
+    scores = {**_ZH, "The printer is on the third floor.": 0.40, "Lunch is at noon.": 0.30}
+    hits = [_zh_hit(), make_hit("The printer is on the third floor. Lunch is at noon.", index=1)]
+    zh, en = trim_chunks_by_sentence(QUERY, hits, encode=FakeEncoder(scores), query=_ZH_QUESTION)
+    assert len(zh.kept) == 3
+    assert [en.sentences[i] for i in en.kept] == ["The printer is on the third floor."]  # 0.40 >= 0.38

@@ -8,32 +8,44 @@ numbered excerpts, and returns one `Claim` per sentence:
    with its sentence. Units with no letter or digit (a rule, a lone `[1]`) are decoration, not
    claims, and a sentence said a second time is dropped.
 2. Each claim (citation markers and list/heading markup removed) is embedded with the brain's
-   own embedder, together with every sentence of every excerpt, in one call through the
-   sentence cache; its support `score` is the best cosine similarity with an excerpt sentence,
-   and `source` the number of the excerpt that holds that sentence.
+   own embedder, together with every sentence of every excerpt (and the statements of a
+   sentence unit that holds several: a list item of two sentences, a paragraph after a fence),
+   in one call through the sentence cache; its support `score` is the best cosine similarity
+   with one excerpt sentence or with the mean of two of its closest ones (a claim joining two
+   statements), and `source` the number of the excerpt that holds its closest sentence.
 3. The literal facts of the claim are extracted (numbers, versions, ports, times, dates, paths,
    file names, URLs, e-mail addresses, command-line flags, `code`, "quoted names", identifiers
    such as `snake_case`, `CamelCase` and `ACRONYMS`, and capitalised names inside a sentence) and
-   each must occur in the excerpts' text (or in the question); the ones that do not are
-   `facts_missing`.
-4. Every content word of the claim (function words aside, compared by a five-letter stem) must
-   occur in the excerpts or the question; the ones that do not are `words_missing`: a faithful
-   paraphrase reuses the excerpts' words, while a sentence built around them brings its own
-   ("La capa de la oficina está en ...", "... is a correction to the original function").
-5. A claim is `supported` when its score reaches `min_support` and no fact or word is missing.
+   each must occur in the excerpts' text (or their file names, or the question); the ones that
+   do not are `facts_missing`.
+4. Content words of the claim (function words aside, compared by Porter stem or five-letter
+   prefix) that occur nowhere in the excerpts or the question are `words_missing`: a faithful
+   paraphrase brings at most one of its own ("retained" for "kept"), a sentence built around the
+   excerpts' words brings more ("La capa de la oficina está en ...").
+5. `conflicts`: the excerpts' own words and facts recombined. A number found only in a sentence
+   far less similar to the claim than its closest one (FACT_MARGIN: "kept for 90 days", where 90
+   days is another retention); a number or identifier that stands, word for word, where the
+   closest sentence has another; a number carrying the label of another number of that sentence
+   ("the cap for Madrid is 140 EUR" against "Madrid 160 EUR, Lisbon 140 EUR"); a negation added to
+   or dropped from the sentence the claim repeats.
+   A claim is `supported` when its score reaches `min_support` or its content words are nearly
+   all those of its closest sentences (MIN_COVERAGE), no fact is missing, at most
+   MAX_NOVEL_WORDS words are, and nothing conflicts.
 6. Citations are repaired: `[n]` markers that point at an excerpt which does not back the claim
    are `wrong_citation` and removed from the printed text; a supported claim left without a
    citation gets the number of its supporting excerpt (`citation_added`).
 
-What it checks is support, not truth: a sentence copied from a wrong excerpt passes, a sentence
-that recombines the excerpts' own words and numbers wrongly ("200 requests per day" beside an
-excerpt's "1,200 requests per minute ... a burst of 200") can pass, and a true sentence the
-excerpts do not state is withheld. The thresholds are measured (see below and
-`benchmarks/bench_answers.py`).
+What it checks is support, not truth, and with an embedder rather than an entailment model: a
+sentence copied from a wrong excerpt passes, a recombination the rules above do not see ("the
+production database" for "the staging database") can pass, and a faithful paraphrase whose
+cosine stays under the threshold is withheld. The thresholds are measured on the packaged model's
+answers (`benchmarks/bench_answers.py`) and on sentences a capable model writes
+(`benchmarks/bench_check.py`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
 from collections.abc import Sequence
@@ -45,7 +57,7 @@ import numpy as np
 from locallens.claims.citations import claim_text, move_citations_before_stops, with_citations
 from locallens.claims.facts import extract_facts, missing_facts
 from locallens.claims.refusal import refusal
-from locallens.claims.words import novel_words, vocabulary_of
+from locallens.claims.words import FUNCTION_WORDS, content_words, known_word, novel_words, vocabulary_of, word_key
 from locallens.domain import Hit
 from locallens.prompt import CITATION_RE, citation_numbers
 from locallens.sentences import split_chunk_prefix, split_sentences
@@ -53,13 +65,60 @@ from locallens.trim import Encode, unit_rows
 
 # Both thresholds were measured with the packaged MiniLM and SmolLM2 (benchmarks/bench_answers.py;
 # figures in docs/decisions.md#answer-check-thresholds).
-# MIN_SUPPORT: a claim is printable from this cosine similarity with its best excerpt sentence.
+# MIN_SUPPORT: a claim is printable from this cosine similarity with its best excerpt sentence
+# (or the mean of two, below).
 MIN_SUPPORT = 0.82
 # MIN_RELEVANCE: an answer whose supported sentences all score below this against the question
 # does not answer it; the extractive answer keeps only excerpt sentences at or above it.
 MIN_RELEVANCE = 0.60
 
+# The rules for what a capable model writes, measured on hand-labelled sentences
+# (benchmarks/bench_check.py; docs/benchmarks.md#the-answer-check-on-a-capable-models-sentences).
+# A claim may rest on two excerpt sentences at once (a summary, two excerpts joined): its score is
+# then that of the two sentences' mean vector, taken over the PAIR_CANDIDATES sentences closest
+# to it.
+PAIR_CANDIDATES = 5
+# A claim whose content words are this share of the words of its COVERAGE_SENTENCES closest
+# sentences is backed by them whatever its cosine (a paraphrase that reorders them scores low).
+MIN_COVERAGE = 0.9
+COVERAGE_SENTENCES = 3
+# Both allowances need a statement: a fragment of a few words ("Glosario breve", a heading the
+# model echoed) is trivially covered. Shorter claims need the cosine and all their words.
+MIN_STATEMENT_WORDS = 4
+# Content words found nowhere in the excerpts: a paraphrase brings one of its own ("retained" for
+# "kept"); a sentence built around the excerpts' words brings more.
+MAX_NOVEL_WORDS = 1
+# A number must come from a sentence close to the claim: one whose similarity is at most
+# FACT_MARGIN under the claim's closest sentence. A number found only in a distant sentence was
+# moved from another statement ("kept for 90 days", where 90 days is the retention of something
+# else).
+FACT_MARGIN = 0.3
+# A literal (or word) replaced by another counts only in a claim that copies this share of its
+# closest sentence.
+SWAP_ALIGNED = 0.6
+# A claim that repeats its closest sentence (this share of its content words found in it, or the
+# NEAR share at the NEAR cosine) must keep that sentence's polarity: a "not" added or dropped
+# turns it into the opposite statement.
+NEGATION_OVERLAP = 0.85
+NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
+
 _HAS_ALNUM = re.compile(r"\w")
+_WORD = re.compile(r"[^\W\d_]{2,}")
+# Where a unit of the splitter holds several statements: a blank line, a fence, a list item, a
+# full stop before a capital.
+_PIECE_BREAK = re.compile(
+    r"\n\s*\n|^\s*```[\w-]*\s*$|\n\s*(?=[-*+]\s|\d{1,3}[.)]\s)|(?<=[.!?])\s+(?=[\"“(`¿¡]?[A-ZÁÉÍÓÚÑ])",
+    re.M,
+)
+_TOKEN = re.compile(r"\d[\d.,:]*\d|\d|[^\W\d_][\w]*")
+_NUMBER = re.compile(r"\d")
+_NOT_A_NEGATION = re.compile(r"\bno (?:more|less|longer|later|earlier|fewer|sooner) than\b", re.I)
+# Negation cues (English, Spanish): a claim and the excerpt sentence it rests on must agree.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without|nunca|ningún|ninguna|ninguno|nada|"
+    r"tampoco|sin)\b|n['’]t\b",
+    re.I,
+)
 
 
 @dataclass(slots=True)
@@ -77,6 +136,9 @@ class Claim:
     facts: list[str] = field(default_factory=list)
     facts_missing: list[str] = field(default_factory=list)
     words_missing: list[str] = field(default_factory=list)  # content words found nowhere in the excerpts
+    # Why a claim that looks backed is not: a fact taken from a distant sentence, a negation the
+    # excerpt sentence does not have (or drops).
+    conflicts: list[str] = field(default_factory=list)
     citations: list[int] = field(default_factory=list)  # the citations printed with it
     citation_added: bool = False
     wrong_citation: list[int] = field(default_factory=list)  # cited excerpts that do not back it
@@ -93,6 +155,7 @@ class Claim:
             "relevance": round(self.relevance, 4),
             "facts_missing": self.facts_missing,
             "words_missing": self.words_missing,
+            "conflicts": self.conflicts,
             "citations": self.citations,
             "citation_added": self.citation_added,
             "wrong_citation": self.wrong_citation,
@@ -170,6 +233,29 @@ def excerpt_sentences(hits: Sequence[Hit]) -> _Excerpts:
     return _Excerpts(sentences, owner, [hit.content for hit in hits])
 
 
+def _pieces(unit: str) -> list[str]:
+    """The statements of one splitter unit when it holds several (a list item of two sentences, a
+    paragraph after a code fence the chunk opened in the middle of): compared on their own too."""
+    parts = [part.strip() for part in _PIECE_BREAK.split(unit) if part and part.strip()]
+    return [part for part in parts if len(_WORD.findall(part)) >= 3] if len(parts) > 1 else []
+
+
+def evidence_sentences(hits: Sequence[Hit]) -> _Excerpts:
+    """What a claim is compared with: every sentence of every excerpt (`excerpt_sentences`) and
+    the statements of the sentences that hold several (`_pieces`), each once, with its owner."""
+    base = excerpt_sentences(hits)
+    sentences: list[str] = []
+    owner: list[int] = []
+    seen: set[tuple[int, str]] = set()
+    for sentence, n in zip(base.sentences, base.owner):
+        for text in [sentence, *_pieces(sentence)]:
+            if (n, text) not in seen:
+                seen.add((n, text))
+                sentences.append(text)
+                owner.append(n)
+    return _Excerpts(sentences, owner, base.texts)
+
+
 def _backs(
     n: int, per_excerpt: dict[int, float], facts: Sequence[str], texts: Sequence[str], min_support: float
 ) -> bool:
@@ -179,13 +265,181 @@ def _backs(
     return bool(facts) and len(missing_facts(facts, texts[n - 1])) < len(facts)
 
 
+def _overlap(claim: str, sentence: str) -> float:
+    """The share of the claim's content words found in `sentence` (by their keys, `words`)."""
+    words = content_words(claim)
+    if not words:
+        return 0.0
+    vocabulary = vocabulary_of(sentence)
+    return sum(1 for word in words if known_word(word, vocabulary)) / len(words)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z]*[a-z][A-Z]\w*|[A-Z]{2,}\w*|\w+_\w*")
+
+
+def _literal(token: str) -> bool:
+    """A token that names one thing: a number, or an identifier (`ValueError`, `RLock`, `SIGTERM`)."""
+    return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token))
+
+
+def _swapped(claim: str, sentence: str, vocabulary: set[str]) -> list[str]:
+    """Numbers, identifiers and words of the claim that stand where its closest sentence has
+    another one: the claim and the sentence aligned word by word, a literal replaced by a literal
+    ("kept for 90 days" against "kept for 35 days", "raises a ValueError" against "results in a
+    ZeroDivisionError"), or one word by another the excerpts use too."""
+    original, their_original = _TOKEN.findall(claim), _TOKEN.findall(sentence)
+    ours, theirs = [t.lower() for t in original], [t.lower() for t in their_original]
+    matcher = difflib.SequenceMatcher(None, ours, theirs, autojunk=False)
+    found: list[str] = []
+    # Only a near copy of the sentence says which value it replaced; a claim joining two
+    # statements aligns by chance.
+    if sum(block.size for block in matcher.get_matching_blocks()) < SWAP_ALIGNED * len(ours):
+        return found
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag != "replace" or i2 - i1 > 3 or j2 - j1 > 3:
+            continue
+        # One word for another that the excerpts also use: a statement about something else
+        # ("the production database" against "the staging database"). A synonym the excerpts
+        # do not use is a paraphrase's word, not this.
+        if i2 - i1 == 1 and j2 - j1 == 1:
+            word, their = original[i1], their_original[j1]
+            if (
+                word.lower() not in FUNCTION_WORDS
+                and their.lower() not in FUNCTION_WORDS
+                and len(word) > 3
+                and len(their) > 3
+                and not _NUMBER.search(word + their)
+                and word_key(word) != word_key(their)
+                and known_word(word, vocabulary)
+            ):
+                found.append(f"{word} where the excerpt says {their}")
+                continue
+        mine = [t for t in original[i1:i2] if _literal(t)]
+        other = [t for t in their_original[j1:j2] if _literal(t)]
+        # Aligned between the same words on both sides: the same slot, another value.
+        if mine and other and {t.lower() for t in mine} != {t.lower() for t in other} and i1 > 0 and j1 > 0:
+            found.append(f"{', '.join(mine)} where the excerpt says {', '.join(other)}")
+    return found
+
+
+_SLOT_WINDOW = 2  # content words on each side of a number that say what it counts
+_NAME_WEIGHT = 3  # a capitalised word in a number's label counts this much, another word 1
+_SLOT_MARGIN = 2  # how much better another number's label must fit to be the claim's
+
+
+def _slots(text: str) -> dict[str, list[dict[str, int]]]:
+    """Each number of `text` with the content words around it (its label: "160 EUR" after
+    "Madrid"), names weighing more, by number."""
+    tokens = _TOKEN.findall(text)
+    kinds: list[tuple[str, bool, str | None]] = []  # (token, is number, word key)
+    for token in tokens:
+        if _NUMBER.search(token):
+            kinds.append((token.replace(",", ""), True, None))
+        elif token.lower() in FUNCTION_WORDS or len(token) < 3:
+            continue
+        else:
+            kinds.append((token, False, word_key(token)))
+    slots: dict[str, list[dict[str, int]]] = {}
+    for i, (token, number, _key) in enumerate(kinds):
+        if not number:
+            continue
+        around: dict[str, int] = {}
+        for j in [*range(i - 1, -1, -1)][: _SLOT_WINDOW * 2] + [*range(i + 1, len(kinds))][: _SLOT_WINDOW * 2]:
+            other, other_number, key = kinds[j]
+            if other_number or key is None:
+                continue
+            if abs(j - i) > _SLOT_WINDOW:
+                continue
+            around[key] = _NAME_WEIGHT if other[:1].isupper() else 1
+        slots.setdefault(token, []).append(around)
+    return slots
+
+
+def _fit(label: dict[str, int], around: dict[str, int]) -> int:
+    """How much of a number's label in the claim surrounds a number of the sentence."""
+    return sum(weight for key, weight in label.items() if key in around)
+
+
+def _misplaced(claim: str, sentence: str) -> list[str]:
+    """Numbers of the claim that the closest sentence holds, but with the label of another of
+    its numbers ("the cap for Madrid is 140 EUR" against "Madrid 160 EUR, Lisbon 140 EUR")."""
+    ours, theirs = _slots(claim), _slots(sentence)
+    found = []
+    for number, contexts in ours.items():
+        if number not in theirs:
+            continue
+        label = contexts[0]
+        own = max(_fit(label, around) for around in theirs[number])
+        rivals = [
+            (_fit(label, around), other) for other, arounds in theirs.items() if other not in ours for around in arounds
+        ]
+        if rivals:
+            score, other = max(rivals)
+            if score >= own + _SLOT_MARGIN:
+                found.append(f"{number} where the excerpt says {other}")
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class _Support:
+    score: float  # the claim's best cosine with one excerpt sentence, or with the mean of two
+    best: int  # index of the closest excerpt sentence
+    conflicts: list[str]
+    coverage: float  # share of the claim's content words found in its closest sentences
+
+
+def _support(
+    claim: str,
+    facts: Sequence[str],
+    similarity: np.ndarray,
+    vectors: np.ndarray,
+    claim_vector: np.ndarray,
+    sentences: Sequence[str],
+    question: str,
+    vocabulary: set[str],
+) -> _Support:
+    """How the excerpt sentences back one claim (`similarity`: its cosine with each of them)."""
+    best = int(np.argmax(similarity))
+    single = float(similarity[best])
+    # Two sentences at once: the mean vector of each pair among the closest ones.
+    score = single
+    close = np.argsort(-similarity)[:PAIR_CANDIDATES]
+    for a_pos, a in enumerate(close):
+        for b in close[a_pos + 1 :]:
+            mean = vectors[a] + vectors[b]
+            norm = float(np.linalg.norm(mean))
+            if norm > 0:
+                score = max(score, float(mean @ claim_vector) / norm)
+    conflicts: list[str] = []
+    # Each number must come from a sentence about the same thing as the claim.
+    for fact in facts:
+        if not _NUMBER.search(fact) or not missing_facts([fact], question):
+            continue  # a name (the excerpt's subject is often only in its title), or the question's own
+        holding = [i for i, text in enumerate(sentences) if not missing_facts([fact], text)]
+        if holding and max(float(similarity[i]) for i in holding) < single - FACT_MARGIN:
+            conflicts.append(f"{fact!r} is stated of something else")
+    conflicts.extend(_swapped(claim, sentences[best], vocabulary))
+    conflicts.extend(c for c in _misplaced(claim, sentences[best]) if c not in conflicts)
+    # A negation added to, or dropped from, the sentence the claim repeats.
+    overlap = _overlap(claim, sentences[best])
+    if overlap >= NEGATION_OVERLAP or (overlap >= NEGATION_NEAR_OVERLAP and single >= NEGATION_NEAR_SCORE):
+        negated = bool(_NEGATION.search(_NOT_A_NEGATION.sub("", claim)))
+        nearest = [sentences[i] for i in close[:2]]
+        if negated and not any(_NEGATION.search(text) for text in nearest):
+            conflicts.append("negates what the excerpt states")
+        elif not negated and _NEGATION.search(sentences[best]):
+            conflicts.append("drops the excerpt's negation")
+    coverage = _overlap(claim, "\n".join(sentences[i] for i in close[:COVERAGE_SENTENCES]))
+    return _Support(score, best, conflicts, coverage)
+
+
 def check_answer(
     answer: str,
     hits: Sequence[Hit],
     question_vector: np.ndarray,
     encode: Encode,
     *,
-    min_support: float = MIN_SUPPORT,
+    min_support: float | None = None,
     min_relevance: float = MIN_RELEVANCE,
     show_unsupported: bool = False,
     question: str = "",
@@ -198,6 +452,7 @@ def check_answer(
     (`min_relevance`), the printed answer is the plain refusal in the question's language.
     """
     started = time.perf_counter()
+    min_support = MIN_SUPPORT if min_support is None else min_support
     normalised = move_citations_before_stops(answer.strip())
     units = split_sentences(normalised)
     # Where each unit sits in the answer, to keep its line layout when printing.
@@ -220,31 +475,49 @@ def check_answer(
             claims_at.append(i)
             claim_texts.append(text)
 
-    excerpts = excerpt_sentences(hits)
+    excerpts = evidence_sentences(hits)
     n_hits = len(hits)
     claims: list[Claim] = []
     if claim_texts:
-        vectors = unit_rows(np.asarray(encode(claim_texts + excerpts.sentences), dtype=np.float64))
-        claim_vectors, sentence_vectors = vectors[: len(claim_texts)], vectors[len(claim_texts) :]
+        unique = list(dict.fromkeys(claim_texts + excerpts.sentences))
+        encoded = unit_rows(np.asarray(encode(unique), dtype=np.float64))
+        row_of = {text: i for i, text in enumerate(unique)}
+        claim_vectors = encoded[[row_of[t] for t in claim_texts]]
+        sentence_vectors = encoded[[row_of[t] for t in excerpts.sentences]] if excerpts.sentences else None
         query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(1, -1))[0]
         relevance = claim_vectors @ query
-        similarity = claim_vectors @ sentence_vectors.T if excerpts.sentences else None
+        similarity = claim_vectors @ sentence_vectors.T if sentence_vectors is not None else None
         owners = np.asarray(excerpts.owner)
         # The question's own terms (an acronym, a version it names) are not inventions either.
-        all_text = "\n".join([*excerpts.texts, question])
+        # The excerpts' file names too: the model reads each excerpt under its path.
+        all_text = "\n".join([*excerpts.texts, *(hit.chunk.relative_path for hit in hits), question])
         vocabulary = vocabulary_of(all_text)
         for row, (i, text) in enumerate(zip(claims_at, claim_texts)):
             written = units[i]
             facts = extract_facts(text)
             missing = missing_facts(facts, all_text)
             novel = novel_words(text, vocabulary)
-            if similarity is not None and similarity.shape[1]:
-                best = int(np.argmax(similarity[row]))
-                score, source, evidence = float(similarity[row, best]), excerpts.owner[best], excerpts.sentences[best]
+            conflicts: list[str] = []
+            if similarity is not None and sentence_vectors is not None and similarity.shape[1]:
+                found = _support(
+                    text,
+                    facts,
+                    similarity[row],
+                    sentence_vectors,
+                    claim_vectors[row],
+                    excerpts.sentences,
+                    question,
+                    vocabulary,
+                )
+                score, conflicts, coverage = found.score, found.conflicts, found.coverage
+                source, evidence = excerpts.owner[found.best], excerpts.sentences[found.best]
                 per_excerpt = {n: float(similarity[row, owners == n].max()) for n in set(excerpts.owner)}
             else:
-                score, source, evidence, per_excerpt = 0.0, None, None, {}
-            supported = score >= min_support and not missing and not novel
+                score, source, evidence, per_excerpt, coverage = 0.0, None, None, {}, 0.0
+            statement = len(content_words(text)) >= MIN_STATEMENT_WORDS
+            backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
+            allowed = MAX_NOVEL_WORDS if statement else 0
+            supported = backed and not missing and len(novel) <= allowed and not conflicts
 
             cited: list[int] = []
             for match in CITATION_RE.finditer(written):
@@ -269,6 +542,7 @@ def check_answer(
                     facts=facts,
                     facts_missing=missing,
                     words_missing=novel,
+                    conflicts=conflicts,
                     citations=right + ([add] if add is not None else []),
                     citation_added=add is not None,
                     wrong_citation=wrong,

@@ -12,6 +12,7 @@ _CITATION_AFTER_STOP = re.compile(r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern +
 _MARKUP_LEAD = re.compile(r"^(?:[\s#>*+\-|]|\d{1,3}[.)](?=\s))*")
 _SPACES = re.compile(r"\s+")
 _EMPHASIS = re.compile(r"\*\*|__(?=\s)|(?<=\s)__")
+_CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 _TRAILING_STOP = re.compile(r"([.!?…:;]+[\"'”’»)\]]*)$")
 
 
@@ -24,7 +25,8 @@ def claim_text(sentence: str) -> str:
     """The sentence without citation markers, list/heading markup and bold marks."""
     body = CITATION_RE.sub("", sentence)
     body = _MARKUP_LEAD.sub("", body)
-    body = _EMPHASIS.sub("", body)
+    # Bold marks, outside code: `10**-2` keeps its power operator.
+    body = "".join(part if part.startswith("`") else _EMPHASIS.sub("", part) for part in _CODE_SPAN.split(body))
     body = re.sub(r"\s+([.,;:!?])", r"\1", body)  # where a citation stood before the stop
     return _SPACES.sub(" ", body).strip().strip("|").strip()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 _CODE = re.compile(r"`([^`\n]+)`")
 _QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”|«([^»\n]{1,80})»')
@@ -22,6 +23,7 @@ _DIGITS = re.compile(r"[\w.,:/+%°-]*\d[\w.,:/+%°-]*")
 _IDENT = re.compile(r"(?<!\w)(?:\w*[^\W\d]_\w*|_\w+|[^\W\d_]*[a-z][A-Z]\w*|[A-Z]{2,}[A-Z0-9]*)(?!\w)")
 _WORD = re.compile(r"[^\W\d_][\w'’-]*")
 _EDGE_PUNCT = ".,:;/-'’"
+_POSSESSIVE = re.compile(r"['’]s$")
 # Capitalised words that are not names when they open a clause or a list entry.
 _NOT_NAMES = frozenset(
     {
@@ -92,7 +94,7 @@ def extract_facts(claim: str) -> list[str]:
         add(_strip_token(match.group(0)), match.span())
     # Capitalised words inside a sentence: names of people, places, products, days.
     for match in _WORD.finditer(claim):
-        word = _strip_token(match.group(0))
+        word = _POSSESSIVE.sub("", _strip_token(match.group(0)))  # Lisbon's -> Lisbon
         if len(word) < 3 or not word[0].isupper() or word.lower() in _NOT_NAMES:
             continue
         before = claim[: match.start()].rstrip()
@@ -106,6 +108,7 @@ _NUMBER_SEPARATOR = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}(?!\d))")
 _SPACES = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=4096)
 def _normalise(text: str) -> str:
     """Lower case, one space for any whitespace, no thousands separators (1,200 == 1200)."""
     return _SPACES.sub(" ", _NUMBER_SEPARATOR.sub("", text.lower()))

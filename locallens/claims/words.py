@@ -4,7 +4,9 @@ Chinese, Japanese and Korean text the parts of a run (Han characters, katakana r
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
+from locallens.stemming import porter_stem
 from locallens.text import CJK_CLASS, HAN, HANGUL_SYLLABLES, KATAKANA
 
 # Function words, which a faithful paraphrase may add freely (English and Spanish); every other
@@ -38,6 +40,7 @@ _FUNCTION_WORDS_EN_ES = frozenset(
         "does",
         "did",
         "not",
+        "cannot",
         "you",
         "your",
         "yours",
@@ -177,6 +180,127 @@ _FUNCTION_WORDS_EN_ES = frozenset(
         "otras",
         "mismo",
         "misma",
+        # Connectives, quantifiers and light verbs a paraphrase brings in without adding a fact.
+        "still",
+        "rather",
+        "besides",
+        "whoever",
+        "whatever",
+        "whichever",
+        "towards",
+        "toward",
+        "out",
+        "off",
+        "top",
+        "only",
+        "even",
+        "again",
+        "already",
+        "yet",
+        "once",
+        "ever",
+        "whole",
+        "otherwise",
+        "within",
+        "without",
+        "through",
+        "throughout",
+        "during",
+        "between",
+        "among",
+        "against",
+        "across",
+        "around",
+        "per",
+        "via",
+        "get",
+        "gets",
+        "got",
+        "give",
+        "gives",
+        "given",
+        "let",
+        "lets",
+        "make",
+        "makes",
+        "made",
+        "keep",
+        "keeps",
+        "kept",
+        "take",
+        "takes",
+        "took",
+        "taken",
+        "come",
+        "comes",
+        "came",
+        "put",
+        "puts",
+        "need",
+        "needs",
+        "needed",
+        "aren",
+        "isn",
+        "don",
+        "doesn",
+        "didn",
+        "won",
+        "wasn",
+        "weren",
+        "hasn",
+        "haven",
+        "shouldn",
+        "couldn",
+        "wouldn",
+        "mustn",
+        "way",
+        "ways",
+        "thing",
+        "things",
+        "kind",
+        "kinds",
+        "sort",
+        "case",
+        "cases",
+        "lot",
+        "actually",
+        "simply",
+        "first",
+        "last",
+        "later",
+        "whether",
+        "like",
+        "unlike",
+        "whereby",
+        "hay",
+        "haya",
+        "debe",
+        "deben",
+        "tener",
+        "tiene",
+        "tienen",
+        "menos",
+        "demás",
+        "usar",
+        "dar",
+        "hacer",
+        "hace",
+        "puede",
+        "pueden",
+        "solo",
+        "sólo",
+        "cada",
+        "todo",
+        "toda",
+        "todos",
+        "todas",
+        "aunque",
+        "mientras",
+        "así",
+        "ya",
+        "aún",
+        "todavía",
+        "siempre",
     ]
 )
 _WORDS = re.compile(r"[^\W\d_]{3,}")
@@ -185,6 +309,16 @@ _WORDS = re.compile(r"[^\W\d_]{3,}")
 def _stem(word: str) -> str:
     """A crude stem: the first five letters, lower case (required / requires / requirement)."""
     return word.lower()[:5]
+
+
+def _stems(word: str) -> list[str]:
+    """The keys a Latin-script word is found by: its five-letter prefix and, for an ASCII word,
+    its Porter stem (handed / hands, logged / log, which the prefix alone does not join)."""
+    lower = word.lower()
+    keys = [_stem(lower)]
+    if lower.isascii():
+        keys.append("~" + porter_stem(lower))
+    return keys
 
 
 # Chinese and Japanese write without spaces, so a "word" above is a whole clause there. Such a run
@@ -240,10 +374,20 @@ _FUNCTION_HANGUL = frozenset(
 )
 
 
+@lru_cache(maxsize=65536)
+def _cached_keys(word: str) -> tuple[str, ...]:
+    return tuple(_compute_keys(word))
+
+
 def _word_keys(word: str) -> list[str]:
+    """What of `word` must be found elsewhere (`_compute_keys`), remembered per word."""
+    return list(_cached_keys(word))
+
+
+def _compute_keys(word: str) -> list[str]:
     """What of `word` must be found elsewhere: its stem, or for CJK text the parts named above."""
     if not _CJK.search(word):
-        return [_stem(word)]
+        return _stems(word)
     keys = [han for han in _HAN.findall(word) if han not in _FUNCTION_HAN] + _KATAKANA_RUN.findall(word)
     keys += [hangul[:2] for hangul in _HANGUL_WORD.findall(word) if hangul not in _FUNCTION_HANGUL]
     return keys
@@ -251,9 +395,32 @@ def _word_keys(word: str) -> list[str]:
 
 def vocabulary_of(text: str) -> set[str]:
     """The keys `novel_words` looks up: stems of words, CJK characters and runs (see `_word_keys`)."""
-    return {key for word in _WORDS.findall(text) for key in _word_keys(word)} | {
-        key for run in _CJK_RUN.findall(text) for key in _word_keys(run)
+    return {key for word in _WORDS.findall(text) for key in _cached_keys(word)} | {
+        key for run in _CJK_RUN.findall(text) for key in _cached_keys(run)
     }
+
+
+FUNCTION_WORDS = _FUNCTION_WORDS_EN_ES
+
+
+def word_key(word: str) -> str:
+    """One key for a Latin word, its Porter stem (ASCII) or five-letter prefix."""
+    lower = word.lower()
+    return porter_stem(lower) if lower.isascii() else _stem(lower)
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that are not function words (Latin script; a CJK run counts as one)."""
+    return [word for word in _WORDS.findall(text) if word.lower() not in _FUNCTION_WORDS_EN_ES]
+
+
+def known_word(word: str, vocabulary: set[str]) -> bool:
+    """Whether `word` is found in `vocabulary` (`vocabulary_of`): by either key of a Latin word,
+    by every part of a CJK run."""
+    keys = _word_keys(word)
+    if _CJK.search(word):
+        return all(key in vocabulary for key in keys)
+    return any(key in vocabulary for key in keys)
 
 
 def novel_words(claim: str, vocabulary: set[str]) -> list[str]:
@@ -265,9 +432,9 @@ def novel_words(claim: str, vocabulary: set[str]) -> list[str]:
     for word in words:
         if word.lower() in _FUNCTION_WORDS_EN_ES or word in novel:
             continue
-        missing = [key for key in _word_keys(word) if key not in vocabulary]
-        if not missing:
+        if known_word(word, vocabulary):
             continue
+        missing = [key for key in _word_keys(word) if key not in vocabulary]
         # A CJK run is a whole clause: name what is missing of it, not the clause.
         for part in missing if _CJK.search(word) else [word]:
             if part not in novel:

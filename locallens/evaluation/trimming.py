@@ -206,7 +206,9 @@ def measure(baseline: Baseline, threshold: float, window: int, min_sentences: in
     """Trim one question's baseline hits under one setting and measure what changed."""
     hits = baseline.hits
     before, tik_before = count_context(hits)
-    trimmed = trim_chunks_by_sentence(baseline.vector, hits, threshold, min_sentences, window, encode=encode)
+    trimmed = trim_chunks_by_sentence(
+        baseline.vector, hits, threshold, min_sentences, window, encode=encode, query=baseline.question.text
+    )
     after_hits = [t.hit for t in trimmed]
     after, tik_after = count_context(after_hits)
     answers = baseline.question.answers or ()

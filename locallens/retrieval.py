@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
-from locallens import models
+from locallens import crosslang, models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -185,28 +185,72 @@ def identifiers_only(query: str) -> bool:
     return bool(tokens) and all(len(_WORD.findall(t)) > 1 or any(ch.isdigit() for ch in t) for t in tokens)
 
 
+QueryVariants = Sequence[tuple[str, np.ndarray]]  # more renderings of the query: (text, vector)
+
+
+def _key(hit: Hit) -> tuple[str, int, str]:
+    return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
+
+
+def _keep_best(found: dict[tuple[str, int, str], Hit], hits: Iterable[Hit]) -> None:
+    """Add `hits` to `found`, a chunk keeping its best cosine over the renderings searched."""
+    for hit in hits:
+        kept = found.get(_key(hit))
+        if kept is None or hit.score > kept.score:
+            found[_key(hit)] = hit
+
+
 def hybrid_search(
-    store: IndexStore, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
+    store: IndexStore,
+    brain: Brain,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    also: QueryVariants = (),
 ) -> list[Hit]:
     """Vector and keyword (BM25 over stemmed words) rankings fused by standardised score; best `k`.
 
     Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
     Every hit keeps its cosine similarity as `score`, so --min-score means the same as in plain
-    vector search.
+    vector search. `also`: more renderings of the query (its English one, `locallens.crosslang`):
+    each is searched by vector too, a chunk keeps its best cosine, and the keywords are those of
+    every rendering.
     """
     depth = max(k, HYBRID_CANDIDATES)
-    dense = store.knn(brain, qvec, depth, path_glob=path_glob)
-    keyword = store.keyword_scores(brain, query, depth, path_glob=path_glob)
-    by_id = store.hits_by_id(brain, qvec, [i for i, _ in keyword])
-
-    def key(hit: Hit) -> tuple[str, int, str]:
-        return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
-
-    hits = {key(by_id[i]): by_id[i] for i, _ in keyword if i in by_id} | {key(h): h for h in dense}
-    keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
+    renderings = [(query, qvec), *also]
+    keyword = store.keyword_scores(brain, " ".join(text for text, _ in renderings), depth, path_glob=path_glob)
+    ids = [i for i, _ in keyword]
+    hits: dict[tuple[str, int, str], Hit] = {}
+    keyword_score: dict[tuple[str, int, str], float] = {}
+    for _, vector in renderings:
+        by_id = store.hits_by_id(brain, vector, ids)
+        keyword_score |= {_key(by_id[i]): s for i, s in keyword if i in by_id}
+        _keep_best(hits, by_id.values())
+        _keep_best(hits, store.knn(brain, vector, depth, path_glob=path_glob))
     weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
     order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
     return diversify([hits[kk] for kk in order], k)
+
+
+def vector_search(
+    store: IndexStore,
+    brain: Brain,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    also: QueryVariants = (),
+) -> list[Hit]:
+    """The k nearest chunks by cosine, a chunk keeping its best cosine over the query's renderings."""
+    depth = max(k, HYBRID_CANDIDATES)
+    if not also:
+        return diversify(store.knn(brain, qvec, depth, path_glob=path_glob), k)
+    hits: dict[tuple[str, int, str], Hit] = {}
+    for vector in (qvec, *(v for _, v in also)):
+        _keep_best(hits, store.knn(brain, vector, depth, path_glob=path_glob))
+    return diversify(sorted(hits.values(), key=lambda h: (-h.score, _key(h)))[:depth], k)
 
 
 def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
@@ -258,16 +302,17 @@ def search(
     *,
     path_glob: str | None = None,
     hybrid: bool = DEFAULT_HYBRID,
+    also: QueryVariants = (),
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
     MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`). `path_glob`
-    is a `--path` value (`path_filter`)."""
+    is a `--path` value (`path_filter`); `also`, more renderings of the query (`hybrid_search`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
     if path_glob is not None:
         path_glob = path_filter(store, brain, path_glob)
     if hybrid:
-        return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
-    return diversify(store.knn(brain, qvec, max(k, HYBRID_CANDIDATES), path_glob=path_glob), k)
+        return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob, also=also)
+    return vector_search(store, brain, qvec, k, path_glob=path_glob, also=also)
 
 
 class SentenceEncoder:
@@ -348,10 +393,13 @@ def retrieve(
     check_dimension(brain, embedder.dim, embedder.name)  # before any encoding: fail fast
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    pending = crosslang.start_rendering(query)  # runs while the question is embedded
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
+    rendering = pending.result() if pending else None
+    also = [(rendering.text, embedder.encode_query(rendering.text))] if rendering else []
     t1 = time.perf_counter()
     depth = max(top_k, rerank.candidates) if rerank else top_k
-    hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid)
+    hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid, also=also)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     if rerank is not None:
@@ -363,7 +411,9 @@ def retrieve(
     timings["search_ms"] = (t2 - t1) * 1000
     before, tik_before = count_context(hits)
     if not trim.enabled or not hits:
-        return RetrievalResult(hits, before, before, tik_before, tik_before, False, timings, query_vector=qvec)
+        return RetrievalResult(
+            hits, before, before, tik_before, tik_before, False, timings, query_vector=qvec, rendering=rendering
+        )
     from locallens.trim import trim_chunks_by_sentence
 
     trimmed = trim_chunks_by_sentence(
@@ -377,7 +427,7 @@ def retrieve(
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
     after, tik_after = count_context(out)
-    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed, qvec)
+    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed, qvec, rendering)
 
 
 def trim_from_index(

@@ -354,6 +354,7 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
             models,
             _options(request, on_text),
             brain_term_counts(store, store.get_brain(request.brain)),
+            retrieval.rendering,
         )
         result.apply(mode.answer(given))
     return result

@@ -16,6 +16,7 @@ class Rendering:
 
     text: str
     via: str
+    vector: np.ndarray | None = None  # its embedding, as the question's
 
 
 @dataclass(frozen=True, slots=True)

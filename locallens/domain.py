@@ -16,7 +16,7 @@ class Rendering:
 
     text: str
     via: str
-    vector: np.ndarray | None = None  # its embedding, as the question's
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # its embedding
 
 
 @dataclass(frozen=True, slots=True)

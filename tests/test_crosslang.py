@@ -124,3 +124,32 @@ def test_retrieve_searches_a_spanish_question_in_english_too(tmp_path: Path, mon
         result = retrieve(store, brain, embedder, QUESTION, 1)
         assert result.rendering is None
         assert [h.chunk.relative_path for h in result.hits] == ["notas/almacen.md"]
+
+
+def test_the_extractive_answer_reads_the_english_rendering_too() -> None:
+    """A unit that shares no word with the Spanish question but answers its English rendering
+    is printed (the bag-of-words encoder of test_claims stands in for the embedder)."""
+    from locallens.extractive import extractive_answer
+
+    from .test_answer_units import LEAVE, RUNBOOK
+    from .test_claims import fake_encode, fake_vector, hit
+
+    def ask(question: str, english: str, note: str):  # type: ignore[no-untyped-def]
+        hits = [hit(note, "notes/policy.md", 0)]
+        plain = extractive_answer(question, hits, fake_vector(question), fake_encode)
+        rendering = Rendering(english, "apertium", fake_vector(english))
+        return plain, extractive_answer(question, hits, fake_vector(question), fake_encode, rendering=rendering)
+
+    plain, read = ask(
+        "¿Cuántos días libres se pueden pasar al año siguiente?",
+        "How many free days can be carried over to the next year?",
+        LEAVE,
+    )
+    assert plain.refused and plain.answer == "La respuesta no está en los fragmentos."
+    assert not read.refused and "5 unused days can be carried over" in read.answer
+    plain, read = ask(
+        "¿Hace falta aprobación para volver atrás un servicio?", "Does rolling back need approval?", RUNBOOK
+    )
+    assert "never needs approval" not in plain.answer
+    answering = [c.claim for c in read.claims if c.answering]
+    assert answering[0] == "Rolling back is always allowed and never needs approval."

@@ -150,20 +150,29 @@ def _standardised(scores: Sequence[float]) -> np.ndarray:
     return (values - values.mean()) / spread if spread > 1e-12 else np.zeros_like(values)
 
 
-def fuse_scores(
+def fused_scores(
     cosine: Mapping[Key, float], keyword: Mapping[Key, float], weight: float = HYBRID_VECTOR_WEIGHT
-) -> list[Key]:
-    """The candidates (`cosine`'s keys: every one with its cosine similarity), best first.
-
-    A candidate missing from `keyword` did not match it and scores 0 there. Ties go to the
-    higher cosine, then to the smaller key, so the order is deterministic.
-    """
+) -> dict[Key, float]:
+    """Each candidate's fused score: weight * z(cosine) + (1 - weight) * z(keyword) over the
+    candidates (`cosine`'s keys; one missing from `keyword` scores 0 there)."""
     keys = list(cosine)
     fused = weight * _standardised([cosine[k] for k in keys]) + (1.0 - weight) * _standardised(
         [keyword.get(k, 0.0) for k in keys]
     )
-    order = sorted(range(len(keys)), key=lambda j: (-fused[j], -cosine[keys[j]], keys[j]))
-    return [keys[j] for j in order]
+    return dict(zip(keys, map(float, fused)))
+
+
+def fuse_scores(
+    cosine: Mapping[Key, float], keyword: Mapping[Key, float], weight: float = HYBRID_VECTOR_WEIGHT
+) -> list[Key]:
+    """The candidates (`cosine`'s keys: every one with its cosine similarity), best first
+    (`fused_scores`).
+
+    A candidate missing from `keyword` did not match it and scores 0 there. Ties go to the
+    higher cosine, then to the smaller key, so the order is deterministic.
+    """
+    fused = fused_scores(cosine, keyword, weight)
+    return sorted(fused, key=lambda k: (-fused[k], -cosine[k], k))
 
 
 def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
@@ -214,24 +223,46 @@ def hybrid_search(
 
     Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
     Every hit keeps its cosine similarity as `score`, so --min-score means the same as in plain
-    vector search. `also`: more renderings of the query (its English one, `locallens.crosslang`):
-    each is searched by vector too, a chunk keeps its best cosine, and the keywords are those of
-    every rendering.
+    vector search. `also`: more renderings of the query (its English one, `locallens.crosslang`),
+    each searched and fused on its own (`_fused_for`); a chunk ranks by its best fused score over
+    the renderings, and keeps its best cosine.
     """
-    depth = max(k, HYBRID_CANDIDATES)
-    renderings = [(query, qvec), *also]
-    keyword = store.keyword_scores(brain, " ".join(text for text, _ in renderings), depth, path_glob=path_glob)
-    ids = [i for i, _ in keyword]
-    hits: dict[tuple[str, int, str], Hit] = {}
-    keyword_score: dict[tuple[str, int, str], float] = {}
-    for _, vector in renderings:
-        by_id = store.hits_by_id(brain, vector, ids)
-        keyword_score |= {_key(by_id[i]): s for i, s in keyword if i in by_id}
-        _keep_best(hits, by_id.values())
-        _keep_best(hits, store.knn(brain, vector, depth, path_glob=path_glob))
     weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
-    order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
+    hits: dict[tuple[str, int, str], Hit] = {}
+    best: dict[tuple[str, int, str], float] = {}
+    for text, vector in [(query, qvec), *also]:
+        found, fused = _fused_for(store, brain, text, vector, max(k, HYBRID_CANDIDATES), weight, path_glob)
+        _keep_best(hits, found.values())
+        for kk, value in fused.items():
+            best[kk] = max(value, best.get(kk, value))
+    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
     return diversify([hits[kk] for kk in order], k)
+
+
+def _fused_for(
+    store: IndexStore,
+    brain: Brain,
+    text: str,
+    vector: np.ndarray,
+    depth: int,
+    weight: float,
+    path_glob: str | None,
+) -> tuple[dict[tuple[str, int, str], Hit], dict[tuple[str, int, str], float]]:
+    """One rendering's candidates (its `depth` nearest and its `depth` best keyword matches) and
+    their fused scores.
+
+    Each rendering is standardised over its own candidates: with the English-only embedder a
+    Spanish question is close to every Spanish note alike, so its raw cosines say less than its
+    English rendering's, while how far ahead a candidate is of the others means the same for both.
+    Measured against comparing raw cosines (docs/benchmarks.md#spanish-questions-over-english-notes).
+    """
+    keyword = store.keyword_scores(brain, text, depth, path_glob=path_glob)
+    by_id = store.hits_by_id(brain, vector, [i for i, _ in keyword])
+    found = {_key(h): h for h in by_id.values()} | {
+        _key(h): h for h in store.knn(brain, vector, depth, path_glob=path_glob)
+    }
+    keyword_score = {_key(by_id[i]): s for i, s in keyword if i in by_id}
+    return found, fused_scores({kk: h.score for kk, h in found.items()}, keyword_score, weight)
 
 
 def vector_search(
@@ -243,14 +274,20 @@ def vector_search(
     path_glob: str | None = None,
     also: QueryVariants = (),
 ) -> list[Hit]:
-    """The k nearest chunks by cosine, a chunk keeping its best cosine over the query's renderings."""
+    """The k nearest chunks by cosine; with more renderings of the query (`also`), a chunk ranks
+    by its best standardised cosine over them (as `hybrid_search` fuses) and keeps its best cosine."""
     depth = max(k, HYBRID_CANDIDATES)
     if not also:
         return diversify(store.knn(brain, qvec, depth, path_glob=path_glob), k)
     hits: dict[tuple[str, int, str], Hit] = {}
+    best: dict[tuple[str, int, str], float] = {}
     for vector in (qvec, *(v for _, v in also)):
-        _keep_best(hits, store.knn(brain, vector, depth, path_glob=path_glob))
-    return diversify(sorted(hits.values(), key=lambda h: (-h.score, _key(h)))[:depth], k)
+        found = {_key(h): h for h in store.knn(brain, vector, depth, path_glob=path_glob)}
+        _keep_best(hits, found.values())
+        for kk, value in fused_scores({kk: h.score for kk, h in found.items()}, {}, 1.0).items():
+            best[kk] = max(value, best.get(kk, value))
+    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
+    return diversify([hits[kk] for kk in order][:depth], k)
 
 
 def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:

@@ -52,12 +52,27 @@ def test_the_english_rendering_brings_the_english_note_first_with_its_better_cos
     assert cosine["vpn-es.md"] == pytest.approx(float(SPANISH @ [1, 0, 0, 0]), abs=1e-5)
 
 
-def test_the_keywords_are_those_of_every_rendering(notes) -> None:  # type: ignore[no-untyped-def]
+def test_each_rendering_is_searched_by_its_own_keywords(notes) -> None:  # type: ignore[no-untyped-def]
     store, brain = notes
-    # Vectors that favour no note: only the keywords decide, and only the rendering says "printer".
+    # Vectors that favour no note: only the keywords decide, and only the rendering's match.
     flat = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
-    hits = hybrid_search(store, brain, "¿Dónde está la impresora?", flat, 1, also=[("Where is the printer?", flat)])
+    assert store.keyword_scores(brain, "¿Dónde hay impresoras?", 5) == []
+    hits = hybrid_search(store, brain, "¿Dónde hay impresoras?", flat, 1, also=[("Where is the printer?", flat)])
     assert hits[0].chunk.relative_path == "printer.md"
+
+
+def test_a_rendering_ranks_by_how_far_ahead_its_best_chunk_is(notes) -> None:  # type: ignore[no-untyped-def]
+    """With the English-only embedder a Spanish question is about as close to every Spanish
+    note: its raw cosines are high but say little. Each rendering is standardised on its own, so
+    the English rendering's clear winner ranks first though its cosine is lower."""
+    store, brain = notes
+    spanish = np.array([0.7, 0.0, 0.3, 0.6], dtype=np.float32)  # vpn-es 0.72, printer 0.62, staging 0
+    spanish /= np.linalg.norm(spanish)
+    english = np.array([0.0, 0.6, 0.6, 0.45], dtype=np.float32)  # staging 0.62, printer 0.47, vpn-es 0
+    english /= np.linalg.norm(english)
+    hits = search(store, brain, "¿Qué?", spanish, 3, hybrid=False, also=[("What?", english)])
+    assert hits[0].chunk.relative_path == "staging.md"
+    assert hits[0].score < max(h.score for h in hits)
 
 
 def test_only_spanish_questions_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:

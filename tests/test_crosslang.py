@@ -168,3 +168,21 @@ def test_the_extractive_answer_reads_the_english_rendering_too() -> None:
     assert "never needs approval" not in plain.answer
     answering = [c.claim for c in read.claims if c.answering]
     assert answering[0] == "Rolling back is always allowed and never needs approval."
+
+
+def test_ask_json_shows_the_rendering_of_a_spanish_question(fake_models, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from locallens.answer import AskRequest, ask
+    from locallens.indexer import IndexRequest, index
+
+    from .helpers import write_files
+
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+    root = write_files(tmp_path / "notes", {"staging.md": "# Staging\n\nThe staging database listens on port 5433.\n"})
+    db = tmp_path / "index.db"
+    index(IndexRequest(paths=[root], db=db))
+    spanish = ask(AskRequest(question=QUESTION, db=db, extractive=True)).as_json()
+    assert spanish["rendering"] == {"text": "port database data", "via": "gloss"}
+    assert "5433" in spanish["answer"]
+    english = ask(AskRequest(question="Which port does the staging database listen on?", db=db, extractive=True))
+    assert "rendering" not in english.as_json()

@@ -38,6 +38,12 @@ $(STAMP): pyproject.toml Makefile
 	# tmux drives `locallens chat` in its terminal test; installed where we may (root, apt).
 	command -v tmux >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ apt-get install -y -qq tmux || { apt-get update -qq && apt-get install -y -qq tmux; }; } >/dev/null; } || echo "tmux not installed: the chat terminal test will be skipped"
+	# Apertium's Spanish-English translator: a Spanish question over English notes is searched in
+	# English too (locallens/crosslang.py); without it a word-by-word gloss stands in.
+	command -v apertium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apertium-eng-spa || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq apertium-eng-spa; }; } >/dev/null; } || \
+		echo "apertium-eng-spa not installed: Spanish questions over English notes are glossed word by word"
 	touch $(STAMP)
 
 test: install

@@ -9,6 +9,8 @@ is in no document, the right answer being the refusal):
   expected file (every printed unit cites it);
 - es: benchmarks/data/sample_es_over_en.jsonl (20 + 4), Spanish questions over sample_docs'
   English notes;
+- pydoc-es: benchmarks/data/pydoc_es_over_en.jsonl (18 + 4), Spanish questions over the English
+  language-reference topics below: held out, nothing is tuned on it;
 - pydoc: benchmarks/data/pydoc_questions.jsonl (40 + 12) over the language reference topics that
   ship with CPython (`pydoc_data`, written out by benchmarks/corpora.py);
 - stdlib: benchmarks/data/stdlib_questions.jsonl (56) over the standard library's manual pages;
@@ -58,6 +60,7 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "sample": ("sample", [ROOT / "tests/data/questions.jsonl", DATA / "sample_unanswerable.jsonl"]),
     "broad": ("sample", [DATA / "sample_broad.jsonl"]),
     "es": ("sample", [DATA / "sample_es_over_en.jsonl"]),
+    "pydoc-es": ("pydoc", [DATA / "pydoc_es_over_en.jsonl"]),
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),

@@ -58,6 +58,11 @@ DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scif
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
+SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
+# Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
+# language-reference topics (held out: nothing is tuned on it).
+ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sample_es_over_en.jsonl"
+PYDOC_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_es_over_en.jsonl"
 CONFIGS: dict[str, dict[str, Any]] = {
     "today": {"headers": False, "multi_vector": False},
     "headers": {"headers": True, "multi_vector": False},
@@ -100,6 +105,7 @@ class Corpus:
     queries: list[Query]
     depth: int  # chunks ranked per query
     titles: dict[str, str] = dataclasses.field(default_factory=dict)  # file -> title (BEIR)
+    index: str = ""  # the name its indexes take (corpora over one folder share them); default `name`
 
 
 def load_scifact(folder: Path, work: Path) -> Corpus:
@@ -152,6 +158,14 @@ def load_pydoc(work: Path) -> Corpus:
     return load_docs("pydoc", write_pydoc_corpus(work / "pydoc-docs"), PYDOC_QUESTIONS)
 
 
+def load_pydoc_es(work: Path) -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_pydoc_corpus
+
+    corpus = load_docs("pydoc-es", write_pydoc_corpus(work / "pydoc-docs"), PYDOC_ES_QUESTIONS)
+    return dataclasses.replace(corpus, index="pydoc")
+
+
 def load_borg(work: Path) -> Corpus:
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
     from corpora import write_borg_corpus
@@ -159,20 +173,18 @@ def load_borg(work: Path) -> Corpus:
     return load_docs("borg", write_borg_corpus(work / "borg-docs"), BORG_QUESTIONS)
 
 
-def load_sample() -> Corpus:
+def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
     """sample_docs/ with the project's own questions (tests/data/questions.jsonl): small, quick."""
     folder = c.SAMPLE_DOCS
     names = {
         p.relative_to(folder).as_posix(): p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
     }
     queries = []
-    for number, line in enumerate(
-        (c.ROOT / "tests" / "data" / "questions.jsonl").read_text(encoding="utf-8").splitlines()
-    ):
+    for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines()):
         item = json.loads(line) if line.strip() else {}
         if item.get("files"):
             queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
-    return Corpus("sample", folder, names, queries, DOCS_CHUNKS)
+    return Corpus(name, folder, names, queries, DOCS_CHUNKS, index="sample")
 
 
 def supported(field: str) -> bool:
@@ -336,8 +348,48 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
     }
 
 
-def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
-    """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid."""
+def renderings(corpus: Corpus, embedder: Any) -> list[list[tuple[str, Any]]]:
+    """Per query: its other renderings with their vectors, as `retrieve` searches them (a Spanish
+    question's English one, `locallens.crosslang`); none on a checkout without them."""
+    try:
+        from locallens import crosslang
+    except ImportError:  # an older checkout
+        return [[] for _ in corpus.queries]
+    out = []
+    for query in corpus.queries:
+        rendering = crosslang.render(query.text)
+        out.append([(rendering.text, embedder.encode_query(rendering.text))] if rendering else [])
+    shown = [(q.text, r[0][0]) for q, r in zip(corpus.queries, out, strict=True) if r]
+    if shown:
+        c.note(
+            f"{corpus.name}: {len(shown)} of {len(corpus.queries)} queries also searched as rendered, e.g. {shown[0]}"
+        )
+    return out
+
+
+def ask_search(corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]) -> list[list[str]]:
+    """Files of the chunks `search` returns as `ask` calls it (k=5: HYBRID_CANDIDATES candidates
+    per side), with the query's other renderings, ranked on to HYBRID_CANDIDATES chunks."""
+    import inspect
+
+    from locallens.retrieval import HYBRID_CANDIDATES, search
+    from locallens.storage.sqlite import Store
+
+    takes_renderings = "also" in inspect.signature(search).parameters
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        out = []
+        for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+            extra = {"also": r} if takes_renderings else {}
+            out.append([h.chunk.relative_path for h in search(store, brain, q.text, v, HYBRID_CANDIDATES, **extra)])
+    return out
+
+
+def evaluate(
+    corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """Vector, keyword, hybrid (the package's own defaults, through `search`) and the fusion grid;
+    `ask`: the package's own search as `ask` calls it, with the query's renderings."""
     from locallens.retrieval import search
     from locallens.storage.sqlite import Store
 
@@ -371,6 +423,7 @@ def evaluate(corpus: Corpus, db: Path, qvecs: Any) -> dict[str, Any]:
 
     default_cap = getattr(retrieval, "MAX_CHUNKS_PER_FILE", None)
     result["hybrid_ask"] = score(corpus, [cap_per_file(r, default_cap) if default_cap else r for r in ask_ranked])
+    result["ask"] = score(corpus, ask_search(corpus, db, qvecs, rendered or [[] for _ in corpus.queries]))
     for cap in CAPS:
         result[f"hybrid_ask cap{cap}"] = score(corpus, [cap_per_file(r, cap) for r in ask_ranked])
     grid = {}
@@ -478,6 +531,8 @@ def main() -> None:
         "pydoc": lambda: load_pydoc(args.work),
         "borg": lambda: load_borg(args.work),
         "sample": load_sample,
+        "es": lambda: load_sample(ES_QUESTIONS, "es"),
+        "pydoc-es": lambda: load_pydoc_es(args.work),
     }
     rows = []
     with contextlib.ExitStack() as stack:
@@ -519,7 +574,7 @@ def print_baseline(rows: list[dict[str, Any]]) -> None:
     print("| corpus | search | hit@5 chunks | hit@5 | MRR@10 | files in top 5 |")
     print("|---|---|---|---|---|---|")
     for name in both:
-        for label, m in (("default", default[name]["hybrid_ask"]), ("naive", naive[name]["vector"])):
+        for label, m in (("default", default[name]["ask"]), ("naive", naive[name]["vector"])):
             print(
                 f"| {name} | {label} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
                 f"{m['files@5']:.2f} |"
@@ -536,7 +591,7 @@ def _temporary_folder() -> Iterator[Path]:
 
 def modes(row: dict[str, Any]) -> list[str]:
     """The searches scored in `row`, in table order (the PostgreSQL ones when measured)."""
-    names = ["vector", "keyword", "hybrid", "hybrid_ask"] + [n for n in row if n.startswith("hybrid_ask ")]
+    names = ["vector", "keyword", "hybrid", "hybrid_ask", "ask"] + [n for n in row if n.startswith("hybrid_ask ")]
     return names + [f"pg_{n}" for n in ("vector", "hybrid", "hybrid_ask") if f"pg_{n}" in row]
 
 
@@ -550,20 +605,23 @@ def run_corpora(
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
     from locallens.embedding import load_embedder
 
+    built: set[Path] = set()  # indexes this run built (a second corpus over the same folder reuses them)
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
         by_encoder: dict[str, Any] = {}  # queries embedded by each index's own model and encoder
+        by_rendering: dict[tuple[str, str], list[Any]] = {}
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
-                db = args.work / f"{corpus_name}-{label.replace('/', '-')}.db"
-                if args.reuse and db.exists():
+                db = args.work / f"{corpus.index or corpus_name}-{label.replace('/', '-')}.db"
+                if (args.reuse or db in built) and db.exists():
                     seconds, chunks = float("nan"), count_chunks(db)
                     c.note(f"{corpus_name} {label}: reusing {db} ({chunks} chunks); scoring")
                 else:
                     c.note(f"{corpus_name} {label}: indexing")
                     seconds, chunks = build_index(corpus, db, CONFIGS[config], chunker)
+                    built.add(db)
                     c.note(f"{corpus_name} {label}: {chunks} chunks in {seconds:.1f} s; scoring")
                 variants = [(label, db)]
                 if args.derive_mean and CONFIGS[config]["multi_vector"]:
@@ -576,8 +634,10 @@ def run_corpora(
                     model = load_embedder(pinned, device="cpu")
                     by_encoder[pinned] = model.encode([model.spec.query_prefix + q.text for q in corpus.queries])
                 qvecs = by_encoder[pinned]
+                if (corpus_name, pinned) not in by_rendering:
+                    by_rendering[(corpus_name, pinned)] = renderings(corpus, load_embedder(pinned, device="cpu"))
                 for name, path in variants:
-                    result = evaluate(corpus, path, qvecs)
+                    result = evaluate(corpus, path, qvecs, by_rendering[(corpus_name, pinned)])
                     if pg_url is not None:
                         c.note(f"{corpus_name} {name}: copying into PostgreSQL; scoring")
                         pg = evaluate_postgres(corpus, path, qvecs, pg_url)

@@ -272,6 +272,8 @@ class AskResult:
             "context_in_prompt_tiktoken": in_prompt_tiktoken,
         }
         out["trimmed"] = r.trimmed
+        if r.rendering is not None:  # a Spanish question, searched in English too
+            out["rendering"] = {"text": r.rendering.text, "via": r.rendering.via}
         if checked is not None and self.mode == "generate":
             out["stopped_looping"] = self.stopped_looping
         out["timings"] = {k: round(v, 1) for k, v in self.timings.items()}
@@ -354,6 +356,7 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
             models,
             _options(request, on_text),
             brain_term_counts(store, store.get_brain(request.brain)),
+            retrieval.rendering,
         )
         result.apply(mode.answer(given))
     return result

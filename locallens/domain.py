@@ -10,6 +10,16 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class Rendering:
+    """A question's English rendering (`locallens.crosslang`): its text, and how it was made
+    (`apertium`: Apertium's translator; `gloss`: word by word)."""
+
+    text: str
+    via: str
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)  # its embedding
+
+
+@dataclass(frozen=True, slots=True)
 class SourceSpan:
     """Where a stretch of Document.text comes from in a file that has no useful line numbers."""
 
@@ -184,6 +194,8 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     trim_details: list[TrimmedHit] = field(default_factory=list)  # per chunk, when trimmed
     query_vector: np.ndarray | None = None  # the question's embedding, reused by the answer check
+    # The question's English rendering when it was searched in English too (`locallens.crosslang`).
+    rendering: Rendering | None = None
 
     @property
     def reduction_pct(self) -> float:

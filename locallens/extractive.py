@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
-from locallens.domain import Hit
+from locallens.domain import Hit, Rendering
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
@@ -286,6 +286,27 @@ def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored, term_cou
     return float(1 / (1 + np.exp(-z)))
 
 
+def with_rendering(scored: Scored, rendered: Scored) -> Scored:
+    """A Spanish question over English excerpts read in English too: each unit keeps the better
+    of its scores (and cosines) against the question and against its English rendering."""
+    return Scored(
+        scored.units,
+        np.maximum(scored.scores, rendered.scores),
+        np.maximum(scored.cosines, rendered.cosines),
+        scored.vectors,
+    )
+
+
+def _evidence(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
+) -> float:
+    """`answer_evidence` for the question, or for its English rendering when that is stronger."""
+    found = answer_evidence(question, hits, scored, term_counts)
+    if rendering is None:
+        return found
+    return max(found, answer_evidence(rendering.text, hits, scored, term_counts))
+
+
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     """`best` with what belongs to it: its setup line or header row before it, the block a setup
     line introduces after it."""
@@ -462,13 +483,17 @@ def extractive_answer(
     passage_tokens: int = DEFAULT_PASSAGE_TOKENS,
     min_evidence: float = MIN_EVIDENCE,
     term_counts: TermCounts | None = None,
+    rendering: Rendering | None = None,
 ) -> CheckedAnswer:
     """The passage (or summary) of `hits` (numbered from 1) that answers `question`, each unit
     cited; the plain refusal when none does (see the module doc). `max_tokens` caps the passage
-    further when it is smaller than `passage_tokens`."""
+    further when it is smaller than `passage_tokens`. `rendering`: the question in English
+    (`locallens.crosslang`), read beside it (`with_rendering`)."""
     started = time.perf_counter()
     budget = min(passage_tokens, max_tokens) if max_tokens else passage_tokens
     scored = score_units(question, hits, question_vector, encode)
+    if rendering is not None and rendering.vector is not None:
+        scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode))
     claims: list[Claim] = []
     topic = is_broad(question)
     if topic and missing_salience(topic, hits, term_counts) >= MIN_TOPIC_SALIENCE:
@@ -476,7 +501,7 @@ def extractive_answer(
     summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
-    elif scored.units and answer_evidence(question, hits, scored, term_counts) >= min_evidence:
+    elif scored.units and _evidence(question, hits, scored, term_counts, rendering) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(scored, passage_tokens=budget)
@@ -543,5 +568,6 @@ class ExtractiveMode:
             given.encode,
             max_tokens=given.options.max_tokens,
             term_counts=given.term_counts,
+            rendering=given.rendering,
         )
         return AnswerOutput(checked=checked, timings={"extract_ms": checked.check_ms})

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from locallens.claims import MIN_RELEVANCE, CheckedAnswer, Encode, check_answer, refusal
-from locallens.domain import Hit
+from locallens.domain import Hit, Rendering
 from locallens.extractive import extractive_answer, passage_hits
 from locallens.models import Models
 from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput, TermCounts
@@ -213,6 +213,7 @@ def checked_answer(
     max_tokens: int,
     show_unsupported: bool = False,
     term_counts: TermCounts | None = None,
+    rendering: Rendering | None = None,
 ) -> CheckedAnswer:
     """The model's answer after the check, when it agrees with the excerpts' best passage; else
     that passage (`locallens.extractive`); the plain refusal when neither answers, and when the
@@ -231,7 +232,7 @@ def checked_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
     )
     extracted = extractive_answer(
-        question, kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts
+        question, kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts, rendering=rendering
     )
     if extracted.unanswered and not checked.refused:
         # The excerpts hold no answer to the question (the refusal's evidence): what the model
@@ -304,6 +305,7 @@ class GenerateMode:
             max_tokens=given.options.max_tokens,
             show_unsupported=given.options.show_unsupported,
             term_counts=given.term_counts,
+            rendering=given.rendering,
         )
         out.timings["check_ms"] = out.checked.check_ms
         return out

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from locallens.config import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX
-from locallens.domain import Hit
+from locallens.domain import Hit, Rendering
 
 if TYPE_CHECKING:
     from locallens.claims import CheckedAnswer
@@ -69,6 +69,8 @@ class AnswerInput:
     # The brain's word counts: how rare a question's word missing from the excerpts is. None:
     # unknown, and such a word counts as found in no other chunk either.
     term_counts: TermCounts | None = None
+    # The question's English rendering, when it was searched in English too (`locallens.crosslang`).
+    rendering: Rendering | None = None
 
 
 @dataclass(slots=True)

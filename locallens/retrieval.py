@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
-from locallens import models
+from locallens import crosslang, models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -150,20 +150,29 @@ def _standardised(scores: Sequence[float]) -> np.ndarray:
     return (values - values.mean()) / spread if spread > 1e-12 else np.zeros_like(values)
 
 
-def fuse_scores(
+def fused_scores(
     cosine: Mapping[Key, float], keyword: Mapping[Key, float], weight: float = HYBRID_VECTOR_WEIGHT
-) -> list[Key]:
-    """The candidates (`cosine`'s keys: every one with its cosine similarity), best first.
-
-    A candidate missing from `keyword` did not match it and scores 0 there. Ties go to the
-    higher cosine, then to the smaller key, so the order is deterministic.
-    """
+) -> dict[Key, float]:
+    """Each candidate's fused score: weight * z(cosine) + (1 - weight) * z(keyword) over the
+    candidates (`cosine`'s keys; one missing from `keyword` scores 0 there)."""
     keys = list(cosine)
     fused = weight * _standardised([cosine[k] for k in keys]) + (1.0 - weight) * _standardised(
         [keyword.get(k, 0.0) for k in keys]
     )
-    order = sorted(range(len(keys)), key=lambda j: (-fused[j], -cosine[keys[j]], keys[j]))
-    return [keys[j] for j in order]
+    return dict(zip(keys, map(float, fused)))
+
+
+def fuse_scores(
+    cosine: Mapping[Key, float], keyword: Mapping[Key, float], weight: float = HYBRID_VECTOR_WEIGHT
+) -> list[Key]:
+    """The candidates (`cosine`'s keys: every one with its cosine similarity), best first
+    (`fused_scores`).
+
+    A candidate missing from `keyword` did not match it and scores 0 there. Ties go to the
+    higher cosine, then to the smaller key, so the order is deterministic.
+    """
+    fused = fused_scores(cosine, keyword, weight)
+    return sorted(fused, key=lambda k: (-fused[k], -cosine[k], k))
 
 
 def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
@@ -185,28 +194,100 @@ def identifiers_only(query: str) -> bool:
     return bool(tokens) and all(len(_WORD.findall(t)) > 1 or any(ch.isdigit() for ch in t) for t in tokens)
 
 
+QueryVariants = Sequence[tuple[str, np.ndarray]]  # more renderings of the query: (text, vector)
+
+
+def _key(hit: Hit) -> tuple[str, int, str]:
+    return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
+
+
+def _keep_best(found: dict[tuple[str, int, str], Hit], hits: Iterable[Hit]) -> None:
+    """Add `hits` to `found`, a chunk keeping its best cosine over the renderings searched."""
+    for hit in hits:
+        kept = found.get(_key(hit))
+        if kept is None or hit.score > kept.score:
+            found[_key(hit)] = hit
+
+
 def hybrid_search(
-    store: IndexStore, brain: Brain, query: str, qvec: np.ndarray, k: int, *, path_glob: str | None = None
+    store: IndexStore,
+    brain: Brain,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    also: QueryVariants = (),
 ) -> list[Hit]:
     """Vector and keyword (BM25 over stemmed words) rankings fused by standardised score; best `k`.
 
     Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
     Every hit keeps its cosine similarity as `score`, so --min-score means the same as in plain
-    vector search.
+    vector search. `also`: more renderings of the query (its English one, `locallens.crosslang`),
+    each searched and fused on its own (`_fused_for`); a chunk ranks by its best fused score over
+    the renderings, and keeps its best cosine.
     """
-    depth = max(k, HYBRID_CANDIDATES)
-    dense = store.knn(brain, qvec, depth, path_glob=path_glob)
-    keyword = store.keyword_scores(brain, query, depth, path_glob=path_glob)
-    by_id = store.hits_by_id(brain, qvec, [i for i, _ in keyword])
-
-    def key(hit: Hit) -> tuple[str, int, str]:
-        return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
-
-    hits = {key(by_id[i]): by_id[i] for i, _ in keyword if i in by_id} | {key(h): h for h in dense}
-    keyword_score = {key(by_id[i]): s for i, s in keyword if i in by_id}
     weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
-    order = fuse_scores({kk: h.score for kk, h in hits.items()}, keyword_score, weight)
+    hits: dict[tuple[str, int, str], Hit] = {}
+    best: dict[tuple[str, int, str], float] = {}
+    for text, vector in [(query, qvec), *also]:
+        found, fused = _fused_for(store, brain, text, vector, max(k, HYBRID_CANDIDATES), weight, path_glob)
+        _keep_best(hits, found.values())
+        for kk, value in fused.items():
+            best[kk] = max(value, best.get(kk, value))
+    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
     return diversify([hits[kk] for kk in order], k)
+
+
+def _fused_for(
+    store: IndexStore,
+    brain: Brain,
+    text: str,
+    vector: np.ndarray,
+    depth: int,
+    weight: float,
+    path_glob: str | None,
+) -> tuple[dict[tuple[str, int, str], Hit], dict[tuple[str, int, str], float]]:
+    """One rendering's candidates (its `depth` nearest and its `depth` best keyword matches) and
+    their fused scores.
+
+    Each rendering is standardised over its own candidates: with the English-only embedder a
+    Spanish question is close to every Spanish note alike, so its raw cosines say less than its
+    English rendering's, while how far ahead a candidate is of the others means the same for both.
+    Measured against comparing raw cosines (docs/benchmarks.md#spanish-questions-over-english-notes).
+    """
+    keyword = store.keyword_scores(brain, text, depth, path_glob=path_glob)
+    by_id = store.hits_by_id(brain, vector, [i for i, _ in keyword])
+    found = {_key(h): h for h in by_id.values()} | {
+        _key(h): h for h in store.knn(brain, vector, depth, path_glob=path_glob)
+    }
+    keyword_score = {_key(by_id[i]): s for i, s in keyword if i in by_id}
+    return found, fused_scores({kk: h.score for kk, h in found.items()}, keyword_score, weight)
+
+
+def vector_search(
+    store: IndexStore,
+    brain: Brain,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    also: QueryVariants = (),
+) -> list[Hit]:
+    """The k nearest chunks by cosine; with more renderings of the query (`also`), a chunk ranks
+    by its best standardised cosine over them (as `hybrid_search` fuses) and keeps its best cosine."""
+    depth = max(k, HYBRID_CANDIDATES)
+    if not also:
+        return diversify(store.knn(brain, qvec, depth, path_glob=path_glob), k)
+    hits: dict[tuple[str, int, str], Hit] = {}
+    best: dict[tuple[str, int, str], float] = {}
+    for vector in (qvec, *(v for _, v in also)):
+        found = {_key(h): h for h in store.knn(brain, vector, depth, path_glob=path_glob)}
+        _keep_best(hits, found.values())
+        for kk, value in fused_scores({kk: h.score for kk, h in found.items()}, {}, 1.0).items():
+            best[kk] = max(value, best.get(kk, value))
+    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
+    return diversify([hits[kk] for kk in order][:depth], k)
 
 
 def check_dimension(brain: Brain, dim: int, loaded: str | None = None) -> None:
@@ -258,16 +339,17 @@ def search(
     *,
     path_glob: str | None = None,
     hybrid: bool = DEFAULT_HYBRID,
+    also: QueryVariants = (),
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
     MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`). `path_glob`
-    is a `--path` value (`path_filter`)."""
+    is a `--path` value (`path_filter`); `also`, more renderings of the query (`hybrid_search`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
     if path_glob is not None:
         path_glob = path_filter(store, brain, path_glob)
     if hybrid:
-        return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob)
-    return diversify(store.knn(brain, qvec, max(k, HYBRID_CANDIDATES), path_glob=path_glob), k)
+        return hybrid_search(store, brain, query, qvec, k, path_glob=path_glob, also=also)
+    return vector_search(store, brain, qvec, k, path_glob=path_glob, also=also)
 
 
 class SentenceEncoder:
@@ -348,10 +430,15 @@ def retrieve(
     check_dimension(brain, embedder.dim, embedder.name)  # before any encoding: fail fast
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    pending = crosslang.start_rendering(query)  # runs while the question is embedded
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
+    rendering = pending.result() if pending else None
+    if rendering is not None:
+        rendering = replace(rendering, vector=embedder.encode_query(rendering.text))
+    also = [(rendering.text, rendering.vector)] if rendering is not None and rendering.vector is not None else []
     t1 = time.perf_counter()
     depth = max(top_k, rerank.candidates) if rerank else top_k
-    hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid)
+    hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid, also=also)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     if rerank is not None:
@@ -363,7 +450,9 @@ def retrieve(
     timings["search_ms"] = (t2 - t1) * 1000
     before, tik_before = count_context(hits)
     if not trim.enabled or not hits:
-        return RetrievalResult(hits, before, before, tik_before, tik_before, False, timings, query_vector=qvec)
+        return RetrievalResult(
+            hits, before, before, tik_before, tik_before, False, timings, query_vector=qvec, rendering=rendering
+        )
     from locallens.trim import trim_chunks_by_sentence
 
     trimmed = trim_chunks_by_sentence(
@@ -378,7 +467,7 @@ def retrieve(
     timings["trim_ms"] = (time.perf_counter() - t2) * 1000
     out = [t.hit for t in trimmed]
     after, tik_after = count_context(out)
-    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed, qvec)
+    return RetrievalResult(out, before, after, tik_before, tik_after, True, timings, trimmed, qvec, rendering)
 
 
 def trim_from_index(

@@ -306,6 +306,11 @@ def _key(token: str) -> str | None:
     return folded[:5]
 
 
+def bridged_word(word: str) -> str | None:
+    """The English word `word` is bridged to (`_BRIDGE`: `puerto` -> `port`), or None."""
+    return _BRIDGE.get(word.lower())
+
+
 def key_terms(text: str) -> frozenset[str]:
     """The key terms of `text`: keys of its content words, numbers and identifiers (`_key`)."""
     keys = set()

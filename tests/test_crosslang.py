@@ -1,0 +1,188 @@
+"""A Spanish question over English notes: searched in English too (`locallens.crosslang`)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from locallens import crosslang
+from locallens.domain import Rendering
+from locallens.errors import UsageError
+from locallens.retrieval import hybrid_search, retrieve, search
+from locallens.storage.sqlite import Store
+
+from .helpers import FakeEmbedder, write_one_chunk_notes
+
+DIM = 4
+NOTES = {
+    "staging.md": "The staging database listens on port 5433.",
+    "vpn-es.md": "La VPN corporativa escucha en el puerto 51820.",
+    "printer.md": "The printer is on the second floor.",
+}
+# The Spanish question's vector is nearest the Spanish note; its English rendering's nearest the
+# English one (as the English-only embedder places them).
+VECTORS = {"staging.md": [0, 1, 0, 0], "vpn-es.md": [1, 0, 0, 0], "printer.md": [0, 0, 0, 1]}
+QUESTION = "¿En qué puerto escucha la base de datos de staging?"
+SPANISH = np.array([0.95, 0.31, 0, 0], dtype=np.float32) / np.float32(np.hypot(0.95, 0.31))
+ENGLISH = np.array([0.2, 0.98, 0, 0], dtype=np.float32) / np.float32(np.hypot(0.2, 0.98))
+
+
+@pytest.fixture()
+def notes(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with Store(tmp_path / "index.db") as store:
+        brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
+        write_one_chunk_notes(store, brain, NOTES, VECTORS)
+        yield store, brain
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_the_english_rendering_brings_the_english_note_first_with_its_better_cosine(notes, hybrid) -> None:  # type: ignore[no-untyped-def]
+    store, brain = notes
+    alone = search(store, brain, QUESTION, SPANISH, 1, hybrid=hybrid)
+    assert [h.chunk.relative_path for h in alone] == ["vpn-es.md"]
+    rendered = [("In which port does the staging database listen?", ENGLISH)]
+    both = search(store, brain, QUESTION, SPANISH, 3, hybrid=hybrid, also=rendered)
+    assert both[0].chunk.relative_path == "staging.md"
+    # each chunk keeps its best cosine over the two renderings
+    cosine = {h.chunk.relative_path: h.score for h in both}
+    assert cosine["staging.md"] == pytest.approx(float(ENGLISH @ [0, 1, 0, 0]), abs=1e-5)
+    assert cosine["vpn-es.md"] == pytest.approx(float(SPANISH @ [1, 0, 0, 0]), abs=1e-5)
+
+
+def test_each_rendering_is_searched_by_its_own_keywords(notes) -> None:  # type: ignore[no-untyped-def]
+    store, brain = notes
+    # Vectors that favour no note: only the keywords decide, and only the rendering's match.
+    flat = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
+    assert store.keyword_scores(brain, "¿Dónde hay impresoras?", 5) == []
+    hits = hybrid_search(store, brain, "¿Dónde hay impresoras?", flat, 1, also=[("Where is the printer?", flat)])
+    assert hits[0].chunk.relative_path == "printer.md"
+
+
+def test_a_rendering_ranks_by_how_far_ahead_its_best_chunk_is(notes) -> None:  # type: ignore[no-untyped-def]
+    """With the English-only embedder a Spanish question is about as close to every Spanish
+    note: its raw cosines are high but say little. Each rendering is standardised on its own, so
+    the English rendering's clear winner ranks first though its cosine is lower."""
+    store, brain = notes
+    spanish = np.array([0.7, 0.0, 0.3, 0.6], dtype=np.float32)  # vpn-es 0.72, printer 0.62, staging 0
+    spanish /= np.linalg.norm(spanish)
+    english = np.array([0.0, 0.6, 0.6, 0.45], dtype=np.float32)  # staging 0.62, printer 0.47, vpn-es 0
+    english /= np.linalg.norm(english)
+    hits = search(store, brain, "¿Qué?", spanish, 3, hybrid=False, also=[("What?", english)])
+    assert hits[0].chunk.relative_path == "staging.md"
+    assert hits[0].score < max(h.score for h in hits)
+
+
+def test_only_spanish_questions_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    assert crosslang.wants_rendering(QUESTION)
+    assert not crosslang.wants_rendering("Which port does the staging database listen on?")
+    assert crosslang.render("Which port does the staging database listen on?") is None
+    monkeypatch.setenv("LOCALLENS_TRANSLATE", "0")
+    assert not crosslang.wants_rendering(QUESTION)
+    assert crosslang.render(QUESTION) is None
+    monkeypatch.setenv("LOCALLENS_TRANSLATE", "perhaps")
+    with pytest.raises(UsageError, match="LOCALLENS_TRANSLATE"):
+        crosslang.wants_rendering(QUESTION)
+
+
+def test_without_apertium_the_question_is_glossed_word_by_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+    rendering = crosslang.render("¿Con qué comando hago rollback de dispatch-api en el puerto 8080?")
+    # bridged words in English, identifiers and numbers kept, other Spanish words left out
+    assert rendering == Rendering("command dispatch-api port 8080", "gloss")
+    assert crosslang.gloss("¿y eso?") == ""
+
+
+def test_a_failing_translator_falls_back_to_the_gloss(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    broken = tmp_path / "apertium"
+    broken.write_text("#!/bin/sh\necho 'no such mode' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: str(broken))
+    assert crosslang.render(QUESTION) == Rendering("port database data", "gloss")
+    missing = tmp_path / "gone"
+    monkeypatch.setattr(crosslang, "_apertium", lambda: str(missing))
+    assert crosslang.render(QUESTION) == Rendering("port database data", "gloss")
+
+
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_apertium_renders_the_question_in_english(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    rendering = crosslang.render(QUESTION)
+    assert rendering is not None and rendering.via == "apertium"
+    words = re.findall(r"[\w-]+", rendering.text.lower())
+    assert "port" in words and "database" in words and "staging" in words
+
+
+def test_retrieve_searches_a_spanish_question_in_english_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """End to end with the bag-of-words embedder: the Spanish question shares words with the
+    Spanish note only; its rendering shares `port` and `database` with the English one."""
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    embedder = FakeEmbedder()
+    notes = {
+        "engineering/test.md": "The database listens on port 5433.",
+        "notas/almacen.md": "La base del almacén escucha los pedidos.",
+        "hr/leave.md": "Employees get 25 working days of paid leave.",
+    }
+    with Store(tmp_path / "index.db") as store:
+        brain = store.create_brain("default", embedder.name, embedder.dim, "paragraph", 220, 0)
+        write_one_chunk_notes(store, brain, notes, {p: embedder.vector(t) for p, t in notes.items()})
+        monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+        result = retrieve(store, brain, embedder, QUESTION, 1)
+        assert result.rendering == Rendering("port database data", "gloss")
+        assert [h.chunk.relative_path for h in result.hits] == ["engineering/test.md"]
+        monkeypatch.setenv("LOCALLENS_TRANSLATE", "0")
+        result = retrieve(store, brain, embedder, QUESTION, 1)
+        assert result.rendering is None
+        assert [h.chunk.relative_path for h in result.hits] == ["notas/almacen.md"]
+
+
+def test_the_extractive_answer_reads_the_english_rendering_too() -> None:
+    """A unit that shares no word with the Spanish question but answers its English rendering
+    is printed (the bag-of-words encoder of test_claims stands in for the embedder)."""
+    from locallens.extractive import extractive_answer
+
+    from .test_answer_units import LEAVE, RUNBOOK
+    from .test_claims import fake_encode, fake_vector, hit
+
+    def ask(question: str, english: str, note: str):  # type: ignore[no-untyped-def]
+        hits = [hit(note, "notes/policy.md", 0)]
+        plain = extractive_answer(question, hits, fake_vector(question), fake_encode)
+        rendering = Rendering(english, "apertium", fake_vector(english))
+        return plain, extractive_answer(question, hits, fake_vector(question), fake_encode, rendering=rendering)
+
+    plain, read = ask(
+        "¿Cuántos días libres se pueden pasar al año siguiente?",
+        "How many free days can be carried over to the next year?",
+        LEAVE,
+    )
+    assert plain.refused and plain.answer == "La respuesta no está en los fragmentos."
+    assert not read.refused and "5 unused days can be carried over" in read.answer
+    plain, read = ask(
+        "¿Hace falta aprobación para volver atrás un servicio?", "Does rolling back need approval?", RUNBOOK
+    )
+    assert "never needs approval" not in plain.answer
+    answering = [c.claim for c in read.claims if c.answering]
+    assert answering[0] == "Rolling back is always allowed and never needs approval."
+
+
+def test_ask_json_shows_the_rendering_of_a_spanish_question(fake_models, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from locallens.answer import AskRequest, ask
+    from locallens.indexer import IndexRequest, index
+
+    from .helpers import write_files
+
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+    root = write_files(tmp_path / "notes", {"staging.md": "# Staging\n\nThe staging database listens on port 5433.\n"})
+    db = tmp_path / "index.db"
+    index(IndexRequest(paths=[root], db=db))
+    spanish = ask(AskRequest(question=QUESTION, db=db, extractive=True)).as_json()
+    assert spanish["rendering"] == {"text": "port database data", "via": "gloss"}
+    assert "5433" in spanish["answer"]
+    english = ask(AskRequest(question="Which port does the staging database listen on?", db=db, extractive=True))
+    assert "rendering" not in english.as_json()

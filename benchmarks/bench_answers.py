@@ -32,8 +32,10 @@ hand). `--timing N` times N questions per mode cold (a new `locallens ask` proce
 
 `--fit` fits the unit scorer's weights (locallens/unit_scores.py) on the sample, pydoc and
 stdlib sets' answerable questions and prints each signal's effect (the share of questions whose
-best unit states the answer, with every signal, and with each one left out), and the refusal
-threshold's trade-off on the answerable and unanswerable questions of every set but `borg`.
+best unit states the answer, with every signal, and with each one left out), then the refusal's
+logistic (`extractive.EVIDENCE_WEIGHTS`) on the answerable and unanswerable questions of those
+sets, es's unanswerable ones and es-given's answerable ones, with its trade-off per threshold
+(borg measured with the fitted weights, never fitted on) and the weights to ship (`SHIPPABLE`).
 """
 
 from __future__ import annotations

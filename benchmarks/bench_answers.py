@@ -8,7 +8,10 @@ is in no document, the right answer being the refusal):
   policy?", "summarize the on-call rotation": answered when the answer is drawn from the
   expected file (every printed unit cites it);
 - es: benchmarks/data/sample_es_over_en.jsonl (20 + 4), Spanish questions over sample_docs'
-  English notes;
+  English notes; es-given: its 20 answerable questions with the expected note's two best chunks
+  put first (the retrieved excerpts of other files after them), so that the answer stage and its
+  refusal are measured on a Spanish question whose English note is among the excerpts, apart
+  from retrieval;
 - pydoc-es: benchmarks/data/pydoc_es_over_en.jsonl (18 + 4), Spanish questions over the English
   language-reference topics below: held out, nothing is tuned on it;
 - pydoc: benchmarks/data/pydoc_questions.jsonl (40 + 12) over the language reference topics that
@@ -31,8 +34,10 @@ hand). `--timing N` times N questions per mode cold (a new `locallens ask` proce
 
 `--fit` fits the unit scorer's weights (locallens/unit_scores.py) on the sample, pydoc and
 stdlib sets' answerable questions and prints each signal's effect (the share of questions whose
-best unit states the answer, with every signal, and with each one left out), and the refusal
-threshold's trade-off on the answerable and unanswerable questions of every set but `borg`.
+best unit states the answer, with every signal, and with each one left out), then the refusal's
+logistic (`extractive.EVIDENCE_WEIGHTS`) on the answerable and unanswerable questions of those
+sets, es's unanswerable ones and es-given's answerable ones, with its trade-off per threshold
+(borg measured with the fitted weights, never fitted on) and the weights to ship (`SHIPPABLE`).
 """
 
 from __future__ import annotations
@@ -61,6 +66,9 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "broad": ("sample", [DATA / "sample_broad.jsonl"]),
     "es": ("sample", [DATA / "sample_es_over_en.jsonl"]),
     "pydoc-es": ("pydoc", [DATA / "pydoc_es_over_en.jsonl"]),
+    # The same Spanish questions, their expected English note's two best chunks first (then the
+    # retrieved excerpts of other files): the answer stage measured apart from retrieval.
+    "es-given": ("sample", [DATA / "sample_es_over_en.jsonl"]),
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
@@ -177,6 +185,60 @@ def request_for(question: str, db: Path, mode: str) -> Any:
     return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
 
 
+GIVEN_CHUNKS = 2  # es-given: how many chunks of the expected note go first
+GIVEN_TOTAL = 5
+
+
+def given_note_hits(row: dict[str, Any], db: Path, models: Any) -> tuple[list[Any], Any]:
+    """es-given: the expected note's best chunks first, then the retrieved excerpts of other
+    files, and the question's vector."""
+    from dataclasses import replace
+
+    from locallens.answer import ask
+
+    request = request_for(row["question"], db, "extractive")
+    note = ask(replace(request, context_only=True, path_glob=row["files"][0]), models)
+    rest = ask(replace(request, context_only=True), models)
+    others = [h for h in rest.sources if h.chunk.relative_path != row["files"][0]]
+    hits = list(note.sources)[:GIVEN_CHUNKS] + others[: GIVEN_TOTAL - GIVEN_CHUNKS]
+    return hits, rest.retrieval.query_vector
+
+
+def ask_given(row: dict[str, Any], db: Path, models: Any) -> dict[str, Any]:
+    """es-given: the extractive answer of `given_note_hits`, through the answer mode's own seam."""
+    from locallens.answer import brain_term_counts
+    from locallens.extractive import ExtractiveMode
+    from locallens.modes import AnswerInput, AnswerOptions
+    from locallens.retrieval import SentenceEncoder
+    from locallens.storage import open_store, parse_db
+
+    hits, vector = given_note_hits(row, db, models)
+    with open_store(parse_db(db)) as store:
+        brain = store.get_brain("default")
+        given = AnswerInput(
+            row["question"],
+            hits,
+            vector,
+            SentenceEncoder(models.embedder(brain.model), store),
+            models,
+            AnswerOptions(),
+            brain_term_counts(store, brain),
+        )
+        checked = ExtractiveMode().answer(given).checked
+    claims = [
+        {"supported": cl.supported, "citations": cl.citations, "extracted": True, "text": cl.text, "source": cl.source}
+        for cl in checked.claims
+    ]
+    return {
+        "answer": checked.answer,
+        "refused": checked.refused,
+        "claims": claims,
+        "citations": sorted({n for cl in checked.claims for n in cl.citations}),
+        "sources": [{"n": n, "path": h.chunk.relative_path, "content": h.content} for n, h in enumerate(hits, 1)],
+        "timings": {"extract_ms": checked.check_ms},
+    }
+
+
 def words(text: str) -> int:
     return len(text.split())
 
@@ -209,15 +271,22 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
             if args.subset:
                 answerable = [r for r in rows if r.get("answerable", True)][: args.subset]
                 rows = [r for r in rows if r in answerable or not r.get("answerable", True)]
+            if set_name == "es-given":
+                rows = [r for r in rows if r.get("answerable", True) and r.get("files")]
             if not rows:
                 continue
             db = build_index(SETS[set_name][0], workdir)
             for mode in args.modes:
+                if set_name == "es-given" and mode != "extractive":
+                    continue
                 out = results.setdefault((set_name, mode), [])
                 for row in rows:
                     started = time.perf_counter()
                     try:
-                        data = ask(request_for(row["question"], db, mode), models).as_json()
+                        if set_name == "es-given":
+                            data = ask_given(row, db, models)
+                        else:
+                            data = ask(request_for(row["question"], db, mode), models).as_json()
                     except NothingFoundError:
                         data = None
                     seconds = time.perf_counter() - started
@@ -338,53 +407,51 @@ def timing(args: argparse.Namespace) -> None:
 
 
 def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Per question: its units' feature rows, which units state the answer, and its set."""
+    """Per question: its units' feature rows, which units state the answer, the refusal's
+    evidence (`extractive.evidence_features`), whether its excerpts hold an expected answer,
+    and its set."""
+    from dataclasses import replace
+
     import numpy as np
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, fact_far, missing_salience, missing_words, term_coverage
+    from locallens.extractive import _passage, evidence_features, score_units
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
-    from locallens.trim import unit_rows
     from locallens.unit_scores import features, question_terms
-    from locallens.units import HEADING, answer_units
+    from locallens.units import HEADING
 
     workdir = Path(args.workdir)
     models = WarmModels()
     out = []
     for set_name in set_names:
         rows = load_set(set_name)
+        if set_name == "es-given":
+            rows = [r for r in rows if r.get("answerable", True) and r.get("files")]
         if not rows:
             continue
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
             request = request_for(row["question"], db, "extractive")
-            from dataclasses import replace
-
             try:
-                result = ask(replace(request, context_only=True), models)
+                if set_name == "es-given":
+                    hits, vector = given_note_hits(row, db, models)
+                else:
+                    result = ask(replace(request, context_only=True), models)
+                    hits, vector = list(result.sources), result.retrieval.query_vector
             except Exception:  # nothing found
-                continue
-            hits = result.sources
-            units = answer_units(hits)
-            if not units:
                 continue
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
-                embedder = models.embedder(brain.model)
-                encode = SentenceEncoder(embedder, store)
-                vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
-                counts = brain_term_counts(store, brain)
-                missing = missing_salience(row["question"], hits, counts)
-                words = missing_words(row["question"], hits)
-                total, df = counts(words)
-                far = fact_far(row["question"], hits, units, counts)
-            query = unit_rows(np.asarray(result.retrieval.query_vector, dtype=np.float64).reshape(-1))
-            cos = vectors @ query
-            qt = question_terms(row["question"])
-            x = features(qt, units, cos, [h.chunk.relative_path for h in hits])
+                encode = SentenceEncoder(models.embedder(brain.model), store)
+                scored = score_units(row["question"], hits, np.asarray(vector), encode)
+                evidence = evidence_features(row["question"], hits, scored, brain_term_counts(store, brain))
+            units = scored.units
+            if not units:
+                continue
+            x = features(question_terms(row["question"]), units, scored.cosines, [h.chunk.relative_path for h in hits])
             answers = row.get("answers")
             y = np.array(
                 [
@@ -399,10 +466,10 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "set": set_name,
                     "question": row["question"],
                     "answerable": row.get("answerable", True),
+                    "held": bool(answers) and contains_answer("\n".join(h.content for h in hits), answers),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": [term_coverage(qt, hits), hits[0].score, missing, far],
-                    "missing": {"chunks": total, "words": df},
+                    "evidence": evidence,
                 }
             )
     models.close()
@@ -494,16 +561,28 @@ def fit(args: argparse.Namespace) -> None:
         print(
             f"  {held:<8} fitted on all {_top1(test, w, b, all_cols):.3f}, fitted without it {_top1(test, wh, bh, all_cols):.3f}"
         )
-    # The refusal: combined evidence (the best unit's score, the share of the question's key
-    # terms the excerpts hold, the top excerpt's retrieval score, the rarest missing word) on
-    # answerable vs unanswerable questions of the fitting sets and es; borg is measured only.
-    calib = examples + _examples(args, tuple(name for name in ("es",) if name in args.sets))
+    # The refusal: combined evidence (`EVIDENCE_WEIGHTS`) on answerable vs unanswerable
+    # questions: the fitting sets, es's unanswerable questions and es-given's answerable ones
+    # (es's own answerable questions mostly have excerpts without their answer, Spanish notes
+    # where the English one was not retrieved: neither refusing nor answering those says what
+    # the refusal should do); borg is measured only.
+    extra = tuple(name for name in ("es", "es-given") if name in args.sets)
+    calib = examples + [ex for ex in _examples(args, extra) if not (ex["set"] == "es" and ex["answerable"])]
     held_out = _examples(args, ("borg",)) if "borg" in args.sets else []
-    # The best unit's linear score as `ask` computes it: with the shipped weights.
-    current_w = np.array([WEIGHTS[n] for n in FEATURES])
+    refusal_fit(args, calib, held_out)
+
+
+def refusal_fit(args: argparse.Namespace, calib: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> None:
+    """Fit the refusal's logistic on `calib`, print the trade-off per threshold (and on
+    `held_out`, measured only), the chosen threshold and the weights to ship."""
+    import numpy as np
+
+    from locallens.extractive import EVIDENCE_WEIGHTS
+
+    names = list(EVIDENCE_WEIGHTS)
 
     def evidence(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
-        ev = np.array([[float((ex["x"] @ current_w).max()), *ex["evidence"]] for ex in rows]).reshape(-1, 5)
+        ev = np.array([[ex["evidence"][n] for n in names] for ex in rows]).reshape(-1, len(names))
         return ev, np.array([1.0 if ex["answerable"] else 0.0 for ex in rows])
 
     ev, target = evidence(calib)
@@ -516,25 +595,26 @@ def fit(args: argparse.Namespace) -> None:
                         "set": ex["set"],
                         "question": ex["question"],
                         "answerable": ex["answerable"],
-                        "evidence": [round(float(v), 4) for v in row],
-                        "missing": ex["missing"],
+                        "held": ex["held"],
+                        "evidence": {k: round(float(v), 4) for k, v in ex["evidence"].items()},
                     },
                     ensure_ascii=False,
                 )
                 + "\n"
-                for ex, row in zip(calib + held_out, [*ev, *ev_out])
+                for ex in calib + held_out
             ),
             encoding="utf-8",
         )
-    names = ("best unit", "term coverage", "top score", "missing word", "asked fact far")
-    for label, columns in (
-        ("without the missing word", [0, 1, 2]),
-        ("with the missing word", [0, 1, 2, 3]),
-        ("with the missing word and the asked fact far", [0, 1, 2, 3, 4]),
-    ):
+    variants = [
+        ("as before (without the missing name and the unstated fact)", names[:5]),
+        ("with the missing name and the unstated fact (shipped)", names),
+    ]
+    for label, used in variants:
+        columns = [names.index(n) for n in used]
         cw, cb = _fit(ev[:, columns], target, l2=0.1)
         print(
-            f"\nrefusal evidence {label}, fitted on {len(calib)} questions of {', '.join(sorted({ex['set'] for ex in calib}))}: "
+            f"\nrefusal evidence {label}, fitted on {len(calib)} questions of "
+            f"{', '.join(sorted({ex['set'] for ex in calib}))}: "
             + ", ".join(f"{names[k]} {v:+.2f}" for k, v in zip(columns, cw))
             + f", bias {cb:+.2f}"
         )
@@ -543,52 +623,30 @@ def fit(args: argparse.Namespace) -> None:
         def refused(e: Any, t: float, columns: list[int] = columns, cw: Any = cw, cb: float = cb) -> Any:
             return 1 / (1 + np.exp(-(e[:, columns] @ cw + cb))) < t
 
-        for t in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-            r = refused(ev, t)
-            line = (
-                f"  {t:.1f}: {int((r & (target == 1)).sum()):>3}/{int(target.sum())} "
-                f"{int((r & (target == 0)).sum()):>3}/{int((1 - target).sum())}"
+        def counts(e: Any, tg: Any, t: float) -> str:
+            r = refused(e, t)
+            return (
+                f"{int((r & (tg == 1)).sum()):>3}/{int(tg.sum())} {int((r & (tg == 0)).sum()):>3}/{int((1 - tg).sum())}"
             )
-            if len(ev_out):
-                ro = refused(ev_out, t)
-                line += (
-                    f"   | {int((ro & (target_out == 1)).sum()):>3}/{int(target_out.sum())} "
-                    f"{int((ro & (target_out == 0)).sum()):>3}/{int((1 - target_out).sum())}"
-                )
-            print(line)
+
+        for t in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
+            print(
+                f"  {t:.2f}: {counts(ev, target, t)}" + (f"   | {counts(ev_out, target_out, t)}" if len(ev_out) else "")
+            )
         # The threshold that refuses most unanswerable questions while refusing at most 5% of the
         # answerable ones (of the fitting sets).
         grid = [round(0.3 + 0.05 * k, 2) for k in range(11)]
         allowed = [t for t in grid if (refused(ev, t) & (target == 1)).sum() <= 0.05 * target.sum()]
-        if allowed:
-            t = max(allowed, key=lambda t: (int((refused(ev, t) & (target == 0)).sum()), -t))
-            r = refused(ev, t)
-            print(
-                f"  chosen threshold {t:.2f} (most unanswerable refused, at most 5% of the answerable): "
-                f"{int((r & (target == 1)).sum())}/{int(target.sum())} {int((r & (target == 0)).sum())}/{int((1 - target).sum())}"
-                + (
-                    f" | borg {int((refused(ev_out, t) & (target_out == 1)).sum())}/{int(target_out.sum())} "
-                    f"{int((refused(ev_out, t) & (target_out == 0)).sum())}/{int((1 - target_out).sum())}"
-                    if len(ev_out)
-                    else ""
-                )
-            )
-            if 4 in columns:
-                print(
-                    "SHIPPABLE "
-                    + json.dumps(
-                        {
-                            "weights": dict(
-                                zip(
-                                    ("best_unit", "term_coverage", "top_score", "missing", "fact_far"),
-                                    map(float, np.round(cw, 2)),
-                                )
-                            ),
-                            "bias": round(float(cb), 2),
-                            "threshold": t,
-                        }
-                    )
-                )
+        if not allowed:
+            continue
+        t = max(allowed, key=lambda t: (int((refused(ev, t) & (target == 0)).sum()), -t))
+        print(
+            f"  chosen threshold {t:.2f} (most unanswerable refused, at most 5% of the answerable): {counts(ev, target, t)}"
+            + (f" | borg {counts(ev_out, target_out, t)}" if len(ev_out) else "")
+        )
+        if used == names:
+            weights = dict(zip(names, map(float, np.round(cw, 2))))
+            print("SHIPPABLE " + json.dumps({"weights": weights, "bias": round(float(cb), 2), "threshold": t}))
         for name in sorted({ex["set"] for ex in calib}):
             rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
             p = 1 / (1 + np.exp(-(ev[:, columns] @ cw + cb)))
@@ -600,7 +658,7 @@ def fit(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,borg")
+    parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"), help="indexes and cached generations")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. before / after)")

@@ -19,7 +19,12 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
   bring my dog to the Madrid office?" beside the office's benefits, a word no note holds), and
   whether the kind of fact asked (a phone number, a port, a price, a date, a duration) is in a
   unit about the question's subject (`fact_far`: "when was Python 3.12 released?" over excerpts
-  without a date).
+  without a date), the rarest *name* of the question (a product, vendor, version) that no excerpt
+  mentions (`missing_name`: "Stripe" beside another company's support phone), and how far the
+  best unit holding a value of the kind asked is from stating it about the question's words
+  (`fact_unstated`: "how long is the probation period of new hires?" over notes whose only
+  duration is an audit's three days). A broad question whose note holds only part of its topic
+  is not summarised, and is answered only by a unit about its whole topic.
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -45,7 +50,9 @@ from locallens.unit_scores import (
     BRIDGED,
     QuestionTerms,
     asked_fact,
+    asks_name,
     carries_fact,
+    carries_name,
     combine,
     context_of,
     features,
@@ -56,22 +63,25 @@ from locallens.unit_scores import (
 )
 from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 
-# Measured on the sample, pydoc and Spanish sets (benchmarks/bench_answers.py --fit;
-# docs/benchmarks.md#answer-units).
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, the
-# top excerpt's retrieval score, the missing word (`missing_salience`) and the asked fact far
-# from the question's subject (`fact_far`); a logistic fitted on answerable and unanswerable
-# questions of the sample, pydoc and Spanish sets (docs/benchmarks.md#refusing-near-misses).
+# top excerpt's retrieval score, the missing word (`missing_salience`), the asked fact far
+# from the question's subject (`fact_far`), the missing name (`missing_name`) and the asked fact
+# not stated about the question's words (`fact_unstated`); a logistic fitted by
+# `benchmarks/bench_answers.py --fit` on the answerable and unanswerable questions of the sample
+# and pydoc sets, the Spanish set's unanswerable ones and the Spanish questions given their
+# English note (`es-given`) (docs/benchmarks.md#the-fact-stated-about-its-subject).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 0.54,
-    "term_coverage": 0.22,
-    "top_score": 6.7,
-    "missing": -1.77,
-    "fact_far": -2.37,
+    "best_unit": 1.14,
+    "term_coverage": 1.66,
+    "top_score": 3.41,
+    "missing": -4.16,
+    "fact_far": 0.25,
+    "missing_name": -3.35,
+    "fact_unstated": -3.68,
 }
-EVIDENCE_BIAS = -2.47
-MIN_EVIDENCE = 0.6  # below this, the plain refusal
+EVIDENCE_BIAS = -1.14
+MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
@@ -79,6 +89,7 @@ MIN_TERM_COVERAGE = 0.2
 TERM_COUNT_CAP = 1000
 MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
 MARGIN = 0.15  # ... and when it scores within this of the best
+MAX_ANSWERING = 2  # answering units in a passage, at most
 DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
@@ -107,8 +118,16 @@ _SPECIFIC = re.compile(
     re.I,
 )
 # Words that name the kind of text, not its topic.
-_GENERIC_WORDS = "note notes doc docs document page file section guide overview summary policy nota documento"
+_GENERIC_WORDS = (
+    "note notes doc docs document page file section guide overview summary policy rules procedure process "
+    "guidelines steps instructions nota documento normas reglas procedimiento proceso"
+)
 _GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
+
+
+def _topic_words(topic: str) -> str:
+    """A broad question's topic without the words that name the kind of text ("rules", "note")."""
+    return " ".join(w for k, w in key_words(topic).items() if k not in _GENERIC)
 
 
 def is_broad(question: str) -> str | None:
@@ -149,10 +168,26 @@ def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray,
 
 
 def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
-    """The share of the question's key terms that the excerpts hold."""
+    """The share of the question's key terms that the excerpts hold. Asked across languages
+    (`_across`), a word no excerpt holds counts only if a translation would keep it
+    (`missing_words`): the English excerpt may say it in English."""
     if not question.terms:
         return 1.0
-    return len(question.terms & _held(hits)) / len(question.terms)
+    held = len(question.terms & _held(hits))
+    if not _across(question.text, hits):
+        return held / len(question.terms)
+    missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w)} & question.terms)
+    return held / max(1, held + missing)
+
+
+def _across(question: str, hits: Sequence[Hit]) -> bool:
+    """Whether the question is asked across languages (Spanish over English notes): the top
+    excerpt, or most excerpts, are in another language than the question."""
+    if not hits:
+        return False
+    own = question_language(question)
+    other = [question_language(h.content[:_LANGUAGE_SAMPLE]) != own for h in hits]
+    return other[0] or sum(other) * 2 > len(other)
 
 
 def _held(hits: Sequence[Hit]) -> frozenset[str]:
@@ -163,17 +198,18 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     """The question's words (content words, numbers, identifiers) that no excerpt holds, compared
     by key (`unit_scores.key_terms`: `minutes` meets `minutos`): "dog" in "can I bring my dog
     to the Madrid office?" over the office's benefits. An identifier is held when its parts are
-    (`shutil.rmtree` by `shutil` and `rmtree`).
+    (`shutil.rmtree` by `shutil` and `rmtree`); a word naming the kind of answer asked
+    ("command", "exception": `_KIND_WORDS`) is never missing.
 
-    A question in another language than every excerpt (Spanish over English notes) misses its
+    A question asked across languages (`_across`: Spanish over English notes) misses its
     own words by construction: then only the words that survive translation count, names,
     numbers and identifiers (`_untranslated`), and the words `unit_scores` bridges to English."""
     held = _held(hits)
-    across = question_language(question) not in {question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits}
+    across = _across(question, hits)
     first = next(iter(_WORD.findall(question)), "")
     out = []
     for key, word in key_words(question).items():
-        if key in held:
+        if key in held or key in _KIND_KEYS:
             continue
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
         part_keys = [k for part in parts for k in key_terms(part)]
@@ -186,6 +222,14 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
 
 
 _LANGUAGE_SAMPLE = 1000  # an excerpt's language is guessed from its start
+# Words that name the kind of answer a question asks for ("which command", "what exception"):
+# the excerpts give the command itself, seldom the word, so its absence tells nothing.
+_KIND_WORDS = (
+    "command commands option options flag flags function functions method methods exception exceptions "
+    "error errors keyword statement operator attribute attributes argument arguments parameter parameters "
+    "setting settings variable variables syntax comando opción función método excepción parámetro"
+)
+_KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(word))
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
 
 
@@ -258,6 +302,80 @@ def _salience(words: Sequence[str], term_counts: TermCounts | None) -> dict[str,
     return {w: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in words}
 
 
+_QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|“[^”\n]*”|'[^'\n]*'")
+
+
+def _is_name(word: str, first: str) -> bool:
+    """A word that names something (a product, a vendor, a version): with a digit, a capital past
+    its first letter, or a capital anywhere but the question's first word (`Stripe`, `SHA-256`,
+    `PyPI`, `3.12`); a lower-case compound such as `two-factor` is not one."""
+    if any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]):
+        return True
+    return word[:1].isupper() and word != first
+
+
+def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
+    """How telling the rarest *name* of the question missing from the excerpts is (0..1, weighed
+    as `missing_salience` weighs any missing word): excerpts that never mention the product,
+    vendor or version asked about ("Stripe", "SHA-256") are not about it, whatever else they
+    share with the question. Words the question quotes (`except SomeError as e`, 'Test') are
+    the user's own example, not a name to look up."""
+    first = next(iter(_WORD.findall(question)), "")
+    quoted = {w for span in _QUOTED.findall(question) for w in _WORD.findall(span)}
+    names = [w for w in missing_words(question, hits) if w not in quoted and _is_name(w, first)]
+    if not names:
+        return 0.0
+    return max(_salience(names, term_counts).values())
+
+
+def fact_unstated(
+    question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None
+) -> float:
+    """How far the excerpts are from *stating* the fact asked about the subject asked (0..1).
+
+    The question asks for a kind of fact (a phone number, a port, a price, a date, a duration:
+    `asked_fact`; or a name, "which vendor / CI service / entidad certificadora": `asks_name`).
+    Each unit holding a value of that kind is read with what introduces it and the unit before
+    (as `fact_far` reads it), and scored by the share of the question's words it holds, each
+    word weighed by its salience in the brain (`_salience`); words of a language other than the
+    unit's excerpt count only when a translation keeps them (names, numbers, bridged words). The
+    result is 1 minus the best unit's share: 0 when one unit states a value of the kind about
+    every word of the question, 1 when no unit holds such a value; 0 for a question that asks
+    for no such fact. "How long is the probation period of new hires?" over notes whose only
+    durations are an audit's three days is near 1, though every word is somewhere in them."""
+    kind = asked_fact(question)
+    wants_name = kind is None and asks_name(question)
+    if (kind is None and not wants_name) or not units:
+        return 0.0
+    own = question_language(question)
+    languages = [question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits]
+    first = next(iter(_WORD.findall(question)), "")
+    words = key_words(question)
+    kept = {k: w for k, w in words.items() if _untranslated(w, first) or w in BRIDGED}
+    if not words:
+        return 0.0
+    salience = _salience(list(words.values()), term_counts)
+    question_keys = key_terms(question)
+    paths = [h.chunk.relative_path for h in hits]
+    best = 0.0
+    for i, unit in enumerate(units):
+        if wants_name:
+            if not carries_name(unit.text, question_keys):
+                continue
+        elif not carries_fact(unit.text, kind or ""):
+            continue
+        counted = words if languages[unit.excerpt - 1] == own else kept
+        total = sum(salience[w] for w in counted.values())
+        if total <= 0:
+            continue
+        around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
+        if i and units[i - 1].excerpt == unit.excerpt:
+            around.append(units[i - 1].text)
+        keys = key_terms(" ".join(around))
+        best = max(best, sum(salience[w] for k, w in counted.items() if k in keys) / total)
+    return 1.0 - best
+
+
 def evidence_features(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
 ) -> dict[str, float]:
@@ -272,6 +390,8 @@ def evidence_features(
         "top_score": hits[0].score if hits else 0.0,
         "missing": missing_salience(question, hits, term_counts),
         "fact_far": fact_far(question, hits, scored.units, term_counts),
+        "missing_name": missing_name(question, hits, term_counts),
+        "fact_unstated": fact_unstated(question, hits, scored.units, term_counts),
     }
 
 
@@ -390,7 +510,7 @@ def passage_units(scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKEN
             seen_text.add(" ".join(claim_text(u.text).lower().split()))
             chosen.append((u, u is unit))
         used += cost
-        if len([c for c in chosen if c[1]]) >= 2:
+        if len([c for c in chosen if c[1]]) >= MAX_ANSWERING:
             break
     return chosen
 
@@ -424,6 +544,10 @@ def summary_units(
                 best_heading, heading_match = unit, m
     doc = max(paths, key=lambda p: (doc_match[p], -paths.index(p)))
     if max(doc_match[doc], heading_match) < MIN_TOPIC_MATCH:
+        return None
+    if missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == doc]):
+        # The document holds only part of the topic ("the travel insurance policy" over the
+        # travel and expense policy, without a word of insurance): it is not what was asked about.
         return None
     if best_heading is not None and heading_match > doc_match[doc]:
         section = best_heading.text.split("\n")[0].lstrip("#").strip()
@@ -473,6 +597,12 @@ def summary_units(
     return [scored.units[i] for i in chosen]
 
 
+def _states_topic(topic: str, scored: Scored) -> bool:
+    """Whether some unit, read with its context, holds every key term of a broad question's topic."""
+    wanted = key_terms(topic) - _GENERIC
+    return any(wanted <= key_terms(" ".join([u.text, *context_of(u, scored.units)])) for u in scored.units)
+
+
 def extractive_answer(
     question: str,
     hits: Sequence[Hit],
@@ -496,11 +626,13 @@ def extractive_answer(
         scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode))
     claims: list[Claim] = []
     topic = is_broad(question)
-    if topic and missing_salience(topic, hits, term_counts) >= MIN_TOPIC_SALIENCE:
+    if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
     summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
+    elif topic and not _states_topic(topic, scored):
+        pass  # a broad question no document covers, and no unit is about its whole topic: refused
     elif scored.units and _evidence(question, hits, scored, term_counts, rendering) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)

@@ -60,8 +60,8 @@ WEIGHTS: dict[str, float] = {
 }
 BIAS = -2.0
 
-# Words that carry no topic: function words and question words (English, Spanish), and verbs
-# every question uses.
+# Words that carry no topic: function words and question words (English, Spanish), verbs
+# every question uses, and the verbs of "how long does it take / last", "¿cuánto dura / tarda?".
 _STOP_WORDS = """
     a an the and or but of to in on at for from by with about into onto as is are was were be been
     being am do does did done doing have has had having can could would should will shall may might
@@ -74,8 +74,12 @@ _STOP_WORDS = """
     cuántas por para con sin sobre es son está están ser estar hay se su sus mi mis tu tus me te
     nos le les este esta estos estas ese esa esos esas eso esto muy más menos tiene tienen tengo
     puedo puede pueden hace hacer hago debo debe deben
+    take takes took last lasts dura duran tarda tardan
 """
 _STOP = frozenset(_STOP_WORDS.split())
+# An English contraction ("didn't", "I'm", "isn't", "you'll", "it's") is a function word too;
+# a possessive ("Stripe's") is its word.
+_CONTRACTION = re.compile(r"(?:n['’]t|['’](?:m|re|ve|ll|d))$")
 # A few words a Spanish question over English notes most often hinges on, by their English word
 # (compared by its key, as every word is: a plural meets a plural, `días` and `days`):
 # units of time and size, and the nouns questions about software and policies ask for.
@@ -283,6 +287,29 @@ def carries_fact(text: str, kind: str) -> bool:
     return bool(pattern and pattern.search(text))
 
 
+# A question that asks which organisation or service does something ("which vendor provides ...",
+# "¿qué entidad certificadora ...?") is answered by a name the question does not hold.
+_ASKS_NAME = re.compile(
+    r"\b(?:which|what) (?:\w+ )?(?:vendor|company|provider|service|body|organi[sz]ation|firm|supplier|agency|"
+    r"partner|bank|insurer|auditor|contractor|registrar)s?\b"
+    r"|\bqu[eé] (?:\w+ )?(?:entidad|empresa|proveedor|compa[nñ][ií]a|servicio|organismo|banco|aseguradora|"
+    r"auditora|consultora)\b",
+    re.I,
+)
+# A name in running text: a capitalised word after a word (not a sentence's first), or an acronym.
+_PROPER_NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w&.-]*[A-Za-z0-9]|\b[A-Z]{2,}[\w-]*")
+
+
+def asks_name(question: str) -> bool:
+    """Whether the question asks which organisation, vendor or service does something."""
+    return bool(_ASKS_NAME.search(question))
+
+
+def carries_name(text: str, question_keys: frozenset[str]) -> bool:
+    """Whether `text` holds a name (`_PROPER_NAME`) that is not one of the question's own words."""
+    return any(key_terms(name) - question_keys for name in _PROPER_NAME.findall(text))
+
+
 def _fold(word: str) -> str:
     """Lower case without accents: `Versión` -> `version`."""
     decomposed = unicodedata.normalize("NFKD", word.lower())
@@ -294,7 +321,7 @@ def _key(token: str) -> str | None:
     """The key a token is compared by: five letters of a word (so `minutes` and `minutos`,
     `version` and `versión`, `required` and `requires` meet), a number or identifier whole."""
     lowered = token.lower()
-    if lowered in _STOP:
+    if lowered in _STOP or _CONTRACTION.search(lowered) or (lowered[:-2] in _STOP and lowered[-2:] in ("'s", "’s")):
         return None
     if lowered in _BRIDGE:  # the English word's key
         return _BRIDGE[lowered][:5]

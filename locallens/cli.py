@@ -763,7 +763,7 @@ def ask(
         None,
         "--rerank",
         envvar="LOCALLENS_RERANK",
-        help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off].",
+        help="Cross-encoder (folder or cached hub id) to re-score the top --candidates, or `llm`: the local LLM re-scores the top 10 (slow) [default: off].",
     ),
     candidates: int = typer.Option(
         DEFAULT_RERANK_CANDIDATES, "--candidates", min=1, help="Stage-1 candidates for --rerank."

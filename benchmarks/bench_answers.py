@@ -205,6 +205,14 @@ def stated(row: dict[str, Any], data: dict[str, Any] | None, set_name: str) -> b
 
 def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]:
     from locallens.answer import ask
+
+    try:
+        from locallens.answer import notices_to_print
+    except ImportError:  # an older checkout printed every notice
+
+        def notices_to_print(data: dict[str, Any]) -> list[str]:
+            return list(data.get("notices") or [])
+
     from locallens.errors import NothingFoundError
 
     workdir = Path(args.workdir)
@@ -262,6 +270,9 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
                             ),
                             "model_sentences": sum(1 for cl in (data or {}).get("claims", []) if not cl["extracted"]),
                             "fallback": bool((data or {}).get("fallback")),
+                            # What the check did (`--json`'s notices) and what `ask` prints of it on stderr.
+                            "notices": (data or {}).get("notices", []),
+                            "stderr_notes": notices_to_print(data) if data else [],
                         }
                     )
                     for cl in printed:

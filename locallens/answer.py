@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from locallens import locations
-from locallens.claims import CheckedAnswer, Claim
+from locallens.claims import UNSUPPORTED_MARK, CheckedAnswer, Claim
 from locallens.config import (
     DEFAULT_ASK_TRIM_WINDOW,
     DEFAULT_DEVICE,
@@ -71,6 +71,7 @@ __all__ = [
     "generate_grounded",
     "get_mode",
     "loop_start",
+    "notices_to_print",
 ]
 
 # The answer modes by name (`locallens.modes`): a new mode is its module plus one line here.
@@ -357,6 +358,20 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
         )
         result.apply(mode.answer(given))
     return result
+
+
+def notices_to_print(data: Mapping[str, Any]) -> list[str]:
+    """Of an answer's `notices` (`ask --json`: what the check did to the model's answer), the
+    ones a person reading it needs: only when what is printed is the model's own answer with
+    sentences of it left out. A refusal says itself on stdout ("The answer is not in the
+    excerpts."), and an answer that is the excerpts' own passage is its own, cited, text: a line
+    on stderr would only repeat that the model's answer was set aside, on nearly every answer of
+    a small model. With `--show-unsupported` the sentences set aside are printed, marked, so no
+    line is needed either. Everything stays in the JSON (`notices`, `fallback`, `withheld`,
+    `model_answer`)."""
+    if data.get("refused") or data.get("fallback") or f"{UNSUPPORTED_MARK} " in (data.get("answer") or ""):
+        return []
+    return list(data.get("notices") or [])
 
 
 def brain_term_counts(store: IndexStore, brain: Brain) -> TermCounts:

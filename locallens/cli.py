@@ -894,14 +894,16 @@ def _print_answer(
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
     answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
     (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
-    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way.
+    Of the check's notices, only those that matter to the reader (`answer.notices_to_print`)."""
+    from locallens.answer import notices_to_print
 
     if data.get("dropped") and not quiet:
         warn(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
             + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    for line in data.get("notices", []) if not quiet else []:
+    for line in notices_to_print(data) if not quiet and not json_out else []:
         note(line)
     if json_out:
         print_json(data)

@@ -144,6 +144,33 @@ def test_an_answer_the_excerpts_do_not_support_falls_back_to_them(db: Path, fake
     assert "5433" in out["answer"] and out["model_answer"] == "Bananas grow in Ecuador [2]."
 
 
+def test_stderr_says_what_happened_once_and_only_when_it_matters(db: Path, fake_models: FakeModels) -> None:
+    """The check's notices go to stderr only when the printed answer is the model's own with
+    sentences of it left out; --json keeps them all and prints none on stderr."""
+    note = "locallens: note: 1 sentence of the model's answer left out: not backed by the excerpts"
+    for reply, stderr in (
+        ("The staging database listens on port 5433 [1].", ""),  # supported as written
+        ("Bananas grow in Ecuador [2].", ""),  # the excerpts' own passage, cited: nothing to add
+        ("The staging database listens on port 5433 [1]. It also hosts the moon base on port 80 [1].", note),
+    ):
+        fake_models.replies = [reply]
+        plain = cli("ask", QUESTION, "--db", str(db))
+        assert plain.exit_code == 0 and "5433" in plain.stdout
+        assert plain.stderr.startswith(stderr) and len(plain.stderr.splitlines()) == (1 if stderr else 0), plain.stderr
+        as_json = cli("ask", QUESTION, "--db", str(db), "--json")
+        assert as_json.stderr == ""
+        out = stdout_json(as_json)
+        assert bool(out["notices"]) is (reply != "The staging database listens on port 5433 [1].")
+    # The sentences set aside, shown marked as asked: the marks say it, no line on stderr.
+    shown = cli("ask", QUESTION, "--db", str(db), "--show-unsupported")
+    assert "(unsupported)" in shown.stdout and shown.stderr == ""
+    # A refusal says itself on stdout; the model's answer left out is in the JSON.
+    fake_models.replies = ["Bananas grow in Ecuador [1]."]
+    refused = cli("ask", UNRELATED, "--db", str(db))
+    assert refused.exit_code == 4 and refused.stdout.startswith("The answer is not in the excerpts.")
+    assert refused.stderr == ""
+
+
 @pytest.mark.parametrize(
     ("question", "refusal"),
     [

@@ -218,7 +218,11 @@ class AskResult:
         if source is None or not 1 <= source <= len(self.sources):
             return {**out, "excerpt_span": None, "line_start": None, "line_end": None}
         hit = self.sources[source - 1]
-        originals = {d.original.id: d.original.content for d in self.retrieval.trim_details}
+        # The whole chunk the excerpt was cut from (by trimming, or to the passages a prompt of
+        # selected passages holds): its lines are the file's.
+        originals = {h.id: h.content for h in self.retrieval.hits} | {
+            d.original.id: d.original.content for d in self.retrieval.trim_details
+        }
         original = originals.get(hit.id, hit.content)
         return {**out, **locations.cited_sentence(hit.content, original, hit.chunk.location, claim.evidence)}
 

@@ -319,3 +319,21 @@ def test_library_ask_returns_the_cli_json(db: Path, fake_models: FakeModels) -> 
     assert {k: v for k, v in result.as_json().items() if k != "timings"} == {
         k: v for k, v in out.items() if k != "timings"
     }
+
+
+def test_a_prompt_of_selected_passages_cites_the_files_lines(db: Path, fake_models: FakeModels) -> None:
+    """With the prompt cut to the excerpts' passages, a cited sentence is still placed on its
+    file's lines (through the whole chunk it was cut from)."""
+    from locallens.answer import AskRequest, ask
+    from locallens.storage import parse_db
+
+    fake_models.replies = ["The staging database listens on port 5433 [1]."]
+    whole = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=False)).as_json()
+    cut = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=True)).as_json()
+    assert not cut["refused"] and "5433" in cut["answer"]
+    # The excerpt as sent is its units, one a line (the blank lines of the file are gone).
+    assert cut["sources"][0]["content"] != whole["sources"][0]["content"]
+    assert cut["sources"][0]["content"].splitlines()[1] == "The staging database listens on port 5433."
+    placed = [(c["line_start"], c["line_end"]) for c in cut["claims"] if c["supported"]]
+    assert placed and placed == [(c["line_start"], c["line_end"]) for c in whole["claims"] if c["supported"]]
+    assert placed[0] == (3, 3)

@@ -176,10 +176,9 @@ def request_for(question: str, db: Path, mode: str) -> Any:
     from locallens.retrieval import TrimSettings
     from locallens.storage import parse_db
 
-    extra: dict[str, Any] = {}
-    if mode == "passages":
-        extra["prompt_passages"] = True
-    elif mode == "trimmed":
+    # Every mode names what the prompt holds, whatever `ask`'s default is.
+    extra: dict[str, Any] = {"prompt_passages": mode == "passages"}
+    if mode == "trimmed":
         extra["trim"] = TrimSettings(enabled=True, window=DEFAULT_ASK_TRIM_WINDOW)
     if MAX_TOKENS is not None:
         extra["max_tokens"] = MAX_TOKENS
@@ -350,7 +349,9 @@ def timing(args: argparse.Namespace) -> None:
     db = build_index("sample", workdir)
     questions = [r["question"] for r in load_set("sample") if r.get("answerable", True)][: args.timing]
     for mode in args.modes:
-        flags = ["--extractive"] if mode == "extractive" else []
+        flags = {"extractive": ["--extractive"], "passages": ["--passages"], "default": ["--whole-excerpts"]}.get(
+            mode, []
+        )
         cold = []
         for q in questions:
             started = time.perf_counter()

@@ -28,6 +28,7 @@ from locallens.config import (
     DEFAULT_HYBRID,
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
+    DEFAULT_PROMPT_PASSAGES,
     DEFAULT_TOP_K,
 )
 from locallens.domain import Hit, RetrievalResult
@@ -113,7 +114,7 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
-    prompt_passages: bool = False  # generate from the excerpts' best passages instead of whole chunks
+    prompt_passages: bool = DEFAULT_PROMPT_PASSAGES  # generate from the excerpts' best passages, not whole chunks
     mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
     # What retrieval searches for, when not the question itself: `locallens chat` searches a
     # short follow-up together with the question before it. The prompt still gets `question` alone.

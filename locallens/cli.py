@@ -39,6 +39,7 @@ from locallens.config import (
     DEFAULT_MIN_RELEVANCE,
     DEFAULT_MIN_SENTENCES,
     DEFAULT_N_CTX,
+    DEFAULT_PROMPT_PASSAGES,
     DEFAULT_RERANK_CANDIDATES,
     DEFAULT_SHOW_CONTEXT,
     DEFAULT_TOP_K,
@@ -786,6 +787,11 @@ def ask(
     cite_grammar: bool = typer.Option(
         False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."
     ),
+    prompt_passages: bool = typer.Option(
+        DEFAULT_PROMPT_PASSAGES,
+        "--passages/--whole-excerpts",
+        help="Prompt the LLM with the excerpts' best passages (fewer tokens to read), or with the whole excerpts.",
+    ),
     batch: str | None = typer.Option(
         None,
         "--batch",
@@ -836,6 +842,7 @@ def ask(
             extractive=extractive,
             show_unsupported=show_unsupported,
             cite_grammar=cite_grammar,
+            prompt_passages=prompt_passages,
         )
         if batch is not None:
             raise typer.Exit(_ask_batch(batch, request))

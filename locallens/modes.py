@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from locallens.config import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX
+from locallens.config import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_PROMPT_PASSAGES
 from locallens.domain import Hit
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class AnswerOptions:
     seed: int = 0
     show_unsupported: bool = False
     cite_grammar: bool = False
-    prompt_passages: bool = False  # the prompt holds the excerpts' best passages, not whole chunks
+    prompt_passages: bool = DEFAULT_PROMPT_PASSAGES  # the prompt holds the excerpts' best passages, not whole chunks
     on_text: Callable[[str], None] | None = None  # the model's text as it streams (`locallens chat`)
 
 

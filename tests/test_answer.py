@@ -337,3 +337,15 @@ def test_a_prompt_of_selected_passages_cites_the_files_lines(db: Path, fake_mode
     placed = [(c["line_start"], c["line_end"]) for c in cut["claims"] if c["supported"]]
     assert placed and placed == [(c["line_start"], c["line_end"]) for c in whole["claims"] if c["supported"]]
     assert placed[0] == (3, 3)
+
+
+def test_passages_and_whole_excerpts_flags_choose_what_the_prompt_holds(db: Path, fake_models: FakeModels) -> None:
+    fake_models.replies = ["The staging database listens on port 5433 [1]."]
+    code, cut = _ask(db, QUESTION, "--passages")
+    assert code == 0
+    code, whole = _ask(db, QUESTION, "--whole-excerpts")
+    assert code == 0
+    first_prompt, second_prompt = (p[1].content for p in fake_models.prompts)
+    assert "# Staging environment\n\nThe staging database" in second_prompt  # the chunk as indexed
+    assert "# Staging environment\n\nThe staging database" not in first_prompt
+    assert cut["tokens"]["context_in_prompt"] <= whole["tokens"]["context_in_prompt"]

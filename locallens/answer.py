@@ -179,12 +179,14 @@ class AskResult:
     models: dict[str, str | None] = field(default_factory=dict)
     stopped_looping: bool = False  # generation ended early because the model repeated itself
     show_unsupported: bool = False  # as asked: decides the notices' wording
+    sent: list[Hit] | None = None  # the excerpts as the model read them, when cut from `sources`
 
     def apply(self, out: AnswerOutput) -> None:
         """Take in what the answer mode gave back."""
         self.checked = out.checked
         if out.sources is not None:
             self.sources = out.sources
+        self.sent = out.sent
         self.dropped = out.dropped
         self.stopped_looping = out.stopped_looping
         self.invalid_citations = out.invalid_citations
@@ -204,13 +206,15 @@ class AskResult:
         return self.checked is not None and self.checked.refused
 
     def context_tokens(self) -> tuple[int, int]:
-        """(estimate, tiktoken) of the excerpts the answer was given: `sources`, without the ones
-        dropped to fit the model's context (retrieval counted every hit it returned)."""
+        """(estimate, tiktoken) of the excerpts the answer was given: `sources` (as the model read
+        them: `sent`, when cut to their passages), without the ones dropped to fit the model's
+        context (retrieval counted every hit it returned)."""
         r = self.retrieval
-        given = sorted((h.id, h.content) for h in self.sources)
+        read = self.sent if self.sent is not None else self.sources
+        given = sorted((h.id, h.content) for h in read)
         if given == sorted((h.id, h.content) for h in r.hits):
             return r.tokens_in_context, r.tiktoken_in_context
-        return count_context(self.sources)
+        return count_context(read)
 
     def _claim_json(self, claim: Claim) -> dict[str, Any]:
         """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""

@@ -77,6 +77,7 @@ class AnswerOutput:
 
     checked: CheckedAnswer | None = None  # None: the mode prints no answer
     sources: list[Hit] | None = None  # the excerpts the answer was drawn from, when fewer than given
+    sent: list[Hit] | None = None  # the excerpts as the model read them, when cut from `sources`
     dropped: list[Hit] = field(default_factory=list)  # excerpts that did not fit the model's context
     stopped_looping: bool = False
     invalid_citations: list[int] = field(default_factory=list)

@@ -331,9 +331,10 @@ def test_a_prompt_of_selected_passages_cites_the_files_lines(db: Path, fake_mode
     whole = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=False)).as_json()
     cut = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=True)).as_json()
     assert not cut["refused"] and "5433" in cut["answer"]
-    # The excerpt as sent is its units, one a line (the blank lines of the file are gone).
-    assert cut["sources"][0]["content"] != whole["sources"][0]["content"]
-    assert cut["sources"][0]["content"].splitlines()[1] == "The staging database listens on port 5433."
+    # The excerpt as sent is its units, one a line (the blank lines of the file are gone); the
+    # sources are the whole excerpts, numbered alike.
+    assert "# Staging environment\nThe staging database listens on port 5433.\n" in fake_models.prompts[-1][1].content
+    assert cut["sources"] == whole["sources"]
     placed = [(c["line_start"], c["line_end"]) for c in cut["claims"] if c["supported"]]
     assert placed and placed == [(c["line_start"], c["line_end"]) for c in whole["claims"] if c["supported"]]
     assert placed[0] == (3, 3)
@@ -348,4 +349,5 @@ def test_passages_and_whole_excerpts_flags_choose_what_the_prompt_holds(db: Path
     first_prompt, second_prompt = (p[1].content for p in fake_models.prompts)
     assert "# Staging environment\n\nThe staging database" in second_prompt  # the chunk as indexed
     assert "# Staging environment\n\nThe staging database" not in first_prompt
-    assert cut["tokens"]["context_in_prompt"] <= whole["tokens"]["context_in_prompt"]
+    assert cut["tokens"]["context_in_prompt"] <= whole["tokens"]["context_in_prompt"]  # the same words here
+    assert cut["sources"] == whole["sources"]  # the whole excerpts, whatever the model read

@@ -67,7 +67,7 @@ def test_context_only_json_shape_and_no_llm(db: Path, fake_models: FakeModels) -
 
 
 def test_the_prompt_is_the_grounded_history_of_the_sources(db: Path, fake_models: FakeModels) -> None:
-    code, out = _ask(db, QUESTION)
+    code, out = _ask(db, QUESTION, "--whole-excerpts")
     assert code == 0, out
     (prompt,) = fake_models.prompts
     assert prompt == build_grounded_history(QUESTION, _hits(out["sources"]))
@@ -205,7 +205,7 @@ def test_extractive_answers_without_the_llm(db: Path, fake_models: FakeModels) -
 
 
 def test_context_fitting_drops_the_lowest_ranked_excerpts(db: Path, fake_models: FakeModels) -> None:
-    result = cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32")
+    result = cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32", "--whole-excerpts")
     assert result.exit_code == 0, result.output
     out = stdout_json(result)
     assert out["dropped"] and len(out["sources"]) + len(out["dropped"]) == 5
@@ -214,6 +214,10 @@ def test_context_fitting_drops_the_lowest_ranked_excerpts(db: Path, fake_models:
     (prompt,) = fake_models.prompts
     assert prompt == build_grounded_history(QUESTION, _hits(out["sources"]))
     assert fake_models.llm.count_prompt_tokens(prompt) + 32 <= 300
+    # With passages (the default) the same: what did not fit is neither sent nor a source.
+    cut = stdout_json(cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32"))
+    assert cut["dropped"] and len(cut["sources"]) + len(cut["dropped"]) == 5
+    assert fake_models.llm.count_prompt_tokens(fake_models.prompts[-1]) + 32 <= 300
     result = cli("ask", QUESTION, "--db", str(db), "--ctx", "160", "--max-tokens", "32")
     assert result.exit_code == 2 and "raise --ctx" in result.stderr
 

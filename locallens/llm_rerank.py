@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 LLM_RERANKER = "llm"  # the `--rerank` value that names this reranker
 LLM_CANDIDATES = 10  # first-stage candidates re-scored (each costs its prefill)
 PASSAGE_TOKENS = 96  # of each candidate, its first tokens are read
-LLM_WEIGHT = 0.5  # the blend: LLM_WEIGHT * z(question likelihood) + (1 - LLM_WEIGHT) * z(cosine)
+LLM_WEIGHT = 0.25  # the blend: LLM_WEIGHT * z(question likelihood) + (1 - LLM_WEIGHT) * z(cosine)
 SCORER_CTX = 512  # the scoring model's context: a passage and a question
 
 _scorers: dict[Path, LocalLLM] = {}

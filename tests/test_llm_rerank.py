@@ -34,7 +34,7 @@ def test_the_passage_that_makes_the_question_likely_comes_first(scorer: FakeMode
         make_hit("b.md", 0, "The staging database listens on port 5433.", 0.70),
         make_hit("c.md", 0, "Lunch is served at noon.", 0.60),
     ]
-    ranked = llm_rerank.llm_rerank(question, hits)[:2]
+    ranked = llm_rerank.llm_rerank(question, hits, weight=0.5)[:2]
     assert [h.chunk.relative_path for h in ranked] == ["b.md", "a.md"]
     assert all(h.rerank_score is not None and 0.0 < h.rerank_score < 1.0 for h in ranked)
     assert ranked[0].rerank_score > ranked[1].rerank_score  # type: ignore[operator]
@@ -42,7 +42,8 @@ def test_the_passage_that_makes_the_question_likely_comes_first(scorer: FakeMode
 
 def test_the_blend_weighs_the_first_stage_too() -> None:
     # Equal likelihoods: the cosine decides; weight 1: the likelihood alone.
-    assert list(llm_rerank.blend([-3.0, -3.0], [0.9, 0.5]).round(3)) == [1.0 * 0.5, -1.0 * 0.5]
+    assert list(llm_rerank.blend([-3.0, -3.0], [0.9, 0.5], weight=0.5).round(3)) == [1.0 * 0.5, -1.0 * 0.5]
+    assert list(llm_rerank.blend([-3.0, -3.0], [0.9, 0.5]).round(3)) == [0.75, -0.75]  # the shipped weight
     assert list(llm_rerank.blend([-1.0, -5.0], [0.5, 0.9], weight=1.0)) == [1.0, -1.0]
 
 
@@ -65,7 +66,7 @@ def test_one_file_fills_no_more_places_than_the_first_stage_allows(scorer: FakeM
     from locallens.retrieval import MAX_CHUNKS_PER_FILE, RerankSettings, rerank_hits
 
     question = "When does the on-call rotation hand over?"
-    same = [make_hit("on-call.md", i, f"The on-call rotation hands over on Monday, part {i}.", 0.5) for i in range(4)]
+    same = [make_hit("on-call.md", i, f"The on-call rotation hands over on Monday, part {i}.", 0.6) for i in range(4)]
     others = [make_hit(f"other{i}.md", 0, f"Unrelated note {i}.", 0.6) for i in range(3)]
     ranked = rerank_hits(question, others + same, RerankSettings("llm"), top_k=5)
     paths = [h.chunk.relative_path for h in ranked]

@@ -17,7 +17,8 @@ is in no document, the right answer being the refusal):
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
-answer check, its extractive fallback). Generations are cached in `--workdir` by their prompt, so
+answer check, its extractive fallback, as `ask` runs it), and the default mode's prompt holding
+`whole` excerpts, their selected `passages`, or the whole excerpts `trimmed` (`MODES`). Generations are cached in `--workdir` by their prompt, so
 the same prompt is generated once across runs and trees: run this script with PYTHONPATH at an
 older checkout to measure "before" on the very same generations.
 
@@ -63,10 +64,11 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
-# default: the grounded prompt holds the whole excerpts; passages: the excerpts' selected answer
-# units (`locallens.extractive.passage_hits`); trimmed: the excerpts trimmed to their relevant
-# sentences (`ask --trim`, the sentence-level trimming).
-MODES = ("extractive", "default", "passages", "trimmed")
+# default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
+# whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
+# passages: with the excerpts' selected passages (`ask --passages`); trimmed: with the whole
+# excerpts trimmed to their relevant sentences (`ask --trim --whole-excerpts`).
+MODES = ("extractive", "default", "whole", "passages", "trimmed")
 
 
 def load_set(name: str) -> list[dict[str, Any]]:
@@ -176,8 +178,9 @@ def request_for(question: str, db: Path, mode: str) -> Any:
     from locallens.retrieval import TrimSettings
     from locallens.storage import parse_db
 
-    # Every mode names what the prompt holds, whatever `ask`'s default is.
-    extra: dict[str, Any] = {"prompt_passages": mode == "passages"}
+    extra: dict[str, Any] = {}
+    if mode in ("whole", "passages", "trimmed"):  # what the prompt holds, whatever `ask`'s default is
+        extra["prompt_passages"] = mode == "passages"
     if mode == "trimmed":
         extra["trim"] = TrimSettings(enabled=True, window=DEFAULT_ASK_TRIM_WINDOW)
     if MAX_TOKENS is not None:
@@ -349,9 +352,12 @@ def timing(args: argparse.Namespace) -> None:
     db = build_index("sample", workdir)
     questions = [r["question"] for r in load_set("sample") if r.get("answerable", True)][: args.timing]
     for mode in args.modes:
-        flags = {"extractive": ["--extractive"], "passages": ["--passages"], "default": ["--whole-excerpts"]}.get(
-            mode, []
-        )
+        flags = {
+            "extractive": ["--extractive"],
+            "passages": ["--passages"],
+            "whole": ["--whole-excerpts"],
+            "trimmed": ["--trim", "--whole-excerpts"],
+        }.get(mode, [])
         cold = []
         for q in questions:
             started = time.perf_counter()
@@ -648,7 +654,7 @@ def fit(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,borg")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default="extractive,default", help=f"of {', '.join(MODES)}")
     parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"), help="indexes and cached generations")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. before / after)")
     parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")

@@ -22,7 +22,8 @@ is in no document, the right answer being the refusal):
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
-answer check, its extractive fallback). Generations are cached in `--workdir` by their prompt, so
+answer check, its extractive fallback, as `ask` runs it), and the default mode's prompt holding
+`whole` excerpts, their selected `passages`, or the whole excerpts `trimmed` (`MODES`). Generations are cached in `--workdir` by their prompt, so
 the same prompt is generated once across runs and trees: run this script with PYTHONPATH at an
 older checkout to measure "before" on the very same generations.
 
@@ -74,7 +75,11 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
-MODES = ("extractive", "default", "passages")
+# default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
+# whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
+# passages: with the excerpts' selected passages (`ask --passages`); trimmed: with the whole
+# excerpts trimmed to their relevant sentences (`ask --trim --whole-excerpts`).
+MODES = ("extractive", "default", "whole", "passages", "trimmed")
 
 
 def load_set(name: str) -> list[dict[str, Any]]:
@@ -137,6 +142,8 @@ class CachedLLM:
                 "seconds": time.perf_counter() - started,
                 "prompt_tokens": usage.prompt_tokens if usage else 0,
                 "completion_tokens": usage.completion_tokens if usage else 0,
+                "prompt_ms": usage.prompt_ms if usage else 0.0,
+                "load": os.getloadavg()[0],
             }
             self.cache[key] = item
             self.generated += 1
@@ -146,8 +153,9 @@ class CachedLLM:
             prompt_tokens=item["prompt_tokens"],
             completion_tokens=item["completion_tokens"],
             cached_tokens=0,
-            prompt_ms=0.0,
-            generate_ms=item["seconds"] * 1000,
+            # As measured when the generation was made (a cached one costs nothing now).
+            prompt_ms=item.get("prompt_ms", 0.0),
+            generate_ms=item["seconds"] * 1000 - item.get("prompt_ms", 0.0),
         )
         yield item["text"]
 
@@ -175,11 +183,17 @@ MAX_TOKENS: int | None = None  # --max-tokens: the answer length asked (None: as
 
 
 def request_for(question: str, db: Path, mode: str) -> Any:
-    """`mode`: extractive, default, or passages (the default mode prompted with selected passages)."""
+    """`mode`: one of `MODES`."""
     from locallens.answer import AskRequest
+    from locallens.config import DEFAULT_ASK_TRIM_WINDOW
+    from locallens.retrieval import TrimSettings
     from locallens.storage import parse_db
 
-    extra: dict[str, Any] = {"prompt_passages": True} if mode == "passages" else {}
+    extra: dict[str, Any] = {}
+    if mode in ("whole", "passages", "trimmed"):  # what the prompt holds, whatever `ask`'s default is
+        extra["prompt_passages"] = mode == "passages"
+    if mode == "trimmed":
+        extra["trim"] = TrimSettings(enabled=True, window=DEFAULT_ASK_TRIM_WINDOW)
     if MAX_TOKENS is not None:
         extra["max_tokens"] = MAX_TOKENS
     return AskRequest(question=question, db=parse_db(db), extractive=mode == "extractive", **extra)
@@ -258,6 +272,14 @@ def stated(row: dict[str, Any], data: dict[str, Any] | None, set_name: str) -> b
 
 def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]:
     from locallens.answer import ask
+
+    try:
+        from locallens.answer import notices_to_print
+    except ImportError:  # an older checkout printed every notice
+
+        def notices_to_print(data: dict[str, Any]) -> list[str]:
+            return list(data.get("notices") or [])
+
     from locallens.errors import NothingFoundError
 
     workdir = Path(args.workdir)
@@ -307,11 +329,24 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
                             "answer_ms": (data or {}).get("timings", {}).get("extract_ms")
                             or (data or {}).get("timings", {}).get("check_ms"),
                             "prompt_tokens": (data or {}).get("tokens", {}).get("prompt", 0),
+                            # The generation's own time (prefill + writing), as measured when it
+                            # was made: a cached generation costs nothing in this run.
+                            "prefill_ms": (data or {}).get("timings", {}).get("prompt_ms"),
+                            "generation_s": (
+                                ((data or {}).get("timings", {}).get("prompt_ms", 0.0) or 0.0)
+                                + ((data or {}).get("timings", {}).get("generate_ms", 0.0) or 0.0)
+                            )
+                            / 1000
+                            if (data or {}).get("timings", {}).get("generate_ms") is not None
+                            else None,
                             "model_supported": sum(
                                 1 for cl in (data or {}).get("claims", []) if cl["supported"] and not cl["extracted"]
                             ),
                             "model_sentences": sum(1 for cl in (data or {}).get("claims", []) if not cl["extracted"]),
                             "fallback": bool((data or {}).get("fallback")),
+                            # What the check did (`--json`'s notices) and what `ask` prints of it on stderr.
+                            "notices": (data or {}).get("notices", []),
+                            "stderr_notes": notices_to_print(data) if data else [],
                         }
                     )
                     for cl in printed:
@@ -333,13 +368,23 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]
         models.close()
     if args.dump:
         Path(args.dump).write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in dump), encoding="utf-8")
+    if args.save:
+        Path(args.save).write_text(
+            "".join(
+                json.dumps({"set": set_name, "mode": mode, **row}, ensure_ascii=False) + "\n"
+                for (set_name, mode), rows in results.items()
+                for row in rows
+            ),
+            encoding="utf-8",
+        )
     return results
 
 
 def report(results: dict[tuple[str, str], list[dict[str, Any]]], label: str) -> None:
     header = (
         f"{'set':<8} {'mode':<10} {'stated':>9} {'false ref.':>10} {'unans. ref.':>11} {'cited':>9} "
-        f"{'words p50':>9} {'ask ms p50':>10} {'answer ms p50':>13} {'model supp.':>11} {'fallback':>8} {'prompt tok':>10}"
+        f"{'words p50':>9} {'ask ms p50':>10} {'answer ms p50':>13} {'model supp.':>11} {'fallback':>8} {'prompt tok':>10} "
+        f"{'prefill ms':>10} {'gen s p50':>9}"
     )
     print(f"\n{label}")
     print(header)
@@ -360,8 +405,14 @@ def report(results: dict[tuple[str, str], list[dict[str, Any]]], label: str) -> 
             f"{(statistics.median(answer_ms) if answer_ms else float('nan')):>13.1f} "
             f"{sum(r.get('model_supported', 0) for r in rows):>4}/{sum(r.get('model_sentences', 0) for r in rows):<6} "
             f"{sum(r.get('fallback', False) for r in rows):>8} "
-            f"{statistics.median(r.get('prompt_tokens', 0) for r in rows):>10.0f}"
+            f"{statistics.median(r.get('prompt_tokens', 0) for r in rows):>10.0f} "
+            f"{_median(r.get('prefill_ms') for r in rows):>10.0f} {_median(r.get('generation_s') for r in rows):>9.2f}"
         )
+
+
+def _median(values: Any) -> float:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else float("nan")
 
 
 def timing(args: argparse.Namespace) -> None:
@@ -373,7 +424,12 @@ def timing(args: argparse.Namespace) -> None:
     db = build_index("sample", workdir)
     questions = [r["question"] for r in load_set("sample") if r.get("answerable", True)][: args.timing]
     for mode in args.modes:
-        flags = ["--extractive"] if mode == "extractive" else []
+        flags = {
+            "extractive": ["--extractive"],
+            "passages": ["--passages"],
+            "whole": ["--whole-excerpts"],
+            "trimmed": ["--trim", "--whole-excerpts"],
+        }.get(mode, [])
         cold = []
         for q in questions:
             started = time.perf_counter()
@@ -659,10 +715,11 @@ def refusal_fit(args: argparse.Namespace, calib: list[dict[str, Any]], held_out:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
-    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--modes", default="extractive,default", help=f"of {', '.join(MODES)}")
     parser.add_argument("--workdir", default=str(ROOT / ".bench-answers"), help="indexes and cached generations")
     parser.add_argument("--label", default="", help="a name for this run in the report (e.g. before / after)")
     parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")
+    parser.add_argument("--save", default=None, help="write every question's figures as JSONL")
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(

@@ -440,6 +440,49 @@ def evaluate(
     return result
 
 
+LLM_RERANK_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def evaluate_llm_rerank(corpus: Corpus, db: Path, qvecs: Any, limit: int = 0) -> dict[str, Any]:
+    """Hybrid search (`search`, the corpus's depth, as `ask --rerank` fetches its candidates) with
+    its first candidates re-scored by the local LLM (`locallens.llm_rerank`): the question's
+    likelihood given each, blended with the cosine at each weight of LLM_RERANK_WEIGHTS (0: the
+    candidates re-sorted by cosine alone); `hybrid` beside it is the same ranking unreranked.
+    Also the scoring time per query. `limit`: the first N queries only."""
+    from locallens.llm_rerank import LLM_CANDIDATES, _scorer, blend, question_likelihoods
+    from locallens.retrieval import diversify, search
+    from locallens.storage.sqlite import Store
+
+    queries = corpus.queries[:limit] if limit else corpus.queries
+    scored_corpus = dataclasses.replace(corpus, queries=queries)
+    plain: list[list[str]] = []
+    reranked: dict[float, list[list[str]]] = {w: [] for w in LLM_RERANK_WEIGHTS}
+    seconds: list[float] = []
+    llm = _scorer(None)
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        for query, qvec in zip(queries, qvecs, strict=False):
+            hits = search(store, brain, query.text, qvec, corpus.depth, hybrid=True)
+            plain.append([h.chunk.relative_path for h in hits])
+            pool = hits[:LLM_CANDIDATES]
+            started = time.perf_counter()
+            likelihoods = question_likelihoods(llm, query.text, [h.content for h in pool])
+            seconds.append(time.perf_counter() - started)
+            for weight in LLM_RERANK_WEIGHTS:
+                order = sorted(
+                    range(len(pool)), key=lambda i, s=blend(likelihoods, [h.score for h in pool], weight): -s[i]
+                )
+                ranked = diversify([pool[i] for i in order] + hits[len(pool) :], corpus.depth)  # as rerank_hits
+                reranked[weight].append([h.chunk.relative_path for h in ranked])
+    import statistics
+
+    out: dict[str, Any] = {"llm_rerank_base": score(scored_corpus, plain)}
+    for weight, files in reranked.items():
+        out[f"llm_rerank w={weight}"] = score(scored_corpus, files)
+    out["llm_rerank_s"] = {"p50": statistics.median(seconds), "max": max(seconds), "queries": len(seconds)}
+    return out
+
+
 def evaluate_postgres(corpus: Corpus, db: Path, qvecs: Any, url: str) -> dict[str, Any]:
     """Vector, hybrid (`search` with the corpus's depth) and hybrid as `ask` fuses (k=20) on a copy
     of the index in PostgreSQL, scored like the SQLite rows."""
@@ -515,6 +558,12 @@ def main() -> None:
         metavar="URL",
         help="also score a copy of each index in PostgreSQL (no URL: a pgserver for the run)",
     )
+    parser.add_argument(
+        "--llm-rerank",
+        action="store_true",
+        help="also score hybrid search with its first candidates re-scored by the local LLM (slow)",
+    )
+    parser.add_argument("--llm-rerank-limit", type=int, default=0, help="with --llm-rerank: the first N queries only")
     args = parser.parse_args()
     c.offline_env()
     started = time.perf_counter()
@@ -638,6 +687,18 @@ def run_corpora(
                     by_rendering[(corpus_name, pinned)] = renderings(corpus, load_embedder(pinned, device="cpu"))
                 for name, path in variants:
                     result = evaluate(corpus, path, qvecs, by_rendering[(corpus_name, pinned)])
+                    if args.llm_rerank:
+                        c.note(f"{corpus_name} {name}: re-scoring the first candidates with the local LLM")
+                        llm = evaluate_llm_rerank(corpus, path, qvecs, args.llm_rerank_limit)
+                        result |= llm
+                        print(f"  {corpus_name:8} {name:22} llm rerank: {llm['llm_rerank_s']}", flush=True)
+                        for key in [k for k in llm if k.startswith("llm_rerank") and k != "llm_rerank_s"]:
+                            m = llm[key]
+                            print(
+                                f"  {corpus_name:8} {name:22} {key:18} hit@5 {m['hit@5']:.3f}  MRR@10 {m['mrr@10']:.3f}"
+                                f"  nDCG@10 {m['ndcg@10']:.3f}",
+                                flush=True,
+                            )
                     if pg_url is not None:
                         c.note(f"{corpus_name} {name}: copying into PostgreSQL; scoring")
                         pg = evaluate_postgres(corpus, path, qvecs, pg_url)

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from locallens import locations
-from locallens.claims import CheckedAnswer, Claim
+from locallens.claims import UNSUPPORTED_MARK, CheckedAnswer, Claim
 from locallens.config import (
     DEFAULT_ASK_TRIM_WINDOW,
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
     DEFAULT_MAX_TOKENS,
     DEFAULT_N_CTX,
+    DEFAULT_PROMPT_PASSAGES,
     DEFAULT_TOP_K,
 )
 from locallens.domain import Hit, RetrievalResult
@@ -71,6 +72,7 @@ __all__ = [
     "generate_grounded",
     "get_mode",
     "loop_start",
+    "notices_to_print",
 ]
 
 # The answer modes by name (`locallens.modes`): a new mode is its module plus one line here.
@@ -112,7 +114,7 @@ class AskRequest:
     extractive: bool = False  # answer with the excerpts' most relevant sentences, no LLM
     show_unsupported: bool = False  # print unsupported sentences too, marked
     cite_grammar: bool = False  # constrain generation so that every sentence ends with [n]
-    prompt_passages: bool = False  # generate from the excerpts' best passages instead of whole chunks
+    prompt_passages: bool = DEFAULT_PROMPT_PASSAGES  # generate from the excerpts' best passages, not whole chunks
     mode: str = ""  # an answer mode by name (`locallens.modes.MODES`); "": from the flags above
     # What retrieval searches for, when not the question itself: `locallens chat` searches a
     # short follow-up together with the question before it. The prompt still gets `question` alone.
@@ -177,12 +179,14 @@ class AskResult:
     models: dict[str, str | None] = field(default_factory=dict)
     stopped_looping: bool = False  # generation ended early because the model repeated itself
     show_unsupported: bool = False  # as asked: decides the notices' wording
+    sent: list[Hit] | None = None  # the excerpts as the model read them, when cut from `sources`
 
     def apply(self, out: AnswerOutput) -> None:
         """Take in what the answer mode gave back."""
         self.checked = out.checked
         if out.sources is not None:
             self.sources = out.sources
+        self.sent = out.sent
         self.dropped = out.dropped
         self.stopped_looping = out.stopped_looping
         self.invalid_citations = out.invalid_citations
@@ -202,13 +206,15 @@ class AskResult:
         return self.checked is not None and self.checked.refused
 
     def context_tokens(self) -> tuple[int, int]:
-        """(estimate, tiktoken) of the excerpts the answer was given: `sources`, without the ones
-        dropped to fit the model's context (retrieval counted every hit it returned)."""
+        """(estimate, tiktoken) of the excerpts the answer was given: `sources` (as the model read
+        them: `sent`, when cut to their passages), without the ones dropped to fit the model's
+        context (retrieval counted every hit it returned)."""
         r = self.retrieval
-        given = sorted((h.id, h.content) for h in self.sources)
+        read = self.sent if self.sent is not None else self.sources
+        given = sorted((h.id, h.content) for h in read)
         if given == sorted((h.id, h.content) for h in r.hits):
             return r.tokens_in_context, r.tiktoken_in_context
-        return count_context(self.sources)
+        return count_context(read)
 
     def _claim_json(self, claim: Claim) -> dict[str, Any]:
         """A claim's JSON, with where its excerpt sentence is: in the excerpt, and in the file."""
@@ -217,7 +223,11 @@ class AskResult:
         if source is None or not 1 <= source <= len(self.sources):
             return {**out, "excerpt_span": None, "line_start": None, "line_end": None}
         hit = self.sources[source - 1]
-        originals = {d.original.id: d.original.content for d in self.retrieval.trim_details}
+        # The whole chunk the excerpt was cut from (by trimming, or to the passages a prompt of
+        # selected passages holds): its lines are the file's.
+        originals = {h.id: h.content for h in self.retrieval.hits} | {
+            d.original.id: d.original.content for d in self.retrieval.trim_details
+        }
         original = originals.get(hit.id, hit.content)
         return {**out, **locations.cited_sentence(hit.content, original, hit.chunk.location, claim.evidence)}
 
@@ -360,6 +370,20 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
         )
         result.apply(mode.answer(given))
     return result
+
+
+def notices_to_print(data: Mapping[str, Any]) -> list[str]:
+    """Of an answer's `notices` (`ask --json`: what the check did to the model's answer), the
+    ones a person reading it needs: only when what is printed is the model's own answer with
+    sentences of it left out. A refusal says itself on stdout ("The answer is not in the
+    excerpts."), and an answer that is the excerpts' own passage is its own, cited, text: a line
+    on stderr would only repeat that the model's answer was set aside, on nearly every answer of
+    a small model. With `--show-unsupported` the sentences set aside are printed, marked, so no
+    line is needed either. Everything stays in the JSON (`notices`, `fallback`, `withheld`,
+    `model_answer`)."""
+    if data.get("refused") or data.get("fallback") or f"{UNSUPPORTED_MARK} " in (data.get("answer") or ""):
+        return []
+    return list(data.get("notices") or [])
 
 
 def brain_term_counts(store: IndexStore, brain: Brain) -> TermCounts:

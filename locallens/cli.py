@@ -39,6 +39,7 @@ from locallens.config import (
     DEFAULT_MIN_RELEVANCE,
     DEFAULT_MIN_SENTENCES,
     DEFAULT_N_CTX,
+    DEFAULT_PROMPT_PASSAGES,
     DEFAULT_RERANK_CANDIDATES,
     DEFAULT_SHOW_CONTEXT,
     DEFAULT_TOP_K,
@@ -772,7 +773,7 @@ def ask(
         None,
         "--rerank",
         envvar="LOCALLENS_RERANK",
-        help="Cross-encoder (folder or cached hub id) to re-score the top --candidates [default: off].",
+        help="Cross-encoder (folder or cached hub id) to re-score the top --candidates, or `llm`: the local LLM re-scores the top 10 (slow) [default: off].",
     ),
     candidates: int = typer.Option(
         DEFAULT_RERANK_CANDIDATES, "--candidates", min=1, help="Stage-1 candidates for --rerank."
@@ -794,6 +795,11 @@ def ask(
     ),
     cite_grammar: bool = typer.Option(
         False, "--cite-grammar", help="Constrain the LLM so that every sentence ends with a citation [n]."
+    ),
+    prompt_passages: bool = typer.Option(
+        DEFAULT_PROMPT_PASSAGES,
+        "--passages/--whole-excerpts",
+        help="Prompt the LLM with the excerpts' best passages (fewer tokens to read), or with the whole excerpts.",
     ),
     batch: str | None = typer.Option(
         None,
@@ -845,6 +851,7 @@ def ask(
             extractive=extractive,
             show_unsupported=show_unsupported,
             cite_grammar=cite_grammar,
+            prompt_passages=prompt_passages,
         )
         if batch is not None:
             raise typer.Exit(_ask_batch(batch, request))
@@ -903,14 +910,16 @@ def _print_answer(
     """Warnings and notes on stderr (not with `quiet`: none of them needs a person), then the
     answer and its sources (or the JSON) on stdout. `sources`: the sources with their files
     (`show.remember_answer`), for the terminal's hyperlinks. A loop the model fell into and was
-    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way."""
+    cut is in the JSON only (`stopped_looping`): the check decides what is printed either way.
+    Of the check's notices, only those that matter to the reader (`answer.notices_to_print`)."""
+    from locallens.answer import notices_to_print
 
     if data.get("dropped") and not quiet:
         warn(
             f"{len(data['dropped'])} lowest-ranked excerpt(s) did not fit in the model's context and were left out: "
             + ", ".join(d.get("citation") or f"{d['path']}#chunk-{d['chunk_index']}" for d in data["dropped"])
         )
-    for line in data.get("notices", []) if not quiet else []:
+    for line in notices_to_print(data) if not quiet and not json_out else []:
         note(line)
     if json_out:
         print_json(data)

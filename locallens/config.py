@@ -62,6 +62,7 @@ DEFAULT_EVAL_WINDOWS = (0, 1, 2)
 
 DEFAULT_N_CTX = 4096  # the LLM's context window, in tokens (0: the model's own)
 DEFAULT_MAX_TOKENS = 384  # longest answer, in tokens
+DEFAULT_PROMPT_PASSAGES = True  # the LLM reads the excerpts' best passages (True) or the whole excerpts
 
 DEFAULT_RERANK_CANDIDATES = 50  # stage-1 candidates a cross-encoder re-scores
 DEFAULT_MIN_RELEVANCE = 0.4  # reranked excerpts scoring below this (0..1) are dropped

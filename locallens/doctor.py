@@ -169,7 +169,8 @@ def list_models(db: DbLocation | None = None) -> list[ModelEntry]:
                 continue
             if str(path) not in known:
                 entries.append(_gguf_entry(value, path, source))
-        elif option == "rerank" and not any(value in (e.name, e.path) for e in entries):
+        elif option == "rerank" and value != "llm" and not any(value in (e.name, e.path) for e in entries):
+            # (`llm`: the local LLM reranks, `locallens.llm_rerank`; it is the `llm` entry.)
             entries.append(
                 ModelEntry(value, "reranker", source, "", 0, False, "not in the Hugging Face cache: pull it")
             )

@@ -214,6 +214,7 @@ def checked_answer(
     show_unsupported: bool = False,
     term_counts: TermCounts | None = None,
     rendering: Rendering | None = None,
+    passage_from: list[Hit] | None = None,
 ) -> CheckedAnswer:
     """The model's answer after the check, when it agrees with the excerpts' best passage; else
     that passage (`locallens.extractive`); the plain refusal when neither answers, and when the
@@ -227,12 +228,17 @@ def checked_answer(
     the model's answer is printed when one of its supported, relevant sentences rests on a unit
     of the passage. The claims are the model's (withheld when the passage is printed) followed by
     the extracted ones.
+
+    `passage_from`: the excerpts the passage (and the refusal's evidence) is drawn from, when not
+    `kept` itself: the whole excerpts that `kept` was cut from, numbered alike (a prompt of
+    selected passages).
     """
     checked = check_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
     )
     extracted = extractive_answer(
-        question, kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts, rendering=rendering
+        question, passage_from or kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts,
+        rendering=rendering,
     )
     if extracted.unanswered and not checked.refused:
         # The excerpts hold no answer to the question (the refusal's evidence): what the model
@@ -293,7 +299,17 @@ class GenerateMode:
         if given.options.prompt_passages:
             hits = passage_hits(given.question, hits, given.question_vector, given.encode)
         gen = _generate(given.options, given.question, hits, out, given.models)
-        out.sources, out.dropped = gen.kept, gen.dropped
+        # With a prompt of passages, the excerpts sent are cut from the retrieved ones: the model's
+        # sentences are checked against what it was shown, while the passage that stands in for
+        # them, the refusal's evidence and the sources are the whole excerpts', numbered alike,
+        # followed by the retrieved ones that had no passage to send (which the model did not
+        # read: a citation of one is invalid), so that the extractive answer reads every excerpt.
+        sources = gen.kept
+        if given.options.prompt_passages:
+            whole = {h.id: h for h in given.hits}
+            sent = {h.id for h in gen.kept} | {h.id for h in gen.dropped}
+            sources = [whole.get(h.id, h) for h in gen.kept] + [h for h in given.hits if h.id not in sent]
+        out.sources, out.sent, out.dropped = sources, gen.kept, gen.dropped
         out.stopped_looping = gen.stopped_looping
         out.invalid_citations = gen.citations.invalid
         out.checked = checked_answer(
@@ -306,6 +322,7 @@ class GenerateMode:
             show_unsupported=given.options.show_unsupported,
             term_counts=given.term_counts,
             rendering=given.rendering,
+            passage_from=sources,
         )
         out.timings["check_ms"] = out.checked.check_ms
         return out

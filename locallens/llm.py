@@ -305,6 +305,56 @@ class LocalLLM:
         """Tokens of `messages` as the model will see them (template + generation prompt)."""
         return len(self._render(messages)[0])
 
+    def chat_tokens(self, messages: list[ChatMessage]) -> list[int]:
+        """The prompt tokens of `messages` (template and generation prompt included)."""
+        return self._render(messages)[0]
+
+    def text_tokens(self, text: str) -> list[int]:
+        """`text` as the model's tokens, no BOS and no special tokens: a continuation to score."""
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def continuation_logprob(self, prompt: Sequence[int], continuation: Sequence[int]) -> float:
+        """log P(continuation | prompt): the sum of each continuation token's log-probability
+        given everything before it, from one forward pass over prompt + continuation.
+
+        Only the positions that predict a continuation token ask llama.cpp for logits (the
+        vocabulary projection of every other position is skipped). The KV cache is cleared
+        before and the model left with no tokens evaluated, so a generation after this starts
+        from an empty cache as always (and a warm prefix is never reused across a scoring).
+        """
+        import numpy as np
+
+        tokens = [*prompt, *continuation]
+        if not prompt or not continuation:
+            raise UsageError("continuation_logprob needs a prompt and a continuation")
+        if len(tokens) > self.n_ctx:
+            raise UsageError(f"prompt too long for the model's context: {len(tokens)} tokens > {self.n_ctx}")
+        llm = self._llm
+        n_vocab = llm.n_vocab()
+        first = len(prompt) - 1  # the position whose logits predict continuation[0]
+        total = 0.0
+        llm.reset()
+        llm._ctx.kv_cache_clear()
+        try:
+            for offset in range(0, len(tokens), llm.n_batch):
+                piece = tokens[offset : offset + llm.n_batch]
+                batch = llm._batch
+                batch.set_batch(batch=piece, n_past=offset, logits_all=False)
+                wanted = [j for j in range(len(piece)) if first <= offset + j < len(tokens) - 1]
+                for j in range(len(piece)):
+                    batch.batch.logits[j] = j in wanted
+                if not wanted:
+                    batch.batch.logits[len(piece) - 1] = True  # llama.cpp wants one output per batch
+                llm._ctx.decode(batch)
+                for j in wanted:
+                    row = np.ctypeslib.as_array(llm._ctx.get_logits_ith(j), shape=(n_vocab,)).astype(np.float64)
+                    peak = row.max()
+                    total += float(row[tokens[offset + j + 1]] - peak - np.log(np.exp(row - peak).sum()))
+        finally:
+            llm._ctx.kv_cache_clear()
+            llm.reset()
+        return total
+
     @property
     def model_name(self) -> str:
         return self.path.name

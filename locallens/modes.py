@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from locallens.config import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX
+from locallens.config import DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_PROMPT_PASSAGES
 from locallens.domain import Hit, Rendering
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class AnswerOptions:
     seed: int = 0
     show_unsupported: bool = False
     cite_grammar: bool = False
-    prompt_passages: bool = False  # the prompt holds the excerpts' best passages, not whole chunks
+    prompt_passages: bool = DEFAULT_PROMPT_PASSAGES  # the prompt holds the excerpts' best passages, not whole chunks
     on_text: Callable[[str], None] | None = None  # the model's text as it streams (`locallens chat`)
 
 
@@ -79,6 +79,7 @@ class AnswerOutput:
 
     checked: CheckedAnswer | None = None  # None: the mode prints no answer
     sources: list[Hit] | None = None  # the excerpts the answer was drawn from, when fewer than given
+    sent: list[Hit] | None = None  # the excerpts as the model read them, when cut from `sources`
     dropped: list[Hit] = field(default_factory=list)  # excerpts that did not fit the model's context
     stopped_looping: bool = False
     invalid_citations: list[int] = field(default_factory=list)

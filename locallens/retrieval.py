@@ -102,9 +102,14 @@ class RerankSettings:
 
 
 def rerank_hits(query: str, hits: Sequence[Hit], settings: RerankSettings, top_k: int) -> list[Hit]:
-    """Re-score (query, chunk) pairs with the cross-encoder; best `top_k` above min_relevance."""
+    """Re-score (query, chunk) pairs with the cross-encoder; best `top_k` above min_relevance.
+    `--rerank llm` re-scores with the local LLM instead (`locallens.llm_rerank`)."""
     if not hits:
         return []
+    if settings.model == "llm":
+        from locallens.llm_rerank import llm_rerank
+
+        return diversify(llm_rerank(query, hits), top_k)
     reranker = models.LOADERS.reranker(settings.model, settings.device)
     raw = np.asarray(
         reranker.predict([(query, h.content) for h in hits], show_progress_bar=False), dtype=np.float64

@@ -46,7 +46,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from typer.testing import CliRunner
@@ -483,6 +483,7 @@ class FakeLLM:
         self.script: Sequence[Reply] | Reply = quote_best_sentence if script is None else script
         self.prompts: list[list[Any]] = []  # the messages of every generation
         self.grammars: list[Any] = []  # the grammar passed to each generation (None: unconstrained)
+        self.scored: list[tuple[list[int], list[int]]] = []  # every (prompt, continuation) scored
         self.closed = False
 
     @property
@@ -555,6 +556,22 @@ class FakeLLM:
     @staticmethod
     def compile_grammar(gbnf: str) -> Any:
         return ("gbnf", gbnf)
+
+    # Scoring (`locallens.llm_rerank`): tokens are lower-cased words, ids from one shared table,
+    # and a continuation token costs log-probability 0 when the prompt holds it, -1 otherwise:
+    # a question is likelier after a passage that holds its words.
+    _vocabulary: ClassVar[dict[str, int]] = {}
+
+    def text_tokens(self, text: str) -> list[int]:
+        return [self._vocabulary.setdefault(w, len(self._vocabulary)) for w in re.findall(r"\w+", text.lower())]
+
+    def chat_tokens(self, messages: Sequence[Any]) -> list[int]:
+        return [t for m in messages for t in self.text_tokens(m.content)]
+
+    def continuation_logprob(self, prompt: Sequence[int], continuation: Sequence[int]) -> float:
+        self.scored.append((list(prompt), list(continuation)))
+        held = set(prompt)
+        return -float(sum(1 for t in continuation if t not in held))
 
     def generate_json(
         self, messages: list[Any], json_schema: dict[str, Any], *, max_tokens: int = 256

@@ -67,7 +67,7 @@ def test_context_only_json_shape_and_no_llm(db: Path, fake_models: FakeModels) -
 
 
 def test_the_prompt_is_the_grounded_history_of_the_sources(db: Path, fake_models: FakeModels) -> None:
-    code, out = _ask(db, QUESTION)
+    code, out = _ask(db, QUESTION, "--whole-excerpts")
     assert code == 0, out
     (prompt,) = fake_models.prompts
     assert prompt == build_grounded_history(QUESTION, _hits(out["sources"]))
@@ -144,6 +144,33 @@ def test_an_answer_the_excerpts_do_not_support_falls_back_to_them(db: Path, fake
     assert "5433" in out["answer"] and out["model_answer"] == "Bananas grow in Ecuador [2]."
 
 
+def test_stderr_says_what_happened_once_and_only_when_it_matters(db: Path, fake_models: FakeModels) -> None:
+    """The check's notices go to stderr only when the printed answer is the model's own with
+    sentences of it left out; --json keeps them all and prints none on stderr."""
+    note = "locallens: note: 1 sentence of the model's answer left out: not backed by the excerpts"
+    for reply, stderr in (
+        ("The staging database listens on port 5433 [1].", ""),  # supported as written
+        ("Bananas grow in Ecuador [2].", ""),  # the excerpts' own passage, cited: nothing to add
+        ("The staging database listens on port 5433 [1]. It also hosts the moon base on port 80 [1].", note),
+    ):
+        fake_models.replies = [reply]
+        plain = cli("ask", QUESTION, "--db", str(db))
+        assert plain.exit_code == 0 and "5433" in plain.stdout
+        assert plain.stderr.startswith(stderr) and len(plain.stderr.splitlines()) == (1 if stderr else 0), plain.stderr
+        as_json = cli("ask", QUESTION, "--db", str(db), "--json")
+        assert as_json.stderr == ""
+        out = stdout_json(as_json)
+        assert bool(out["notices"]) is (reply != "The staging database listens on port 5433 [1].")
+    # The sentences set aside, shown marked as asked: the marks say it, no line on stderr.
+    shown = cli("ask", QUESTION, "--db", str(db), "--show-unsupported")
+    assert "(unsupported)" in shown.stdout and shown.stderr == ""
+    # A refusal says itself on stdout; the model's answer left out is in the JSON.
+    fake_models.replies = ["Bananas grow in Ecuador [1]."]
+    refused = cli("ask", UNRELATED, "--db", str(db))
+    assert refused.exit_code == 4 and refused.stdout.startswith("The answer is not in the excerpts.")
+    assert refused.stderr == ""
+
+
 @pytest.mark.parametrize(
     ("question", "refusal"),
     [
@@ -178,7 +205,7 @@ def test_extractive_answers_without_the_llm(db: Path, fake_models: FakeModels) -
 
 
 def test_context_fitting_drops_the_lowest_ranked_excerpts(db: Path, fake_models: FakeModels) -> None:
-    result = cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32")
+    result = cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32", "--whole-excerpts")
     assert result.exit_code == 0, result.output
     out = stdout_json(result)
     assert out["dropped"] and len(out["sources"]) + len(out["dropped"]) == 5
@@ -187,6 +214,10 @@ def test_context_fitting_drops_the_lowest_ranked_excerpts(db: Path, fake_models:
     (prompt,) = fake_models.prompts
     assert prompt == build_grounded_history(QUESTION, _hits(out["sources"]))
     assert fake_models.llm.count_prompt_tokens(prompt) + 32 <= 300
+    # With passages (the default) the same: what did not fit is neither sent nor a source.
+    cut = stdout_json(cli("ask", QUESTION, "--db", str(db), "--json", "--ctx", "300", "--max-tokens", "32"))
+    assert cut["dropped"] and len(cut["sources"]) + len(cut["dropped"]) == 5
+    assert fake_models.llm.count_prompt_tokens(fake_models.prompts[-1]) + 32 <= 300
     result = cli("ask", QUESTION, "--db", str(db), "--ctx", "160", "--max-tokens", "32")
     assert result.exit_code == 2 and "raise --ctx" in result.stderr
 
@@ -292,3 +323,35 @@ def test_library_ask_returns_the_cli_json(db: Path, fake_models: FakeModels) -> 
     assert {k: v for k, v in result.as_json().items() if k != "timings"} == {
         k: v for k, v in out.items() if k != "timings"
     }
+
+
+def test_a_prompt_of_selected_passages_cites_the_files_lines(db: Path, fake_models: FakeModels) -> None:
+    """With the prompt cut to the excerpts' passages, a cited sentence is still placed on its
+    file's lines (through the whole chunk it was cut from)."""
+    from locallens.answer import AskRequest, ask
+    from locallens.storage import parse_db
+
+    fake_models.replies = ["The staging database listens on port 5433 [1]."]
+    whole = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=False)).as_json()
+    cut = ask(AskRequest(question=QUESTION, db=parse_db(db), prompt_passages=True)).as_json()
+    assert not cut["refused"] and "5433" in cut["answer"]
+    # The excerpt as sent is its units, one a line (the blank lines of the file are gone); the
+    # sources are the whole excerpts, numbered alike.
+    assert "# Staging environment\nThe staging database listens on port 5433.\n" in fake_models.prompts[-1][1].content
+    assert cut["sources"] == whole["sources"]
+    placed = [(c["line_start"], c["line_end"]) for c in cut["claims"] if c["supported"]]
+    assert placed and placed == [(c["line_start"], c["line_end"]) for c in whole["claims"] if c["supported"]]
+    assert placed[0] == (3, 3)
+
+
+def test_passages_and_whole_excerpts_flags_choose_what_the_prompt_holds(db: Path, fake_models: FakeModels) -> None:
+    fake_models.replies = ["The staging database listens on port 5433 [1]."]
+    code, cut = _ask(db, QUESTION, "--passages")
+    assert code == 0
+    code, whole = _ask(db, QUESTION, "--whole-excerpts")
+    assert code == 0
+    first_prompt, second_prompt = (p[1].content for p in fake_models.prompts)
+    assert "# Staging environment\n\nThe staging database" in second_prompt  # the chunk as indexed
+    assert "# Staging environment\n\nThe staging database" not in first_prompt
+    assert cut["tokens"]["context_in_prompt"] <= whole["tokens"]["context_in_prompt"]  # the same words here
+    assert cut["sources"] == whole["sources"]  # the whole excerpts, whatever the model read

@@ -242,7 +242,8 @@ def test_answer_then_sources_on_a_terminal_free_run(sample_index: Path) -> None:
     body, sources = result.stdout.split("\nSources:\n")
     assert body.strip()
     if result.exit_code == 4:
-        assert body.strip() == "The answer is not in the excerpts." and "withheld" in result.stderr
+        assert body.strip() == "The answer is not in the excerpts."
+    assert len(result.stderr.splitlines()) <= 1  # at most one line: sentences of the model's answer left out
     lines = sources.strip().splitlines()
     assert re.match(r"\[1\] \S+:\d+(-\d+)? \(", lines[0]), lines[0]
     assert "\x1b[" not in result.stdout

@@ -237,7 +237,12 @@ def checked_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
     )
     extracted = extractive_answer(
-        question, passage_from or kept, question_vector, encode, max_tokens=max_tokens, term_counts=term_counts,
+        question,
+        passage_from or kept,
+        question_vector,
+        encode,
+        max_tokens=max_tokens,
+        term_counts=term_counts,
         rendering=rendering,
     )
     if extracted.unanswered and not checked.refused:

@@ -155,12 +155,13 @@ def test_the_extractive_answer_reads_the_english_rendering_too() -> None:
         rendering = Rendering(english, "apertium", fake_vector(english))
         return plain, extractive_answer(question, hits, fake_vector(question), fake_encode, rendering=rendering)
 
-    plain, read = ask(
+    # The question alone may be answered too (its numbers and bridged words are read across
+    # languages); with the rendering the answering unit is the one that states it.
+    _, read = ask(
         "¿Cuántos días libres se pueden pasar al año siguiente?",
         "How many free days can be carried over to the next year?",
         LEAVE,
     )
-    assert plain.refused and plain.answer == "La respuesta no está en los fragmentos."
     assert not read.refused and "5 unused days can be carried over" in read.answer
     plain, read = ask(
         "¿Hace falta aprobación para volver atrás un servicio?", "Does rolling back need approval?", RUNBOOK

@@ -178,7 +178,9 @@ def main() -> None:
     c.offline_env()
     started = time.perf_counter()
     if args.first_index:
-        first_index(Path(args.first_index), Path(args.baseline) if args.baseline else None, args.encoders.split(","))
+        baseline = Path(args.baseline).resolve() if args.baseline else None
+        # Resolved: the baseline runs in its own checkout's folder.
+        first_index(Path(args.first_index).resolve(), baseline, args.encoders.split(","))
         c.print_end(started)
         return
     c.print_machine("locallens index benchmark", args.quick)

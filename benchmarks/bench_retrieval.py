@@ -77,6 +77,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "int8": {"headers": True, "multi_vector": False, "encoder": "int8"},
     # Chunk size / overlap (tiktoken tokens) with the default settings; the default is 220/40.
     "int8-220-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 220, "chunk_overlap": 0},
+    "int8-200-0": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 0},
     "int8-200-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 200, "chunk_overlap": 20},
     "int8-180-20": {"headers": True, "multi_vector": False, "encoder": "int8", "chunk_size": 180, "chunk_overlap": 20},
     # The fast mode: static embeddings distilled from the model.

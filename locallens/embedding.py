@@ -120,7 +120,12 @@ def resolve_model(requested: str | None, *, encoder: str | None = None, device: 
         raise UsageError(f"the model {requested}@{named} names encoder {named}, not {wanted}")
     spec = _resolve_base(requested)
     chosen = _pick_encoder(named or wanted or FP32, spec, device)
-    return replace(spec, name=spec.name if chosen == FP32 else f"{spec.name}@{chosen}", encoder=chosen)
+    return replace(spec, name=pinned_name(spec.name, chosen), encoder=chosen)
+
+
+def pinned_name(model: str, encoder: str) -> str:
+    """The name a brain pins for `model` embedded by `encoder`: `NAME@ENCODER`, or NAME for fp32."""
+    return model if encoder == FP32 else f"{model}@{encoder}"
 
 
 def new_brain_encoder(requested: str | None, device: str = DEFAULT_DEVICE) -> str:

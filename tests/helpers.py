@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 from typer.testing import CliRunner
 
-from locallens.embedding import FP32, Embedder, ModelSpec
+from locallens.embedding import DEFAULT_ENCODER, FP32, PACKAGED_MINILM, Embedder, ModelSpec, pinned_name
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "sample_docs"
@@ -240,6 +240,8 @@ def snapshot(db: Path, brain: str = "default") -> dict[tuple[str, str, int], tup
 # --------------------------------------------------------------------------------------------
 
 FAKE_DIM = 384  # the packaged MiniLM's dimension: brains built with either agree on it
+# What a new brain of the packaged model pins when no model or encoder is named.
+DEFAULT_MODEL = pinned_name(PACKAGED_MINILM, DEFAULT_ENCODER)
 _TOKEN = re.compile(r"\w+")
 # Function words carry no topic: left out, they would make every English text look alike.
 _STOPWORDS_TEXT = """

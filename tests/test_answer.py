@@ -15,7 +15,7 @@ import pytest
 from locallens.domain import Chunk, Hit
 from locallens.prompt import SYSTEM_PROMPT, build_grounded_history
 
-from .helpers import FakeModels, cli, cli_json, context_text, stdout_json, stdout_jsonl, write_corpus
+from .helpers import DEFAULT_MODEL, FakeModels, cli, cli_json, context_text, stdout_json, stdout_jsonl, write_corpus
 
 QUESTION = "Which port does the staging database listen on?"
 UNRELATED = "zebra giraffe migration across the savanna"
@@ -60,7 +60,7 @@ def test_context_only_json_shape_and_no_llm(db: Path, fake_models: FakeModels) -
     assert out["sources"][0]["path"] == "engineering/staging.md"
     scores = [s["score"] for s in out["sources"]]
     assert scores == sorted(scores, reverse=True)
-    assert out["models"] == {"embedding": "all-MiniLM-L6-v2", "llm": None}
+    assert out["models"] == {"embedding": DEFAULT_MODEL, "llm": None}
     assert set(out["timings"]) >= {"embed_ms", "search_ms"}
     text = cli("ask", QUESTION, "--db", str(db), "--context-only").stdout
     assert text == context_text(out["sources"])  # the model reads `#chunk-N`; a person the lines
@@ -318,7 +318,7 @@ def test_library_ask_returns_the_cli_json(db: Path, fake_models: FakeModels) -> 
 
     result = ask(AskRequest(question=QUESTION, db=db))
     assert not result.refused and "5433" in (result.answer or "")
-    assert result.sources and result.models["embedding"] == "all-MiniLM-L6-v2"
+    assert result.sources and result.models["embedding"] == DEFAULT_MODEL
     _, out = _ask(db, QUESTION)
     assert {k: v for k, v in result.as_json().items() if k != "timings"} == {
         k: v for k, v in out.items() if k != "timings"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import ROOT, cli, context_text
+from .helpers import DEFAULT_MODEL, ROOT, cli, context_text
 
 QUESTIONS = [
     json.loads(line)
@@ -54,7 +54,7 @@ def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Pat
     # Ranked by the fused hybrid score (each source shows its cosine), the best cosine first.
     scores = [s["score"] for s in out["sources"]]
     assert scores[0] == max(scores) and all(-1 <= x <= 1 for x in scores)
-    assert out["models"] == {"embedding": "all-MiniLM-L6-v2", "llm": None}
+    assert out["models"] == {"embedding": DEFAULT_MODEL, "llm": None}
     assert set(out["timings"]) >= {"embed_ms", "search_ms"}
 
 

@@ -25,7 +25,7 @@ TEXTS = [
 
 
 def test_the_encoder_is_part_of_the_pinned_model_name() -> None:
-    assert embedding.resolve_model("minilm").name == "all-MiniLM-L6-v2"
+    assert embedding.resolve_model("minilm").name == "all-MiniLM-L6-v2"  # no encoder named: fp32
     assert embedding.resolve_model("minilm").encoder == "fp32"
     spec = embedding.resolve_model("minilm", encoder="int8")
     assert (spec.name, spec.encoder) == ("all-MiniLM-L6-v2@int8", "int8")
@@ -35,6 +35,33 @@ def test_the_encoder_is_part_of_the_pinned_model_name() -> None:
     assert embedding.resolve_model("all-MiniLM-L6-v2@fp32").name == "all-MiniLM-L6-v2"
     assert embedding.encoder_named("all-MiniLM-L6-v2@int8") == "int8"
     assert embedding.encoder_named("folder@home/model") == ""
+
+
+def test_a_new_brain_takes_the_default_encoder_and_an_existing_brain_keeps_its_own() -> None:
+    from locallens.errors import ModelMismatchError
+    from locallens.indexer import IndexRequest, _pinned_model
+    from locallens.storage import Brain
+
+    default = embedding.DEFAULT_ENCODER
+    assert embedding.new_brain_encoder("minilm", "cpu") == default
+    assert embedding.new_brain_encoder("minilm", "cuda") == "fp32"  # int8 is measured on the CPU only
+    assert embedding.new_brain_encoder("minilm@int8", "cpu") == "int8"  # a name that says its encoder keeps it
+    assert embedding.new_brain_encoder("minilm@fp32", "cpu") == "fp32"
+
+    def pinned(brain: Brain | None, **kwargs: object) -> str:
+        request = IndexRequest(paths=[], db=Path("x.db"), brain="b", device="cpu", **kwargs)  # type: ignore[arg-type]
+        return _pinned_model(request, brain)
+
+    assert pinned(None, model="minilm") == embedding.pinned_name("all-MiniLM-L6-v2", default)
+    assert pinned(None, model="minilm", encoder="int8") == "all-MiniLM-L6-v2@int8"
+    assert pinned(None, model="minilm", encoder="fp32") == "all-MiniLM-L6-v2"
+    # Each brain keeps the encoder it was built with, whatever a new brain would take now; the
+    # other encoder's vectors never join it without --rebuild.
+    for model, other in (("all-MiniLM-L6-v2", "int8"), ("all-MiniLM-L6-v2@int8", "fp32")):
+        brain = Brain(1, "b", model, 384, "paragraph", 220, 40, 0.0, None)
+        assert pinned(brain) == pinned(brain, model="minilm") == model
+        with pytest.raises(ModelMismatchError, match="--rebuild"):
+            pinned(brain, encoder=other)
 
 
 def test_a_wrong_encoder_is_a_usage_error() -> None:

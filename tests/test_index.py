@@ -20,7 +20,17 @@ import pytest
 from locallens.indexer import IndexRequest, index
 from locallens.storage.sqlite import Store, write_lock
 
-from .helpers import FOUR_DOCS, ROOT, SAMPLE_DOCS, cli, cli_json, copy_sample_docs, snapshot, table_counts
+from .helpers import (
+    DEFAULT_MODEL,
+    FOUR_DOCS,
+    ROOT,
+    SAMPLE_DOCS,
+    cli,
+    cli_json,
+    copy_sample_docs,
+    snapshot,
+    table_counts,
+)
 
 
 @pytest.fixture()
@@ -40,7 +50,7 @@ def test_index_sample_docs_json_shape_and_consistency(docs: Path, db: Path) -> N
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
     assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped"}
     assert set(out["chunks"]) >= {"embedded", "reused", "total"}
-    assert out["brain"] == "default" and out["model"] == "all-MiniLM-L6-v2"
+    assert out["brain"] == "default" and out["model"] == DEFAULT_MODEL
     n_files = sum(1 for p in docs.rglob("*") if p.is_file())
     assert out["files"]["new"] == n_files and out["files"]["skipped"] == 0
     assert out["chunks"]["total"] == out["chunks"]["embedded"] + out["chunks"]["reused"] > n_files

@@ -17,7 +17,7 @@ import pytest
 from locallens.indexer import IndexRequest, index
 from locallens.storage.sqlite import Store
 
-from .helpers import CORPUS, FakeModels, cli, cli_json, snapshot, table_counts, write_corpus
+from .helpers import CORPUS, DEFAULT_MODEL, FakeModels, cli, cli_json, snapshot, table_counts, write_corpus
 
 
 @pytest.fixture()
@@ -47,7 +47,7 @@ def test_index_json_shape_counts_and_what_was_embedded(corpus: Path, db: Path, f
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
     assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped"}
     assert set(out["chunks"]) >= {"embedded", "reused", "total"}
-    assert out["brain"] == "default" and out["model"] == "all-MiniLM-L6-v2"
+    assert out["brain"] == "default" and out["model"] == DEFAULT_MODEL
     assert out["files"] == {"new": len(CORPUS), "changed": 0, "unchanged": 0, "removed": 0, "skipped": 0}
     assert out["chunks"]["embedded"] == out["chunks"]["total"] >= len(CORPUS) and out["chunks"]["reused"] == 0
     # The encoder saw each stored chunk exactly once.
@@ -286,10 +286,10 @@ def test_empty_folder_makes_an_empty_brain_and_ask_finds_nothing(
 
 def test_library_index_reports_like_the_cli(corpus: Path, db: Path, fake_models: FakeModels) -> None:
     report = index(IndexRequest(paths=[corpus], db=db, brain="work"))
-    assert report.brain == "work" and report.model == "all-MiniLM-L6-v2"
+    assert report.brain == "work" and report.model == DEFAULT_MODEL
     assert report.new == len(CORPUS) and report.chunks_embedded == report.chunks_total > 0
     again = index(IndexRequest(paths=[corpus], db=db, brain="work"))
     assert (again.unchanged, again.chunks_embedded, again.chunks_total) == (len(CORPUS), 0, report.chunks_total)
     assert again.as_json()["files"] == {"new": 0, "changed": 0, "unchanged": len(CORPUS), "removed": 0, "skipped": 0}
     assert cli_json("status", "--db", str(db), "--brain", "work")["brains"][0]["documents"] == len(CORPUS)
-    assert fake_models.embedder_loads == ["all-MiniLM-L6-v2"]  # the unchanged second run loaded no model
+    assert fake_models.embedder_loads == [DEFAULT_MODEL]  # the unchanged second run loaded no model

@@ -420,9 +420,11 @@ def with_rendering(scored: Scored, rendered: Scored) -> Scored:
 def _evidence(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
 ) -> float:
-    """`answer_evidence` for the question, or for its English rendering when that is stronger."""
+    """`answer_evidence` for the question, or for its English rendering when that is stronger and
+    the question is asked across languages (`_across`): over notes in the question's own language
+    the rendering would only lend a near miss the English words it lacks."""
     found = answer_evidence(question, hits, scored, term_counts)
-    if rendering is None:
+    if rendering is None or not _across(question, hits):
         return found
     return max(found, answer_evidence(rendering.text, hits, scored, term_counts))
 

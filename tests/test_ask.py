@@ -309,6 +309,7 @@ def test_context_fitting_drops_lowest_ranked_and_reports(sample_index: Path) -> 
         "32",
         "--top-k",
         "5",
+        "--whole-excerpts",  # the selected passages of 5 excerpts fit in 700 tokens
         "--json",
     )
     assert result.exit_code == 0, result.output

@@ -438,9 +438,12 @@ def test_semantic_chunkers_index_and_are_pinned(small_docs: Path, db: Path, stra
     assert cli_json("status", "--db", str(db))["brains"][0]["chunker"] == strategy
     documents, chunks, vectors, fts = table_counts(db)
     assert chunks == vectors == fts == out["chunks"]["total"]
-    # Unchanged: nothing re-chunked. Another strategy: everything re-chunked.
+    # Unchanged, or no chunker named (the brain's is kept): nothing re-chunked. Another strategy
+    # named: everything re-chunked.
     assert cli_json("index", str(small_docs), "--db", str(db), "--chunker", strategy)["files"]["changed"] == 0
-    back = cli_json("index", str(small_docs), "--db", str(db))
+    assert cli_json("index", str(small_docs), "--db", str(db))["files"]["changed"] == 0
+    assert cli_json("status", "--db", str(db))["brains"][0]["chunker"] == strategy
+    back = cli_json("index", str(small_docs), "--db", str(db), "--chunker", "paragraph")
     assert back["files"]["changed"] == documents
     assert cli_json("status", "--db", str(db))["brains"][0]["chunker"] == "paragraph"
 

@@ -14,13 +14,13 @@ be missing on disk: an unmounted drive can be forgotten.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from locallens.errors import NoIndexError, UsageError
+from locallens.indexer import _file_path, _resolve_roots, _under
 from locallens.storage import DbLocation, db_exists, open_writer
 
 
@@ -70,15 +70,6 @@ class ForgetReport:
         return "\n".join(lines)
 
 
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
-
-def _key(path: Path) -> str:
-    """A path as `index` records roots: absolute, symlinks resolved (missing parts as written)."""
-    return str(Path(path).expanduser().resolve())
-
-
 def forget(request: ForgetRequest) -> ForgetReport:
     if not db_exists(request.db):
         raise NoIndexError(f"no index at {request.db}: nothing to forget")
@@ -87,7 +78,7 @@ def forget(request: ForgetRequest) -> ForgetReport:
         roots = store.roots(brain)
         wanted: list[str] = []
         for path in request.paths:
-            key = _key(path)
+            key = str(_resolve_roots([path], allow_missing=True)[0])
             matched = [r for r in roots if _under(r, key)]
             if not matched:
                 outer = [r for r in roots if _under(key, r)]
@@ -104,7 +95,7 @@ def forget(request: ForgetRequest) -> ForgetReport:
         forgotten = {root: ForgottenRoot(root) for root in wanted}
         doomed: list[int] = []
         for (doc_root, relative), doc in store.documents(brain).items():
-            file = os.path.normpath(os.path.join(doc_root, *relative.split("/")))
+            file = _file_path(doc_root, relative)
             root = next((r for r in wanted if _under(file, r)), None)
             if root is None:
                 continue

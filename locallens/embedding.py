@@ -229,6 +229,10 @@ NUMPY_QUERY_TOKENS = 128
 # Token ids of this many recent texts are kept, so a text counted, planned and embedded in one
 # index batch is tokenised once (a batch is at most indexer.EMBED_BATCH_CHUNKS chunks and their headers).
 TOKEN_MEMO_TEXTS = 4096
+# ONNX Runtime's fixed cost of one call, in token slots of the model's forward pass: its batches
+# are cut where they cost least (npbert.cheapest_batches), padding ~1% instead of the fill rule's
+# ~10% on an index run's slices (docs/decisions.md#embedding-batches).
+ONNX_BATCH_OVERHEAD = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,11 +508,12 @@ class Embedder:
 
         One backend for the whole job; `progress(n)` after each batch, n texts whose windows are all done.
         """
-        from locallens.npbert import token_batches
+        from locallens.npbert import cheapest_batches, token_batches
 
         ids = windows.ids
         tokens = windows.tokens
         self.last_backend, forward = self._backend(tokens)
+        lengths = [len(seq) for seq in ids]
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         remaining = np.bincount(np.asarray(windows.owners, dtype=np.int64), minlength=windows.texts)
         slots = (batch_size or self.batch_size) * self.max_seq_length
@@ -516,7 +521,11 @@ class Embedder:
 
         one_thread = self.last_backend == "numpy" and tokens <= ONE_THREAD_TOKENS
         with one_blas_thread() if one_thread else contextlib.nullcontext():
-            for batch in token_batches([len(seq) for seq in ids], slots):
+            if self.last_backend == "onnxruntime":
+                batches = cheapest_batches(lengths, slots, ONNX_BATCH_OVERHEAD)
+            else:
+                batches = token_batches(lengths, slots)
+            for batch in batches:
                 out[batch] = forward([ids[i] for i in batch])
                 if progress is not None:
                     owners = np.asarray([windows.owners[i] for i in batch], dtype=np.int64)

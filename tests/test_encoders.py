@@ -230,3 +230,32 @@ def test_a_first_fp32_index_never_imports_torch_even_when_it_makes_its_file(tmp_
     assert "making the ONNX Runtime fp32 encoder" in out.stderr and "HEAVY []" in out.stderr
     (made,) = (tmp_path / "models").iterdir()
     assert made.name.endswith(".onnx") and not [p for p in made.parent.iterdir() if p.name.startswith(".build-")]
+
+
+@pytest.mark.slow
+def test_a_window_gets_the_same_vector_whatever_its_batch_mates_in_onnx_runtime() -> None:
+    # ONNX Runtime's batches are cut by cost (npbert.cheapest_batches), so which windows share a
+    # batch, and how much padding they get, changes with what else the slice holds.
+    from locallens.npbert import cheapest_batches, token_batches
+
+    embedder = embedding.Embedder(embedding.resolve_model("minilm", encoder="fp32"), device="cpu")
+    texts = [
+        f"Paragraph {i} of the test. " + "Words of varying length, an identifier_like_this. " * (i * 7 % 40)
+        for i in range(24)
+    ]
+    windows = embedder.windows(texts, ["Module > Section"] * len(texts))
+    _, forward = embedder._bulk_backend()
+    lengths = [len(ids) for ids in windows.ids]
+
+    def vectors(batches: list[list[int]]) -> np.ndarray:
+        out = np.zeros((len(lengths), embedder.dim), dtype=np.float32)
+        for batch in batches:
+            out[batch] = forward([windows.ids[i] for i in batch])
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+    alone = vectors([[i] for i in range(len(lengths))])
+    np.testing.assert_allclose(vectors(cheapest_batches(lengths, 32 * 256, 16)), alone, atol=2e-6)
+    np.testing.assert_allclose(vectors(token_batches(lengths, 32 * 256)), alone, atol=2e-6)
+    rows = np.vstack(embedder.encode_passages(texts, ["Module > Section"] * len(texts)))
+    assert embedder.last_backend == "onnxruntime"
+    np.testing.assert_allclose(rows, np.vstack(embedder._pool(windows, alone, multi_vector=False)), atol=2e-6)

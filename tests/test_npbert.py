@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -339,3 +341,101 @@ def test_the_token_memo_filling_up_mid_call_keeps_every_text(monkeypatch: pytest
     assert again[0] == first[0] and all(again) and len(tokens._memo) == 3
     direct = tokens.tokens.ids(["alpha", "zeta"])
     assert tokens._ids(["alpha", "alpha", "zeta"]) == [direct[0], direct[0], direct[1]]
+
+
+def _batch_cost(lengths: list[int], batches: list[list[int]], overhead: float) -> float:
+    """What npbert.cheapest_batches minimises: per batch, overhead + k * L * (1 + L / ATTENTION_TOKENS)."""
+    total = 0.0
+    for batch in batches:
+        top = max(max(lengths[i] for i in batch), 1)
+        total += overhead + len(batch) * top * (1 + top / npbert.ATTENTION_TOKENS)
+    return total
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 600), max_size=80),
+    st.integers(1, 9000),
+    st.sampled_from([0.0, 4.0, 16.0, 64.0, 500.0]),
+)
+def test_cheapest_batches_cover_every_text_within_the_limits_at_no_more_cost(
+    lengths: list[int], slots: int, overhead: float
+) -> None:
+    batches = npbert.cheapest_batches(lengths, slots, overhead)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    flat = [lengths[i] for batch in batches for i in batch]
+    assert flat == sorted(flat, reverse=True)  # longest first: a batch holds neighbours in length
+    for batch in batches:
+        longest = max(max(lengths[i] for i in batch), 1)
+        assert 1 <= len(batch) <= npbert.MAX_BATCH_TEXTS
+        assert len(batch) == 1 or len(batch) * longest <= slots
+    # Never dearer than the fill rule's batches, which obey the same limits.
+    assert _batch_cost(lengths, batches, overhead) <= _batch_cost(
+        lengths, npbert.token_batches(lengths, slots), overhead
+    ) * (1 + 1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 300), min_size=1, max_size=9), st.integers(200, 2000), st.floats(0, 100))
+def test_cheapest_batches_are_the_cheapest_cut_of_the_sorted_texts(
+    lengths: list[int], slots: int, overhead: float
+) -> None:
+    # Every way of cutting the texts, longest first, into runs of neighbours: none costs less.
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    best = math.inf
+    for cuts in itertools.product([False, True], repeat=len(order) - 1):
+        batches, current = [], [order[0]]
+        for cut, i in zip(cuts, order[1:], strict=True):
+            if cut:
+                batches.append(current)
+                current = []
+            current.append(i)
+        batches.append(current)
+        if all(len(b) == 1 or len(b) * max(lengths[i] for i in b) <= slots for b in batches):
+            best = min(best, _batch_cost(lengths, batches, overhead))
+    got = _batch_cost(lengths, npbert.cheapest_batches(lengths, slots, overhead), overhead)
+    assert got <= best * (1 + 1e-9)
+
+
+def test_an_index_slice_pads_little_in_onnx_runtime_batches() -> None:
+    # An index run's slice: ~40 windows of every length up to the window (chunks near it, the
+    # windows of over-long chunks near half of it). The fill rule pads ~10% of them.
+    rng = np.random.default_rng(29)
+    lengths = [int(x) for x in np.clip(np.concatenate([rng.normal(240, 14, 25), rng.normal(140, 40, 15)]), 8, 256)]
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in npbert.cheapest_batches(lengths, 32 * 256, 16))
+    old = sum(len(b) * max(lengths[i] for i in b) for b in npbert.token_batches(lengths, 32 * 256))
+    assert padded <= 1.02 * sum(lengths) < old
+
+
+def test_onnx_runtime_batches_pad_little_and_leave_the_vectors_as_they_were() -> None:
+    # The Embedder batches ONNX Runtime's windows by cost, others by the fill rule; the vectors
+    # are each window's own either way (the fake's forward pass reads one window at a time).
+    from .helpers import FakeEmbedder
+
+    texts = [" ".join(f"w{i}x{j}" for j in range(20 + (i * 37) % 230)) for i in range(40)]
+    shapes: dict[str, list[tuple[int, int]]] = {}
+
+    def recording(name: str):  # type: ignore[no-untyped-def]
+        fake = FakeEmbedder()
+
+        def backend(tokens: int):  # type: ignore[no-untyped-def]
+            def forward(batch: list[list[int]]) -> np.ndarray:
+                shapes[name].append((len(batch), max(map(len, batch))))
+                return fake._forward(batch)
+
+            return name, forward
+
+        fake._backend = backend  # type: ignore[method-assign]
+        shapes[name] = []
+        return fake
+
+    ours, other = recording("onnxruntime"), recording("numpy")
+    done: list[int] = []
+    rows = ours.encode_passages(texts, ["Header"] * len(texts), progress=done.append)
+    before = other.encode_passages(texts, ["Header"] * len(texts))
+    for a, b in zip(rows, before, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert sum(done) == len(texts)
+    held = sum(map(len, ours.windows(texts, ["Header"] * len(texts)).ids))
+    computed = {name: sum(n * length for n, length in s) for name, s in shapes.items()}
+    assert computed["onnxruntime"] <= 1.05 * held < computed["numpy"]

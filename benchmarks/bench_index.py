@@ -1,7 +1,8 @@
 """Index benchmark: pipeline throughput against raw encoding, reindex, edit, peak RSS.
 
     .venv/bin/python benchmarks/bench_index.py [--quick] [--files N] [--with-slices]
-    .venv/bin/python benchmarks/bench_index.py --first-index DIR [--baseline CHECKOUT] [--encoders fp32,int8,static]
+    .venv/bin/python benchmarks/bench_index.py --first-index DIR [--baseline CHECKOUT[,CHECKOUT...]] [--encoders fp32,int8,static]
+        [--rounds N]
 
 A corpus of 2,000 markdown files (200 with --quick) is generated from the paragraphs of
 sample_docs/, recombined, each file made unique by a numbered sentence; file 0 is a long file
@@ -21,14 +22,17 @@ sample_docs/, recombined, each file made unique by a numbered sentence; file 0 i
 `--first-index DIR` instead compares first indexes of one folder (e.g. the stdlib manual pages,
 `python benchmarks/corpora.py DIR --stdlib`), each a fresh process and a fresh database, in one
 run: `locallens` with each encoder (static only where model2vec is installed), `--baseline CHECKOUT`
-(an older checkout of locallens, run with its own PYTHONPATH and its defaults), and the yardstick, a plain sentence-transformers
+(older checkouts of locallens, comma-separated, each run with its own PYTHONPATH and its defaults
+after the first encoder; the targets compare with the first), and the yardstick, a plain sentence-transformers
 `encode()` (batch 32, its own truncation at the model's window) of exactly the texts locallens
 embeds (header, blank line, chunk). Printed per run: chunks, wordpieces the model reads (special
 tokens included: locallens embeds an over-long chunk whole, in windows, sentence-transformers
 truncates it), wall and CPU seconds of the index (model load included) or of the encode, chunks/s,
 wordpieces/s, CPU per 1,000 wordpieces against the yardstick's, and the process's peak RSS; then,
 for the default encoder of a new brain, the targets: CPU per wordpiece at most the yardstick's,
-at least twice the baseline's speed (process wall), peak RSS not above the baseline's.
+at least twice the baseline's speed (process wall), peak RSS not above the baseline's. With
+`--rounds N` the indexes run N times, alternating, and each figure is the median of its rounds
+(the speed against the baseline: the median of the rounds' paired ratios).
 
 Targets are stated for the full size; a smaller run (--quick, or --files N below 2,000) prints
 them beside its figures for reference. Cost: three encoding passes over the corpus (raw, index,
@@ -164,13 +168,16 @@ def main() -> None:
     args = c.parse_args(
         __doc__.splitlines()[0],
         extra=[("--with-slices", "also time encode() fed in the indexer's progress slices (one more encoding pass)")],
-        ints=[("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)")],
+        ints=[
+            ("--files", f"corpus size in files (default {FULL_FILES}; {QUICK_FILES} with --quick)"),
+            ("--rounds", "with --first-index: run each index this many times, alternating; medians (default 1)"),
+        ],
         strings=[
             (
                 "--first-index",
                 "compare first indexes of this folder: encoders, --baseline, plain sentence-transformers",
             ),
-            ("--baseline", "an older locallens checkout to run beside this one (with --first-index)"),
+            ("--baseline", "older locallens checkouts, comma-separated, to run beside this one (with --first-index)"),
             ("--encoders", "encoders to index with (with --first-index; default fp32,int8,static)"),
         ],
     )
@@ -178,9 +185,9 @@ def main() -> None:
     c.offline_env()
     started = time.perf_counter()
     if args.first_index:
-        baseline = Path(args.baseline).resolve() if args.baseline else None
-        # Resolved: the baseline runs in its own checkout's folder.
-        first_index(Path(args.first_index).resolve(), baseline, args.encoders.split(","))
+        # Resolved: a baseline runs in its own checkout's folder.
+        baselines = [Path(b).resolve() for b in args.baseline.split(",") if b] if args.baseline else []
+        first_index(Path(args.first_index).resolve(), baselines, args.encoders.split(","), args.rounds or 1)
         c.print_end(started)
         return
     c.print_machine("locallens index benchmark", args.quick)
@@ -406,9 +413,15 @@ print(json.dumps({"wall": time.perf_counter() - w, "cpu": time.process_time() - 
 """
 
 
-def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> None:
-    """First indexes of `corpus`, one fresh process each, against a plain encode of the same texts."""
+def first_index(corpus: Path, baselines: list[Path], encoders: list[str], rounds: int = 1) -> None:
+    """First indexes of `corpus`, one fresh process each, against a plain encode of the same texts.
+
+    With `rounds` above 1 the runs alternate (each encoder, then each baseline, again), so that
+    a change of load hits them alike; each figure is then the median of its rounds, and the speed
+    against the baseline also the median of the rounds' own ratios.
+    """
     import os
+    import statistics
 
     from locallens.embedding import Embedder, resolve_model
     from locallens.headers import embedded_text
@@ -416,38 +429,53 @@ def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> Non
 
     c.print_machine(f"first index of {corpus}", False)
     table = c.Table(f"First index of {corpus} ({sum(1 for _ in corpus.rglob('*') if _.is_file())} files)")
-    env_here = {**os.environ, "PYTHONPATH": str(c.ROOT)}
-    runs: list[tuple[str, c.ChildRun]] = []
-    # A model made on first use (int8; fp32's ONNX Runtime file for bulk jobs) is made before the
-    # timed runs, in a child: this process stays small, since a child's peak RSS starts from its
-    # parent's at fork.
-    for encoder in encoders:
-        make = (
-            f"from locallens.embedding import load_embedder; e = load_embedder('minilm', encoder={encoder!r})\n"
-            "if e.encoder == 'fp32' and hasattr(e, '_bulk_backend'): e._bulk_backend()"
-        )
-        c.check_child(c.run_child([sys.executable, "-c", make], env={**os.environ, "PYTHONPATH": str(c.ROOT)}), "load")
+    runs: dict[str, list[tuple[c.ChildRun, float]]] = {}  # name: (run, load average at its start) per round
+
+    def timed_run(name: str, cmd: list[str], **kwargs: object) -> None:
+        load = os.getloadavg()[0]
+        c.note(f"{name} (load {load:.1f})")
+        run = c.run_child(cmd, **kwargs)  # type: ignore[arg-type]
+        c.check_child(run, name)
+        runs.setdefault(name, []).append((run, load))
+
+    from locallens.onnx_encoder import models_dir
+
+    models = models_dir()  # the user's, as this process sees it before the bench folder's LOCALLENS_HOME
     with c.bench_dir("bench-first-index") as tmp:
+        # Every run, this checkout's and the baselines', reads the models made on first use (int8;
+        # fp32's ONNX Runtime file for bulk jobs) from one folder, where they are made now, before
+        # the timed runs, in a child: no timed run pays for making them (a baseline with the bench
+        # folder's empty LOCALLENS_HOME did), and this process stays small (a child's peak RSS
+        # starts from its parent's at fork).
+        env_here = {**os.environ, "PYTHONPATH": str(c.ROOT), "LOCALLENS_MODELS": str(models)}
         for encoder in encoders:
-            c.note(f"locallens, encoder {encoder}")
-            db = tmp / f"{encoder}.db"
-            cmd = [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(db), encoder]
-            runs.append((f"locallens {encoder}", c.run_child(cmd, env=env_here)))
-            c.check_child(runs[-1][1], f"index with {encoder}")
-            if baseline is not None and encoder == encoders[0]:
-                c.note(f"baseline {baseline}")
-                env_base = {**os.environ, "PYTHONPATH": str(baseline)}
-                cmd = [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(tmp / "base.db"), "default"]
-                runs.append(("baseline (defaults)", c.run_child(cmd, cwd=baseline, env=env_base)))
-                c.check_child(runs[-1][1], "baseline index")
+            make = (
+                f"from locallens.embedding import load_embedder; e = load_embedder('minilm', encoder={encoder!r})\n"
+                "if e.encoder == 'fp32' and hasattr(e, '_bulk_backend'): e._bulk_backend()"
+            )
+            c.check_child(c.run_child([sys.executable, "-c", make], env=env_here), "load")
+        for round_ in range(rounds):
+            for encoder in encoders:
+                db = tmp / f"{encoder}-{round_}.db"
+                timed_run(
+                    f"locallens {encoder}",
+                    [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(db), encoder],
+                    env=env_here,
+                )
+                for n, baseline in enumerate(baselines if encoder == encoders[0] else []):
+                    env_base = {**os.environ, "PYTHONPATH": str(baseline), "LOCALLENS_MODELS": str(models)}
+                    db = tmp / f"base{n}-{round_}.db"
+                    label = "baseline (defaults)" if n == 0 else f"baseline {baseline.name} (defaults)"
+                    cmd = [sys.executable, "-c", _INDEX_CHILD, str(corpus), str(db), "default"]
+                    timed_run(label, cmd, cwd=baseline, env=env_base)
         # The texts locallens embedded, read back from the first index.
-        with open_store(tmp / f"{encoders[0]}.db") as store:
+        with open_store(tmp / f"{encoders[0]}-0.db") as store:
             brain = store.get_brain("default")
             rows = store.execute(f"SELECT header, content FROM chunks WHERE brain_id = {brain.id}")
         texts = list(dict.fromkeys(embedded_text(h, t) for h, t in rows))
         headers_texts = [(h, t) for h, t in dict.fromkeys((h, t) for h, t in rows)]
         (tmp / "texts.json").write_text(json.dumps(texts), encoding="utf-8")
-        c.note(f"plain sentence-transformers encode of the {len(texts):,} texts")
+        c.note(f"plain sentence-transformers encode of the {len(texts):,} texts (load {os.getloadavg()[0]:.1f})")
         yard = c.run_child([sys.executable, "-c", _ST_CHILD, str(tmp / "texts.json")], env=env_here)
         c.check_child(yard, "sentence-transformers encode")
     spec = resolve_model("minilm", encoder="fp32")
@@ -464,7 +492,11 @@ def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> Non
         f"{ours_wp:,}",
         note=f"locallens, in {len(windows.ids):,} windows; sentence-transformers reads {theirs_wp:,} (truncating)",
     )
-    table.section("runs (wall s / CPU s / chunks/s / wordpieces/s / CPU per 1k wordpieces vs yardstick / peak RSS)")
+    what = "median of {rounds} rounds, " if rounds > 1 else ""
+    table.section(
+        f"runs ({what.format(rounds=rounds)}wall s / CPU s / chunks/s / wordpieces/s / "
+        "CPU per 1k wordpieces vs yardstick / peak RSS)"
+    )
     table.add(
         "sentence-transformers encode()",
         f"{y['wall']:.1f} s",
@@ -473,26 +505,36 @@ def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> Non
     )
     from locallens.embedding import DEFAULT_ENCODER
 
-    base = next((r for name, r in runs if name.startswith("baseline")), None)
-    base_wall = base.seconds if base is not None else None
+    def figures(run: c.ChildRun) -> dict:
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    base = runs.get("baseline (defaults)")
     per_k_of: dict[str, float] = {}
-    for name, run in runs:
-        figures = json.loads(run.stdout.strip().splitlines()[-1])
-        per_k = figures["cpu"] / ours_wp * 1000
-        per_k_of[name] = per_k / y_cpu_per_k
-        vs_base = f"; {base_wall / run.seconds:.2f}x the baseline's speed (process wall)" if base_wall else ""
-        if name.startswith("baseline"):
-            vs_base = ""
+    speed_of: dict[str, float] = {}
+    for name, done in runs.items():
+        each = [figures(run) for run, _ in done]
+        wall = statistics.median(f["wall"] for f in each)
+        cpu = statistics.median(f["cpu"] for f in each)
+        process = statistics.median(run.seconds for run, _ in done)
+        peak = max(run.max_rss_bytes for run, _ in done)
+        per_k_of[name] = cpu / ours_wp * 1000 / y_cpu_per_k
+        vs_base = ""
+        if base is not None and not name.startswith("baseline"):
+            speed_of[name] = statistics.median(b.seconds / r.seconds for (b, _), (r, _) in zip(base, done, strict=True))
+            vs_base = f"; {speed_of[name]:.2f}x the baseline's speed (process wall, median of the rounds' ratios)"
+        rounds_note = ""
+        if rounds > 1:
+            rounds_note = "; rounds " + ", ".join(f"{run.seconds:.1f} s at load {load:.1f}" for run, load in done)
         table.add(
             name,
-            f"{figures['wall']:.1f} s",
-            note=f"CPU {figures['cpu']:.1f} s; {figures['chunks'] / figures['wall']:.1f} chunks/s; "
-            f"{ours_wp / figures['wall']:,.0f} wordpieces/s; {per_k / y_cpu_per_k:.2f}x; "
-            f"peak RSS {c.fmt_bytes(run.max_rss_bytes)}{vs_base} ({figures['model']}; process {run.seconds:.1f} s)",
+            f"{wall:.1f} s",
+            note=f"CPU {cpu:.1f} s; {each[0]['chunks'] / wall:.1f} chunks/s; "
+            f"{ours_wp / wall:,.0f} wordpieces/s; {per_k_of[name]:.2f}x; "
+            f"peak RSS {c.fmt_bytes(peak)}{vs_base} ({each[0]['model']}; process {process:.1f} s{rounds_note})",
         )
-    default = next((r for name, r in runs if name == f"locallens {DEFAULT_ENCODER}"), None)
-    if default is not None:
-        name = f"locallens {DEFAULT_ENCODER}"
+    name = f"locallens {DEFAULT_ENCODER}"
+    if name in runs:
+        default = runs[name]
         table.section(f"targets: the default encoder of a new brain ({DEFAULT_ENCODER})")
         table.add(
             "CPU per wordpiece vs plain encode",
@@ -502,13 +544,15 @@ def first_index(corpus: Path, baseline: Path | None, encoders: list[str]) -> Non
             note="the index's CPU (model load, reading, chunking, store included) per wordpiece it reads",
         )
         if base is not None:
-            speed = base.seconds / default.seconds
+            speed = speed_of[name]
             table.add("speed vs the baseline", f"{speed:.2f}x", ">= 2x", speed >= 2.0, note="process wall, paired")
+            ours_peak = max(run.max_rss_bytes for run, _ in default)
+            base_peak = max(run.max_rss_bytes for run, _ in base)
             table.add(
                 "peak RSS vs the baseline",
-                f"{c.fmt_bytes(default.max_rss_bytes)} / {c.fmt_bytes(base.max_rss_bytes)}",
+                f"{c.fmt_bytes(ours_peak)} / {c.fmt_bytes(base_peak)}",
                 "not higher",
-                default.max_rss_bytes <= base.max_rss_bytes,
+                ours_peak <= base_peak,
             )
     table.print()
 

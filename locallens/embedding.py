@@ -229,10 +229,13 @@ NUMPY_QUERY_TOKENS = 128
 # Token ids of this many recent texts are kept, so a text counted, planned and embedded in one
 # index batch is tokenised once (a batch is at most indexer.EMBED_BATCH_CHUNKS chunks and their headers).
 TOKEN_MEMO_TEXTS = 4096
-# ONNX Runtime's fixed cost of one call, in token slots of the model's forward pass: its batches
-# are cut where they cost least (npbert.cheapest_batches), padding ~1% instead of the fill rule's
-# ~10% on an index run's slices (docs/decisions.md#embedding-batches).
+# fp32 in ONNX Runtime: batches are cut where they cost least (npbert.cheapest_batches), with the
+# runtime's fixed cost of one call counted as this many token slots, and hold at most this many
+# tokens (two full MiniLM windows). Padding ~0.3% instead of the fill rule's ~10% on an index
+# run's slices; small batches also cost no more CPU a token than large ones there (their
+# activations stay in cache) and keep the peak memory low (docs/decisions.md#embedding-batches).
 ONNX_BATCH_OVERHEAD = 16
+ONNX_BATCH_TOKENS = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -521,8 +524,10 @@ class Embedder:
 
         one_thread = self.last_backend == "numpy" and tokens <= ONE_THREAD_TOKENS
         with one_blas_thread() if one_thread else contextlib.nullcontext():
-            if self.last_backend == "onnxruntime":
-                batches = cheapest_batches(lengths, slots, ONNX_BATCH_OVERHEAD)
+            if self.last_backend == "onnxruntime" and self._onnx is None:  # fp32 in ONNX Runtime
+                # At least one full window: a batch of one may always be that long.
+                room = min(slots, max(ONNX_BATCH_TOKENS, self.max_seq_length))
+                batches = cheapest_batches(lengths, room, ONNX_BATCH_OVERHEAD)
             else:
                 batches = token_batches(lengths, slots)
             for batch in batches:

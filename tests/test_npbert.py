@@ -439,3 +439,6 @@ def test_onnx_runtime_batches_pad_little_and_leave_the_vectors_as_they_were() ->
     held = sum(map(len, ours.windows(texts, ["Header"] * len(texts)).ids))
     computed = {name: sum(n * length for n, length in s) for name, s in shapes.items()}
     assert computed["onnxruntime"] <= 1.05 * held < computed["numpy"]
+    # Small batches: a batch holds at most ONNX_BATCH_TOKENS once padded, or one window.
+    assert all(n == 1 or n * length <= embedding.ONNX_BATCH_TOKENS for n, length in shapes["onnxruntime"])
+    assert max(n for n, _ in shapes["onnxruntime"]) > 1

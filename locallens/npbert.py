@@ -38,9 +38,10 @@ ONE_THREAD_TOKENS = 256
 MAX_BATCH_TEXTS = 256
 # A text joins a batch only if it is at least this share of the batch's longest (see token_batches).
 MIN_BATCH_FILL = 0.8
-# In cheapest_batches: the sequence length at which a token's attention costs as much as its
-# matrix products (MiniLM: 21 MFLOP of matrix products a token, 9.2 kFLOP of attention per token
-# of length; counted at the attention's lower efficiency).
+# In cheapest_batches: the sequence length at which a token's attention would cost as much as its
+# matrix products. MiniLM's FLOPs put it at ~2,300 (21 MFLOP of matrix products a token, 9.2
+# kFLOP of attention per token of length); 1,000 allows for attention's softmax and lower
+# efficiency. An estimate, not tuned: within a 256-token window it only shifts cuts slightly.
 ATTENTION_TOKENS = 1000
 
 

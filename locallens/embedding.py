@@ -231,7 +231,7 @@ NUMPY_QUERY_TOKENS = 128
 TOKEN_MEMO_TEXTS = 4096
 # fp32 in ONNX Runtime: batches are cut where they cost least (npbert.cheapest_batches), with the
 # runtime's fixed cost of one call counted as this many token slots, and hold at most this many
-# tokens (two full MiniLM windows). Padding ~0.3% instead of the fill rule's ~10% on an index
+# tokens (two full MiniLM windows). Padding ~0.4% instead of the fill rule's ~10% on an index
 # run's slices; small batches also cost no more CPU a token than large ones there (their
 # activations stay in cache) and keep the peak memory low (docs/decisions.md#embedding-batches).
 ONNX_BATCH_OVERHEAD = 16

@@ -18,7 +18,11 @@ is in no document, the right answer being the refusal):
   ship with CPython (`pydoc_data`, written out by benchmarks/corpora.py);
 - stdlib: benchmarks/data/stdlib_questions.jsonl (56) over the standard library's manual pages;
 - borg: benchmarks/data/borg_questions.jsonl (40 + 5) over the BorgBackup manual (Debian
-  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only.
+  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only;
+- varnish, varnish-es: benchmarks/data/varnish_questions.jsonl (40 + 8) and
+  varnish_es_over_en.jsonl (8 + 2, Spanish) over the Varnish Cache documentation (Debian
+  `varnish-doc`, `corpora.py --varnish`): written before anything was measured on them and left
+  out of the default `--sets`, so that a change is judged on them once, after it is made.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -58,7 +62,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import _common as c
-from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus
+from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus, write_varnish_corpus
 
 ROOT = c.ROOT
 DATA = Path(__file__).resolve().parent / "data"
@@ -73,6 +77,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
+    "varnish": ("varnish", [DATA / "varnish_questions.jsonl"]),
+    "varnish-es": ("varnish", [DATA / "varnish_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -101,6 +107,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
     if corpus == "stdlib":
         dest = workdir / "stdlib-corpus"
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
+    if corpus == "varnish":
+        return write_varnish_corpus(workdir / "varnish-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

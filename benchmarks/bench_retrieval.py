@@ -15,6 +15,10 @@ offline from the same two rankings, so no setting costs a second index:
 - borg: the BorgBackup manual from Debian's `borgbackup-doc` package (`corpora.py --borg`), with
   `benchmarks/data/borg_questions.jsonl`; scored like stdlib. Nothing is tuned on it: it is the
   check that a change carries over to documentation nobody here wrote.
+- varnish, varnish-es: the Varnish Cache documentation from Debian's `varnish-doc` package
+  (`corpora.py --varnish`), with `benchmarks/data/varnish_questions.jsonl` and its Spanish
+  questions `varnish_es_over_en.jsonl` (one index); scored like stdlib. Held out: written before
+  any measurement, for judging a change once it is made.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -58,6 +62,8 @@ DEFAULT_SCIFACT = Path(os.environ.get("LOCALLENS_SCIFACT", "~/datasets/beir-scif
 STDLIB_QUESTIONS = c.ROOT / "benchmarks" / "data" / "stdlib_questions.jsonl"
 PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
+VARNISH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "varnish_questions.jsonl"
+VARNISH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "varnish_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -172,6 +178,14 @@ def load_borg(work: Path) -> Corpus:
     from corpora import write_borg_corpus
 
     return load_docs("borg", write_borg_corpus(work / "borg-docs"), BORG_QUESTIONS)
+
+
+def load_varnish(work: Path, questions: Path = VARNISH_QUESTIONS, name: str = "varnish") -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_varnish_corpus
+
+    corpus = load_docs(name, write_varnish_corpus(work / "varnish-docs"), questions)
+    return dataclasses.replace(corpus, index="varnish")
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -580,6 +594,8 @@ def main() -> None:
         "stdlib": lambda: load_stdlib(args.work),
         "pydoc": lambda: load_pydoc(args.work),
         "borg": lambda: load_borg(args.work),
+        "varnish": lambda: load_varnish(args.work),
+        "varnish-es": lambda: load_varnish(args.work, VARNISH_ES_QUESTIONS, "varnish-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

@@ -217,7 +217,9 @@ def test_a_file_after_the_best_gives_one_result_while_others_have_some(tmp_path:
     with Store(tmp_path / "index.db") as store:
         brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
         # b.md's chunks all rank above c.md and d.md; only the best file (a.md) keeps a second one.
-        _write_files(store, brain, {"a.md": [0.99, 0.98, 0.97], "b.md": [0.95, 0.94, 0.93], "c.md": [0.9], "d.md": [0.85]})
+        _write_files(
+            store, brain, {"a.md": [0.99, 0.98, 0.97], "b.md": [0.95, 0.94, 0.93], "c.md": [0.9], "d.md": [0.85]}
+        )
         for hybrid in (False, True):
             hits = search(store, brain, "part", QUESTION_VECTOR, 7, hybrid=hybrid)
             assert OTHER_FILE_CHUNKS == 1

@@ -136,14 +136,11 @@ HYBRID_CANDIDATES = 20
 # at IDENTIFIER_VECTOR_WEIGHT. (None of the benchmark questions is one; with 0.7 a bare IP in
 # sample_docs/ ranked a VPN note above the one page that has it.)
 IDENTIFIER_VECTOR_WEIGHT = 0.5
-# Diversity: the best file (the one of the first result) gives at most MAX_CHUNKS_PER_FILE of the k
-# results and every other file OTHER_FILE_CHUNKS before another file's next best chunk (a file's
-# further chunks follow only when no other file has one left). With overlapping chunks that share
-# a header, the neighbours of a file's best chunk score nearly as high and filled the top 5 with
-# one or two files; the best file keeps a second chunk for a passage that runs on into it
-# (docs/decisions.md#diversity).
+# Diversity: a file gives at most MAX_CHUNKS_PER_FILE of the k results before another file's next
+# best chunk (its further chunks follow only when no other file has one left). With overlapping
+# chunks that share a header, the neighbours of a file's best chunk score nearly as high and
+# filled the top 5 with one or two files (docs/decisions.md#diversity).
 MAX_CHUNKS_PER_FILE = 2
-OTHER_FILE_CHUNKS = 1
 _WORD = re.compile(r"\w+")
 
 Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
@@ -183,20 +180,16 @@ def fuse_scores(
     return sorted(fused, key=lambda k: (-fused[k], -cosine[k], k))
 
 
-def diversify(
-    hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE, others: int = OTHER_FILE_CHUNKS
-) -> list[Hit]:
-    """The first `k` of `hits` (best first) taking at most `per_file` chunks of the first hit's
-    file and `others` of any other file while files are left; the chunks held back fill any
-    places left, in their order."""
+def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
+    """The first `k` of `hits` (best first) taking at most `per_file` chunks of one file while
+    others are left; the chunks held back fill any places left, in their order."""
     taken: dict[str, int] = {}
     head: list[Hit] = []
     held: list[Hit] = []
-    best = hits[0].chunk.relative_path if hits else ""
     for hit in hits:
         path = hit.chunk.relative_path
         taken[path] = taken.get(path, 0) + 1
-        (head if taken[path] <= (per_file if path == best else others) else held).append(hit)
+        (head if taken[path] <= per_file else held).append(hit)
     return (head + held)[:k]
 
 
@@ -354,9 +347,8 @@ def search(
     also: QueryVariants = (),
 ) -> list[Hit]:
     """The k best chunks: by vector, or by vector and keywords fused (`hybrid_search`); at most
-    MAX_CHUNKS_PER_FILE of the best file and OTHER_FILE_CHUNKS of any other while other files have
-    candidates (`diversify`). `path_glob` is a `--path` value (`path_filter`); `also`, more
-    renderings of the query (`hybrid_search`)."""
+    MAX_CHUNKS_PER_FILE of one file while other files have candidates (`diversify`). `path_glob`
+    is a `--path` value (`path_filter`); `also`, more renderings of the query (`hybrid_search`)."""
     check_dimension(brain, int(np.shape(qvec)[-1]))
     if path_glob is not None:
         path_glob = path_filter(store, brain, path_glob)

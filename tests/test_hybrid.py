@@ -211,30 +211,13 @@ def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tm
             ]  # fmt: skip
 
 
-def test_a_file_after_the_best_gives_one_result_while_others_have_some(tmp_path: Path) -> None:
-    from locallens.retrieval import OTHER_FILE_CHUNKS
-
-    with Store(tmp_path / "index.db") as store:
-        brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
-        # b.md's chunks all rank above c.md and d.md; only the best file (a.md) keeps a second one.
-        _write_files(
-            store, brain, {"a.md": [0.99, 0.98, 0.97], "b.md": [0.95, 0.94, 0.93], "c.md": [0.9], "d.md": [0.85]}
-        )
-        for hybrid in (False, True):
-            hits = search(store, brain, "part", QUESTION_VECTOR, 7, hybrid=hybrid)
-            assert OTHER_FILE_CHUNKS == 1
-            assert [(h.chunk.relative_path, h.chunk.chunk_index) for h in hits] == [
-                ("a.md", 0), ("a.md", 1), ("b.md", 0), ("c.md", 0), ("d.md", 0), ("a.md", 2), ("b.md", 1)
-            ]  # fmt: skip
-
-
 def _hit(path: str, index: int) -> Hit:
     return Hit(Chunk(f"{path}-{index}", "default", path, index, f"{path} {index}", "0" * 64), score=0.5)
 
 
 @given(st.lists(st.sampled_from("abcde"), max_size=14), st.integers(1, 8))
 def test_diversify_keeps_the_order_and_caps_a_file_only_while_others_are_left(files: list[str], k: int) -> None:
-    from locallens.retrieval import MAX_CHUNKS_PER_FILE, OTHER_FILE_CHUNKS, diversify
+    from locallens.retrieval import MAX_CHUNKS_PER_FILE, diversify
 
     hits = [_hit(f, i) for i, f in enumerate(files)]
     out = diversify(hits, k)
@@ -244,9 +227,8 @@ def test_diversify_keeps_the_order_and_caps_a_file_only_while_others_are_left(fi
         assert out[0] is hits[0]  # the best hit stays first
     left_out = {h.chunk.relative_path for h in hits} - {h.chunk.relative_path for h in out}
     for path in {h.chunk.relative_path for h in out}:
-        cap = MAX_CHUNKS_PER_FILE if path == hits[0].chunk.relative_path else OTHER_FILE_CHUNKS
         # a file has more than its share only when no file with a candidate was left out for it
-        if sum(h.chunk.relative_path == path for h in out) > cap:
+        if sum(h.chunk.relative_path == path for h in out) > MAX_CHUNKS_PER_FILE:
             assert not left_out
     # within one file, its chunks keep their order
     for path in set(files):

@@ -24,9 +24,17 @@ Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=d
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
 HYBRID_CANDIDATES per side as `ask` (k=5) fuses them.
 
-Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, and
-the index time (embedding included, model load excluded). Figures are printed as one table and
-appended as JSON lines to `--out`.
+Also scored from the same searches: `ask` (the package's own `search` as `ask` calls it, with a
+Spanish question's English rendering); `hybrid_ask capN` (at most N chunks of one file in the top
+5 while others are left; `cap2/1`: 2 of the best file, 1 of any other); `ask resortN` (the first N
+of `ask`'s results re-sorted by cosine, then capped again).
+
+Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, the
+expected document among the first 5 chunks and the files they come from, and the index time
+(embedding included, model load excluded). Figures are printed as one table and appended as JSON
+lines to `--out`. With both `headers` and `naive` among the configs, a second table puts the
+default search (`ask`) beside the naive dense baseline (`naive`'s vector search), with the warm
+milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's.
 
 Usage:
     python benchmarks/bench_retrieval.py [--configs today,headers,multi,both] [--corpora scifact,stdlib]

@@ -61,7 +61,7 @@ from locallens.unit_scores import (
     key_words,
     question_terms,
 )
-from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
+from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENCE, Unit, answer_units
 
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, the
@@ -438,6 +438,11 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     if best.term and best.setup is None:
         # A description's later sentence: its term line, when the excerpt holds it.
         linked_units += [u for u in same.values() if u.index < best.index and u.text == best.term][-1:]
+    if not linked_units and best.kind == SENTENCE and _ANAPHOR.match(best.text):
+        # "It terminates the nearest enclosing loop": the sentence before says what "it" is.
+        before = same.get(best.index - 1)
+        if before is not None and before.kind in (SENTENCE, DEFINITION, ITEM):
+            linked_units.append(before)
     out.extend(linked_units)
     out.append(best)
     nxt = same.get(best.index + 1)
@@ -447,6 +452,13 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
 
 
 _FLAG_START = re.compile(r"-{1,2}\w")
+# A sentence whose subject is the one before it names ("It terminates the nearest enclosing loop",
+# "This method is called when ...", "Esto ..."): printed after that sentence.
+_ANAPHOR = re.compile(
+    r"^(?:it|its|this|these|they|their|that|those|such|he|she|then|otherwise|esto|este|esta|estos|estas|"
+    r"ese|esa|eso|ello|entonces)\b",
+    re.I,
+)
 
 
 def _plain(unit: Unit) -> str:

@@ -502,12 +502,14 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
                 encode = SentenceEncoder(models.embedder(brain.model), store)
-                scored = score_units(row["question"], hits, np.asarray(vector), encode)
-                evidence = evidence_features(row["question"], hits, scored, brain_term_counts(store, brain))
+                counts = brain_term_counts(store, brain)
+                scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
+                evidence = evidence_features(row["question"], hits, scored, counts)
+                terms = question_terms(row["question"], counts)
             units = scored.units
             if not units:
                 continue
-            x = features(question_terms(row["question"]), units, scored.cosines, [h.chunk.relative_path for h in hits])
+            x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
             answers = row.get("answers")
             y = np.array(
                 [

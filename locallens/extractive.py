@@ -72,15 +72,15 @@ from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENC
 # and pydoc sets, the Spanish set's unanswerable ones and the Spanish questions given their
 # English note (`es-given`) (docs/benchmarks.md#the-fact-stated-about-its-subject).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 1.14,
-    "term_coverage": 1.66,
-    "top_score": 3.41,
-    "missing": -4.16,
-    "fact_far": 0.25,
-    "missing_name": -3.35,
-    "fact_unstated": -3.68,
+    "best_unit": 1.0,
+    "term_coverage": -1.26,
+    "top_score": 6.08,
+    "missing": -1.73,
+    "fact_far": 0.34,
+    "missing_name": -1.72,
+    "fact_unstated": -5.04,
 }
-EVIDENCE_BIAS = -1.14
+EVIDENCE_BIAS = -2.47
 MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
@@ -89,8 +89,13 @@ MIN_TERM_COVERAGE = 0.2
 TERM_COUNT_CAP = 1000
 MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
 MARGIN = 0.15  # ... and when it scores within this of the best
-MAX_ANSWERING = 2  # answering units in a passage, at most
-DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
+MAX_ANSWERING = 2  # answering units in a passage, at most (and one more from another excerpt)
+# A unit from an excerpt the passage does not print yet joins it when it scores within this of
+# the best (`passage_units`).
+OTHER_MARGIN = 0.3
+CANDIDATES = 8  # the best units looked at for a passage
+DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
+SUMMARY_TOKENS = 90  # a summary's
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
@@ -150,8 +155,16 @@ class Scored:
     vectors: np.ndarray
 
 
-def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray, encode: Encode) -> Scored:
-    """Every answer unit of `hits` with its score (see `locallens.unit_scores`)."""
+def score_units(
+    question: str,
+    hits: Sequence[Hit],
+    question_vector: np.ndarray,
+    encode: Encode,
+    term_counts: TermCounts | None = None,
+) -> Scored:
+    """Every answer unit of `hits` with its score (see `locallens.unit_scores`). `term_counts`:
+    the brain's word counts, which weigh the question's words by their rarity (without them,
+    every word weighs the same)."""
     units = answer_units(hits)
     if not units:
         empty = np.zeros(0)
@@ -159,10 +172,16 @@ def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray,
     vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
     query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(-1))
     cosines = vectors @ query
-    rows = features(question_terms(question), units, cosines, [h.chunk.relative_path for h in hits])
+    rows = features(
+        question_terms(question, term_counts),
+        units,
+        cosines,
+        [h.chunk.relative_path for h in hits],
+        [h.score for h in hits],
+    )
     scores = combine(rows)
     for i, unit in enumerate(units):
-        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * DEFAULT_PASSAGE_TOKENS:
+        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * SUMMARY_TOKENS:
             scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
     return Scored(units, scores, cosines, vectors)
 
@@ -499,38 +518,49 @@ def _tokens(unit: Unit) -> int:
     return count_tokens(unit.text) + 3  # the citation
 
 
-def passage_units(scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS) -> list[tuple[Unit, bool]]:
-    """The units of the printed passage, each with whether it is an answering unit."""
+def passage_units(
+    scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS, other_excerpts: bool = True
+) -> list[tuple[Unit, bool]]:
+    """The units of the printed passage, each with whether it is an answering unit: the best unit
+    with what belongs to it, the next best while they score within `MARGIN` of it (at most
+    `MAX_ANSWERING`), and, when `other_excerpts`, one more from an excerpt not printed yet that
+    scores within `OTHER_MARGIN` of the best: the answer is often in the second excerpt's unit
+    when the first excerpt's best one restates the question. All within `passage_tokens`."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
     taken: set[tuple[int, int]] = set()
     seen_text: set[str] = set()
+    excerpts: set[int] = set()
     used = 0
-    for rank, i in enumerate(order[:6]):
+    answering = 0
+    for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
-        if rank and (score < MIN_ANSWER_SCORE or score < best_score - MARGIN):
-            break
         unit = scored.units[int(i)]
-        if (unit.excerpt, unit.index) in taken:
+        new_excerpt = other_excerpts and unit.excerpt not in excerpts
+        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (OTHER_MARGIN if new_excerpt else MARGIN)):
+            continue
+        if (unit.excerpt, unit.index) in taken or (answering >= MAX_ANSWERING and not new_excerpt):
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
         group = [u for u in group if " ".join(claim_text(u.text).lower().split()) not in seen_text]
         cost = sum(_tokens(u) for u in group)
         if chosen and used + cost > passage_tokens:
-            break
+            continue
         for u in group:
             taken.add((u.excerpt, u.index))
             seen_text.add(" ".join(claim_text(u.text).lower().split()))
             chosen.append((u, u is unit))
+        excerpts.add(unit.excerpt)
         used += cost
-        if len([c for c in chosen if c[1]]) >= MAX_ANSWERING:
+        answering += 1
+        if answering > MAX_ANSWERING:
             break
     return chosen
 
 
 def summary_units(
-    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = SUMMARY_TOKENS
 ) -> list[Unit] | None:
     """The units of an extractive summary of the document or section `topic` names, or None when
     it names none of the excerpts' documents or sections."""
@@ -635,14 +665,14 @@ def extractive_answer(
     (`locallens.crosslang`), read beside it (`with_rendering`)."""
     started = time.perf_counter()
     budget = min(passage_tokens, max_tokens) if max_tokens else passage_tokens
-    scored = score_units(question, hits, question_vector, encode)
+    scored = score_units(question, hits, question_vector, encode, term_counts)
     if rendering is not None and rendering.vector is not None:
-        scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode))
+        scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, term_counts))
     claims: list[Claim] = []
     topic = is_broad(question)
     if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
-    summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
+    summary = summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS)) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif topic and not _states_topic(topic, scored):
@@ -650,7 +680,7 @@ def extractive_answer(
     elif scored.units and _evidence(question, hits, scored, term_counts, rendering) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
-            for u, answering in passage_units(scored, passage_tokens=budget)
+            for u, answering in passage_units(scored, passage_tokens=budget, other_excerpts=not topic)
         ]
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)

@@ -35,9 +35,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np

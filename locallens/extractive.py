@@ -72,15 +72,15 @@ from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENC
 # and pydoc sets, the Spanish set's unanswerable ones and the Spanish questions given their
 # English note (`es-given`) (docs/benchmarks.md#the-fact-stated-about-its-subject).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 1.0,
-    "term_coverage": -1.26,
-    "top_score": 6.08,
-    "missing": -1.73,
+    "best_unit": 0.97,
+    "term_coverage": -1.3,
+    "top_score": 5.91,
+    "missing": -1.77,
     "fact_far": 0.34,
-    "missing_name": -1.72,
-    "fact_unstated": -5.04,
+    "missing_name": -2.1,
+    "fact_unstated": -4.99,
 }
-EVIDENCE_BIAS = -2.47
+EVIDENCE_BIAS = -2.25
 MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
@@ -228,7 +228,7 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     first = next(iter(_WORD.findall(question)), "")
     out = []
     for key, word in key_words(question).items():
-        if key in held or key in _KIND_KEYS:
+        if key in held or key in _KIND_KEYS or key in _FORM_KEYS:
             continue
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
         part_keys = [k for part in parts for k in key_terms(part)]
@@ -249,6 +249,19 @@ _KIND_WORDS = (
     "setting settings variable variables syntax comando opción función método excepción parámetro"
 )
 _KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(word))
+# Words of a question's form rather than its subject: adverbs, prepositions and pronouns a user
+# writes around the subject ("instead of the screen", "without sorting", "whether it is"); the
+# excerpts seldom repeat them, so their absence tells nothing.
+_FORM_WORDS = (
+    "instead without whether inside within once later back out over through during like else even still "
+    "already again ever never always something anything nothing everything someone anyone whole few several "
+    "own right just really actually basically simply quite rather etc able way"
+)
+_FORM_KEYS = frozenset(key for word in _FORM_WORDS.split() for key in key_terms(word))
+# The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.
+_EXAMPLE = re.compile(
+    r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
+)
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
 
 
@@ -340,7 +353,7 @@ def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     share with the question. Words the question quotes (`except SomeError as e`, 'Test') are
     the user's own example, not a name to look up."""
     first = next(iter(_WORD.findall(question)), "")
-    quoted = {w for span in _QUOTED.findall(question) for w in _WORD.findall(span)}
+    quoted = {w for span in _QUOTED.findall(question) + _EXAMPLE.findall(question) for w in _WORD.findall(span)}
     names = [w for w in missing_words(question, hits) if w not in quoted and _is_name(w, first)]
     if not names:
         return 0.0
@@ -396,33 +409,52 @@ def fact_unstated(
 
 
 def evidence_features(
-    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None = None,
+    *,
+    asked: str | None = None,
 ) -> dict[str, float]:
     """The refusal's evidence (`EVIDENCE_WEIGHTS`): the best unit's linear score, the share of
     the question's key terms the excerpts hold, the top excerpt's retrieval score, how rare
     the question's rarest word missing from the excerpts is in the brain (`missing_salience`),
-    and how far the units holding the kind of fact asked are from its subject (`fact_far`)."""
+    and how far the units holding the kind of fact asked are from its subject (`fact_far`).
+    `asked`: the text whose asked fact is measured (`fact_far`, `fact_unstated`), when not the
+    question's own (a rendering that lost "presupuesto" -> "budget" still asks for an amount)."""
     best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+    fact_text = asked or question
     return {
         "best_unit": best,
         "term_coverage": term_coverage(question_terms(question), hits),
         "top_score": hits[0].score if hits else 0.0,
         "missing": missing_salience(question, hits, term_counts),
-        "fact_far": fact_far(question, hits, scored.units, term_counts),
+        "fact_far": fact_far(fact_text, hits, scored.units, term_counts),
         "missing_name": missing_name(question, hits, term_counts),
-        "fact_unstated": fact_unstated(question, hits, scored.units, term_counts),
+        "fact_unstated": fact_unstated(fact_text, hits, scored.units, term_counts),
     }
 
 
-def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None) -> float:
+def answer_evidence(
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None = None,
+    *,
+    asked: str | None = None,
+) -> float:
     """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
     if not scored.units or not hits:
         return 0.0
-    found = evidence_features(question, hits, scored, term_counts)
+    found = evidence_features(question, hits, scored, term_counts, asked=asked)
     if found["term_coverage"] < MIN_TERM_COVERAGE:
         return 0.0
     z = sum(EVIDENCE_WEIGHTS[name] * value for name, value in found.items()) + EVIDENCE_BIAS
     return float(1 / (1 + np.exp(-z)))
+
+
+def _asks_fact(question: str) -> bool:
+    return asked_fact(question) is not None or asks_name(question)
 
 
 def with_rendering(scored: Scored, rendered: Scored) -> Scored:
@@ -441,11 +473,14 @@ def _evidence(
 ) -> float:
     """`answer_evidence` for the question, or for its English rendering when that is stronger and
     the question is asked across languages (`_across`): over notes in the question's own language
-    the rendering would only lend a near miss the English words it lacks."""
+    the rendering would only lend a near miss the English words it lacks. A rendering that lost
+    the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's."""
     found = answer_evidence(question, hits, scored, term_counts)
     if rendering is None or not _across(question, hits):
         return found
-    return max(found, answer_evidence(rendering.text, hits, scored, term_counts))
+    # The kind of fact asked is the question's, when its rendering lost it.
+    asked = question if _asks_fact(question) and not _asks_fact(rendering.text) else None
+    return max(found, answer_evidence(rendering.text, hits, scored, term_counts, asked=asked))
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:

@@ -221,7 +221,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "price",
         re.compile(
             r"\bhow much (?:does|do|did|will|would|is|are)\b.*\b(?:cost|charge|pay|price|fee)s?\b"
-            r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees)\b"
+            r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees|budget)\b"
             r"|\bcu[aá]nto (?:cuesta|cuestan|cost[oó]|vale|valen|se cobra|se paga|se carga|pagamos|cobramos)\b"
             r"|\bqu[eé] (?:precio|tarifa|coste|costo)\b|\bpresupuesto\b|\bprecio\b",
             re.I,

@@ -96,6 +96,7 @@ OTHER_MARGIN = 0.3
 CANDIDATES = 8  # the best units looked at for a passage
 DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
 SUMMARY_TOKENS = 90  # a summary's
+MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
@@ -491,7 +492,17 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     linked_units = [same[j] for j in (best.setup, best.header) if j is not None and j in same]
     if best.term and best.setup is None:
         # A description's later sentence: its term line, when the excerpt holds it.
-        linked_units += [u for u in same.values() if u.index < best.index and u.text == best.term][-1:]
+        # A term that is a long list (a dozen signatures over one description) is left out.
+        linked_units += [
+            u
+            for u in same.values()
+            if u.index < best.index and u.text == best.term and count_tokens(u.text) <= MAX_TERM_TOKENS
+        ][-1:]
+    if best.kind == CODE and not _PROMPT_START.match(best.text):
+        # A session's output ("'1,234,567,890'") is read with the command that printed it.
+        before = same.get(best.index - 1)
+        if before is not None and before.kind == CODE and _PROMPT_START.match(before.text):
+            linked_units.append(before)
     if not linked_units and best.kind == SENTENCE and _ANAPHOR.match(best.text):
         # "It terminates the nearest enclosing loop": the sentence before says what "it" is.
         before = same.get(best.index - 1)
@@ -506,6 +517,7 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
 
 
 _FLAG_START = re.compile(r"-{1,2}\w")
+_PROMPT_START = re.compile(r"^(?:>>>|\$|PS>|C:\\>)\s")
 # A sentence whose subject is the one before it names ("It terminates the nearest enclosing loop",
 # "This method is called when ...", "Esto ..."): printed after that sentence.
 _ANAPHOR = re.compile(
@@ -579,9 +591,15 @@ def passage_units(
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
         group = [u for u in group if " ".join(claim_text(u.text).lower().split()) not in seen_text]
+        if not any(u is unit for u in group):
+            continue  # the same text as a printed unit (overlapping chunks repeat it)
         cost = sum(_tokens(u) for u in group)
         if chosen and used + cost > passage_tokens:
-            continue
+            # Without the block it introduces, when only that does not fit.
+            group = [u for u in group if u.excerpt != unit.excerpt or u.index <= unit.index]
+            cost = sum(_tokens(u) for u in group)
+            if used + cost > passage_tokens:
+                continue
         for u in group:
             taken.add((u.excerpt, u.index))
             seen_text.add(" ".join(claim_text(u.text).lower().split()))

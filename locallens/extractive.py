@@ -229,7 +229,7 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     first = next(iter(_WORD.findall(question)), "")
     out = []
     for key, word in key_words(question).items():
-        if key in held or key in _KIND_KEYS or key in _FORM_KEYS:
+        if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
         part_keys = [k for part in parts for k in key_terms(part)]
@@ -264,6 +264,11 @@ _EXAMPLE = re.compile(
     r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
 )
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
+def _joined(key: str) -> str:
+    """A name with a digit written without its hyphen: `sha-256` as `sha256`, `utf-8` as `utf8`."""
+    return key.replace("-", "") if any(ch.isdigit() for ch in key) else key
 
 
 def _untranslated(word: str, first: str) -> bool:

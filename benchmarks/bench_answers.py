@@ -472,7 +472,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, evidence_features, score_units
+    from locallens.extractive import _passage, score_units, weighed_evidence, with_rendering
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -491,20 +491,26 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
             request = request_for(row["question"], db, "extractive")
+            rendering = None
             try:
                 if set_name == "es-given":
                     hits, vector = given_note_hits(row, db, models)
                 else:
                     result = ask(replace(request, context_only=True), models)
                     hits, vector = list(result.sources), result.retrieval.query_vector
+                    rendering = getattr(result.retrieval, "rendering", None)
             except Exception:  # nothing found
                 continue
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
                 encode = SentenceEncoder(models.embedder(brain.model), store)
                 counts = brain_term_counts(store, brain)
+                # Scored and weighed as `extractive_answer` does (the English rendering beside a
+                # Spanish question).
                 scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
-                evidence = evidence_features(row["question"], hits, scored, counts)
+                if rendering is not None and rendering.vector is not None:
+                    scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
+                evidence = weighed_evidence(row["question"], hits, scored, counts, rendering)[1]
                 terms = question_terms(row["question"], counts)
             units = scored.units
             if not units:

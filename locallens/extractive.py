@@ -477,16 +477,30 @@ def with_rendering(scored: Scored, rendered: Scored) -> Scored:
 def _evidence(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
 ) -> float:
+    return weighed_evidence(question, hits, scored, term_counts, rendering)[0]
+
+
+def weighed_evidence(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
+) -> tuple[float, dict[str, float]]:
     """`answer_evidence` for the question, or for its English rendering when that is stronger and
     the question is asked across languages (`_across`): over notes in the question's own language
     the rendering would only lend a near miss the English words it lacks. A rendering that lost
-    the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's."""
-    found = answer_evidence(question, hits, scored, term_counts)
+    the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's.
+    With the evidence it was weighed from (`evidence_features`)."""
+    found = (
+        answer_evidence(question, hits, scored, term_counts),
+        evidence_features(question, hits, scored, term_counts),
+    )
     if rendering is None or not _across(question, hits):
         return found
     # The kind of fact asked is the question's, when its rendering lost it.
     asked = question if _asks_fact(question) and not _asks_fact(rendering.text) else None
-    return max(found, answer_evidence(rendering.text, hits, scored, term_counts, asked=asked))
+    rendered = (
+        answer_evidence(rendering.text, hits, scored, term_counts, asked=asked),
+        evidence_features(rendering.text, hits, scored, term_counts, asked=asked),
+    )
+    return rendered if rendered[0] > found[0] else found
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:

@@ -182,9 +182,27 @@ def score_units(
     )
     scores = combine(rows)
     for i, unit in enumerate(units):
-        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * SUMMARY_TOKENS:
-            scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
+        if (
+            unit.kind == HEADING
+            or is_context_only(unit)
+            or count_tokens(unit.text) > 2 * SUMMARY_TOKENS
+            or (unit.index == 0 and hits[unit.excerpt - 1].chunk.chunk_index > 0 and _cut(unit))
+        ):
+            # A title, a header row, a unit too long to print as an answer, or the tail of a
+            # sentence the chunk's start cut (the chunk before holds it whole).
+            scores[i] = 0.0
     return Scored(units, scores, cosines, vectors)
+
+
+# A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
+# ("fill(text, width=70)", "d[key]"); or punctuation.
+_CUT_START = re.compile(r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+[,;]?\s|[,;:.)\]’'\"])")
+
+
+def _cut(unit: Unit) -> bool:
+    """A prose unit that starts where no sentence starts (a lower-case word, a comma): the end of
+    a sentence cut by the chunk's start."""
+    return unit.kind in (SENTENCE, DEFINITION) and bool(_CUT_START.match(unit.text))
 
 
 def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:

@@ -527,6 +527,27 @@ def test_a_rendering_that_lost_the_asked_fact_is_weighed_with_the_questions() ->
     assert not checked.refused and "120,000 EUR" in checked.answer
 
 
+def test_the_tail_of_a_sentence_cut_by_the_chunks_start_is_not_printed() -> None:
+    from locallens.domain import Chunk, Hit
+
+    def later_chunk(content: str) -> Hit:
+        return Hit(Chunk("c-later", "default", "notes/naming.md", 3, content, "x" * 64), 0.5)
+
+    cut = "been bound to a value, an UnboundLocalError exception is raised. Names are bound by assignment."
+    question = "Which exception is raised when a name is used before it is bound to a value?"
+    checked = extractive_answer(question, [later_chunk(cut)], fake_vector(question), fake_encode)
+    assert "been bound" not in checked.answer
+    # An identifier or a keyword at the start is no cut sentence.
+    whole = "class Counter(dict)\n    Dict subclass for counting hashable items."
+    checked = extractive_answer(
+        "Which class counts hashable items?",
+        [later_chunk(whole)],
+        fake_vector("Which class counts hashable items?"),
+        fake_encode,
+    )
+    assert "class Counter" in checked.answer
+
+
 # -- every printed unit is an excerpt's text, cited ------------------------------------------
 
 _VOCABULARY = "staging database port backup kept days deploy shipctl rollback leave weeks policy 5433 14 lz4 run"

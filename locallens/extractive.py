@@ -229,7 +229,15 @@ def _across(question: str, hits: Sequence[Hit]) -> bool:
 
 
 def _held(hits: Sequence[Hit]) -> frozenset[str]:
-    return key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
+    """The key terms of the excerpts and of their files' paths, a path read word by word
+    (`manual-almacen-zaragoza.md` holds "zaragoza")."""
+    return key_terms(
+        "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
+    )
+
+
+def _path_words(path: str) -> str:
+    return re.sub(r"[-_/.]+", " ", path)
 
 
 def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
@@ -274,7 +282,8 @@ _KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(
 _FORM_WORDS = (
     "instead without whether inside within once later back out over through during like else even still "
     "already again ever never always something anything nothing everything someone anyone whole few several "
-    "own right just really actually basically simply quite rather etc able way"
+    "own right just really actually basically simply quite rather etc able way "
+    "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
 )
 _FORM_KEYS = frozenset(key for word in _FORM_WORDS.split() for key in key_terms(word))
 # The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.

@@ -503,6 +503,9 @@ def test_words_of_the_questions_form_and_its_examples_are_not_missing() -> None:
     # "Europe/Paris" is the user's own example, not a name the excerpts must hold.
     assert missing_name(question, hits) == 0.0
     assert missing_name("How do I get the current time in Europe/Paris?", hits) > 0.0
+    # A file's name holds its words: `manual-almacen-zaragoza.md` holds "Zaragoza".
+    note = hit("El almacén piloto es nuestro banco de pruebas.", "notas/manual-almacen-zaragoza.md")
+    assert missing_words("Háblame del manual del almacén de Zaragoza.", [note]) == []
     # A name with a digit is held without its hyphen: `SHA-256` by `sha256()`.
     assert (
         missing_words("How do I compute a SHA-256 digest?", [hit("Call hashlib.sha256() to compute a digest.")]) == []

@@ -628,14 +628,9 @@ def test_broad_question_on_sample_docs_is_answered_from_the_note(sample_index: P
         ("What is the vesting schedule for employee stock options?", None),
         ("Can I bring my dog to the Madrid office?", None),
         ("How often are company laptops replaced with new ones?", None),
-        # ... and the asked kind of fact (a duration) is in the notes, but not about Loki: a known
-        # miss of the shipped weights (the backup policy's durations sit beside "kept" and
-        # "deleted", and the asked fact far weighs nothing once the unstated fact is fitted).
-        pytest.param(
-            "How long are application logs kept in Loki before they are deleted?",
-            None,
-            marks=pytest.mark.xfail(reason="answered from the backup policy's durations", strict=True),
-        ),
+        # ... and the asked kind of fact (a duration) is in the notes, but not about Loki (the
+        # backup policy's durations sit beside "kept" and "deleted").
+        ("How long are application logs kept in Loki before they are deleted?", None),
         # A support phone is in the notes, the Spanish FAQ's own; Stripe is in another note, which
         # the question's English rendering now retrieves: a known miss (the FAQ's phone unit holds
         # the question's other words, and the name is no longer missing from the excerpts).

@@ -805,13 +805,14 @@ def passage_hits(
     encode: Encode,
     *,
     budget: int = PROMPT_PASSAGE_TOKENS,
+    term_counts: TermCounts | None = None,
 ) -> list[Hit]:
     """The excerpts cut down to their best passages (best units first, with what belongs to
     them, until `budget` tokens), each excerpt keeping its units in their order; excerpts left
     with nothing are dropped. For a prompt of selected passages instead of whole chunks."""
     from dataclasses import replace
 
-    scored = score_units(question, hits, question_vector, encode)
+    scored = score_units(question, hits, question_vector, encode, term_counts)
     kept: set[tuple[int, int]] = set()
     used = 0
     for i in np.argsort(-scored.scores, kind="stable"):

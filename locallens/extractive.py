@@ -430,14 +430,18 @@ def fact_unstated(
         elif not carries_fact(unit.text, kind or ""):
             continue
         counted = words if languages[unit.excerpt - 1] == own else kept
-        total = sum(salience[w] for w in counted.values())
-        if total <= 0:
+        if not counted:
             continue
+        weight = {w: salience[w] for w in counted.values()}
+        if sum(weight.values()) <= 0:
+            # Every word in every chunk (a brain of a note or two): none tells more, all count.
+            weight = dict.fromkeys(counted.values(), 1.0)
+        total = sum(weight.values())
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
         keys = key_terms(" ".join(around))
-        best = max(best, sum(salience[w] for k, w in counted.items() if k in keys) / total)
+        best = max(best, sum(weight[w] for k, w in counted.items() if k in keys) / total)
     return 1.0 - best
 
 
@@ -521,8 +525,10 @@ def weighed_evidence(
     )
     if rendering is None or not _across(question, hits):
         return found
-    # The kind of fact asked is the question's, when its rendering lost it.
-    asked = question if _asks_fact(question) and not _asks_fact(rendering.text) else None
+    # The kind of fact asked is the question's, when a translation lost it (a word-by-word gloss
+    # keeps no question form to lose: its evidence is its words').
+    lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
+    asked = question if lost else None
     rendered = (
         answer_evidence(rendering.text, hits, scored, term_counts, asked=asked),
         evidence_features(rendering.text, hits, scored, term_counts, asked=asked),

@@ -107,8 +107,14 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
 def build_index(corpus: str, workdir: Path) -> Path:
     from locallens.indexer import IndexRequest, index
 
-    db = workdir / f"{corpus}.db"
-    index(IndexRequest(paths=[corpus_dir(corpus, workdir)], db=db))  # incremental: a second run costs a walk
+    folder = corpus_dir(corpus, workdir)
+    # The sample corpus is the checkout's own sample_docs/: each checkout (a "before" run with
+    # PYTHONPATH at another one) gets its own index, or the two roots would both be searched.
+    name = (
+        corpus if folder.is_relative_to(workdir) else f"{corpus}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+    )
+    db = workdir / f"{name}.db"
+    index(IndexRequest(paths=[folder], db=db))  # incremental: a second run costs a walk
     return db
 
 

@@ -115,8 +115,14 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
 def build_index(corpus: str, workdir: Path) -> Path:
     from locallens.indexer import IndexRequest, index
 
-    db = workdir / f"{corpus}.db"
-    index(IndexRequest(paths=[corpus_dir(corpus, workdir)], db=db))  # incremental: a second run costs a walk
+    folder = corpus_dir(corpus, workdir)
+    # The sample corpus is the checkout's own sample_docs/: each checkout (a "before" run with
+    # PYTHONPATH at another one) gets its own index, or the two roots would both be searched.
+    name = (
+        corpus if folder.is_relative_to(workdir) else f"{corpus}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+    )
+    db = workdir / f"{name}.db"
+    index(IndexRequest(paths=[folder], db=db))  # incremental: a second run costs a walk
     return db
 
 
@@ -480,7 +486,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, evidence_features, score_units
+    from locallens.extractive import _passage, score_units, weighed_evidence, with_rendering
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -499,23 +505,31 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
             request = request_for(row["question"], db, "extractive")
+            rendering = None
             try:
                 if set_name == "es-given":
                     hits, vector = given_note_hits(row, db, models)
                 else:
                     result = ask(replace(request, context_only=True), models)
                     hits, vector = list(result.sources), result.retrieval.query_vector
+                    rendering = getattr(result.retrieval, "rendering", None)
             except Exception:  # nothing found
                 continue
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
                 encode = SentenceEncoder(models.embedder(brain.model), store)
-                scored = score_units(row["question"], hits, np.asarray(vector), encode)
-                evidence = evidence_features(row["question"], hits, scored, brain_term_counts(store, brain))
+                counts = brain_term_counts(store, brain)
+                # Scored and weighed as `extractive_answer` does (the English rendering beside a
+                # Spanish question).
+                scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
+                if rendering is not None and rendering.vector is not None:
+                    scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
+                evidence = weighed_evidence(row["question"], hits, scored, counts, rendering)[1]
+                terms = question_terms(row["question"], counts)
             units = scored.units
             if not units:
                 continue
-            x = features(question_terms(row["question"]), units, scored.cosines, [h.chunk.relative_path for h in hits])
+            x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
             answers = row.get("answers")
             y = np.array(
                 [

@@ -112,6 +112,8 @@ def run(records: list[dict[str, Any]], excerpts: dict[str, str], embedder: Any, 
                 why.append(f"facts missing {claim.facts_missing}")
             if claim.words_missing:
                 why.append(f"words missing {claim.words_missing}")
+            if getattr(claim, "words_unaligned", None):
+                why.append(f"not in its closest sentences {claim.words_unaligned}")
             why.extend(getattr(claim, "conflicts", []))  # the checks of later versions
             reasons.append("; ".join(why))
         cited_right = None

@@ -54,6 +54,7 @@ from typing import Any
 
 import numpy as np
 
+from locallens.claims.align import NUMBER_WORDS, clause_conflicts, clauses, relabelled, soft_aligned
 from locallens.claims.citations import claim_text, move_citations_before_stops, with_citations
 from locallens.claims.facts import extract_facts, missing_facts
 from locallens.claims.refusal import refusal
@@ -102,6 +103,39 @@ SWAP_ALIGNED = 0.6
 NEGATION_OVERLAP = 0.85
 NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
 
+# The alignment rules (`align`): on by default; the constants below are measured on the tune
+# split of benchmarks/bench_check.py.
+ALIGN = True
+# The sentences a claim's words must be found in: its WINDOW_SENTENCES closest ones (and the
+# question's words).
+WINDOW_SENTENCES = 3
+# A word of the claim none of them holds lines up with one of their words at this cosine of the
+# two words' own vectors ("retained" / "kept").
+SOFT_ALIGN = 0.45
+SOFT_ELSEWHERE = False
+SOFT_NAMES = False
+MAX_SOFT = 1
+# A claim is backed from a cosine of `floor` when at most `most` of its content words do not line
+# up with its closest sentences.
+ALIGNED_TIERS: tuple[tuple[float, int], ...] = ((0.6, 0), (0.7, 1))
+# The closest sentences: the WINDOW_SENTENCES most similar ones and the NEIGHBOURS on each side of
+# the NEIGHBOURS_OF most similar ones (a heading, the sentence before).
+NEIGHBOURS, NEIGHBOURS_OF = 0, 2
+# And every sentence of the excerpts holding the WINDOW_EXCERPTS most similar sentences.
+WINDOW_EXCERPTS = 1
+# A claim backed by its cosine alone may still bring no more than this many words its closest
+# sentences do not hold (an invented clause brings several).
+MAX_UNALIGNED_HIGH = 2
+# An identifier, like a number, must come from a sentence close to the claim (FACT_MARGIN).
+FACT_IDENTIFIERS = True
+# A number the close sentences hold must count what they say it counts (`align.relabelled`).
+UNIT_RULE = True
+# Each clause of a claim of several must reach this cosine with one excerpt sentence.
+MIN_CLAUSE_SUPPORT = 0.0
+# The clauses a claim's clauses are compared with, for polarity and opposites.
+CLAUSE_SENTENCES = 5
+
+_DEBUG: list[dict[str, Any]] | None = None
 _HAS_ALNUM = re.compile(r"\w")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 # Where a unit of the splitter holds several statements: a blank line, a fence, a list item, a
@@ -136,6 +170,8 @@ class Claim:
     facts: list[str] = field(default_factory=list)
     facts_missing: list[str] = field(default_factory=list)
     words_missing: list[str] = field(default_factory=list)  # content words found nowhere in the excerpts
+    # Content words its closest sentences do not hold and no word of theirs lines up with.
+    words_unaligned: list[str] = field(default_factory=list)
     # Why a claim that looks backed is not: a fact taken from a distant sentence, a negation the
     # excerpt sentence does not have (or drops).
     conflicts: list[str] = field(default_factory=list)
@@ -279,7 +315,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z]*[a-z][A-Z]\w*|[A-Z]{2,}\w*|\w+_\w*")
 
 def _literal(token: str) -> bool:
     """A token that names one thing: a number, or an identifier (`ValueError`, `RLock`, `SIGTERM`)."""
-    return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token))
+    return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token) or (ALIGN and token.lower() in NUMBER_WORDS))
 
 
 def _swapped(claim: str, sentence: str, vocabulary: set[str]) -> list[str]:
@@ -386,6 +422,11 @@ class _Support:
     best: int  # index of the closest excerpt sentence
     conflicts: list[str]
     coverage: float  # share of the claim's content words found in its closest sentences
+    # Content words of the claim its WINDOW_SENTENCES closest sentences (and the question) do not
+    # hold, and the window's own content words (to line them up with, `align.soft_aligned`).
+    unaligned: list[str] = field(default_factory=list)
+    window: list[str] = field(default_factory=list)
+    words: int = 0  # content words of the claim
 
 
 def _support(
@@ -397,6 +438,7 @@ def _support(
     sentences: Sequence[str],
     question: str,
     vocabulary: set[str],
+    owner: Sequence[int] = (),
 ) -> _Support:
     """How the excerpt sentences back one claim (`similarity`: its cosine with each of them)."""
     best = int(np.argmax(similarity))
@@ -413,13 +455,17 @@ def _support(
     conflicts: list[str] = []
     # Each number must come from a sentence about the same thing as the claim.
     for fact in facts:
-        if not _NUMBER.search(fact) or not missing_facts([fact], question):
+        literal = bool(_NUMBER.search(fact)) or (ALIGN and FACT_IDENTIFIERS and bool(_IDENTIFIER.fullmatch(fact)))
+        if not literal or not missing_facts([fact], question):
             continue  # a name (the excerpt's subject is often only in its title), or the question's own
         holding = [i for i, text in enumerate(sentences) if not missing_facts([fact], text)]
         if holding and max(float(similarity[i]) for i in holding) < single - FACT_MARGIN:
             conflicts.append(f"{fact!r} is stated of something else")
     conflicts.extend(_swapped(claim, sentences[best], vocabulary))
     conflicts.extend(c for c in _misplaced(claim, sentences[best]) if c not in conflicts)
+    if ALIGN and UNIT_RULE:
+        near = [sentences[int(i)] for i in close[:CLAUSE_SENTENCES]]
+        conflicts.extend(c for c in relabelled(claim, near) if c not in conflicts)
     # A negation added to, or dropped from, the sentence the claim repeats.
     overlap = _overlap(claim, sentences[best])
     if overlap >= NEGATION_OVERLAP or (overlap >= NEGATION_NEAR_OVERLAP and single >= NEGATION_NEAR_SCORE):
@@ -429,8 +475,23 @@ def _support(
             conflicts.append("negates what the excerpt states")
         elif not negated and _NEGATION.search(sentences[best]):
             conflicts.append("drops the excerpt's negation")
+    if ALIGN:
+        for conflict in clause_conflicts(claim, [sentences[i] for i in close[:CLAUSE_SENTENCES]]):
+            if conflict not in conflicts and not any(c.split(" ")[0] in conflict for c in conflicts if "negation" in c):
+                conflicts.append(conflict)
     coverage = _overlap(claim, "\n".join(sentences[i] for i in close[:COVERAGE_SENTENCES]))
-    return _Support(score, best, conflicts, coverage)
+    window_at = set(int(i) for i in close[:WINDOW_SENTENCES])
+    for i in close[:NEIGHBOURS_OF]:
+        window_at |= {j for j in range(int(i) - NEIGHBOURS, int(i) + NEIGHBOURS + 1) if 0 <= j < len(sentences)}
+    if WINDOW_EXCERPTS:
+        owners_of = {owner[int(i)] for i in close[:WINDOW_EXCERPTS]}
+        window_at |= {j for j in range(len(sentences)) if owner[j] in owners_of}
+    window_text = "\n".join([*(sentences[i] for i in sorted(window_at)), question])
+    window_vocabulary = vocabulary_of(window_text)
+    words = list(dict.fromkeys(content_words(claim)))
+    unaligned = [w for w in words if not known_word(w, window_vocabulary)]
+    window = list(dict.fromkeys(w.lower() for w in content_words(window_text)))
+    return _Support(score, best, conflicts, coverage, unaligned, window, len(words))
 
 
 def check_answer(
@@ -479,7 +540,10 @@ def check_answer(
     n_hits = len(hits)
     claims: list[Claim] = []
     if claim_texts:
-        unique = list(dict.fromkeys(claim_texts + excerpts.sentences))
+        # A claim of several clauses: each clause must be about something the excerpts say.
+        clauses_of = {t: [c for c in clauses(t) if len(content_words(c)) >= 2] for t in claim_texts} if ALIGN else {}
+        clause_texts = [c for t in claim_texts for c in clauses_of.get(t, []) if len(clauses_of[t]) > 1]
+        unique = list(dict.fromkeys(claim_texts + excerpts.sentences + clause_texts))
         encoded = unit_rows(np.asarray(encode(unique), dtype=np.float64))
         row_of = {text: i for i, text in enumerate(unique)}
         claim_vectors = encoded[[row_of[t] for t in claim_texts]]
@@ -498,6 +562,7 @@ def check_answer(
             missing = missing_facts(facts, all_text)
             novel = novel_words(text, vocabulary)
             conflicts: list[str] = []
+            found = None
             if similarity is not None and sentence_vectors is not None and similarity.shape[1]:
                 found = _support(
                     text,
@@ -508,6 +573,7 @@ def check_answer(
                     excerpts.sentences,
                     question,
                     vocabulary,
+                    excerpts.owner,
                 )
                 score, conflicts, coverage = found.score, found.conflicts, found.coverage
                 source, evidence = excerpts.owner[found.best], excerpts.sentences[found.best]
@@ -515,7 +581,37 @@ def check_answer(
             else:
                 score, source, evidence, per_excerpt, coverage = 0.0, None, None, {}, 0.0
             statement = len(content_words(text)) >= MIN_STATEMENT_WORDS
+            unaligned: list[str] = found.unaligned if found is not None else []
+            if ALIGN and unaligned and found is not None:
+                # Only a word the excerpts hold nowhere may line up by its vector: one they hold
+                # elsewhere is another statement's (a wrong subject, a moved detail), and a name
+                # or identifier is itself or another one.
+                candidates = [
+                    w
+                    for w in unaligned
+                    if (SOFT_ELSEWHERE or not known_word(w, vocabulary))
+                    and (SOFT_NAMES or not (w[:1].isupper() or _IDENTIFIER.fullmatch(w)))
+                ]
+                lowered = [w.lower() for w in candidates]
+                rows = unit_rows(np.asarray(encode(lowered + found.window), dtype=np.float64))
+                soft = set(soft_aligned(lowered, found.window, rows, SOFT_ALIGN)) if lowered else set()
+                if len(soft) > MAX_SOFT:
+                    soft = set()
+                if _DEBUG is not None:
+                    _DEBUG.append({"claim": text, "unaligned": unaligned, "soft": sorted(soft), "score": score})
+                unaligned = [w for w in unaligned if w.lower() not in soft]
+                novel = [w for w in novel if w.lower() not in soft]
             backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
+            if ALIGN and found is not None:
+                if backed and len(unaligned) > MAX_UNALIGNED_HIGH:
+                    backed = False
+                if statement and any(score >= floor and len(unaligned) <= most for floor, most in ALIGNED_TIERS):
+                    backed = True
+            parts = clauses_of.get(text, [])
+            if ALIGN and len(parts) > 1 and sentence_vectors is not None and len(excerpts.sentences):
+                floor = min(float((encoded[row_of[part]] @ sentence_vectors.T).max()) for part in parts)
+                if floor < MIN_CLAUSE_SUPPORT:
+                    conflicts = [*conflicts, f"a clause the excerpts do not state (cosine {floor:.2f})"]
             allowed = MAX_NOVEL_WORDS if statement else 0
             supported = backed and not missing and len(novel) <= allowed and not conflicts
 
@@ -542,6 +638,7 @@ def check_answer(
                     facts=facts,
                     facts_missing=missing,
                     words_missing=novel,
+                    words_unaligned=unaligned,
                     conflicts=conflicts,
                     citations=right + ([add] if add is not None else []),
                     citation_added=add is not None,

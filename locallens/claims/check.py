@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from locallens.claims.align import NUMBER_WORDS, clause_conflicts, clauses, relabelled, soft_aligned
+from locallens.claims.align import NUMBER_WORDS, clause_conflicts, relabelled, soft_aligned
 from locallens.claims.citations import claim_text, move_citations_before_stops, with_citations
 from locallens.claims.facts import extract_facts, missing_facts
 from locallens.claims.refusal import refusal
@@ -130,8 +130,6 @@ MAX_UNALIGNED_HIGH = 2
 FACT_IDENTIFIERS = True
 # A number the close sentences hold must count what they say it counts (`align.relabelled`).
 UNIT_RULE = True
-# Each clause of a claim of several must reach this cosine with one excerpt sentence.
-MIN_CLAUSE_SUPPORT = 0.0
 # The clauses a claim's clauses are compared with, for polarity and opposites.
 CLAUSE_SENTENCES = 5
 
@@ -540,10 +538,7 @@ def check_answer(
     n_hits = len(hits)
     claims: list[Claim] = []
     if claim_texts:
-        # A claim of several clauses: each clause must be about something the excerpts say.
-        clauses_of = {t: [c for c in clauses(t) if len(content_words(c)) >= 2] for t in claim_texts} if ALIGN else {}
-        clause_texts = [c for t in claim_texts for c in clauses_of.get(t, []) if len(clauses_of[t]) > 1]
-        unique = list(dict.fromkeys(claim_texts + excerpts.sentences + clause_texts))
+        unique = list(dict.fromkeys(claim_texts + excerpts.sentences))
         encoded = unit_rows(np.asarray(encode(unique), dtype=np.float64))
         row_of = {text: i for i, text in enumerate(unique)}
         claim_vectors = encoded[[row_of[t] for t in claim_texts]]
@@ -593,8 +588,10 @@ def check_answer(
                     and (SOFT_NAMES or not (w[:1].isupper() or _IDENTIFIER.fullmatch(w)))
                 ]
                 lowered = [w.lower() for w in candidates]
-                rows = unit_rows(np.asarray(encode(lowered + found.window), dtype=np.float64))
-                soft = set(soft_aligned(lowered, found.window, rows, SOFT_ALIGN)) if lowered else set()
+                soft: set[str] = set()
+                if lowered and found.window:
+                    rows = unit_rows(np.asarray(encode(lowered + found.window), dtype=np.float64))
+                    soft = set(soft_aligned(lowered, found.window, rows, SOFT_ALIGN))
                 if len(soft) > MAX_SOFT:
                     soft = set()
                 if _DEBUG is not None:
@@ -607,11 +604,6 @@ def check_answer(
                     backed = False
                 if statement and any(score >= floor and len(unaligned) <= most for floor, most in ALIGNED_TIERS):
                     backed = True
-            parts = clauses_of.get(text, [])
-            if ALIGN and len(parts) > 1 and sentence_vectors is not None and len(excerpts.sentences):
-                floor = min(float((encoded[row_of[part]] @ sentence_vectors.T).max()) for part in parts)
-                if floor < MIN_CLAUSE_SUPPORT:
-                    conflicts = [*conflicts, f"a clause the excerpts do not state (cosine {floor:.2f})"]
             allowed = MAX_NOVEL_WORDS if statement else 0
             supported = backed and not missing and len(novel) <= allowed and not conflicts
 

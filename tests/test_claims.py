@@ -495,7 +495,9 @@ def test_clauses_cut_where_a_new_statement_starts() -> None:
         "Condition creates a new RLock",
     ]
     # "X and Y" inside a clause is not a new statement; a piece of one word joins the one before.
-    assert clauses("f(3.0) and f(3) are treated as distinct calls.") == ["f(3.0) and f(3) are treated as distinct calls"]
+    assert clauses("f(3.0) and f(3) are treated as distinct calls.") == [
+        "f(3.0) and f(3) are treated as distinct calls"
+    ]
 
 
 @pytest.mark.parametrize(

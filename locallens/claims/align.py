@@ -125,17 +125,22 @@ def _opposites() -> dict[str, set[str]]:
 OPPOSITES = _opposites()
 
 # Number words: a claim's "two weeks" against the excerpt's "one week" is a changed number.
-NUMBER_WORDS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand twice thrice "
-    "half double triple once uno una dos tres cuatro cinco seis siete ocho nueve diez".split()
+_NUMBER_WORDS_TEXT = (
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty hundred thousand "
+    "twice thrice half double triple dos tres cuatro cinco seis siete ocho nueve diez"
 )
+NUMBER_WORDS = frozenset(_NUMBER_WORDS_TEXT.split())
 
 
 # A sentence opening with a condition ("If no lock is given, ...") holds two statements.
-_OPENING_CONDITION = re.compile(r"^((?:if|when|unless|once|after|before|while|since|although|si|cuando)\b[^,;]{3,80}),\s+", re.I)
+_OPENING_CONDITION = re.compile(
+    r"^((?:if|when|unless|once|after|before|while|since|although|si|cuando)\b[^,;]{3,80}),\s+", re.I
+)
 # A clause such as "but not if break ends the loop" negates a verb it leaves out: its polarity
 # says nothing about the excerpt clause its words match.
-_ELLIPTICAL = re.compile(r"^(?:(?:but|and|or|y|pero)\s+)?(?:not|no)\s+(?:if|when|for|in|on|after|before|while|once|si)\b", re.I)
+_ELLIPTICAL = re.compile(
+    r"^(?:(?:but|and|or|y|pero)\s+)?(?:not|no)\s+(?:if|when|for|in|on|after|before|while|once|si)\b", re.I
+)
 
 
 def _statement(piece: str) -> bool:
@@ -332,7 +337,9 @@ def _labels(text: str) -> dict[str, list[tuple[str | None, set[str]]]]:
         before = [t for t in tokens[max(0, i - _LABEL_BEFORE) : i] if not t[:1].isdigit()]
         words = content_words(" ".join(after))
         unit = word_key(words[0]) if words and after and words[0] == after[0] else None
-        out.setdefault(token.replace(",", ""), []).append((unit, {word_key(w) for w in content_words(" ".join(before + after))}))
+        out.setdefault(token.replace(",", ""), []).append(
+            (unit, {word_key(w) for w in content_words(" ".join(before + after))})
+        )
     return out
 
 

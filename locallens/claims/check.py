@@ -28,17 +28,25 @@ numbered excerpts, and returns one `Claim` per sentence:
    closest sentence has another; a number carrying the label of another number of that sentence
    ("the cap for Madrid is 140 EUR" against "Madrid 160 EUR, Lisbon 140 EUR"); a negation added to
    or dropped from the sentence the claim repeats.
-   A claim is `supported` when its score reaches `min_support` or its content words are nearly
-   all those of its closest sentences (MIN_COVERAGE), no fact is missing, at most
-   MAX_NOVEL_WORDS words are, and nothing conflicts.
+   The alignment rules (`align`) add: each clause of the claim against the excerpt clause holding
+   most of its words (a negation added or dropped where it bears on shared words, a word for its
+   opposite, a number, number word or identifier for another one), a number counting something
+   else than in the close sentences ("214 dispatchers" / "214 carriers"), an identifier found
+   only in a distant sentence.
+   A claim is `supported` when it is backed, no fact is missing, at most MAX_NOVEL_WORDS words
+   are, and nothing conflicts. Backed: its score reaches `min_support` (and it brings at most
+   MAX_UNALIGNED_HIGH words the sentences it rests on do not hold), or its content words are
+   nearly all those of its closest sentences (MIN_COVERAGE), or its words line up with the
+   sentences it rests on (by key, or one word by its own vector, `align.soft_aligned`) and its
+   score reaches the floor of ALIGNED_TIERS.
 6. Citations are repaired: `[n]` markers that point at an excerpt which does not back the claim
    are `wrong_citation` and removed from the printed text; a supported claim left without a
    citation gets the number of its supporting excerpt (`citation_added`).
 
-What it checks is support, not truth, and with an embedder rather than an entailment model: a
-sentence copied from a wrong excerpt passes, a recombination the rules above do not see ("the
-production database" for "the staging database") can pass, and a faithful paraphrase whose
-cosine stays under the threshold is withheld. The thresholds are measured on the packaged model's
+What it checks is support, not truth, and with an embedder and word rules rather than an
+entailment model: a sentence copied from a wrong excerpt passes, a recombination the rules above
+do not see (two subjects' roles swapped, "stays bound" for "is cleared") can pass, and a faithful
+paraphrase in words of its own is withheld. The thresholds are measured on the packaged model's
 answers (`benchmarks/bench_answers.py`) and on sentences a capable model writes
 (`benchmarks/bench_check.py`).
 """
@@ -103,28 +111,29 @@ SWAP_ALIGNED = 0.6
 NEGATION_OVERLAP = 0.85
 NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
 
-# The alignment rules (`align`): on by default; the constants below are measured on the tune
-# split of benchmarks/bench_check.py.
+# The alignment rules (`align`), for what a capable model writes, measured on the tune split of
+# benchmarks/bench_check.py (docs/decisions.md#answer-check-thresholds). ALIGN = False is the check
+# without them (as it was before they were added).
 ALIGN = True
-# The sentences a claim's words must be found in: its WINDOW_SENTENCES closest ones (and the
-# question's words).
+# The sentences a claim rests on: its WINDOW_SENTENCES closest ones, every sentence of the excerpt
+# holding its closest one (WINDOW_EXCERPTS), and the question. A content word of the claim they do
+# not hold is `words_unaligned`.
 WINDOW_SENTENCES = 3
-# A word of the claim none of them holds lines up with one of their words at this cosine of the
-# two words' own vectors ("retained" / "kept").
+WINDOW_EXCERPTS = 1
+# Such a word, when the excerpts hold it nowhere, lines up with a word of those sentences at this
+# cosine of the two words' own vectors ("verified" / "tested", "combines" / "merge"); at most
+# MAX_SOFT of a claim's words may line up so (a clause of new words is not a paraphrase). A word
+# the excerpts hold elsewhere (SOFT_ELSEWHERE) or a name or identifier (SOFT_NAMES) never does: it
+# is another statement's word ("Fridays" / "Mondays", "RuntimeError" / "AssertionError").
 SOFT_ALIGN = 0.45
+MAX_SOFT = 1
 SOFT_ELSEWHERE = False
 SOFT_NAMES = False
-MAX_SOFT = 1
 # A claim is backed from a cosine of `floor` when at most `most` of its content words do not line
-# up with its closest sentences.
+# up (a paraphrase, a summary: the words are the excerpts', the cosine is low).
 ALIGNED_TIERS: tuple[tuple[float, int], ...] = ((0.6, 0), (0.7, 1))
-# The closest sentences: the WINDOW_SENTENCES most similar ones and the NEIGHBOURS on each side of
-# the NEIGHBOURS_OF most similar ones (a heading, the sentence before).
-NEIGHBOURS, NEIGHBOURS_OF = 0, 2
-# And every sentence of the excerpts holding the WINDOW_EXCERPTS most similar sentences.
-WINDOW_EXCERPTS = 1
-# A claim backed by its cosine alone may still bring no more than this many words its closest
-# sentences do not hold (an invented clause brings several).
+# A claim backed by its cosine alone may bring no more than this many unaligned words (an
+# invented clause brings several).
 MAX_UNALIGNED_HIGH = 2
 # An identifier, like a number, must come from a sentence close to the claim (FACT_MARGIN).
 FACT_IDENTIFIERS = True
@@ -478,9 +487,7 @@ def _support(
             if conflict not in conflicts and not any(c.split(" ")[0] in conflict for c in conflicts if "negation" in c):
                 conflicts.append(conflict)
     coverage = _overlap(claim, "\n".join(sentences[i] for i in close[:COVERAGE_SENTENCES]))
-    window_at = set(int(i) for i in close[:WINDOW_SENTENCES])
-    for i in close[:NEIGHBOURS_OF]:
-        window_at |= {j for j in range(int(i) - NEIGHBOURS, int(i) + NEIGHBOURS + 1) if 0 <= j < len(sentences)}
+    window_at = {int(i) for i in close[:WINDOW_SENTENCES]}
     if WINDOW_EXCERPTS:
         owners_of = {owner[int(i)] for i in close[:WINDOW_EXCERPTS]}
         window_at |= {j for j in range(len(sentences)) if owner[j] in owners_of}

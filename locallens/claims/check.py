@@ -120,6 +120,7 @@ ALIGN = True
 # not hold is `words_unaligned`.
 WINDOW_SENTENCES = 3
 WINDOW_EXCERPTS = 1
+WINDOW_QUESTION = False
 # Such a word, when the excerpts hold it nowhere, lines up with a word of those sentences at this
 # cosine of the two words' own vectors ("verified" / "tested", "combines" / "merge"); at most
 # MAX_SOFT of a claim's words may line up so (a clause of new words is not a paraphrase). A word
@@ -491,7 +492,9 @@ def _support(
     if WINDOW_EXCERPTS:
         owners_of = {owner[int(i)] for i in close[:WINDOW_EXCERPTS]}
         window_at |= {j for j in range(len(sentences)) if owner[j] in owners_of}
-    window_text = "\n".join([*(sentences[i] for i in sorted(window_at)), question])
+    # The question's words are not the excerpts': a claim that restates the question lines up
+    # only where the excerpts hold its words too (WINDOW_QUESTION).
+    window_text = "\n".join([*(sentences[i] for i in sorted(window_at)), *([question] if WINDOW_QUESTION else [])])
     window_vocabulary = vocabulary_of(window_text)
     words = list(dict.fromkeys(content_words(claim)))
     unaligned = [w for w in words if not known_word(w, window_vocabulary)]

@@ -131,8 +131,11 @@ MAX_SOFT = 1
 SOFT_ELSEWHERE = False
 SOFT_NAMES = False
 # A claim is backed from a cosine of `floor` when at most `most` of its content words do not line
-# up (a paraphrase, a summary: the words are the excerpts', the cosine is low).
+# up (a paraphrase, a summary: the words are the excerpts', the cosine is low) with its
+# TIER_SENTENCES closest sentences, a tighter window than the one above (the words of one
+# statement, not of the whole excerpt: the excerpt's words recombined are not backed so).
 ALIGNED_TIERS: tuple[tuple[float, int], ...] = ((0.6, 0), (0.7, 1))
+TIER_SENTENCES = 2
 # A claim backed by its cosine alone may bring no more than this many unaligned words (an
 # invented clause brings several).
 MAX_UNALIGNED_HIGH = 2
@@ -435,6 +438,7 @@ class _Support:
     unaligned: list[str] = field(default_factory=list)
     window: list[str] = field(default_factory=list)
     words: int = 0  # content words of the claim
+    tight: list[str] = field(default_factory=list)  # not held by its TIER_SENTENCES closest sentences
 
 
 def _support(
@@ -499,7 +503,9 @@ def _support(
     words = list(dict.fromkeys(content_words(claim)))
     unaligned = [w for w in words if not known_word(w, window_vocabulary)]
     window = list(dict.fromkeys(w.lower() for w in content_words(window_text)))
-    return _Support(score, best, conflicts, coverage, unaligned, window, len(words))
+    tight_vocabulary = vocabulary_of("\n".join(sentences[int(i)] for i in close[:TIER_SENTENCES]))
+    tight = [w for w in words if not known_word(w, tight_vocabulary)]
+    return _Support(score, best, conflicts, coverage, unaligned, window, len(words), tight)
 
 
 def check_answer(
@@ -587,6 +593,7 @@ def check_answer(
                 score, source, evidence, per_excerpt, coverage = 0.0, None, None, {}, 0.0
             statement = len(content_words(text)) >= MIN_STATEMENT_WORDS
             unaligned: list[str] = found.unaligned if found is not None else []
+            soft_all: set[str] = set()
             if ALIGN and unaligned and found is not None:
                 # Only a word the excerpts hold nowhere may line up by its vector: one they hold
                 # elsewhere is another statement's (a wrong subject, a moved detail), and a name
@@ -606,13 +613,16 @@ def check_answer(
                     soft = set()
                 if _DEBUG is not None:
                     _DEBUG.append({"claim": text, "unaligned": unaligned, "soft": sorted(soft), "score": score})
+                soft_all = soft
                 unaligned = [w for w in unaligned if w.lower() not in soft]
                 novel = [w for w in novel if w.lower() not in soft]
             backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
             if ALIGN and found is not None:
                 if backed and len(unaligned) > MAX_UNALIGNED_HIGH:
                     backed = False
-                if statement and any(score >= floor and len(unaligned) <= most for floor, most in ALIGNED_TIERS):
+                # Words its closest sentences do not hold, unless lined up by their vectors.
+                loose = [w for w in found.tight if w.lower() not in soft_all]
+                if statement and any(score >= floor and len(loose) <= most for floor, most in ALIGNED_TIERS):
                     backed = True
             allowed = MAX_NOVEL_WORDS if statement else 0
             supported = backed and not missing and len(novel) <= allowed and not conflicts

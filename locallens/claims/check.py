@@ -136,6 +136,9 @@ SOFT_NAMES = False
 # statement, not of the whole excerpt: the excerpt's words recombined are not backed so).
 ALIGNED_TIERS: tuple[tuple[float, int], ...] = ((0.6, 0), (0.7, 1))
 TIER_SENTENCES = 2
+# The floors back only a claim that brings MIN_NEW_WORDS content words or facts the question
+# does not hold (a restatement of the question in the excerpts' words is not an answer).
+MIN_NEW_WORDS = 2
 # A claim backed by its cosine alone may bring no more than this many unaligned words (an
 # invented clause brings several).
 MAX_UNALIGNED_HIGH = 2
@@ -567,6 +570,7 @@ def check_answer(
         # The excerpts' file names too: the model reads each excerpt under its path.
         all_text = "\n".join([*excerpts.texts, *(hit.chunk.relative_path for hit in hits), question])
         vocabulary = vocabulary_of(all_text)
+        question_vocabulary = vocabulary_of(question)
         for row, (i, text) in enumerate(zip(claims_at, claim_texts)):
             written = units[i]
             facts = extract_facts(text)
@@ -622,7 +626,16 @@ def check_answer(
                     backed = False
                 # Words its closest sentences do not hold, unless lined up by their vectors.
                 loose = [w for w in found.tight if w.lower() not in soft_all]
-                if statement and any(score >= floor and len(loose) <= most for floor, most in ALIGNED_TIERS):
+                # ... and it must say something the question does not: a restatement of the
+                # question in the excerpts' words ("the rotation is handed over to the next
+                # engineer") is not an answer the floors should let through.
+                said = [w for w in content_words(text) if not known_word(w, question_vocabulary)]
+                said += [f for f in facts if missing_facts([f], question)]
+                if (
+                    statement
+                    and len(set(said)) >= MIN_NEW_WORDS
+                    and any(score >= floor and len(loose) <= most for floor, most in ALIGNED_TIERS)
+                ):
                     backed = True
             allowed = MAX_NOVEL_WORDS if statement else 0
             supported = backed and not missing and len(novel) <= allowed and not conflicts

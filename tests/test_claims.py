@@ -625,3 +625,35 @@ def test_words_of_another_excerpt_do_not_line_up() -> None:
     ).claims
     assert not claim.supported and claim.words_missing == []
     assert {"cleaned", "Friday", "facilities"} <= set(claim.words_unaligned)
+
+
+def test_a_restatement_of_the_question_is_not_backed_by_the_floors(monkeypatch: pytest.MonkeyPatch) -> None:
+    import locallens.claims.check as check_module
+
+    # Every word is the excerpts' (the cosine, 0.77, is under MIN_SUPPORT), but it only says what
+    # the question asked, with one word of its own ("cluster"): the relaxed floors need two.
+    restated = "The nightly backups are kept as long as the nightly backups of the cluster are kept."
+    [claim] = check_backups(restated, fake_encode).claims
+    assert not claim.supported and claim.score < check_module.MIN_SUPPORT
+    monkeypatch.setattr(check_module, "MIN_NEW_WORDS", 0)
+    [claim] = check_backups(restated, fake_encode).claims
+    assert claim.supported
+
+
+def test_the_floors_need_the_words_of_the_closest_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
+    import locallens.claims.check as check_module
+
+    # Backed at a cosine under MIN_SUPPORT: the words are those of the closest sentences.
+    answer = "Nightly backups are kept: the production cluster keeps them."
+    [claim] = check_backups(answer, fake_encode).claims
+    assert claim.supported and claim.score < check_module.MIN_SUPPORT
+    # Without the floors (nor the coverage allowance) the cosine alone decides.
+    monkeypatch.setattr(check_module, "ALIGNED_TIERS", ())
+    monkeypatch.setattr(check_module, "MIN_COVERAGE", 1.1)
+    [claim] = check_backups(answer, fake_encode).claims
+    assert not claim.supported
+    # The floors count the words of the TIER_SENTENCES closest sentences only.
+    monkeypatch.setattr(check_module, "ALIGNED_TIERS", ((0.6, 0),))
+    monkeypatch.setattr(check_module, "TIER_SENTENCES", 0)
+    [claim] = check_backups(answer, fake_encode).claims
+    assert not claim.supported

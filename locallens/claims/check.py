@@ -149,7 +149,6 @@ UNIT_RULE = True
 # The clauses a claim's clauses are compared with, for polarity and opposites.
 CLAUSE_SENTENCES = 5
 
-_DEBUG: list[dict[str, Any]] | None = None
 _HAS_ALNUM = re.compile(r"\w")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 # Where a unit of the splitter holds several statements: a blank line, a fence, a list item, a
@@ -615,8 +614,6 @@ def check_answer(
                     soft = set(soft_aligned(lowered, found.window, rows, SOFT_ALIGN))
                 if len(soft) > MAX_SOFT:
                     soft = set()
-                if _DEBUG is not None:
-                    _DEBUG.append({"claim": text, "unaligned": unaligned, "soft": sorted(soft), "score": score})
                 soft_all = soft
                 unaligned = [w for w in unaligned if w.lower() not in soft]
                 novel = [w for w in novel if w.lower() not in soft]
@@ -629,11 +626,11 @@ def check_answer(
                 # ... and it must say something the question does not: a restatement of the
                 # question in the excerpts' words ("the rotation is handed over to the next
                 # engineer") is not an answer the floors should let through.
-                said = [w for w in content_words(text) if not known_word(w, question_vocabulary)]
-                said += [f for f in facts if missing_facts([f], question)]
+                beyond = [w for w in content_words(text) if not known_word(w, question_vocabulary)]
+                beyond += [f for f in facts if missing_facts([f], question)]
                 if (
                     statement
-                    and len(set(said)) >= MIN_NEW_WORDS
+                    and len(set(beyond)) >= MIN_NEW_WORDS
                     and any(score >= floor and len(loose) <= most for floor, most in ALIGNED_TIERS)
                 ):
                     backed = True

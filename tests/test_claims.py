@@ -607,6 +607,16 @@ def check_backups(answer: str, encode=_synonym_encode):  # type: ignore[no-untyp
     return check_answer(answer, _BACKUPS, fake_vector(question), encode, question=question, min_relevance=0.0)
 
 
+@pytest.fixture
+def floors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backing by aligned words, off by default (measured: docs/decisions.md), switched on."""
+    import locallens.claims.check as check_module
+
+    monkeypatch.setattr(check_module, "MAX_SOFT", 1)
+    monkeypatch.setattr(check_module, "ALIGNED_TIERS", ((0.6, 0), (0.7, 1)))
+
+
+@pytest.mark.usefixtures("floors")
 def test_a_paraphrase_whose_words_line_up_is_supported() -> None:
     # "verified" is found nowhere in the excerpts, but its own vector lines up with "tested".
     [claim] = check_backups("Restores of the nightly backups are verified each quarter.").claims
@@ -627,6 +637,7 @@ def test_words_of_another_excerpt_do_not_line_up() -> None:
     assert {"cleaned", "Friday", "facilities"} <= set(claim.words_unaligned)
 
 
+@pytest.mark.usefixtures("floors")
 def test_a_restatement_of_the_question_is_not_backed_by_the_floors(monkeypatch: pytest.MonkeyPatch) -> None:
     import locallens.claims.check as check_module
 
@@ -640,6 +651,7 @@ def test_a_restatement_of_the_question_is_not_backed_by_the_floors(monkeypatch: 
     assert claim.supported
 
 
+@pytest.mark.usefixtures("floors")
 def test_the_floors_need_the_words_of_the_closest_sentences(monkeypatch: pytest.MonkeyPatch) -> None:
     import locallens.claims.check as check_module
 

@@ -627,7 +627,10 @@ def check_answer(
                 # question in the excerpts' words ("the rotation is handed over to the next
                 # engineer") is not an answer the floors should let through.
                 beyond = [w for w in content_words(text) if not known_word(w, question_vocabulary)]
-                beyond += [f for f in facts if missing_facts([f], question)]
+                # A fact counts once: `exec()` is not two things with the word "exec".
+                beyond += [
+                    f for f in facts if missing_facts([f], question) and not any(w.lower() in f.lower() for w in beyond)
+                ]
                 if (
                     statement
                     and len(set(beyond)) >= MIN_NEW_WORDS

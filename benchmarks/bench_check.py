@@ -1,6 +1,6 @@
 """The answer check against sentences a capable model writes: false withholds and catches.
 
-    .venv/bin/python benchmarks/bench_check.py [--split tune|held-out|all] [--verbose]
+    .venv/bin/python benchmarks/bench_check.py [--split tune|held-out|fresh|all] [--verbose]
 
 Data: benchmarks/data/check_labelled.jsonl, one hand-written sentence a line, as a strong model
 would write it given the numbered excerpts of a question:

@@ -18,7 +18,11 @@ is in no document, the right answer being the refusal):
   ship with CPython (`pydoc_data`, written out by benchmarks/corpora.py);
 - stdlib: benchmarks/data/stdlib_questions.jsonl (56) over the standard library's manual pages;
 - borg: benchmarks/data/borg_questions.jsonl (40 + 5) over the BorgBackup manual (Debian
-  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only.
+  `borgbackup-doc`, benchmarks/corpora.py): the corpus nobody tuned on, measured only;
+- varnish, varnish-es: benchmarks/data/varnish_questions.jsonl (40 + 8) and
+  varnish_es_over_en.jsonl (8 + 2, Spanish) over the Varnish Cache documentation (Debian
+  `varnish-doc`, `corpora.py --varnish`): written before anything was measured on them and left
+  out of the default `--sets`, so that a change is judged on them once, after it is made.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -58,7 +62,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import _common as c
-from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus
+from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus, write_varnish_corpus
 
 ROOT = c.ROOT
 DATA = Path(__file__).resolve().parent / "data"
@@ -73,6 +77,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
+    "varnish": ("varnish", [DATA / "varnish_questions.jsonl"]),
+    "varnish-es": ("varnish", [DATA / "varnish_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -101,14 +107,22 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
     if corpus == "stdlib":
         dest = workdir / "stdlib-corpus"
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
+    if corpus == "varnish":
+        return write_varnish_corpus(workdir / "varnish-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 
 def build_index(corpus: str, workdir: Path) -> Path:
     from locallens.indexer import IndexRequest, index
 
-    db = workdir / f"{corpus}.db"
-    index(IndexRequest(paths=[corpus_dir(corpus, workdir)], db=db))  # incremental: a second run costs a walk
+    folder = corpus_dir(corpus, workdir)
+    # The sample corpus is the checkout's own sample_docs/: each checkout (a "before" run with
+    # PYTHONPATH at another one) gets its own index, or the two roots would both be searched.
+    name = (
+        corpus if folder.is_relative_to(workdir) else f"{corpus}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
+    )
+    db = workdir / f"{name}.db"
+    index(IndexRequest(paths=[folder], db=db))  # incremental: a second run costs a walk
     return db
 
 
@@ -472,7 +486,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, evidence_features, score_units
+    from locallens.extractive import _passage, score_units, weighed_evidence, with_rendering
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -491,23 +505,31 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
             request = request_for(row["question"], db, "extractive")
+            rendering = None
             try:
                 if set_name == "es-given":
                     hits, vector = given_note_hits(row, db, models)
                 else:
                     result = ask(replace(request, context_only=True), models)
                     hits, vector = list(result.sources), result.retrieval.query_vector
+                    rendering = getattr(result.retrieval, "rendering", None)
             except Exception:  # nothing found
                 continue
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
                 encode = SentenceEncoder(models.embedder(brain.model), store)
-                scored = score_units(row["question"], hits, np.asarray(vector), encode)
-                evidence = evidence_features(row["question"], hits, scored, brain_term_counts(store, brain))
+                counts = brain_term_counts(store, brain)
+                # Scored and weighed as `extractive_answer` does (the English rendering beside a
+                # Spanish question).
+                scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
+                if rendering is not None and rendering.vector is not None:
+                    scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
+                evidence = weighed_evidence(row["question"], hits, scored, counts, rendering)[1]
+                terms = question_terms(row["question"], counts)
             units = scored.units
             if not units:
                 continue
-            x = features(question_terms(row["question"]), units, scored.cosines, [h.chunk.relative_path for h in hits])
+            x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
             answers = row.get("answers")
             y = np.array(
                 [

@@ -12,8 +12,14 @@
   `benchmarks/data/borg_questions.jsonl` holds questions about it. This corpus is the one nothing in
   the package is tuned on: it measures whether a change carries over to documentation nobody here
   wrote. It needs the Debian package lists (`apt-get update`) to fetch the package.
+- `write_varnish_corpus` writes the Varnish Cache documentation as Debian's `varnish-doc` package
+  ships it (HTML): the tutorial, users guide, reference, installation notes, design patterns and
+  glossary, one plain-text file per page (`users-guide-purging.txt`, `reference-varnishd.txt`, ...;
+  91 pages; the essays, release notes and developer guide are left out).
+  `benchmarks/data/varnish_questions.jsonl` and `varnish_es_over_en.jsonl` hold questions about it,
+  written before anything was measured on it: the held-out check of answer and retrieval changes.
 
-The first two need no download. Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg]
+The first two need no download. Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish]
 """
 
 from __future__ import annotations
@@ -220,6 +226,18 @@ def borg_page_text(page: str) -> str:
     return parser.text()
 
 
+def _debian_package(package: str, folder: pathlib.Path) -> pathlib.Path:
+    """The `.deb` of `package` in `folder`, fetched there with `apt-get download` unless one is."""
+    cached = sorted(folder.glob(f"{package}_*.deb"))
+    if not cached:
+        done = subprocess.run(["apt-get", "download", package], cwd=folder, capture_output=True, text=True, timeout=600)
+        cached = sorted(folder.glob(f"{package}_*.deb"))
+        if done.returncode != 0 or not cached:
+            message = (done.stderr.strip().splitlines() or ["no package file"])[-1]
+            raise SystemExit(f"cannot fetch {package} (run `apt-get update` first?): {message}")
+    return cached[-1]
+
+
 def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
     """Write the BorgBackup manual as `dest/<page>.txt` (`usage/prune.html` -> `usage-prune.txt`).
 
@@ -228,17 +246,7 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
     """
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    if deb is None:
-        cached = sorted(dest.parent.glob(f"{BORG_PACKAGE}_*.deb"))
-        if not cached:
-            done = subprocess.run(
-                ["apt-get", "download", BORG_PACKAGE], cwd=dest.parent, capture_output=True, text=True, timeout=600
-            )
-            cached = sorted(dest.parent.glob(f"{BORG_PACKAGE}_*.deb"))
-            if done.returncode != 0 or not cached:
-                message = (done.stderr.strip().splitlines() or ["no package file"])[-1]
-                raise SystemExit(f"cannot fetch {BORG_PACKAGE} (run `apt-get update` first?): {message}")
-        deb = cached[-1]
+    deb = deb or _debian_package(BORG_PACKAGE, dest.parent)
     with tempfile.TemporaryDirectory(prefix="locallens-borg-") as unpacked:
         subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
         root = pathlib.Path(unpacked) / BORG_HTML
@@ -248,6 +256,45 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
                 continue
             text = borg_page_text(page.read_text(encoding="utf-8"))
             path = dest / (relative.removesuffix(".html").replace("/", "-") + ".txt")
+            if not (path.is_file() and path.read_text(encoding="utf-8") == text):
+                path.write_text(text, encoding="utf-8")
+    return dest
+
+
+VARNISH_PACKAGE = "varnish-doc"
+VARNISH_HTML = "usr/share/doc/varnish/html"
+# The user-facing parts of the manual; left out: the author's essays (phk/), the release notes and
+# upgrade guides (whats-new/), the developer guide, and the generated index and search pages.
+_VARNISH_FOLDERS = ("tutorial", "users-guide", "reference", "installation", "vcl-design-patterns", "glossary")
+
+
+def varnish_page_text(page: str) -> str:
+    """The text of one page of the Varnish documentation (its body, without navigation and sidebar)."""
+    start = page.find('<div class="body" role="main">')
+    end = page.find('<div class="sphinxsidebar"', start)
+    parser = _PageText()
+    parser.feed(page[start if start >= 0 else 0 : end if end >= 0 else len(page)])
+    parser.close()
+    return parser.text()
+
+
+def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the Varnish Cache documentation as `dest/<page>.txt` (`users-guide/purging.html` ->
+    `users-guide-purging.txt`; the front page is `index.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    deb = deb or _debian_package(VARNISH_PACKAGE, dest.parent)
+    with tempfile.TemporaryDirectory(prefix="locallens-varnish-") as unpacked:
+        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
+        root = pathlib.Path(unpacked) / VARNISH_HTML
+        pages = [root / "index.html"] + [page for folder in _VARNISH_FOLDERS for page in (root / folder).glob("*.html")]
+        for page in sorted(pages):
+            text = varnish_page_text(page.read_text(encoding="utf-8"))
+            path = dest / (page.relative_to(root).as_posix().removesuffix(".html").replace("/", "-") + ".txt")
             if not (path.is_file() and path.read_text(encoding="utf-8") == text):
                 path.write_text(text, encoding="utf-8")
     return dest
@@ -264,13 +311,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--borg", action="store_true", help="the BorgBackup manual from Debian's borgbackup-doc package"
     )
+    parser.add_argument(
+        "--varnish", action="store_true", help="the Varnish Cache documentation from Debian's varnish-doc package"
+    )
     args = parser.parse_args(argv)
     if args.borg:
         out = write_borg_corpus(args.dest)
+    elif args.varnish:
+        out = write_varnish_corpus(args.dest)
     else:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
-    print(f"wrote {count} {'topics' if not (args.stdlib or args.borg) else 'pages'} to {out}")
+    print(f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish) else 'pages'} to {out}")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ from locallens.unit_scores import (
     key_words,
     question_terms,
 )
-from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
+from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENCE, Unit, answer_units
 
 # Whether the excerpts answer at all, from combined evidence: the best unit's score (its linear
 # score, before the logistic), the share of the question's key terms the excerpts hold, the
@@ -72,15 +72,15 @@ from locallens.units import CODE, HEADING, INTRODUCED, Unit, answer_units
 # and pydoc sets, the Spanish set's unanswerable ones and the Spanish questions given their
 # English note (`es-given`) (docs/benchmarks.md#the-fact-stated-about-its-subject).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 1.14,
-    "term_coverage": 1.66,
-    "top_score": 3.41,
-    "missing": -4.16,
-    "fact_far": 0.25,
-    "missing_name": -3.35,
-    "fact_unstated": -3.68,
+    "best_unit": 0.97,
+    "term_coverage": -1.3,
+    "top_score": 5.91,
+    "missing": -1.77,
+    "fact_far": 0.34,
+    "missing_name": -2.1,
+    "fact_unstated": -4.99,
 }
-EVIDENCE_BIAS = -1.14
+EVIDENCE_BIAS = -2.25
 MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
@@ -89,8 +89,14 @@ MIN_TERM_COVERAGE = 0.2
 TERM_COUNT_CAP = 1000
 MIN_ANSWER_SCORE = 0.30  # a unit beside the best one is printed from this score
 MARGIN = 0.15  # ... and when it scores within this of the best
-MAX_ANSWERING = 2  # answering units in a passage, at most
-DEFAULT_PASSAGE_TOKENS = 90  # the passage's budget, citations included (~60 words)
+MAX_ANSWERING = 2  # answering units in a passage, at most (and one more from another excerpt)
+# A unit from an excerpt the passage does not print yet joins it when it scores within this of
+# the best (`passage_units`).
+OTHER_MARGIN = 0.3
+CANDIDATES = 8  # the best units looked at for a passage
+DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
+SUMMARY_TOKENS = 90  # a summary's
+MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
@@ -150,8 +156,16 @@ class Scored:
     vectors: np.ndarray
 
 
-def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray, encode: Encode) -> Scored:
-    """Every answer unit of `hits` with its score (see `locallens.unit_scores`)."""
+def score_units(
+    question: str,
+    hits: Sequence[Hit],
+    question_vector: np.ndarray,
+    encode: Encode,
+    term_counts: TermCounts | None = None,
+) -> Scored:
+    """Every answer unit of `hits` with its score (see `locallens.unit_scores`). `term_counts`:
+    the brain's word counts, which weigh the question's words by their rarity (without them,
+    every word weighs the same)."""
     units = answer_units(hits)
     if not units:
         empty = np.zeros(0)
@@ -159,12 +173,36 @@ def score_units(question: str, hits: Sequence[Hit], question_vector: np.ndarray,
     vectors = unit_rows(np.asarray(encode([u.text for u in units]), dtype=np.float64))
     query = unit_rows(np.asarray(question_vector, dtype=np.float64).reshape(-1))
     cosines = vectors @ query
-    rows = features(question_terms(question), units, cosines, [h.chunk.relative_path for h in hits])
+    rows = features(
+        question_terms(question, term_counts),
+        units,
+        cosines,
+        [h.chunk.relative_path for h in hits],
+        [h.score for h in hits],
+    )
     scores = combine(rows)
     for i, unit in enumerate(units):
-        if unit.kind == HEADING or is_context_only(unit) or count_tokens(unit.text) > 2 * DEFAULT_PASSAGE_TOKENS:
-            scores[i] = 0.0  # a title, a header row, or a unit too long to print as an answer
+        if (
+            unit.kind == HEADING
+            or is_context_only(unit)
+            or count_tokens(unit.text) > 2 * SUMMARY_TOKENS
+            or (unit.index == 0 and hits[unit.excerpt - 1].chunk.chunk_index > 0 and _cut(unit))
+        ):
+            # A title, a header row, a unit too long to print as an answer, or the tail of a
+            # sentence the chunk's start cut (the chunk before holds it whole).
+            scores[i] = 0.0
     return Scored(units, scores, cosines, vectors)
+
+
+# A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
+# ("fill(text, width=70)", "d[key]"); or punctuation.
+_CUT_START = re.compile(r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+[,;]?\s|[,;:.)\]’'\"])")
+
+
+def _cut(unit: Unit) -> bool:
+    """A prose unit that starts where no sentence starts (a lower-case word, a comma): the end of
+    a sentence cut by the chunk's start."""
+    return unit.kind in (SENTENCE, DEFINITION) and bool(_CUT_START.match(unit.text))
 
 
 def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
@@ -191,7 +229,15 @@ def _across(question: str, hits: Sequence[Hit]) -> bool:
 
 
 def _held(hits: Sequence[Hit]) -> frozenset[str]:
-    return key_terms("\n".join(h.content + " " + h.chunk.relative_path for h in hits))
+    """The key terms of the excerpts and of their files' paths, a path read word by word
+    (`manual-almacen-zaragoza.md` holds "zaragoza")."""
+    return key_terms(
+        "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
+    )
+
+
+def _path_words(path: str) -> str:
+    return re.sub(r"[-_/.]+", " ", path)
 
 
 def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
@@ -209,7 +255,7 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     first = next(iter(_WORD.findall(question)), "")
     out = []
     for key, word in key_words(question).items():
-        if key in held or key in _KIND_KEYS:
+        if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
         part_keys = [k for part in parts for k in key_terms(part)]
@@ -230,7 +276,26 @@ _KIND_WORDS = (
     "setting settings variable variables syntax comando opción función método excepción parámetro"
 )
 _KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(word))
+# Words of a question's form rather than its subject: adverbs, prepositions and pronouns a user
+# writes around the subject ("instead of the screen", "without sorting", "whether it is"); the
+# excerpts seldom repeat them, so their absence tells nothing.
+_FORM_WORDS = (
+    "instead without whether inside within once later back out over through during like else even still "
+    "already again ever never always something anything nothing everything someone anyone whole few several "
+    "own right just really actually basically simply quite rather etc able way "
+    "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
+)
+_FORM_KEYS = frozenset(key for word in _FORM_WORDS.split() for key in key_terms(word))
+# The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.
+_EXAMPLE = re.compile(
+    r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
+)
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
+def _joined(key: str) -> str:
+    """A name with a digit written without its hyphen: `sha-256` as `sha256`, `utf-8` as `utf8`."""
+    return key.replace("-", "") if any(ch.isdigit() for ch in key) else key
 
 
 def _untranslated(word: str, first: str) -> bool:
@@ -321,7 +386,7 @@ def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     share with the question. Words the question quotes (`except SomeError as e`, 'Test') are
     the user's own example, not a name to look up."""
     first = next(iter(_WORD.findall(question)), "")
-    quoted = {w for span in _QUOTED.findall(question) for w in _WORD.findall(span)}
+    quoted = {w for span in _QUOTED.findall(question) + _EXAMPLE.findall(question) for w in _WORD.findall(span)}
     names = [w for w in missing_words(question, hits) if w not in quoted and _is_name(w, first)]
     if not names:
         return 0.0
@@ -365,45 +430,68 @@ def fact_unstated(
         elif not carries_fact(unit.text, kind or ""):
             continue
         counted = words if languages[unit.excerpt - 1] == own else kept
-        total = sum(salience[w] for w in counted.values())
-        if total <= 0:
+        if not counted:
             continue
+        weight = {w: salience[w] for w in counted.values()}
+        if sum(weight.values()) <= 0:
+            # Every word in every chunk (a brain of a note or two): none tells more, all count.
+            weight = dict.fromkeys(counted.values(), 1.0)
+        total = sum(weight.values())
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
         keys = key_terms(" ".join(around))
-        best = max(best, sum(salience[w] for k, w in counted.items() if k in keys) / total)
+        best = max(best, sum(weight[w] for k, w in counted.items() if k in keys) / total)
     return 1.0 - best
 
 
 def evidence_features(
-    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None = None,
+    *,
+    asked: str | None = None,
 ) -> dict[str, float]:
     """The refusal's evidence (`EVIDENCE_WEIGHTS`): the best unit's linear score, the share of
     the question's key terms the excerpts hold, the top excerpt's retrieval score, how rare
     the question's rarest word missing from the excerpts is in the brain (`missing_salience`),
-    and how far the units holding the kind of fact asked are from its subject (`fact_far`)."""
+    and how far the units holding the kind of fact asked are from its subject (`fact_far`).
+    `asked`: the text whose asked fact is measured (`fact_far`, `fact_unstated`), when not the
+    question's own (a rendering that lost "presupuesto" -> "budget" still asks for an amount)."""
     best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+    fact_text = asked or question
     return {
         "best_unit": best,
         "term_coverage": term_coverage(question_terms(question), hits),
         "top_score": hits[0].score if hits else 0.0,
         "missing": missing_salience(question, hits, term_counts),
-        "fact_far": fact_far(question, hits, scored.units, term_counts),
+        "fact_far": fact_far(fact_text, hits, scored.units, term_counts),
         "missing_name": missing_name(question, hits, term_counts),
-        "fact_unstated": fact_unstated(question, hits, scored.units, term_counts),
+        "fact_unstated": fact_unstated(fact_text, hits, scored.units, term_counts),
     }
 
 
-def answer_evidence(question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None = None) -> float:
+def answer_evidence(
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None = None,
+    *,
+    asked: str | None = None,
+) -> float:
     """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
     if not scored.units or not hits:
         return 0.0
-    found = evidence_features(question, hits, scored, term_counts)
+    found = evidence_features(question, hits, scored, term_counts, asked=asked)
     if found["term_coverage"] < MIN_TERM_COVERAGE:
         return 0.0
     z = sum(EVIDENCE_WEIGHTS[name] * value for name, value in found.items()) + EVIDENCE_BIAS
     return float(1 / (1 + np.exp(-z)))
+
+
+def _asks_fact(question: str) -> bool:
+    return asked_fact(question) is not None or asks_name(question)
 
 
 def with_rendering(scored: Scored, rendered: Scored) -> Scored:
@@ -420,13 +508,32 @@ def with_rendering(scored: Scored, rendered: Scored) -> Scored:
 def _evidence(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
 ) -> float:
+    return weighed_evidence(question, hits, scored, term_counts, rendering)[0]
+
+
+def weighed_evidence(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
+) -> tuple[float, dict[str, float]]:
     """`answer_evidence` for the question, or for its English rendering when that is stronger and
     the question is asked across languages (`_across`): over notes in the question's own language
-    the rendering would only lend a near miss the English words it lacks."""
-    found = answer_evidence(question, hits, scored, term_counts)
+    the rendering would only lend a near miss the English words it lacks. A rendering that lost
+    the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's.
+    With the evidence it was weighed from (`evidence_features`)."""
+    found = (
+        answer_evidence(question, hits, scored, term_counts),
+        evidence_features(question, hits, scored, term_counts),
+    )
     if rendering is None or not _across(question, hits):
         return found
-    return max(found, answer_evidence(rendering.text, hits, scored, term_counts))
+    # The kind of fact asked is the question's, when a translation lost it (a word-by-word gloss
+    # keeps no question form to lose: its evidence is its words').
+    lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
+    asked = question if lost else None
+    rendered = (
+        answer_evidence(rendering.text, hits, scored, term_counts, asked=asked),
+        evidence_features(rendering.text, hits, scored, term_counts, asked=asked),
+    )
+    return rendered if rendered[0] > found[0] else found
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
@@ -437,7 +544,22 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     linked_units = [same[j] for j in (best.setup, best.header) if j is not None and j in same]
     if best.term and best.setup is None:
         # A description's later sentence: its term line, when the excerpt holds it.
-        linked_units += [u for u in same.values() if u.index < best.index and u.text == best.term][-1:]
+        # A term that is a long list (a dozen signatures over one description) is left out.
+        linked_units += [
+            u
+            for u in same.values()
+            if u.index < best.index and u.text == best.term and count_tokens(u.text) <= MAX_TERM_TOKENS
+        ][-1:]
+    if best.kind == CODE and not _PROMPT_START.match(best.text):
+        # A session's output ("'1,234,567,890'") is read with the command that printed it.
+        before = same.get(best.index - 1)
+        if before is not None and before.kind == CODE and _PROMPT_START.match(before.text):
+            linked_units.append(before)
+    if not linked_units and best.kind == SENTENCE and _ANAPHOR.match(best.text):
+        # "It terminates the nearest enclosing loop": the sentence before says what "it" is.
+        before = same.get(best.index - 1)
+        if before is not None and before.kind in (SENTENCE, DEFINITION, ITEM):
+            linked_units.append(before)
     out.extend(linked_units)
     out.append(best)
     nxt = same.get(best.index + 1)
@@ -447,6 +569,14 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
 
 
 _FLAG_START = re.compile(r"-{1,2}\w")
+_PROMPT_START = re.compile(r"^(?:>>>|\$|PS>|C:\\>)\s")
+# A sentence whose subject is the one before it names ("It terminates the nearest enclosing loop",
+# "This method is called when ...", "Esto ..."): printed after that sentence.
+_ANAPHOR = re.compile(
+    r"^(?:it|its|this|these|they|their|that|those|such|he|she|then|otherwise|esto|este|esta|estos|estas|"
+    r"ese|esa|eso|ello|entonces)\b",
+    re.I,
+)
 
 
 def _plain(unit: Unit) -> str:
@@ -487,38 +617,55 @@ def _tokens(unit: Unit) -> int:
     return count_tokens(unit.text) + 3  # the citation
 
 
-def passage_units(scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS) -> list[tuple[Unit, bool]]:
-    """The units of the printed passage, each with whether it is an answering unit."""
+def passage_units(
+    scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS, other_excerpts: bool = True
+) -> list[tuple[Unit, bool]]:
+    """The units of the printed passage, each with whether it is an answering unit: the best unit
+    with what belongs to it, the next best while they score within `MARGIN` of it (at most
+    `MAX_ANSWERING`), and, when `other_excerpts`, one more from an excerpt not printed yet that
+    scores within `OTHER_MARGIN` of the best: the answer is often in the second excerpt's unit
+    when the first excerpt's best one restates the question. All within `passage_tokens`."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
     taken: set[tuple[int, int]] = set()
     seen_text: set[str] = set()
+    excerpts: set[int] = set()
     used = 0
-    for rank, i in enumerate(order[:6]):
+    answering = 0
+    for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
-        if rank and (score < MIN_ANSWER_SCORE or score < best_score - MARGIN):
-            break
         unit = scored.units[int(i)]
-        if (unit.excerpt, unit.index) in taken:
+        new_excerpt = other_excerpts and unit.excerpt not in excerpts
+        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (OTHER_MARGIN if new_excerpt else MARGIN)):
+            continue
+        if (unit.excerpt, unit.index) in taken or (answering >= MAX_ANSWERING and not new_excerpt):
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
         group = [u for u in group if " ".join(claim_text(u.text).lower().split()) not in seen_text]
+        if not any(u is unit for u in group):
+            continue  # the same text as a printed unit (overlapping chunks repeat it)
         cost = sum(_tokens(u) for u in group)
         if chosen and used + cost > passage_tokens:
-            break
+            # Without the block it introduces, when only that does not fit.
+            group = [u for u in group if u.excerpt != unit.excerpt or u.index <= unit.index]
+            cost = sum(_tokens(u) for u in group)
+            if used + cost > passage_tokens:
+                continue
         for u in group:
             taken.add((u.excerpt, u.index))
             seen_text.add(" ".join(claim_text(u.text).lower().split()))
             chosen.append((u, u is unit))
+        excerpts.add(unit.excerpt)
         used += cost
-        if len([c for c in chosen if c[1]]) >= MAX_ANSWERING:
+        answering += 1
+        if answering > MAX_ANSWERING:
             break
     return chosen
 
 
 def summary_units(
-    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS
+    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = SUMMARY_TOKENS
 ) -> list[Unit] | None:
     """The units of an extractive summary of the document or section `topic` names, or None when
     it names none of the excerpts' documents or sections."""
@@ -623,14 +770,14 @@ def extractive_answer(
     (`locallens.crosslang`), read beside it (`with_rendering`)."""
     started = time.perf_counter()
     budget = min(passage_tokens, max_tokens) if max_tokens else passage_tokens
-    scored = score_units(question, hits, question_vector, encode)
+    scored = score_units(question, hits, question_vector, encode, term_counts)
     if rendering is not None and rendering.vector is not None:
-        scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode))
+        scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, term_counts))
     claims: list[Claim] = []
     topic = is_broad(question)
     if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
-    summary = summary_units(topic, scored, hits, passage_tokens=budget) if topic else None
+    summary = summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS)) if topic else None
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif topic and not _states_topic(topic, scored):
@@ -638,7 +785,7 @@ def extractive_answer(
     elif scored.units and _evidence(question, hits, scored, term_counts, rendering) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
-            for u, answering in passage_units(scored, passage_tokens=budget)
+            for u, answering in passage_units(scored, passage_tokens=budget, other_excerpts=not topic)
         ]
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
@@ -664,13 +811,14 @@ def passage_hits(
     encode: Encode,
     *,
     budget: int = PROMPT_PASSAGE_TOKENS,
+    term_counts: TermCounts | None = None,
 ) -> list[Hit]:
     """The excerpts cut down to their best passages (best units first, with what belongs to
     them, until `budget` tokens), each excerpt keeping its units in their order; excerpts left
     with nothing are dropped. For a prompt of selected passages instead of whole chunks."""
     from dataclasses import replace
 
-    scored = score_units(question, hits, question_vector, encode)
+    scored = score_units(question, hits, question_vector, encode, term_counts)
     kept: set[tuple[int, int]] = set()
     used = 0
     for i in np.argsort(-scored.scores, kind="stable"):

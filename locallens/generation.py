@@ -302,7 +302,9 @@ class GenerateMode:
         out = AnswerOutput()
         hits = list(given.hits)
         if given.options.prompt_passages:
-            hits = passage_hits(given.question, hits, given.question_vector, given.encode)
+            hits = passage_hits(
+                given.question, hits, given.question_vector, given.encode, term_counts=given.term_counts
+            )
         gen = _generate(given.options, given.question, hits, out, given.models)
         # With a prompt of passages, the excerpts sent are cut from the retrieved ones: the model's
         # sentences are checked against what it was shown, while the passage that stands in for

@@ -14,7 +14,15 @@ The signals of one unit (`FEATURES`, each in 0..1):
 - `novelty`: the share of the unit's key terms that are not the question's: a unit that only
   restates the question's topic says nothing new;
 - `rank`: 1 / the excerpt's retrieval rank;
-- `short`: the unit has fewer than four key terms (a "Then:" or a lone heading-like line).
+- `short`: the unit has fewer than four key terms (a "Then:" or a lone heading-like line);
+- `salient_terms`: the share of the question's key terms the unit holds, each weighed by how rare
+  its word is among the brain's chunks (its inverse document frequency, as the refusal's missing
+  word is weighed): "traceback" in "which exception ends the program without printing a
+  traceback?" counts for more than "program";
+- `new_identifier`: the question asks for code (a method, an option, an exception) and the unit or
+  its term holds an identifier the question does not: the answer to "which method runs when the
+  with block is left?" names a method;
+- `retrieval_share`: the excerpt's retrieval score over the top excerpt's.
 
 The weights (`WEIGHTS`, `BIAS`) are a logistic regression fitted by
 `benchmarks/bench_answers.py --fit` on the sample, pydoc and stdlib question sets (a unit is a
@@ -24,9 +32,10 @@ signal adds, are in docs/benchmarks.md#answer-units.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,6 +43,9 @@ import numpy as np
 
 from locallens.text import NO_SPACE_CLASS
 from locallens.units import CODE, DEFINITION, HEADER, Unit
+
+# `modes.TermCounts`, named here without importing the modes module.
+TermCountsLike = Callable[[Sequence[str]], tuple[int, dict[str, int]]]
 
 FEATURES: tuple[str, ...] = (
     "cosine",
@@ -45,20 +57,28 @@ FEATURES: tuple[str, ...] = (
     "novelty",
     "rank",
     "short",
+    "salient_terms",
+    "new_identifier",
+    "retrieval_share",
 )
 # Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
 WEIGHTS: dict[str, float] = {
-    "cosine": 1.8,
-    "context_cosine": 0.1,
-    "terms": 2.2,
-    "context_terms": 0.2,
-    "type_match": 0.8,
-    "type_miss": -0.8,
-    "novelty": -1.0,
-    "rank": 1.6,
-    "short": -0.25,
+    "cosine": 1.82,
+    "context_cosine": -0.01,
+    "terms": 1.58,
+    "context_terms": -0.01,
+    "type_match": 0.89,
+    "type_miss": -0.89,
+    "novelty": -0.76,
+    "rank": 1.08,
+    "short": -0.38,
+    "salient_terms": 1.61,
+    "new_identifier": 0.4,
+    "retrieval_share": 0.62,
 }
-BIAS = -2.0
+# The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
+# probability where it was before the last three signals came (their mean +0.9 on the best unit).
+BIAS = -2.9
 
 # Words that carry no topic: function words and question words (English, Spanish), verbs
 # every question uses, and the verbs of "how long does it take / last", "¿cuánto dura / tarda?".
@@ -201,7 +221,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "price",
         re.compile(
             r"\bhow much (?:does|do|did|will|would|is|are)\b.*\b(?:cost|charge|pay|price|fee)s?\b"
-            r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees)\b"
+            r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees|budget)\b"
             r"|\bcu[aá]nto (?:cuesta|cuestan|cost[oó]|vale|valen|se cobra|se paga|se carga|pagamos|cobramos)\b"
             r"|\bqu[eé] (?:precio|tarifa|coste|costo)\b|\bpresupuesto\b|\bprecio\b",
             re.I,
@@ -394,10 +414,24 @@ class QuestionTerms:
     text: str
     terms: frozenset[str]
     wants: str | None
+    # Each key term's weight: its word's inverse document frequency over the brain's chunks
+    # (0..1), or 1 for every term when the brain's counts are unknown.
+    salience: dict[str, float] | None = None
 
 
-def question_terms(question: str) -> QuestionTerms:
-    return QuestionTerms(question, key_terms(question), answer_type(question))
+def question_terms(question: str, term_counts: TermCountsLike | None = None) -> QuestionTerms:
+    """The question's key terms, the kind of answer it asks for, and each term's salience in
+    the brain (`term_counts`: the store's keyword counts, `modes.TermCounts`)."""
+    salience = None
+    if term_counts is not None:
+        words = key_words(question)
+        total, counts = term_counts(list(words.values())) if words else (0, {})
+        if total > 0:
+            salience = {
+                k: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1)
+                for k, w in words.items()
+            }
+    return QuestionTerms(question, key_terms(question), answer_type(question), salience)
 
 
 def context_of(unit: Unit, units: Sequence[Unit], path: str = "") -> list[str]:
@@ -422,10 +456,15 @@ def features(
     units: Sequence[Unit],
     cosines: np.ndarray,
     paths: Sequence[str],
+    retrieval: Sequence[float] | None = None,
 ) -> np.ndarray:
     """One row of `FEATURES` per unit. `cosines[i]` is unit i's cosine with the question;
-    `paths[n - 1]` the file of excerpt n."""
+    `paths[n - 1]` the file of excerpt n, `retrieval[n - 1]` its retrieval score."""
     n_terms = max(1, len(question.terms))
+    salience = question.salience or {}
+    weights = {k: salience.get(k, 1.0) for k in question.terms}
+    weight_sum = sum(weights.values()) or 1.0
+    top = retrieval[0] if retrieval else 0.0
     position = {(u.excerpt, u.index): i for i, u in enumerate(units)}
     rows = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
     for i, unit in enumerate(units):
@@ -435,6 +474,10 @@ def features(
         linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]
         wants = question.wants
         typed = has_type(unit, wants) if wants else False
+        new_identifier = wants == "code" and any(
+            key_terms(ident) - question.terms for ident in _IDENT.findall(f"{unit.text} {unit.term}")
+        )
+        share = retrieval[unit.excerpt - 1] / top if retrieval and top > 0 else 1.0
         rows[i] = (
             float(cosines[i]),
             max(linked_cos, default=0.0),
@@ -445,6 +488,9 @@ def features(
             len(own - question.terms) / max(1, len(own)),
             1.0 / unit.excerpt,
             1.0 if len(own) < 4 else 0.0,
+            sum(w for k, w in weights.items() if k in own) / weight_sum,
+            1.0 if new_identifier else 0.0,
+            share,
         )
     return rows
 

@@ -1,4 +1,4 @@
-"""The benchmark corpora's own code: the BorgBackup page text and the question set's shape."""
+"""The benchmark corpora's own code: the BorgBackup and Varnish page text and the question sets' shape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from corpora import borg_page_text  # noqa: E402
+from corpora import borg_page_text, varnish_page_text  # noqa: E402
 
 PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
 <div class="document clearer body">
@@ -46,3 +46,43 @@ def test_borg_question_set_shape() -> None:
     assert len(rows) == 45 and len(answerable) == 40
     assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
     assert len({r["question"] for r in rows}) == 45
+
+
+VARNISH_PAGE = """<html><body>
+<div class="related" role="navigation"><ul><li><a href="../index.html">Varnish 7.1.1 documentation</a></li></ul></div>
+<div class="document"><div class="documentwrapper"><div class="bodywrapper">
+<div class="body" role="main">
+<div class="section" id="purging-and-banning">
+<span id="users-guide-purging"></span><h1>Purging and banning<a class="headerlink" href="#p" title="Permalink to this headline">¶</a></h1>
+<p>One of the most effective ways of increasing your hit ratio is to
+increase the time-to-live (ttl) of your objects.</p>
+<div class="highlight-default notranslate"><div class="highlight"><pre><span></span>acl purge {
+        &quot;localhost&quot;;
+}
+</pre></div></div>
+</div></div></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Previous topic</h3><p>Compression</p></div>
+</div>
+<div class="related" role="navigation"><a href="compression.html">Compression</a></div>
+<div class="footer" role="contentinfo">&#169; Copyright 2010-2014, Varnish Software AS.</div>
+</body></html>"""
+
+
+def test_varnish_page_text_keeps_the_body_only() -> None:
+    text = varnish_page_text(VARNISH_PAGE)
+    assert text.splitlines()[0] == "Purging and banning"  # no navigation bar, no pilcrow
+    assert "the time-to-live (ttl) of your objects." in text  # a paragraph's line breaks are spaces
+    assert '        "localhost";' in text.splitlines()  # preformatted text kept, entities decoded
+    assert "Compression" not in text and "Copyright" not in text and "documentation" not in text
+    assert text.endswith("\n") and "\n\n\n" not in text
+
+
+def test_varnish_question_sets_shape() -> None:
+    for name, total, answerable_count in (("varnish_questions", 48, 40), ("varnish_es_over_en", 10, 8)):
+        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines]
+        answerable = [r for r in rows if r.get("answerable", True)]
+        assert len(rows) == total and len(answerable) == answerable_count
+        assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
+        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+        assert len({r["question"] for r in rows}) == total

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from locallens.domain import Chunk
+from locallens.domain import Chunk, Hit
 from locallens.retrieval import (
     HYBRID_VECTOR_WEIGHT,
     IDENTIFIER_VECTOR_WEIGHT,
@@ -183,20 +183,25 @@ def test_a_database_written_before_stemming_is_upgraded(tmp_path: Path, monkeypa
 # -- diversity across files -------------------------------------------------------------------
 
 
+def _write_files(store: Store, brain: Brain, files: dict[str, list[float]]) -> None:
+    """Each file's chunks with these cosines to QUESTION_VECTOR (and their text `<file> part <n>`)."""
+    for path, cosines in files.items():
+        chunks = [Chunk(id=f"{path}-{i}", brain=brain.name, relative_path=path, chunk_index=i,
+                        content=f"{path} part {i}", checksum=path) for i in range(len(cosines))]  # fmt: skip
+        vectors = np.array([[c, float(np.sqrt(1 - c * c)), 0, 0] for c in cosines], dtype=np.float32)
+        record = DocumentRecord(
+            root="/notes", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=vectors
+        )
+        store.write_document(brain, record)
+
+
 def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tmp_path: Path) -> None:
     from locallens.retrieval import MAX_CHUNKS_PER_FILE
 
     with Store(tmp_path / "index.db") as store:
         brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
         # long.md's four chunks are all closer to the question than either other file.
-        for path, cosines in (("long.md", [0.99, 0.98, 0.97, 0.96]), ("b.md", [0.9]), ("c.md", [0.8])):
-            chunks = [Chunk(id=f"{path}-{i}", brain=brain.name, relative_path=path, chunk_index=i,
-                            content=f"{path} part {i}", checksum=path) for i in range(len(cosines))]  # fmt: skip
-            vectors = np.array([[c, float(np.sqrt(1 - c * c)), 0, 0] for c in cosines], dtype=np.float32)
-            record = DocumentRecord(
-                root="/notes", relative_path=path, size=1, mtime_ns=1, checksum=path, chunks=chunks, vectors=vectors
-            )
-            store.write_document(brain, record)
+        _write_files(store, brain, {"long.md": [0.99, 0.98, 0.97, 0.96], "b.md": [0.9], "c.md": [0.8]})
         for hybrid in (False, True):
             hits = search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=hybrid)
             assert MAX_CHUNKS_PER_FILE == 2
@@ -204,3 +209,28 @@ def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tm
             assert [(h.chunk.relative_path, h.chunk.chunk_index) for h in hits] == [
                 ("long.md", 0), ("long.md", 1), ("b.md", 0), ("c.md", 0), ("long.md", 2)
             ]  # fmt: skip
+
+
+def _hit(path: str, index: int) -> Hit:
+    return Hit(Chunk(f"{path}-{index}", "default", path, index, f"{path} {index}", "0" * 64), score=0.5)
+
+
+@given(st.lists(st.sampled_from("abcde"), max_size=14), st.integers(1, 8))
+def test_diversify_keeps_the_order_and_caps_a_file_only_while_others_are_left(files: list[str], k: int) -> None:
+    from locallens.retrieval import MAX_CHUNKS_PER_FILE, diversify
+
+    hits = [_hit(f, i) for i, f in enumerate(files)]
+    out = diversify(hits, k)
+    assert len(out) == min(k, len(hits))
+    assert len({id(h) for h in out}) == len(out)  # each hit once
+    if out:
+        assert out[0] is hits[0]  # the best hit stays first
+    left_out = {h.chunk.relative_path for h in hits} - {h.chunk.relative_path for h in out}
+    for path in {h.chunk.relative_path for h in out}:
+        # a file has more than its share only when no file with a candidate was left out for it
+        if sum(h.chunk.relative_path == path for h in out) > MAX_CHUNKS_PER_FILE:
+            assert not left_out
+    # within one file, its chunks keep their order
+    for path in set(files):
+        mine = [h.chunk.chunk_index for h in out if h.chunk.relative_path == path]
+        assert mine == sorted(mine)

@@ -4,6 +4,8 @@ The package is split by job:
 - `check`: the check itself (`check_answer`, `Claim`, `CheckedAnswer`, the thresholds);
 - `facts`: the literal facts of a claim and whether the excerpts hold them;
 - `words`: content words and their keys (stems; CJK characters and runs);
+- `align`: a claim's clauses and words against the sentences it rests on (polarity, opposites,
+  numbers and identifiers, words lined up by their own vectors);
 - `citations`: citation markers kept with their sentence, stripped and repaired;
 - `refusal`: the plain refusal in the question's language.
 """

@@ -28,17 +28,24 @@ numbered excerpts, and returns one `Claim` per sentence:
    closest sentence has another; a number carrying the label of another number of that sentence
    ("the cap for Madrid is 140 EUR" against "Madrid 160 EUR, Lisbon 140 EUR"); a negation added to
    or dropped from the sentence the claim repeats.
-   A claim is `supported` when its score reaches `min_support` or its content words are nearly
-   all those of its closest sentences (MIN_COVERAGE), no fact is missing, at most
-   MAX_NOVEL_WORDS words are, and nothing conflicts.
+   The alignment rules (`align`) add: each clause of the claim against the excerpt clause holding
+   most of its words (a negation added or dropped where it bears on shared words, a word for its
+   opposite, a number, number word or identifier for another one), a number counting something
+   else than in the close sentences ("214 dispatchers" / "214 carriers"), an identifier found
+   only in a distant sentence.
+   A claim is `supported` when it is backed, no fact is missing, at most MAX_NOVEL_WORDS words
+   are, and nothing conflicts. Backed: its score reaches `min_support` and it brings at most
+   MAX_UNALIGNED_HIGH words the sentences it rests on do not hold, or its content words are
+   nearly all those of its closest sentences (MIN_COVERAGE); optionally (off by default, see
+   ALIGNED_TIERS) its words line up with those sentences and its score reaches a lower floor.
 6. Citations are repaired: `[n]` markers that point at an excerpt which does not back the claim
    are `wrong_citation` and removed from the printed text; a supported claim left without a
    citation gets the number of its supporting excerpt (`citation_added`).
 
-What it checks is support, not truth, and with an embedder rather than an entailment model: a
-sentence copied from a wrong excerpt passes, a recombination the rules above do not see ("the
-production database" for "the staging database") can pass, and a faithful paraphrase whose
-cosine stays under the threshold is withheld. The thresholds are measured on the packaged model's
+What it checks is support, not truth, and with an embedder and word rules rather than an
+entailment model: a sentence copied from a wrong excerpt passes, a recombination the rules above
+do not see (two subjects' roles swapped, "stays bound" for "is cleared") can pass, and a faithful
+paraphrase in words of its own is withheld. The thresholds are measured on the packaged model's
 answers (`benchmarks/bench_answers.py`) and on sentences a capable model writes
 (`benchmarks/bench_check.py`).
 """
@@ -54,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from locallens.claims.align import NUMBER_WORDS, clause_conflicts, relabelled, soft_aligned
 from locallens.claims.citations import claim_text, move_citations_before_stops, with_citations
 from locallens.claims.facts import extract_facts, missing_facts
 from locallens.claims.refusal import refusal
@@ -102,6 +110,45 @@ SWAP_ALIGNED = 0.6
 NEGATION_OVERLAP = 0.85
 NEGATION_NEAR_OVERLAP, NEGATION_NEAR_SCORE = 0.75, 0.8
 
+# The alignment rules (`align`), for what a capable model writes, measured on the tune split of
+# benchmarks/bench_check.py and checked on its held-out and fresh sentences
+# (docs/decisions.md#answer-check-thresholds). ALIGN = False is the check as it was before them.
+ALIGN = True
+# The sentences a claim rests on: its WINDOW_SENTENCES closest ones, every sentence of the excerpt
+# holding its closest one (WINDOW_EXCERPTS), not the question (WINDOW_QUESTION). A content word of
+# the claim they do not hold is `words_unaligned`.
+WINDOW_SENTENCES = 3
+WINDOW_EXCERPTS = 1
+WINDOW_QUESTION = False
+# Off by default (MAX_SOFT = 0, ALIGNED_TIERS empty): backing more sentences by their aligned
+# words. Measured with MAX_SOFT = 1 and ALIGNED_TIERS ((0.6, 0), (0.7, 1)): on the tune split false
+# withhold 0.49 -> 0.35 at catch 0.96 -> 0.95, but on the held-out and fresh sentences, never tuned
+# on, it let through about one unbacked sentence for each backed one it kept.
+# A word the excerpts hold nowhere lines up with a word of those sentences at SOFT_ALIGN, the
+# cosine of the two words' own vectors ("verified" / "tested", "combines" / "merge"), for at most
+# MAX_SOFT words a claim; a word the excerpts hold elsewhere (SOFT_ELSEWHERE) or a name or
+# identifier (SOFT_NAMES) never does: it is another statement's word ("Fridays" / "Mondays").
+SOFT_ALIGN = 0.45
+MAX_SOFT = 0
+SOFT_ELSEWHERE = False
+SOFT_NAMES = False
+# A claim is backed from a cosine of `floor` when at most `most` of its content words are not held
+# by its TIER_SENTENCES closest sentences (the words of one statement, not the whole excerpt's),
+# and it brings MIN_NEW_WORDS content words or facts the question does not hold (a restatement
+# of the question in the excerpts' words is not an answer).
+ALIGNED_TIERS: tuple[tuple[float, int], ...] = ()
+TIER_SENTENCES = 2
+MIN_NEW_WORDS = 2
+# A claim backed by its cosine alone may bring no more than this many unaligned words (an
+# invented clause brings several).
+MAX_UNALIGNED_HIGH = 2
+# An identifier, like a number, must come from a sentence close to the claim (FACT_MARGIN).
+FACT_IDENTIFIERS = True
+# A number the close sentences hold must count what they say it counts (`align.relabelled`).
+UNIT_RULE = True
+# The clauses a claim's clauses are compared with, for polarity and opposites.
+CLAUSE_SENTENCES = 5
+
 _HAS_ALNUM = re.compile(r"\w")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 # Where a unit of the splitter holds several statements: a blank line, a fence, a list item, a
@@ -136,6 +183,8 @@ class Claim:
     facts: list[str] = field(default_factory=list)
     facts_missing: list[str] = field(default_factory=list)
     words_missing: list[str] = field(default_factory=list)  # content words found nowhere in the excerpts
+    # Content words its closest sentences do not hold and no word of theirs lines up with.
+    words_unaligned: list[str] = field(default_factory=list)
     # Why a claim that looks backed is not: a fact taken from a distant sentence, a negation the
     # excerpt sentence does not have (or drops).
     conflicts: list[str] = field(default_factory=list)
@@ -279,7 +328,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z]*[a-z][A-Z]\w*|[A-Z]{2,}\w*|\w+_\w*")
 
 def _literal(token: str) -> bool:
     """A token that names one thing: a number, or an identifier (`ValueError`, `RLock`, `SIGTERM`)."""
-    return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token))
+    return bool(_NUMBER.search(token) or _IDENTIFIER.fullmatch(token) or (ALIGN and token.lower() in NUMBER_WORDS))
 
 
 def _swapped(claim: str, sentence: str, vocabulary: set[str]) -> list[str]:
@@ -386,6 +435,12 @@ class _Support:
     best: int  # index of the closest excerpt sentence
     conflicts: list[str]
     coverage: float  # share of the claim's content words found in its closest sentences
+    # Content words of the claim its WINDOW_SENTENCES closest sentences (and the question) do not
+    # hold, and the window's own content words (to line them up with, `align.soft_aligned`).
+    unaligned: list[str] = field(default_factory=list)
+    window: list[str] = field(default_factory=list)
+    words: int = 0  # content words of the claim
+    tight: list[str] = field(default_factory=list)  # not held by its TIER_SENTENCES closest sentences
 
 
 def _support(
@@ -397,6 +452,7 @@ def _support(
     sentences: Sequence[str],
     question: str,
     vocabulary: set[str],
+    owner: Sequence[int] = (),
 ) -> _Support:
     """How the excerpt sentences back one claim (`similarity`: its cosine with each of them)."""
     best = int(np.argmax(similarity))
@@ -413,13 +469,17 @@ def _support(
     conflicts: list[str] = []
     # Each number must come from a sentence about the same thing as the claim.
     for fact in facts:
-        if not _NUMBER.search(fact) or not missing_facts([fact], question):
+        literal = bool(_NUMBER.search(fact)) or (ALIGN and FACT_IDENTIFIERS and bool(_IDENTIFIER.fullmatch(fact)))
+        if not literal or not missing_facts([fact], question):
             continue  # a name (the excerpt's subject is often only in its title), or the question's own
         holding = [i for i, text in enumerate(sentences) if not missing_facts([fact], text)]
         if holding and max(float(similarity[i]) for i in holding) < single - FACT_MARGIN:
             conflicts.append(f"{fact!r} is stated of something else")
     conflicts.extend(_swapped(claim, sentences[best], vocabulary))
     conflicts.extend(c for c in _misplaced(claim, sentences[best]) if c not in conflicts)
+    if ALIGN and UNIT_RULE:
+        near = [sentences[int(i)] for i in close[:CLAUSE_SENTENCES]]
+        conflicts.extend(c for c in relabelled(claim, near) if c not in conflicts)
     # A negation added to, or dropped from, the sentence the claim repeats.
     overlap = _overlap(claim, sentences[best])
     if overlap >= NEGATION_OVERLAP or (overlap >= NEGATION_NEAR_OVERLAP and single >= NEGATION_NEAR_SCORE):
@@ -429,8 +489,25 @@ def _support(
             conflicts.append("negates what the excerpt states")
         elif not negated and _NEGATION.search(sentences[best]):
             conflicts.append("drops the excerpt's negation")
+    if ALIGN:
+        for conflict in clause_conflicts(claim, [sentences[i] for i in close[:CLAUSE_SENTENCES]]):
+            if conflict not in conflicts and not any(c.split(" ")[0] in conflict for c in conflicts if "negation" in c):
+                conflicts.append(conflict)
     coverage = _overlap(claim, "\n".join(sentences[i] for i in close[:COVERAGE_SENTENCES]))
-    return _Support(score, best, conflicts, coverage)
+    window_at = {int(i) for i in close[:WINDOW_SENTENCES]}
+    if WINDOW_EXCERPTS:
+        owners_of = {owner[int(i)] for i in close[:WINDOW_EXCERPTS]}
+        window_at |= {j for j in range(len(sentences)) if owner[j] in owners_of}
+    # The question's words are not the excerpts': a claim that restates the question lines up
+    # only where the excerpts hold its words too (WINDOW_QUESTION).
+    window_text = "\n".join([*(sentences[i] for i in sorted(window_at)), *([question] if WINDOW_QUESTION else [])])
+    window_vocabulary = vocabulary_of(window_text)
+    words = list(dict.fromkeys(content_words(claim)))
+    unaligned = [w for w in words if not known_word(w, window_vocabulary)]
+    window = list(dict.fromkeys(w.lower() for w in content_words(window_text)))
+    tight_vocabulary = vocabulary_of("\n".join(sentences[int(i)] for i in close[:TIER_SENTENCES]))
+    tight = [w for w in words if not known_word(w, tight_vocabulary)]
+    return _Support(score, best, conflicts, coverage, unaligned, window, len(words), tight)
 
 
 def check_answer(
@@ -492,12 +569,14 @@ def check_answer(
         # The excerpts' file names too: the model reads each excerpt under its path.
         all_text = "\n".join([*excerpts.texts, *(hit.chunk.relative_path for hit in hits), question])
         vocabulary = vocabulary_of(all_text)
+        question_vocabulary = vocabulary_of(question)
         for row, (i, text) in enumerate(zip(claims_at, claim_texts)):
             written = units[i]
             facts = extract_facts(text)
             missing = missing_facts(facts, all_text)
             novel = novel_words(text, vocabulary)
             conflicts: list[str] = []
+            found = None
             if similarity is not None and sentence_vectors is not None and similarity.shape[1]:
                 found = _support(
                     text,
@@ -508,6 +587,7 @@ def check_answer(
                     excerpts.sentences,
                     question,
                     vocabulary,
+                    excerpts.owner,
                 )
                 score, conflicts, coverage = found.score, found.conflicts, found.coverage
                 source, evidence = excerpts.owner[found.best], excerpts.sentences[found.best]
@@ -515,7 +595,48 @@ def check_answer(
             else:
                 score, source, evidence, per_excerpt, coverage = 0.0, None, None, {}, 0.0
             statement = len(content_words(text)) >= MIN_STATEMENT_WORDS
+            unaligned: list[str] = found.unaligned if found is not None else []
+            soft_all: set[str] = set()
+            if ALIGN and MAX_SOFT and unaligned and found is not None:
+                # Only a word the excerpts hold nowhere may line up by its vector: one they hold
+                # elsewhere is another statement's (a wrong subject, a moved detail), and a name
+                # or identifier is itself or another one.
+                candidates = [
+                    w
+                    for w in unaligned
+                    if (SOFT_ELSEWHERE or not known_word(w, vocabulary))
+                    and (SOFT_NAMES or not (w[:1].isupper() or _IDENTIFIER.fullmatch(w)))
+                ]
+                lowered = [w.lower() for w in candidates]
+                soft: set[str] = set()
+                if lowered and found.window:
+                    rows = unit_rows(np.asarray(encode(lowered + found.window), dtype=np.float64))
+                    soft = set(soft_aligned(lowered, found.window, rows, SOFT_ALIGN))
+                if len(soft) > MAX_SOFT:
+                    soft = set()
+                soft_all = soft
+                unaligned = [w for w in unaligned if w.lower() not in soft]
+                novel = [w for w in novel if w.lower() not in soft]
             backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
+            if ALIGN and found is not None:
+                if backed and len(unaligned) > MAX_UNALIGNED_HIGH:
+                    backed = False
+                # Words its closest sentences do not hold, unless lined up by their vectors.
+                loose = [w for w in found.tight if w.lower() not in soft_all]
+                # ... and it must say something the question does not: a restatement of the
+                # question in the excerpts' words ("the rotation is handed over to the next
+                # engineer") is not an answer the floors should let through.
+                beyond = [w for w in content_words(text) if not known_word(w, question_vocabulary)]
+                # A fact counts once: `exec()` is not two things with the word "exec".
+                beyond += [
+                    f for f in facts if missing_facts([f], question) and not any(w.lower() in f.lower() for w in beyond)
+                ]
+                if (
+                    statement
+                    and len(set(beyond)) >= MIN_NEW_WORDS
+                    and any(score >= floor and len(loose) <= most for floor, most in ALIGNED_TIERS)
+                ):
+                    backed = True
             allowed = MAX_NOVEL_WORDS if statement else 0
             supported = backed and not missing and len(novel) <= allowed and not conflicts
 
@@ -542,6 +663,7 @@ def check_answer(
                     facts=facts,
                     facts_missing=missing,
                     words_missing=novel,
+                    words_unaligned=unaligned,
                     conflicts=conflicts,
                     citations=right + ([add] if add is not None else []),
                     citation_added=add is not None,

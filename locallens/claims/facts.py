@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 _CODE = re.compile(r"`([^`\n]+)`")
+# A complexity: O(n log n), O(len(heap)).
+_BIG_O = re.compile(r"\bO\((?:[^()\n]|\([^()\n]*\))+\)")
 _QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”|«([^»\n]{1,80})»')
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s<>()\[\]]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+", re.I)
 # A path: slashes between name characters, starting at a word boundary.
@@ -72,6 +74,8 @@ def extract_facts(claim: str) -> list[str]:
 
     for match in _CODE.finditer(claim):
         add(match.group(1), match.span())
+    for match in _BIG_O.finditer(claim):
+        add(match.group(0), match.span())
     for match in _QUOTED.finditer(claim):
         add(next(g for g in match.groups() if g is not None), match.span())
     for match in _URL.finditer(claim):

@@ -272,7 +272,9 @@ _CARRIES: dict[str, re.Pattern[str]] = {
     "port": re.compile(r"(?<![\w.])\d{2,5}(?!\w|\.\d)|:\d{2,5}\b"),
     "price": re.compile(
         r"[€$£¥]\s?\d|\d[\d.,]*\s?(?:[€$£¥]|EUR|USD|GBP|CHF|euros?|dollars?|d[oó]lares|pounds?|k€|M€)"
-        r"|\b(?:free of charge|for free|at no cost|gratis|gratuit[oa])\b",
+        r"|\b(?:free of charge|for free|at no cost|gratis|gratuit[oa])\b"
+        # a bare number labelled as an amount: "Budget: 48500" (a spreadsheet row), "precio = 12,50"
+        r"|\b(?:budget|price|cost|fee|amount|presupuesto|precio|coste|costo|importe)s?\s*[:=]\s*\d",
         re.I,
     ),
     "date": re.compile(

@@ -270,6 +270,8 @@ def test_asked_fact_is_the_kind_of_fact_the_wording_asks_for(question: str, kind
         ("The Flota plan costs 29 € per vehicle and month.", "price", True),
         ("Primary on-call pays €180 per week.", "price", True),
         ("$ borg info /path/to/repo", "price", False),
+        ("Project: Kestrel | Owner: Ana Lima | Budget: 48500 | Start: 2026-03-01", "price", True),
+        ("Project: Kestrel | Owner: Ana Lima | Start: 2026-03-01", "price", False),
         ("The new app launches on 9 de septiembre de 2024.", "date", True),
         ("The rotation hands over on Mondays at 09:30 CET.", "date", True),
         ("Details are in the documentation of the 2.3 release.", "date", False),

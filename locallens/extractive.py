@@ -560,6 +560,13 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
         before = same.get(best.index - 1)
         if before is not None and before.kind in (SENTENCE, DEFINITION, ITEM):
             linked_units.append(before)
+    setup = same.get(best.setup) if best.setup is not None else None
+    if setup is not None and len(setup.text.split()) <= 2:
+        # A bare connective ("Then:", "Example:") introduces the block but says nothing: the
+        # sentence before it says what the block is for ("Connect to the VPN first. Then:").
+        before = same.get(setup.index - 1)
+        if before is not None and before.kind == SENTENCE and before not in linked_units:
+            linked_units.insert(linked_units.index(setup), before)
     out.extend(linked_units)
     out.append(best)
     nxt = same.get(best.index + 1)

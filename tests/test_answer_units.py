@@ -730,3 +730,17 @@ def test_eval_runs_the_answer_mode_through_the_same_seam_as_ask() -> None:
     direct = extractive_answer(question, hits, fake_vector(question), fake_encode)
     assert via_seam.checked is not None and via_seam.checked.answer == direct.answer
     assert via_seam.mode == "extractive" and "extract_ms" in via_seam.timings
+
+
+def test_a_block_after_a_bare_connective_comes_with_the_sentence_before_it() -> None:
+    note = (
+        "Staging runs PostgreSQL 16.2.\n\nConnect to the VPN first; staging is not reachable. Then:\n\n"
+        '```bash\npsql "host=10.20.0.15 port=5433"\n```\n'
+    )
+    units = excerpt_units(note, 1)
+    best = next(i for i, u in enumerate(units) if u.kind == CODE)
+    scores = [0.1] * len(units)
+    scores[best] = 0.9
+    printed = [u.text.split("\n")[0] for u, _ in passage_units(_scored(units, scores))]
+    # "Then:" says nothing: the sentence before it says what the command is for.
+    assert printed == ["Connect to the VPN first; staging is not reachable.", "Then:", "```bash"]

@@ -561,7 +561,7 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
         if before is not None and before.kind in (SENTENCE, DEFINITION, ITEM):
             linked_units.append(before)
     setup = same.get(best.setup) if best.setup is not None else None
-    if setup is not None and len(setup.text.split()) <= 2:
+    if setup is not None and _CONNECTIVE.match(setup.text):
         # A bare connective ("Then:", "Example:") introduces the block but says nothing: the
         # sentence before it says what the block is for ("Connect to the VPN first. Then:").
         before = same.get(setup.index - 1)
@@ -575,6 +575,13 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     return out
 
 
+# A setup line that only links ("Then:", "For example:"), unlike a label ("Arguments:") that names
+# what follows.
+_CONNECTIVE = re.compile(
+    r"^\s*(?:then|next|or|also|finally|afterwards|for example|e\.g\.|luego|despu[eé]s|entonces|"
+    r"por ejemplo)\s*,?\s*:\s*$",
+    re.I,
+)
 _FLAG_START = re.compile(r"-{1,2}\w")
 _PROMPT_START = re.compile(r"^(?:>>>|\$|PS>|C:\\>)\s")
 # A sentence whose subject is the one before it names ("It terminates the nearest enclosing loop",

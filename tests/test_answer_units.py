@@ -744,3 +744,9 @@ def test_a_block_after_a_bare_connective_comes_with_the_sentence_before_it() -> 
     printed = [u.text.split("\n")[0] for u, _ in passage_units(_scored(units, scores))]
     # "Then:" says nothing: the sentence before it says what the command is for.
     assert printed == ["Connect to the VPN first; staging is not reachable.", "Then:", "```bash"]
+    # A label ("Arguments:") names what follows: printed alone with its block.
+    units = excerpt_units("Parse a query string.\n\nArguments:\n\n```\nqs: the query\n```\n", 1)
+    best = next(i for i, u in enumerate(units) if u.kind == CODE)
+    scores = [0.1] * len(units)
+    scores[best] = 0.9
+    assert [u.text.split("\n")[0] for u, _ in passage_units(_scored(units, scores))] == ["Arguments:", "```"]

@@ -32,7 +32,6 @@ the number of its excerpt, so every one is supported and cited by construction.
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Sequence
@@ -60,6 +59,7 @@ from locallens.unit_scores import (
     key_terms,
     key_words,
     question_terms,
+    word_salience,
 )
 from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENCE, Unit, answer_units
 
@@ -315,12 +315,7 @@ def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts
     missing = missing_words(question, hits)
     if not missing:
         return 0.0
-    if term_counts is None:
-        return 1.0
-    total, counts = term_counts(missing)
-    if total <= 0:
-        return 1.0
-    return max(math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in missing)
+    return max(word_salience(missing, term_counts).values())
 
 
 def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None) -> float:
@@ -343,7 +338,7 @@ def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_cou
     words = [w for k, w in key_words(question).items() if k in held]
     if not words:
         return 0.0
-    salience = _salience(words, term_counts)
+    salience = word_salience(words, term_counts)
     subject = max(words, key=lambda w: salience[w])
     subject_keys = key_terms(subject)
     paths = [h.chunk.relative_path for h in hits]
@@ -355,16 +350,6 @@ def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_cou
         if subject_keys <= key_terms(" ".join(around)):
             return 0.0
     return salience[subject]
-
-
-def _salience(words: Sequence[str], term_counts: TermCounts | None) -> dict[str, float]:
-    """Each word's inverse document frequency over the brain's chunks (see `missing_salience`)."""
-    if term_counts is None:
-        return dict.fromkeys(words, 1.0)
-    total, counts = term_counts(list(words))
-    if total <= 0:
-        return dict.fromkeys(words, 1.0)
-    return {w: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in words}
 
 
 _QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|“[^”\n]*”|'[^'\n]*'")
@@ -390,7 +375,7 @@ def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     names = [w for w in missing_words(question, hits) if w not in quoted and _is_name(w, first)]
     if not names:
         return 0.0
-    return max(_salience(names, term_counts).values())
+    return max(word_salience(names, term_counts).values())
 
 
 def fact_unstated(
@@ -419,7 +404,7 @@ def fact_unstated(
     kept = {k: w for k, w in words.items() if _untranslated(w, first) or w in BRIDGED}
     if not words:
         return 0.0
-    salience = _salience(list(words.values()), term_counts)
+    salience = word_salience(list(words.values()), term_counts)
     question_keys = key_terms(question)
     paths = [h.chunk.relative_path for h in hits]
     best = 0.0
@@ -472,18 +457,9 @@ def evidence_features(
     }
 
 
-def answer_evidence(
-    question: str,
-    hits: Sequence[Hit],
-    scored: Scored,
-    term_counts: TermCounts | None = None,
-    *,
-    asked: str | None = None,
-) -> float:
-    """How likely the excerpts answer the question at all (0..1; see `EVIDENCE_WEIGHTS`)."""
-    if not scored.units or not hits:
-        return 0.0
-    found = evidence_features(question, hits, scored, term_counts, asked=asked)
+def answer_evidence(found: dict[str, float]) -> float:
+    """How likely the excerpts answer the question at all (0..1): the refusal's logistic
+    (`EVIDENCE_WEIGHTS`) over the evidence `evidence_features` found."""
     if found["term_coverage"] < MIN_TERM_COVERAGE:
         return 0.0
     z = sum(EVIDENCE_WEIGHTS[name] * value for name, value in found.items()) + EVIDENCE_BIAS
@@ -519,20 +495,18 @@ def weighed_evidence(
     the rendering would only lend a near miss the English words it lacks. A rendering that lost
     the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's.
     With the evidence it was weighed from (`evidence_features`)."""
-    found = (
-        answer_evidence(question, hits, scored, term_counts),
-        evidence_features(question, hits, scored, term_counts),
-    )
+
+    def weighed(text: str, asked: str | None = None) -> tuple[float, dict[str, float]]:
+        features = evidence_features(text, hits, scored, term_counts, asked=asked)
+        return (answer_evidence(features) if scored.units and hits else 0.0), features
+
+    found = weighed(question)
     if rendering is None or not _across(question, hits):
         return found
     # The kind of fact asked is the question's, when a translation lost it (a word-by-word gloss
     # keeps no question form to lose: its evidence is its words').
     lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
-    asked = question if lost else None
-    rendered = (
-        answer_evidence(rendering.text, hits, scored, term_counts, asked=asked),
-        evidence_features(rendering.text, hits, scored, term_counts, asked=asked),
-    )
+    rendered = weighed(rendering.text, question if lost else None)
     return rendered if rendered[0] > found[0] else found
 
 
@@ -562,7 +536,7 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
             linked_units.append(before)
     setup = same.get(best.setup) if best.setup is not None else None
     if setup is not None and _CONNECTIVE.match(setup.text):
-        # A bare connective ("Then:", "Example:") introduces the block but says nothing: the
+        # A bare connective ("Then:", "For example:") introduces the block but says nothing: the
         # sentence before it says what the block is for ("Connect to the VPN first. Then:").
         before = same.get(setup.index - 1)
         if before is not None and before.kind == SENTENCE and before not in linked_units:

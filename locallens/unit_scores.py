@@ -425,15 +425,23 @@ def question_terms(question: str, term_counts: TermCountsLike | None = None) -> 
     """The question's key terms, the kind of answer it asks for, and each term's salience in
     the brain (`term_counts`: the store's keyword counts, `modes.TermCounts`)."""
     salience = None
-    if term_counts is not None:
-        words = key_words(question)
-        total, counts = term_counts(list(words.values())) if words else (0, {})
-        if total > 0:
-            salience = {
-                k: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1)
-                for k, w in words.items()
-            }
+    words = key_words(question)
+    if term_counts is not None and words:
+        of_word = word_salience(list(words.values()), term_counts)
+        salience = {k: of_word[w] for k, w in words.items()}
     return QuestionTerms(question, key_terms(question), answer_type(question), salience)
+
+
+def word_salience(words: Sequence[str], term_counts: TermCountsLike | None) -> dict[str, float]:
+    """Each word's inverse document frequency over the brain's chunks, log((N + 1) / (df + 1)) /
+    log(N + 1): 1 for a word no chunk holds, near 0 for one most chunks hold; 1 for every word
+    when the brain's counts are unknown (`term_counts` None, or an empty brain)."""
+    if term_counts is None:
+        return dict.fromkeys(words, 1.0)
+    total, counts = term_counts(list(words))
+    if total <= 0:
+        return dict.fromkeys(words, 1.0)
+    return {w: math.log((total + 1) / (min(counts.get(w, 0), total) + 1)) / math.log(total + 1) for w in words}
 
 
 def context_of(unit: Unit, units: Sequence[Unit], path: str = "") -> list[str]:

@@ -504,9 +504,12 @@ def _support(
     window_vocabulary = vocabulary_of(window_text)
     words = list(dict.fromkeys(content_words(claim)))
     unaligned = [w for w in words if not known_word(w, window_vocabulary)]
-    window = list(dict.fromkeys(w.lower() for w in content_words(window_text)))
-    tight_vocabulary = vocabulary_of("\n".join(sentences[int(i)] for i in close[:TIER_SENTENCES]))
-    tight = [w for w in words if not known_word(w, tight_vocabulary)]
+    # Only the switched-off ways of backing a claim (MAX_SOFT, ALIGNED_TIERS) read these.
+    window = list(dict.fromkeys(w.lower() for w in content_words(window_text))) if MAX_SOFT else []
+    tight: list[str] = []
+    if ALIGNED_TIERS:
+        tight_vocabulary = vocabulary_of("\n".join(sentences[int(i)] for i in close[:TIER_SENTENCES]))
+        tight = [w for w in words if not known_word(w, tight_vocabulary)]
     return _Support(score, best, conflicts, coverage, unaligned, window, len(words), tight)
 
 
@@ -618,9 +621,9 @@ def check_answer(
                 unaligned = [w for w in unaligned if w.lower() not in soft]
                 novel = [w for w in novel if w.lower() not in soft]
             backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
-            if ALIGN and found is not None:
-                if backed and len(unaligned) > MAX_UNALIGNED_HIGH:
-                    backed = False
+            if ALIGN and found is not None and backed and len(unaligned) > MAX_UNALIGNED_HIGH:
+                backed = False
+            if ALIGN and found is not None and ALIGNED_TIERS:
                 # Words its closest sentences do not hold, unless lined up by their vectors.
                 loose = [w for w in found.tight if w.lower() not in soft_all]
                 # ... and it must say something the question does not: a restatement of the

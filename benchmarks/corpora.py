@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 
 
 def write_pydoc_corpus(dest: pathlib.Path) -> pathlib.Path:
@@ -246,19 +247,15 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
     """
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        relative = {page: page.relative_to(root).as_posix() for page in root.rglob("*.html")}
+        return [
+            page for page, name in relative.items() if not (name.startswith(_BORG_SKIPPED) or name in _BORG_SKIPPED)
+        ]
+
     deb = deb or _debian_package(BORG_PACKAGE, dest.parent)
-    with tempfile.TemporaryDirectory(prefix="locallens-borg-") as unpacked:
-        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        root = pathlib.Path(unpacked) / BORG_HTML
-        for page in sorted(root.rglob("*.html")):
-            relative = page.relative_to(root).as_posix()
-            if relative.startswith(_BORG_SKIPPED) or relative in _BORG_SKIPPED:
-                continue
-            text = borg_page_text(page.read_text(encoding="utf-8"))
-            path = dest / (relative.removesuffix(".html").replace("/", "-") + ".txt")
-            if not (path.is_file() and path.read_text(encoding="utf-8") == text):
-                path.write_text(text, encoding="utf-8")
-    return dest
+    return _write_pages(deb, BORG_HTML, dest, pages, borg_page_text)
 
 
 VARNISH_PACKAGE = "varnish-doc"
@@ -287,13 +284,28 @@ def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     """
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        return [root / "index.html"] + [page for folder in _VARNISH_FOLDERS for page in (root / folder).glob("*.html")]
+
     deb = deb or _debian_package(VARNISH_PACKAGE, dest.parent)
-    with tempfile.TemporaryDirectory(prefix="locallens-varnish-") as unpacked:
+    return _write_pages(deb, VARNISH_HTML, dest, pages, varnish_page_text)
+
+
+def _write_pages(
+    deb: pathlib.Path,
+    html_folder: str,
+    dest: pathlib.Path,
+    pages: Callable[[pathlib.Path], list[pathlib.Path]],
+    page_text: Callable[[str], str],
+) -> pathlib.Path:
+    """Unpack `deb` and write the text of each of `pages(<its html_folder>)` as `dest/<page>.txt`
+    (`usage/prune.html` -> `usage-prune.txt`), a page rewritten only when its text changed."""
+    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
         subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        root = pathlib.Path(unpacked) / VARNISH_HTML
-        pages = [root / "index.html"] + [page for folder in _VARNISH_FOLDERS for page in (root / folder).glob("*.html")]
-        for page in sorted(pages):
-            text = varnish_page_text(page.read_text(encoding="utf-8"))
+        root = pathlib.Path(unpacked) / html_folder
+        for page in sorted(pages(root)):
+            text = page_text(page.read_text(encoding="utf-8"))
             path = dest / (page.relative_to(root).as_posix().removesuffix(".html").replace("/", "-") + ".txt")
             if not (path.is_file() and path.read_text(encoding="utf-8") == text):
                 path.write_text(text, encoding="utf-8")

@@ -477,16 +477,15 @@ def timing(args: argparse.Namespace) -> None:
 
 
 def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Per question: its units' feature rows, which units state the answer, the refusal's
-    evidence (`extractive.evidence_features`), whether its excerpts hold an expected answer,
-    and its set."""
+    """Per question: its units' feature rows, which units state the answer, whether its excerpts
+    hold an expected answer, and its set."""
     from dataclasses import replace
 
     import numpy as np
 
     from locallens.answer import ask, brain_term_counts
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, score_units, weighed_evidence, with_rendering
+    from locallens.extractive import _passage, score_units, with_rendering
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store
@@ -524,7 +523,6 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                 scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
                 if rendering is not None and rendering.vector is not None:
                     scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
-                evidence = weighed_evidence(row["question"], hits, scored, counts, rendering)[1]
                 terms = question_terms(row["question"], counts)
             units = scored.units
             if not units:
@@ -547,7 +545,6 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
                     "held": bool(answers) and contains_answer("\n".join(h.content for h in hits), answers),
                     "x": x[usable],
                     "y": y[usable],
-                    "evidence": evidence,
                 }
             )
     models.close()
@@ -611,6 +608,9 @@ def fit(args: argparse.Namespace) -> None:
 
     from locallens.unit_scores import BIAS, FEATURES, WEIGHTS
 
+    if args.refusal_only:
+        refusal_fit(args)
+        return
     fit_sets = tuple(name for name in FIT_SETS if name in args.sets)
     examples = _examples(args, fit_sets)
     train = [ex for ex in examples if ex["answerable"]]
@@ -639,99 +639,347 @@ def fit(args: argparse.Namespace) -> None:
         print(
             f"  {held:<8} fitted on all {_top1(test, w, b, all_cols):.3f}, fitted without it {_top1(test, wh, bh, all_cols):.3f}"
         )
-    # The refusal: combined evidence (`EVIDENCE_WEIGHTS`) on answerable vs unanswerable
-    # questions: the fitting sets, es's unanswerable questions and es-given's answerable ones
-    # (es's own answerable questions mostly have excerpts without their answer, Spanish notes
-    # where the English one was not retrieved: neither refusing nor answering those says what
-    # the refusal should do); borg is measured only.
-    extra = tuple(name for name in ("es", "es-given") if name in args.sets)
-    calib = examples + [ex for ex in _examples(args, extra) if not (ex["set"] == "es" and ex["answerable"])]
-    held_out = _examples(args, ("borg",)) if "borg" in args.sets else []
-    refusal_fit(args, calib, held_out)
+    refusal_fit(args)
 
 
-def refusal_fit(args: argparse.Namespace, calib: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> None:
-    """Fit the refusal's logistic on `calib`, print the trade-off per threshold (and on
-    `held_out`, measured only), the chosen threshold and the weights to ship."""
+# --------------------------------------------------------------------------------------------
+# Fitting the refusal, judged corpus by corpus
+# --------------------------------------------------------------------------------------------
+
+# The sets the refusal is fitted on and judged by. Each set belongs to its corpus (`SETS`), and
+# every corpus is left out in turn (`refusal_loco`): fitted on the others, judged on it. Sets
+# whose data is missing are skipped; varnish is never among them.
+REFUSAL_SETS = (
+    "sample",
+    "broad",
+    "es",
+    "es-given",
+    "pydoc",
+    "pydoc-es",
+    "stdlib",
+    "borg",
+    "postfix",
+    "postfix-es",
+    "apache",
+    "apache-es",
+)
+SPANISH_SETS = frozenset({"es", "es-given", "pydoc-es", "postfix-es", "apache-es"})
+# Answerable questions the fit leaves out: es's, whose excerpts mostly hold no answer (Spanish
+# notes, the English one not retrieved: neither refusing nor answering them says what the
+# refusal should do; es-given asks them with their note). They are still counted when judged.
+UNFITTED_ANSWERABLE = frozenset({"es"})
+REFUSAL_L2 = 0.1  # the logistic's L2 penalty
+REFUSAL_CAP = 0.05  # the threshold refuses at most this share of the fitting answerable questions
+THRESHOLDS = tuple(round(0.2 + 0.025 * k, 3) for k in range(29))
+
+
+def _candidate_evidence(text: str, hits: list[Any], scored: Any, counts: Any, asked: str | None) -> dict[str, float]:
+    """Evidence measured beside `extractive.evidence_features` (whatever it ships), so that the
+    variants `refusal_fit` compares stay measurable: the top excerpt's retrieval score and its
+    gap to the fifth's, the share of key terms held, the asked fact far from its subject, the
+    best unit's cosine, and the question's words held by the excerpts and by the best unit,
+    each weighed by its rarity in the brain."""
     import numpy as np
 
+    from locallens import extractive as ex
+    from locallens.unit_scores import context_of, key_terms, key_words, question_terms, word_salience
+
+    def weighted_share(keys_held: frozenset[str]) -> float:
+        words = key_words(text)
+        if ex._across(text, hits):
+            held, missing = ex._held(hits), set(ex.missing_words(text, hits))
+            words = {k: w for k, w in words.items() if k in held or w in missing}
+        if not words:
+            return 1.0
+        salience = word_salience(list(words.values()), counts)
+        total = sum(salience.values())
+        if total <= 0:
+            return sum(1 for k in words if k in keys_held) / len(words)
+        return sum(salience[w] for k, w in words.items() if k in keys_held) / total
+
+    scores = [h.score for h in hits]
+    out = {
+        "term_coverage": ex.term_coverage(question_terms(text), hits),
+        "top_score": scores[0] if scores else 0.0,
+        "top_gap": scores[0] - scores[-1] if scores else 0.0,
+        "fact_far": ex.fact_far(asked or text, hits, scored.units, counts),
+        "best_cosine": float(np.max(scored.cosines)) if scored.units else 0.0,
+        "salient_coverage": weighted_share(ex._held(hits)),
+        "best_unit_salient": 0.0,
+    }
+    if scored.units:
+        i = int(np.argmax(scored.scores))
+        unit = scored.units[i]
+        around = [unit.text, *context_of(unit, scored.units, hits[unit.excerpt - 1].chunk.relative_path)]
+        if i and scored.units[i - 1].excerpt == unit.excerpt:
+            around.append(scored.units[i - 1].text)
+        out["best_unit_salient"] = weighted_share(key_terms(" ".join(around)))
+    return out
+
+
+def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per question of `set_names`: its set and corpus, whether it is answerable and its excerpts
+    hold an expected answer, and how `extractive.extractive_answer` decides it (`route`): a
+    broad question's summary (answered), a broad question no excerpt covers (refused), nothing
+    found (refused), or by the evidence, when `readings` holds the evidence of each text it
+    weighs (`extractive.evidence_readings`: the question, and its English rendering)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from locallens import extractive as ex
+    from locallens.answer import ask, brain_term_counts
+    from locallens.errors import NothingFoundError
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.models import WarmModels
+    from locallens.retrieval import SentenceEncoder
+    from locallens.storage import open_store
+
+    workdir = Path(args.workdir)
+    models = WarmModels()
+    out: list[dict[str, Any]] = []
+    try:
+        for set_name in set_names:
+            rows = load_set(set_name)
+            if set_name == "es-given":
+                rows = [r for r in rows if r.get("answerable", True) and r.get("files")]
+            if not rows:
+                continue
+            db = build_index(SETS[set_name][0], workdir)
+            for row in rows:
+                case: dict[str, Any] = {
+                    "set": set_name,
+                    "corpus": SETS[set_name][0],
+                    "question": row["question"],
+                    "answerable": row.get("answerable", True),
+                    "held": False,
+                    "route": "nothing",
+                    "readings": [],
+                }
+                out.append(case)
+                request = request_for(row["question"], db, "extractive")
+                rendering = None
+                try:
+                    if set_name == "es-given":
+                        hits, vector = given_note_hits(row, db, models)
+                    else:
+                        result = ask(replace(request, context_only=True), models)
+                        hits, vector = list(result.sources), result.retrieval.query_vector
+                        rendering = getattr(result.retrieval, "rendering", None)
+                except NothingFoundError:
+                    continue
+                answers = row.get("answers")
+                case["held"] = bool(answers) and contains_answer("\n".join(h.content for h in hits), answers)
+                with open_store(request.db) as store:
+                    brain = store.get_brain("default")
+                    encode = SentenceEncoder(models.embedder(brain.model), store)
+                    counts = brain_term_counts(store, brain)
+                    # Scored and routed as `extractive_answer` does.
+                    scored = ex.score_units(row["question"], hits, np.asarray(vector), encode, counts)
+                    if rendering is not None and rendering.vector is not None:
+                        scored = ex.with_rendering(
+                            scored, ex.score_units(rendering.text, hits, rendering.vector, encode, counts)
+                        )
+                    topic = ex.is_broad(row["question"])
+                    if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
+                        topic = None
+                    summary = ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS) if topic else None
+                    if summary:
+                        case["route"] = "summary"
+                    elif topic and not ex._states_topic(topic, scored):
+                        case["route"] = "topic"
+                    elif scored.units:
+                        case["route"] = "evidence"
+                        case["readings"] = [
+                            _candidate_evidence(text, hits, scored, counts, asked)
+                            | ex.evidence_features(text, hits, scored, counts, asked=asked)
+                            for text, asked in ex.evidence_readings(row["question"], hits, rendering)
+                        ]
+    finally:
+        models.close()
+    return out
+
+
+def _probability(reading: dict[str, float], names: list[str], w: Any, bias: float) -> float:
+    """`extractive.answer_evidence` with these weights."""
+    import math
+
+    from locallens.extractive import MIN_TERM_COVERAGE
+
+    if reading["term_coverage"] < MIN_TERM_COVERAGE:
+        return 0.0
+    z = sum(float(w[k]) * reading[n] for k, n in enumerate(names)) + bias
+    return 1 / (1 + math.exp(-z))
+
+
+def _evidence_p(case: dict[str, Any], names: list[str], w: Any, bias: float) -> float:
+    return max(_probability(r, names, w, bias) for r in case["readings"])
+
+
+def _fitted(case: dict[str, Any]) -> bool:
+    return case["route"] == "evidence" and not (case["answerable"] and case["set"] in UNFITTED_ANSWERABLE)
+
+
+def fit_refusal(cases: list[dict[str, Any]], names: list[str], l2: float = REFUSAL_L2) -> tuple[Any, float]:
+    """The logistic over `names` on the questions the evidence decides (`_fitted`). A question
+    read twice (a Spanish one and its English rendering) is fitted on the reading the weights
+    take (the stronger): first the question's own, then, twice, the one the last fit takes."""
+    import numpy as np
+
+    rows = [x for x in cases if _fitted(x)]
+    target = np.array([1.0 if x["answerable"] else 0.0 for x in rows])
+    w: Any = None
+    bias = 0.0
+    for _ in range(3):
+        chosen = [
+            x["readings"][0] if w is None else max(x["readings"], key=lambda r: _probability(r, names, w, bias))
+            for x in rows
+        ]
+        w, bias = _fit(np.array([[r[n] for n in names] for r in chosen]).reshape(-1, len(names)), target, l2=l2)
+    return w, bias
+
+
+def _refused(case: dict[str, Any], names: list[str], w: Any, bias: float, threshold: float) -> bool:
+    if case["route"] == "summary":
+        return False
+    if case["route"] != "evidence":
+        return True
+    return _evidence_p(case, names, w, bias) < threshold
+
+
+def choose_threshold(
+    cases: list[dict[str, Any]], names: list[str], w: Any, bias: float, cap: float = REFUSAL_CAP
+) -> float:
+    """The threshold (of `THRESHOLDS`) that refuses most unanswerable questions of `cases` while
+    refusing at most `cap` of their answerable ones (the highest such, on a tie: the lowest)."""
+    rows = [(_evidence_p(x, names, w, bias), x["answerable"]) for x in cases if _fitted(x)]
+    answerable = sum(1 for _, a in rows if a)
+    best: tuple[int, float] | None = None
+    for t in THRESHOLDS:
+        if sum(1 for p, a in rows if a and p < t) > cap * answerable:
+            continue
+        refused = sum(1 for p, a in rows if not a and p < t)
+        if best is None or refused > best[0]:
+            best = (refused, t)
+    return best[1] if best else THRESHOLDS[0]
+
+
+def refusal_tally(
+    cases: list[dict[str, Any]], names: list[str], w: Any, bias: float, threshold: float
+) -> dict[str, list[int]]:
+    """Per set: [answerable refused, answerable, unanswerable refused, unanswerable]."""
+    out: dict[str, list[int]] = {}
+    for case in cases:
+        refused = _refused(case, names, w, bias, threshold)
+        row = out.setdefault(case["set"], [0, 0, 0, 0])
+        k = 0 if case["answerable"] else 2
+        row[k] += refused
+        row[k + 1] += 1
+    return out
+
+
+def _totals(tally: dict[str, list[int]], sets: Any = None) -> list[int]:
+    rows = [v for s, v in tally.items() if sets is None or s in sets]
+    return [sum(r[k] for r in rows) for k in range(4)]
+
+
+def _figures(row: list[int]) -> str:
+    return f"false refusals {row[0]:>2}/{row[1]:<3} near misses refused {row[2]:>2}/{row[3]:<2}"
+
+
+def refusal_loco(
+    cases: list[dict[str, Any]], names: list[str], l2: float = REFUSAL_L2, cap: float = REFUSAL_CAP
+) -> tuple[dict[str, list[int]], dict[str, float]]:
+    """Leave one corpus out: for each corpus, the weights and threshold fitted on the others
+    (`fit_refusal`, `choose_threshold`), judged on its sets. Per set, its figures as
+    `refusal_tally` counts them; per corpus, the threshold chosen without it."""
+    tally: dict[str, list[int]] = {}
+    thresholds: dict[str, float] = {}
+    for corpus in dict.fromkeys(x["corpus"] for x in cases):
+        train = [x for x in cases if x["corpus"] != corpus]
+        w, bias = fit_refusal(train, names, l2)
+        thresholds[corpus] = choose_threshold(train, names, w, bias, cap)
+        tally |= refusal_tally([x for x in cases if x["corpus"] == corpus], names, w, bias, thresholds[corpus])
+    return tally, thresholds
+
+
+def refusal_variants(shipped: list[str]) -> list[tuple[str, list[str], float, float]]:
+    """The evidence compared by `refusal_fit`: (label, features, L2, cap)."""
+    before = ["best_unit", "term_coverage", "top_score", "missing", "fact_far", "missing_name", "fact_unstated"]
+    core = ["best_unit", "missing", "missing_name", "fact_unstated"]
+    variants = [
+        (
+            "before: best unit, term coverage, top score, missing, fact far, missing name, fact unstated",
+            before,
+            0.1,
+            0.05,
+        ),
+        ("before, L2 1", before, 1.0, 0.05),
+        ("core: best unit, missing word, missing name, fact unstated", core, 0.1, 0.05),
+        ("core + top score", [*core, "top_score"], 0.1, 0.05),
+        ("core + top score's gap to the fifth", [*core, "top_gap"], 0.1, 0.05),
+        ("core + best unit's cosine", [*core, "best_cosine"], 0.1, 0.05),
+        ("core + top score + best unit's cosine", [*core, "top_score", "best_cosine"], 0.1, 0.05),
+        ("core + key terms held, by rarity", [*core, "salient_coverage"], 0.1, 0.05),
+        ("core + key terms the best unit holds, by rarity", [*core, "best_unit_salient"], 0.1, 0.05),
+        ("core, L2 1", core, 1.0, 0.05),
+        ("core, at most 3% refused", core, 0.1, 0.03),
+    ]
+    if not any(names == shipped for _, names, l2, cap in variants if l2 == REFUSAL_L2 and cap == REFUSAL_CAP):
+        variants.append(("shipped", shipped, REFUSAL_L2, REFUSAL_CAP))
+    return variants
+
+
+def refusal_fit(args: argparse.Namespace) -> None:
+    """The refusal's evidence compared by leave-one-corpus-out (`refusal_loco`) over
+    `REFUSAL_SETS`, then the shipped evidence (`extractive.EVIDENCE_WEIGHTS`' features) fitted
+    on every corpus: its weights and threshold (`SHIPPABLE`)."""
     from locallens.extractive import EVIDENCE_WEIGHTS
 
-    names = list(EVIDENCE_WEIGHTS)
-
-    def evidence(rows: list[dict[str, Any]]) -> tuple[Any, Any]:
-        ev = np.array([[ex["evidence"][n] for n in names] for ex in rows]).reshape(-1, len(names))
-        return ev, np.array([1.0 if ex["answerable"] else 0.0 for ex in rows])
-
-    ev, target = evidence(calib)
-    ev_out, target_out = evidence(held_out)
+    set_names = tuple(name for name in REFUSAL_SETS if name in args.sets and name in SETS and load_set(name))
+    cases = _refusal_cases(args, set_names)
     if args.dump:
         Path(args.dump).write_text(
             "".join(
                 json.dumps(
-                    {
-                        "set": ex["set"],
-                        "question": ex["question"],
-                        "answerable": ex["answerable"],
-                        "held": ex["held"],
-                        "evidence": {k: round(float(v), 4) for k, v in ex["evidence"].items()},
-                    },
+                    {k: x[k] for k in ("set", "question", "answerable", "held", "route")}
+                    | {"readings": [{k: round(float(v), 4) for k, v in r.items()} for r in x["readings"]]},
                     ensure_ascii=False,
                 )
                 + "\n"
-                for ex in calib + held_out
+                for x in cases
             ),
             encoding="utf-8",
         )
-    variants = [
-        ("as before (without the missing name and the unstated fact)", names[:5]),
-        ("with the missing name and the unstated fact (shipped)", names),
-    ]
-    for label, used in variants:
-        columns = [names.index(n) for n in used]
-        cw, cb = _fit(ev[:, columns], target, l2=0.1)
-        print(
-            f"\nrefusal evidence {label}, fitted on {len(calib)} questions of "
-            f"{', '.join(sorted({ex['set'] for ex in calib}))}: "
-            + ", ".join(f"{names[k]} {v:+.2f}" for k, v in zip(columns, cw))
-            + f", bias {cb:+.2f}"
-        )
-        print("  threshold: answerable refused, unanswerable refused (fitting sets) | borg, measured only")
-
-        def refused(e: Any, t: float, columns: list[int] = columns, cw: Any = cw, cb: float = cb) -> Any:
-            return 1 / (1 + np.exp(-(e[:, columns] @ cw + cb))) < t
-
-        def counts(e: Any, tg: Any, t: float) -> str:
-            r = refused(e, t)
-            return (
-                f"{int((r & (tg == 1)).sum()):>3}/{int(tg.sum())} {int((r & (tg == 0)).sum()):>3}/{int((1 - tg).sum())}"
-            )
-
-        for t in (0.3, 0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8):
-            print(
-                f"  {t:.2f}: {counts(ev, target, t)}" + (f"   | {counts(ev_out, target_out, t)}" if len(ev_out) else "")
-            )
-        # The threshold that refuses most unanswerable questions while refusing at most 5% of the
-        # answerable ones (of the fitting sets).
-        grid = [round(0.3 + 0.05 * k, 2) for k in range(11)]
-        allowed = [t for t in grid if (refused(ev, t) & (target == 1)).sum() <= 0.05 * target.sum()]
-        if not allowed:
-            continue
-        t = max(allowed, key=lambda t: (int((refused(ev, t) & (target == 0)).sum()), -t))
-        print(
-            f"  chosen threshold {t:.2f} (most unanswerable refused, at most 5% of the answerable): {counts(ev, target, t)}"
-            + (f" | borg {counts(ev_out, target_out, t)}" if len(ev_out) else "")
-        )
-        if used == names:
-            weights = dict(zip(names, map(float, np.round(cw, 2))))
-            print("SHIPPABLE " + json.dumps({"weights": weights, "bias": round(float(cb), 2), "threshold": t}))
-        for name in sorted({ex["set"] for ex in calib}):
-            rows = [i for i, ex in enumerate(calib) if ex["set"] == name]
-            p = 1 / (1 + np.exp(-(ev[:, columns] @ cw + cb)))
-            print(
-                f"  {name}: answerable p50 {np.median([p[i] for i in rows if target[i]] or [0]):.2f}, "
-                f"unanswerable p50 {np.median([p[i] for i in rows if not target[i]] or [0]):.2f}"
-            )
+    shipped = list(EVIDENCE_WEIGHTS)
+    spanish = [s for s in set_names if s in SPANISH_SETS]
+    print(
+        f"\nthe refusal, leave one corpus out over {', '.join(set_names)} ({len(cases)} questions; "
+        f"a broad question summarised is answered whatever the evidence)"
+    )
+    print("pooled figures of each corpus fitted without it; Spanish sets apart")
+    for label, names, l2, cap in refusal_variants(shipped):
+        tally, _ = refusal_loco(cases, names, l2, cap)
+        print(f"  {_figures(_totals(tally))} | Spanish {_figures(_totals(tally, spanish))} | {label}")
+    tally, thresholds = refusal_loco(cases, shipped)
+    print("\nthe shipped evidence, each corpus fitted without it (threshold chosen without it):")
+    for set_name, row in tally.items():
+        corpus = SETS[set_name][0]
+        print(f"  {set_name:<10} {_figures(row)}  (threshold {thresholds[corpus]:.3f})")
+    w, bias = fit_refusal(cases, shipped)
+    threshold = choose_threshold(cases, shipped, w, bias)
+    print(
+        f"\nfitted on every corpus ({sum(1 for x in cases if _fitted(x))} questions decided by the evidence): "
+        + ", ".join(f"{n} {v:+.2f}" for n, v in zip(shipped, w))
+        + f", bias {bias:+.2f}, threshold {threshold:.3f}"
+    )
+    print("  threshold: false refusals, near misses refused (all sets, fitted on them)")
+    for t in (0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
+        print(f"  {t:.2f}: {_figures(_totals(refusal_tally(cases, shipped, w, bias, t)))}")
+    for set_name, row in refusal_tally(cases, shipped, w, bias, threshold).items():
+        print(f"  {set_name:<10} {_figures(row)}")
+    weights = dict(zip(shipped, map(float, w.round(2))))
+    print("SHIPPABLE " + json.dumps({"weights": weights, "bias": round(float(bias), 2), "threshold": threshold}))
 
 
 def main() -> None:
@@ -743,6 +991,9 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")
     parser.add_argument("--save", default=None, help="write every question's figures as JSONL")
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
+    parser.add_argument(
+        "--refusal-only", action="store_true", help="with --fit: fit the refusal only, not the unit scorer"
+    )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
         "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"

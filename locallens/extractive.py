@@ -487,27 +487,34 @@ def _evidence(
     return weighed_evidence(question, hits, scored, term_counts, rendering)[0]
 
 
+def evidence_readings(question: str, hits: Sequence[Hit], rendering: Rendering | None) -> list[tuple[str, str | None]]:
+    """The texts whose evidence `weighed_evidence` weighs, each with the text whose asked fact is
+    measured when not its own (`evidence_features`' `asked`): the question, and its English
+    rendering when the question is asked across languages (`_across`; over notes in the
+    question's own language the rendering would only lend a near miss the English words it
+    lacks). A rendering that lost the kind of fact asked ("presupuesto" rendered "estimate") is
+    weighed with the question's; a word-by-word gloss keeps no question form to lose."""
+    readings: list[tuple[str, str | None]] = [(question, None)]
+    if rendering is None or not _across(question, hits):
+        return readings
+    lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
+    readings.append((rendering.text, question if lost else None))
+    return readings
+
+
 def weighed_evidence(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
 ) -> tuple[float, dict[str, float]]:
-    """`answer_evidence` for the question, or for its English rendering when that is stronger and
-    the question is asked across languages (`_across`): over notes in the question's own language
-    the rendering would only lend a near miss the English words it lacks. A rendering that lost
-    the kind of fact asked ("presupuesto" rendered "estimate") is weighed with the question's.
-    With the evidence it was weighed from (`evidence_features`)."""
-
-    def weighed(text: str, asked: str | None = None) -> tuple[float, dict[str, float]]:
+    """`answer_evidence` of the stronger of `evidence_readings` (the question, or its English
+    rendering), with the evidence it was weighed from (`evidence_features`)."""
+    best: tuple[float, dict[str, float]] | None = None
+    for text, asked in evidence_readings(question, hits, rendering):
         features = evidence_features(text, hits, scored, term_counts, asked=asked)
-        return (answer_evidence(features) if scored.units and hits else 0.0), features
-
-    found = weighed(question)
-    if rendering is None or not _across(question, hits):
-        return found
-    # The kind of fact asked is the question's, when a translation lost it (a word-by-word gloss
-    # keeps no question form to lose: its evidence is its words').
-    lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
-    rendered = weighed(rendering.text, question if lost else None)
-    return rendered if rendered[0] > found[0] else found
+        weighed = (answer_evidence(features) if scored.units and hits else 0.0), features
+        if best is None or weighed[0] > best[0]:
+            best = weighed
+    assert best is not None
+    return best
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:

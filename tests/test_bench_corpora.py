@@ -1,4 +1,4 @@
-"""The benchmark corpora's own code: the BorgBackup and Varnish page text and the question sets' shape."""
+"""The benchmark corpora's own code: the BorgBackup, Varnish and Postfix page text and the question sets' shape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from corpora import borg_page_text, varnish_page_text  # noqa: E402
+from corpora import borg_page_text, postfix_page_text, varnish_page_text  # noqa: E402
 
 PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
 <div class="document clearer body">
@@ -86,3 +86,37 @@ def test_varnish_question_sets_shape() -> None:
         assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
         assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
         assert len({r["question"] for r in rows}) == total
+
+
+POSTFIX_PAGE = (
+    "P\bPo\bos\bst\btf\bfi\bix\bx S\bSO\bOH\bHO\bO H\bHo\bow\bwt\bto\bo\n\n" + "-" * 79 + "\n\n"
+    "O\bOv\bve\ber\brv\bvi\bie\bew\bw   \n\n\n\nPostfix should work out of the box, n\bno\bot\bt with\n"
+    "the _\bs_\bm_\bt_\bp client alone.\n\n    /etc/postfix/main.cf:\n        relayhost = [mail.isp.example]\n\n"
+    "Purpose\n=======\n\nA heading underlined with = stays.\n"
+)
+
+
+def test_postfix_page_text_reads_as_text() -> None:
+    text = postfix_page_text(POSTFIX_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "Postfix SOHO Howto" and lines[2] == "Overview"  # overstrike gone, rule under the title gone
+    assert "\b" not in text and "-" * 10 not in text
+    assert "out of the box, not with\nthe smtp client alone." in text  # bold and underlined words plain
+    assert "        relayhost = [mail.isp.example]" in lines  # indented blocks kept as they are
+    assert "Purpose\n=======\n" in text  # a heading's own underline kept
+    assert text.endswith("\n") and "\n\n\n" not in text and all(line == line.rstrip() for line in lines)
+
+
+def test_postfix_question_sets_shape() -> None:
+    for name, total, answerable_count in (("postfix_questions", 48, 40), ("postfix_es_over_en", 10, 8)):
+        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines]
+        answerable = [r for r in rows if r.get("answerable", True)]
+        assert len(rows) == total and len(answerable) == answerable_count
+        assert all(r["files"] and r["question"].strip() for r in answerable)
+        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+        assert len({r["question"] for r in rows}) == total
+    broad = [
+        r for r in map(json.loads, (ROOT / "benchmarks/data/postfix_questions.jsonl").open()) if "answers" not in r
+    ]
+    assert len([r for r in broad if r.get("answerable", True)]) == 6  # the broad questions: files only

@@ -18,8 +18,15 @@
   91 pages; the essays, release notes and developer guide are left out).
   `benchmarks/data/varnish_questions.jsonl` and `varnish_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it: the held-out check of answer and retrieval changes.
+- `write_apache_corpus` writes the Apache HTTP Server 2.4 manual as Debian's `apache2-doc` package
+  ships it (HTML, the English pages only): the guides, how-tos, program pages and module pages, one
+  plain-text file per page (`mod-mod_expires.txt`, `howto-htaccess.txt`, `caching.txt`, ...); left
+  out: the developer docs, the directive/module index pages, the glossary and sitemap, the licence,
+  and pages under 1 KB of text. `benchmarks/data/apache_questions.jsonl` and
+  `apache_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
 
-The first two need no download. Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish]
+The first two need no download.
+Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --apache]
 """
 
 from __future__ import annotations
@@ -292,6 +299,71 @@ def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     return _write_pages(deb, VARNISH_HTML, dest, pages, varnish_page_text)
 
 
+APACHE_PACKAGE = "apache2-doc"
+# Debian keeps each language of the manual in its own folder: `en/` holds the English pages.
+APACHE_HTML = "usr/share/doc/apache2-doc/manual/en"
+# Left out: the module API docs for C developers, the lists of links (every folder's index page,
+# the directive and module indexes, the sitemap, the glossary of terms pointing at other pages),
+# the licence, and the release notes of 2.0 and 2.2.
+_APACHE_SKIPPED = (
+    "developer/",
+    "index.html",
+    "mod/directives.html",
+    "mod/quickreference.html",
+    "sitemap.html",
+    "glossary.html",
+    "license.html",
+    "new_features_2_0.html",
+    "new_features_2_2.html",
+)
+# A page with less text than this is a stub (a list of links, a one-paragraph module).
+APACHE_MIN_CHARS = 1024
+# The navigation every Apache page repeats: the language list (and its toggle button), the
+# "quickview" sidebar (the page's topics, directives, bug links, see-also links) and the pilcrow
+# after each heading.
+_APACHE_CHROME = re.compile(
+    r'<div class="toplang">.*?</div>|<div id="quickview">.*?</div>|<button\b.*?</button>'
+    r'|<a [^>]*class="permalink"[^>]*>.*?</a>',
+    re.S,
+)
+
+
+def apache_page_text(page: str) -> str:
+    """The text of one page of the Apache HTTP Server manual (its content, without the header,
+    the language lists, the sidebar and the footer)."""
+    start = page.find('<div id="page-content">')
+    end = page.find('<div class="bottomlang">', start)
+    parser = _PageText()
+    parser.feed(_APACHE_CHROME.sub("", page[start if start >= 0 else 0 : end if end >= 0 else len(page)]))
+    parser.close()
+    return parser.text()
+
+
+def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the English Apache HTTP Server 2.4 manual as `dest/<page>.txt` (`mod/mod_expires.html`
+    -> `mod-mod_expires.txt`, `howto/htaccess.html` -> `howto-htaccess.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
+    less than `APACHE_MIN_CHARS` of text are left out.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        kept = []
+        for page in root.rglob("*.html"):
+            name = page.relative_to(root).as_posix()
+            if name.startswith(_APACHE_SKIPPED) or name.endswith(_APACHE_SKIPPED):
+                continue
+            if len(apache_page_text(page.read_text(encoding="utf-8"))) >= APACHE_MIN_CHARS:
+                kept.append(page)
+        return kept
+
+    deb = deb or _debian_package(APACHE_PACKAGE, dest.parent)
+    return _write_pages(deb, APACHE_HTML, dest, pages, apache_page_text)
+
+
 def _write_pages(
     deb: pathlib.Path,
     html_folder: str,
@@ -326,15 +398,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--varnish", action="store_true", help="the Varnish Cache documentation from Debian's varnish-doc package"
     )
+    parser.add_argument(
+        "--apache", action="store_true", help="the Apache HTTP Server manual from Debian's apache2-doc package"
+    )
     args = parser.parse_args(argv)
-    if args.borg:
+    if args.apache:
+        out = write_apache_corpus(args.dest)
+    elif args.borg:
         out = write_borg_corpus(args.dest)
     elif args.varnish:
         out = write_varnish_corpus(args.dest)
     else:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
-    print(f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish) else 'pages'} to {out}")
+    print(
+        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.apache) else 'pages'} to {out}"
+    )
 
 
 if __name__ == "__main__":

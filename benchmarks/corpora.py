@@ -307,7 +307,6 @@ APACHE_HTML = "usr/share/doc/apache2-doc/manual/en"
 # the licence, and the release notes of 2.0 and 2.2.
 _APACHE_SKIPPED = (
     "developer/",
-    "index.html",
     "mod/directives.html",
     "mod/quickreference.html",
     "sitemap.html",
@@ -354,7 +353,7 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
         kept = []
         for page in root.rglob("*.html"):
             name = page.relative_to(root).as_posix()
-            if name.startswith(_APACHE_SKIPPED) or name.endswith(_APACHE_SKIPPED):
+            if page.name == "index.html" or name.startswith(_APACHE_SKIPPED):
                 continue
             if len(apache_page_text(page.read_text(encoding="utf-8"))) >= APACHE_MIN_CHARS:
                 kept.append(page)

@@ -22,7 +22,7 @@
   ships it (HTML, the English pages only): the guides, how-tos, program pages and module pages, one
   plain-text file per page (`mod-mod_expires.txt`, `howto-htaccess.txt`, `caching.txt`, ...); left
   out: the developer docs, the directive/module index pages, the glossary and sitemap, the licence,
-  and pages under 1 KB of text. `benchmarks/data/apache_questions.jsonl` and
+  the pages not in English and pages under 1 KB of text (194 pages, 2.1 MB). `benchmarks/data/apache_questions.jsonl` and
   `apache_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
 
 The first two need no download.
@@ -355,7 +355,10 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
             name = page.relative_to(root).as_posix()
             if page.name == "index.html" or name.startswith(_APACHE_SKIPPED):
                 continue
-            if len(apache_page_text(page.read_text(encoding="utf-8"))) >= APACHE_MIN_CHARS:
+            source = page.read_text(encoding="utf-8")
+            # Debian 2.4.71's en/ folder holds six pages in Brazilian Portuguese (bind, install,
+            # upgrading, ...; `<html lang="pt-br">`): the language of a page is its own tag's.
+            if '<html lang="en"' in source and len(apache_page_text(source)) >= APACHE_MIN_CHARS:
                 kept.append(page)
         return kept
 

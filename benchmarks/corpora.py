@@ -20,10 +20,11 @@
   written before anything was measured on it: the held-out check of answer and retrieval changes.
 - `write_apache_corpus` writes the Apache HTTP Server 2.4 manual as Debian's `apache2-doc` package
   ships it (HTML, the English pages only): the guides, how-tos, program pages and module pages, one
-  plain-text file per page (`mod-mod_expires.txt`, `howto-htaccess.txt`, `caching.txt`, ...); left
-  out: the developer docs, the directive/module index pages, the glossary and sitemap, the licence,
-  the pages not in English and pages under 1 KB of text (194 pages, 2.1 MB). `benchmarks/data/apache_questions.jsonl` and
-  `apache_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
+  plain-text file per page (`mod-mod_expires.txt`, `howto-htaccess.txt`, `caching.txt`, ...; 194
+  pages, 2.1 MB); left out: the developer docs, the directive/module index pages, the glossary and
+  sitemap, the licence, the pages not in English and pages under 1 KB of text.
+  `benchmarks/data/apache_questions.jsonl` and `apache_es_over_en.jsonl` hold questions about it,
+  written before anything was measured on it.
 
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --apache]

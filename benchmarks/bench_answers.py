@@ -27,6 +27,10 @@ is in no document, the right answer being the refusal):
   postfix_es_over_en.jsonl (8 + 2, Spanish) over the Postfix README documents (Debian
   `postfix-doc`, `corpora.py --postfix`): written before anything was measured on them, for
   fitting and judging leave-one-corpus-out; outside the default `--sets`.
+- apache, apache-es: benchmarks/data/apache_questions.jsonl (40 + 8) and apache_es_over_en.jsonl
+  (8 + 2, Spanish) over the English Apache HTTP Server 2.4 manual (Debian `apache2-doc`,
+  `corpora.py --apache`): written before anything was measured on them, a corpus for fitting and
+  judging leave-one-corpus-out; out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -67,6 +71,7 @@ from typing import Any
 
 import _common as c
 from corpora import (
+    write_apache_corpus,
     write_borg_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,
@@ -91,6 +96,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "varnish-es": ("varnish", [DATA / "varnish_es_over_en.jsonl"]),
     "postfix": ("postfix", [DATA / "postfix_questions.jsonl"]),
     "postfix-es": ("postfix", [DATA / "postfix_es_over_en.jsonl"]),
+    "apache": ("apache", [DATA / "apache_questions.jsonl"]),
+    "apache-es": ("apache", [DATA / "apache_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -123,6 +130,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_varnish_corpus(workdir / "varnish-corpus")
     if corpus == "postfix":
         return write_postfix_corpus(workdir / "postfix-corpus")
+    if corpus == "apache":
+        return write_apache_corpus(workdir / "apache-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

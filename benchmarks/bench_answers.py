@@ -696,16 +696,15 @@ REFUSAL_CAP = 0.05  # the threshold refuses at most this share of the fitting an
 THRESHOLDS = tuple(round(0.2 + 0.025 * k, 3) for k in range(29))
 
 
-def _candidate_evidence(text: str, hits: list[Any], scored: Any, counts: Any, asked: str | None) -> dict[str, float]:
-    """Evidence measured beside `extractive.evidence_features` (whatever it ships), so that the
-    variants `refusal_fit` compares stay measurable: the top excerpt's retrieval score and its
-    gap to the fifth's, the share of key terms held, the asked fact far from its subject, the
-    best unit's cosine, and the question's words held by the excerpts and by the best unit,
-    each weighed by its rarity in the brain."""
+def _candidate_evidence(text: str, hits: list[Any], scored: Any, counts: Any) -> dict[str, float]:
+    """Evidence measured beside `extractive.EVIDENCE_SIGNALS`, so that the variants
+    `refusal_fit` compares stay measurable: the question's words held by the excerpts
+    (`salient_coverage`) and by the best unit with what introduces it (`best_unit_salient`),
+    each word weighed by its rarity in the brain."""
     import numpy as np
 
     from locallens import extractive as ex
-    from locallens.unit_scores import context_of, key_terms, key_words, question_terms, word_salience
+    from locallens.unit_scores import context_of, key_terms, key_words, word_salience
 
     def weighted_share(keys_held: frozenset[str]) -> float:
         words = key_words(text)
@@ -720,16 +719,7 @@ def _candidate_evidence(text: str, hits: list[Any], scored: Any, counts: Any, as
             return sum(1 for k in words if k in keys_held) / len(words)
         return sum(salience[w] for k, w in words.items() if k in keys_held) / total
 
-    scores = [h.score for h in hits]
-    out = {
-        "term_coverage": ex.term_coverage(question_terms(text), hits),
-        "top_score": scores[0] if scores else 0.0,
-        "top_gap": scores[0] - scores[-1] if scores else 0.0,
-        "fact_far": ex.fact_far(asked or text, hits, scored.units, counts),
-        "best_cosine": float(np.max(scored.cosines)) if scored.units else 0.0,
-        "salient_coverage": weighted_share(ex._held(hits)),
-        "best_unit_salient": 0.0,
-    }
+    out = {"salient_coverage": weighted_share(ex._held(hits)), "best_unit_salient": 0.0}
     if scored.units:
         i = int(np.argmax(scored.scores))
         unit = scored.units[i]
@@ -814,8 +804,8 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
                     elif scored.units:
                         case["route"] = "evidence"
                         case["readings"] = [
-                            _candidate_evidence(text, hits, scored, counts, asked)
-                            | ex.evidence_features(text, hits, scored, counts, asked=asked)
+                            _candidate_evidence(text, hits, scored, counts)
+                            | ex.evidence_features(text, hits, scored, counts, asked=asked, names=ex.EVIDENCE_SIGNALS)
                             for text, asked in ex.evidence_readings(row["question"], hits, rendering)
                         ]
     finally:
@@ -940,7 +930,7 @@ def refusal_variants(shipped: list[str]) -> list[tuple[str, list[str], float, fl
         ("before, L2 1", before, 1.0, 0.05),
         ("core: best unit, missing word, missing name, fact unstated", core, 0.1, 0.05),
         ("core + top score", [*core, "top_score"], 0.1, 0.05),
-        ("core + top score's gap to the fifth", [*core, "top_gap"], 0.1, 0.05),
+        ("core + top score's gap to the last", [*core, "top_gap"], 0.1, 0.05),
         ("core + best unit's cosine", [*core, "best_cosine"], 0.1, 0.05),
         ("core + top score + best unit's cosine", [*core, "top_score", "best_cosine"], 0.1, 0.05),
         ("core + key terms held, by rarity", [*core, "salient_coverage"], 0.1, 0.05),

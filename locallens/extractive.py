@@ -430,6 +430,21 @@ def fact_unstated(
     return 1.0 - best
 
 
+# Every signal `evidence_features` can measure; the refusal weighs those of `EVIDENCE_WEIGHTS`
+# (`benchmarks/bench_answers.py --fit` compares the others).
+EVIDENCE_SIGNALS = (
+    "best_unit",
+    "term_coverage",
+    "top_score",
+    "top_gap",
+    "best_cosine",
+    "missing",
+    "fact_far",
+    "missing_name",
+    "fact_unstated",
+)
+
+
 def evidence_features(
     question: str,
     hits: Sequence[Hit],
@@ -437,24 +452,40 @@ def evidence_features(
     term_counts: TermCounts | None = None,
     *,
     asked: str | None = None,
+    names: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """The refusal's evidence (`EVIDENCE_WEIGHTS`): the best unit's linear score, the share of
-    the question's key terms the excerpts hold, the top excerpt's retrieval score, how rare
-    the question's rarest word missing from the excerpts is in the brain (`missing_salience`),
-    and how far the units holding the kind of fact asked are from its subject (`fact_far`).
+    """The refusal's evidence: the signals `names` (of `EVIDENCE_SIGNALS`; by default those
+    `EVIDENCE_WEIGHTS` weighs, and the share of key terms held, `MIN_TERM_COVERAGE`'s):
+
+    - `best_unit`: the best unit's linear score (before the logistic);
+    - `term_coverage`: the share of the question's key terms the excerpts hold;
+    - `top_score`: the top excerpt's retrieval score (a cosine, whose scale differs between
+      corpora); `top_gap`: how far it is ahead of the last excerpt's;
+    - `best_cosine`: the best cosine of a unit with the question (or its rendering);
+    - `missing`: how rare the question's rarest word missing from the excerpts is in the brain
+      (`missing_salience`); `missing_name`: the same for a name (`missing_name`);
+    - `fact_far`, `fact_unstated`: how far the units holding the kind of fact asked are from its
+      subject, from stating it about the question's words.
+
     `asked`: the text whose asked fact is measured (`fact_far`, `fact_unstated`), when not the
     question's own (a rendering that lost "presupuesto" -> "budget" still asks for an amount)."""
-    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
     fact_text = asked or question
-    return {
-        "best_unit": best,
-        "term_coverage": term_coverage(question_terms(question), hits),
-        "top_score": hits[0].score if hits else 0.0,
-        "missing": missing_salience(question, hits, term_counts),
-        "fact_far": fact_far(fact_text, hits, scored.units, term_counts),
-        "missing_name": missing_name(question, hits, term_counts),
-        "fact_unstated": fact_unstated(fact_text, hits, scored.units, term_counts),
+    wanted = dict.fromkeys(names if names is not None else ("term_coverage", *EVIDENCE_WEIGHTS))
+    scores = [h.score for h in hits]
+    signals = {
+        "best_unit": lambda: (
+            float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+        ),
+        "term_coverage": lambda: term_coverage(question_terms(question), hits),
+        "top_score": lambda: scores[0] if scores else 0.0,
+        "top_gap": lambda: scores[0] - scores[-1] if scores else 0.0,
+        "best_cosine": lambda: float(np.max(scored.cosines)) if scored.units else 0.0,
+        "missing": lambda: missing_salience(question, hits, term_counts),
+        "fact_far": lambda: fact_far(fact_text, hits, scored.units, term_counts),
+        "missing_name": lambda: missing_name(question, hits, term_counts),
+        "fact_unstated": lambda: fact_unstated(fact_text, hits, scored.units, term_counts),
     }
+    return {name: float(signals[name]()) for name in wanted}
 
 
 def answer_evidence(found: dict[str, float]) -> float:
@@ -462,7 +493,7 @@ def answer_evidence(found: dict[str, float]) -> float:
     (`EVIDENCE_WEIGHTS`) over the evidence `evidence_features` found."""
     if found["term_coverage"] < MIN_TERM_COVERAGE:
         return 0.0
-    z = sum(EVIDENCE_WEIGHTS[name] * value for name, value in found.items()) + EVIDENCE_BIAS
+    z = sum(weight * found[name] for name, weight in EVIDENCE_WEIGHTS.items()) + EVIDENCE_BIAS
     return float(1 / (1 + np.exp(-z)))
 
 

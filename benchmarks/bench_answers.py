@@ -145,8 +145,30 @@ def build_index(corpus: str, workdir: Path) -> Path:
         corpus if folder.is_relative_to(workdir) else f"{corpus}-{hashlib.sha256(str(folder).encode()).hexdigest()[:8]}"
     )
     db = workdir / f"{name}.db"
-    index(IndexRequest(paths=[folder], db=db))  # incremental: a second run costs a walk
+    # incremental: a second run costs a walk
+    index(IndexRequest(paths=_roots(db, folder), db=db))
     return db
+
+
+def _roots(db: Path, folder: Path) -> list[Path]:
+    """What to index into `db`: `folder`, or the folders `db` was built from when they are still
+    there. A workdir copied from another to reuse its indexes holds indexes of the other
+    workdir's corpus folders: indexing this workdir's own folder into one would add a second root
+    of the same pages, each page twice in the brain."""
+    from locallens.forget import ForgetRequest, forget
+    from locallens.storage import open_store
+
+    if not db.exists():
+        return [folder]
+    with open_store(db) as store:
+        roots = [Path(root) for root in store.roots(store.get_brain("default"))]
+    # A root that is gone is forgotten; so are the others when this workdir's own folder is one
+    # (a copied workdir indexed before this rule held both).
+    kept = [folder] if folder.resolve() in {root.resolve() for root in roots} else [r for r in roots if r.is_dir()]
+    dropped = [root for root in roots if root.resolve() not in {k.resolve() for k in kept}]
+    if dropped:
+        forget(ForgetRequest(paths=dropped, db=db))
+    return kept or [folder]
 
 
 class CachedLLM:

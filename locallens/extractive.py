@@ -47,6 +47,7 @@ from locallens.trim import unit_rows
 from locallens.unit_scores import (
     BIAS,
     BRIDGED,
+    REFUSAL_WEIGHTS,
     QuestionTerms,
     asked_fact,
     asks_name,
@@ -58,6 +59,7 @@ from locallens.unit_scores import (
     is_context_only,
     key_terms,
     key_words,
+    linear,
     question_terms,
     word_salience,
 )
@@ -154,6 +156,13 @@ class Scored:
     scores: np.ndarray  # probability that the unit states the answer
     cosines: np.ndarray
     vectors: np.ndarray
+    # Each unit's linear score as the refusal reads it (`unit_scores.REFUSAL_WEIGHTS`); None:
+    # read from `scores`.
+    evidence: np.ndarray | None = None
+
+
+# A unit the scoring leaves out, as the refusal reads it: the log-odds of a probability of 0.
+_LEFT_OUT = float(np.log(1e-12)) + 2.9
 
 
 def score_units(
@@ -181,6 +190,7 @@ def score_units(
         [h.score for h in hits],
     )
     scores = combine(rows)
+    evidence = linear(rows, REFUSAL_WEIGHTS)
     for i, unit in enumerate(units):
         if (
             unit.kind == HEADING
@@ -191,7 +201,8 @@ def score_units(
             # A title, a header row, a unit too long to print as an answer, or the tail of a
             # sentence the chunk's start cut (the chunk before holds it whole).
             scores[i] = 0.0
-    return Scored(units, scores, cosines, vectors)
+            evidence[i] = _LEFT_OUT
+    return Scored(units, scores, cosines, vectors, evidence)
 
 
 # A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
@@ -444,7 +455,12 @@ def evidence_features(
     and how far the units holding the kind of fact asked are from its subject (`fact_far`).
     `asked`: the text whose asked fact is measured (`fact_far`, `fact_unstated`), when not the
     question's own (a rendering that lost "presupuesto" -> "budget" still asks for an amount)."""
-    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+    if not scored.units:
+        best = 0.0
+    elif scored.evidence is not None:
+        best = float(np.max(scored.evidence))
+    else:
+        best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
     fact_text = asked or question
     return {
         "best_unit": best,
@@ -473,11 +489,17 @@ def _asks_fact(question: str) -> bool:
 def with_rendering(scored: Scored, rendered: Scored) -> Scored:
     """A Spanish question over English excerpts read in English too: each unit keeps the better
     of its scores (and cosines) against the question and against its English rendering."""
+    evidence = (
+        np.maximum(scored.evidence, rendered.evidence)
+        if scored.evidence is not None and rendered.evidence is not None
+        else None
+    )
     return Scored(
         scored.units,
         np.maximum(scored.scores, rendered.scores),
         np.maximum(scored.cosines, rendered.cosines),
         scored.vectors,
+        evidence,
     )
 
 
@@ -649,7 +671,42 @@ def passage_units(
         answering += 1
         if answering > MAX_ANSWERING:
             break
-    return chosen
+    return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
+
+
+# The kinds of unit that may follow the best one as its continuation (`_with_next`).
+_CONTINUATION = frozenset({SENTENCE, ITEM, DEFINITION, CODE})
+
+
+def _with_next(
+    chosen: list[tuple[Unit, bool]],
+    scored: Scored,
+    used: int,
+    passage_tokens: int,
+    taken: set[tuple[int, int]],
+    seen_text: set[str],
+) -> list[tuple[Unit, bool]]:
+    """The passage with the unit right after the best one (in its excerpt) when the budget has
+    room for it: the best-matching unit often restates the question's topic and the answer is
+    the line after it ("It will fail if /tmp is mounted with the noexec option." then "You can
+    change the temporary directory by setting the TEMP environment variable"). A title, a unit
+    the scoring left out (a cut sentence, one too long) or a text already printed is not added."""
+    if not chosen:
+        return chosen
+    best = next(u for u, answering in chosen if answering)
+    at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
+    k = at.get((best.excerpt, best.index + 1))
+    if k is None or scored.scores[k] <= 0:
+        return chosen
+    nxt = scored.units[k]
+    key = " ".join(claim_text(nxt.text).lower().split())
+    if (nxt.excerpt, nxt.index) in taken or nxt.kind not in _CONTINUATION or key in seen_text:
+        return chosen
+    if used + _tokens(nxt) > passage_tokens:
+        return chosen
+    # After the last printed unit of the best one's group (its introduced block, if printed).
+    last = max(i for i, (u, _) in enumerate(chosen) if u.excerpt == best.excerpt and u.index <= nxt.index)
+    return [*chosen[: last + 1], (nxt, False), *chosen[last + 1 :]]
 
 
 def summary_units(

@@ -61,8 +61,31 @@ FEATURES: tuple[str, ...] = (
     "new_identifier",
     "retrieval_share",
 )
-# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring). Five signals: the
+# others (context cosine and terms, type match, novelty, rank, new identifier, retrieval share)
+# did not hold up with a corpus left out (fitted without it, measured on it), and weigh 0
+# (docs/benchmarks.md#the-scorer-with-a-corpus-left-out).
 WEIGHTS: dict[str, float] = {
+    "cosine": 1.86,
+    "context_cosine": 0.0,
+    "terms": 2.03,
+    "context_terms": 0.0,
+    "type_match": 0.0,
+    "type_miss": -1.5,
+    "novelty": 0.0,
+    "rank": 0.0,
+    "short": -0.49,
+    "salient_terms": 2.1,
+    "new_identifier": 0.0,
+    "retrieval_share": 0.0,
+}
+# The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
+# mean probability on the fitting sets where it was with the twelve signals.
+BIAS = -1.52
+# The refusal's evidence reads the best unit's linear score under the twelve signals' weights
+# it was fitted with (`extractive.evidence_features`), so that ranking units by the five
+# signals above leaves what it refuses as it was; it is refitted on these when it is refitted.
+REFUSAL_WEIGHTS: dict[str, float] = {
     "cosine": 1.82,
     "context_cosine": -0.01,
     "terms": 1.58,
@@ -76,9 +99,6 @@ WEIGHTS: dict[str, float] = {
     "new_identifier": 0.4,
     "retrieval_share": 0.62,
 }
-# The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
-# probability where it was before the last three signals came (their mean +0.9 on the best unit).
-BIAS = -2.9
 
 # Words that carry no topic: function words and question words (English, Spanish), verbs
 # every question uses, and the verbs of "how long does it take / last", "¿cuánto dura / tarda?".
@@ -510,6 +530,11 @@ def combine(rows: np.ndarray, weights: dict[str, float] | None = None, bias: flo
     w = np.array([(weights or WEIGHTS)[name] for name in FEATURES], dtype=np.float64)
     z = rows @ w + (BIAS if bias is None else bias)
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def linear(rows: np.ndarray, weights: dict[str, float]) -> np.ndarray:
+    """Each unit's linear score (no bias) under `weights`."""
+    return rows @ np.array([weights[name] for name in FEATURES], dtype=np.float64)
 
 
 def is_context_only(unit: Unit) -> bool:

@@ -629,16 +629,7 @@ def fit(args: argparse.Namespace) -> None:
     for k, name in enumerate(FEATURES):
         cols = [j for j in all_cols if j != k]
         print(f"  without {name:<15} {_top1(train, _fit_rank(train, cols), 0.0, cols):.3f}")
-    # Per set, with the fitted weights (fitting on two sets, testing on the third, too).
-    for held in fit_sets:
-        rest = [ex for ex in train if ex["set"] != held]
-        test = [ex for ex in train if ex["set"] == held]
-        if not rest or not test:
-            continue
-        wh, bh = _fit(np.vstack([ex["x"] for ex in rest]), np.concatenate([ex["y"] for ex in rest]))
-        print(
-            f"  {held:<8} fitted on all {_top1(test, w, b, all_cols):.3f}, fitted without it {_top1(test, wh, bh, all_cols):.3f}"
-        )
+    scorer_transfer(args, examples)
     # The refusal: combined evidence (`EVIDENCE_WEIGHTS`) on answerable vs unanswerable
     # questions: the fitting sets, es's unanswerable questions and es-given's answerable ones
     # (es's own answerable questions mostly have excerpts without their answer, Spanish notes
@@ -648,6 +639,70 @@ def fit(args: argparse.Namespace) -> None:
     calib = examples + [ex for ex in _examples(args, extra) if not (ex["set"] == "es" and ex["answerable"])]
     held_out = _examples(args, ("borg",)) if "borg" in args.sets else []
     refusal_fit(args, calib, held_out)
+
+
+# The scorer judged by leave-one-corpus-out: these sets' answerable questions, each corpus
+# fitted without and measured (`scorer_transfer`).
+TRANSFER_SETS = ("sample", "es-given", "pydoc", "stdlib", "borg", "postfix", "apache")
+# The signals shipped (`unit_scores.WEIGHTS`), the ones that held up with a corpus left out.
+FIVE = ("cosine", "terms", "short", "salient_terms", "type_miss")
+
+
+def scorer_transfer(args: argparse.Namespace, examples: list[dict[str, Any]] | None = None) -> None:
+    """Per corpus, "the best unit states the answer" (of its questions where some unit does)
+    with weights fitted on every corpus (in-sample) and fitted without that corpus (left out),
+    for the twelve signals, the five shipped, and the twelve without each one; then the five
+    signals' weights fitted on all, with the bias that keeps the best unit's mean probability
+    where the twelve-signal weights (`unit_scores.REFUSAL_WEIGHTS`, bias -2.9) had it."""
+    import numpy as np
+
+    from locallens.unit_scores import FEATURES, REFUSAL_WEIGHTS, WEIGHTS
+
+    have = {ex["set"] for ex in examples or []}
+    wanted = tuple(name for name in TRANSFER_SETS if name in args.sets and name in SETS and name not in have)
+    rows = [ex for ex in (examples or []) if ex["set"] in TRANSFER_SETS] + _examples(args, wanted)
+    rows = [ex for ex in rows if ex["answerable"]]
+    corpora = list(dict.fromkeys(SETS[ex["set"]][0] for ex in rows))
+
+    def of(corpus: str, inside: bool) -> list[dict[str, Any]]:
+        return [ex for ex in rows if (SETS[ex["set"]][0] == corpus) == inside]
+
+    def line(label: str, cols: list[int]) -> None:
+        w_all = _fit_rank(rows, cols)
+        cells, hit_in, hit_out, total = [], 0, 0, 0
+        for corpus in corpora:
+            test = of(corpus, True)
+            n = sum(1 for ex in test if ex["y"].any())
+            a = round(_top1(test, w_all, 0.0, cols) * n)
+            b = round(_top1(test, _fit_rank(of(corpus, False), cols), 0.0, cols) * n)
+            cells.append(f"{corpus} {a}/{b}/{n}")
+            hit_in, hit_out, total = hit_in + a, hit_out + b, total + n
+        print(f"  {label:<28} {'  '.join(cells)}   all {hit_in / total:.3f} / left out {hit_out / total:.3f}")
+
+    every = list(range(len(FEATURES)))
+    print(f"\nthe scorer with a corpus left out ({len(rows)} answerable questions of {', '.join(corpora)});")
+    print("  cells: corpus  in-sample / left out / questions where some unit states the answer")
+    for label, weights in (("twelve, as shipped before", REFUSAL_WEIGHTS), ("five, as shipped", WEIGHTS)):
+        w = np.array([weights[n] for n in FEATURES])
+        cells = [
+            f"{c} {round(_top1(of(c, True), w, 0.0, every) * sum(1 for ex in of(c, True) if ex['y'].any()))}"
+            for c in corpora
+        ]
+        print(f"  {label:<28} {'  '.join(cells)}   all {_top1(rows, w, 0.0, every):.3f}")
+    line("twelve signals, refitted", every)
+    five = [FEATURES.index(n) for n in FIVE]
+    line("five signals, refitted", five)
+    for k, name in enumerate(FEATURES):
+        line(f"twelve without {name}", [j for j in every if j != k])
+    w5 = _fit_rank(rows, five)
+    w12 = np.array([REFUSAL_WEIGHTS[n] for n in FEATURES])
+    best12 = np.mean([(ex["x"] @ w12).max() for ex in rows])
+    best5 = np.mean([(ex["x"][:, five] @ w5).max() for ex in rows])
+    print(
+        "  five signals fitted on all: "
+        + ", ".join(f"{FEATURES[c]} {v:+.2f}" for c, v in zip(five, w5))
+        + f", bias {-2.9 + best12 - best5:+.2f}"
+    )
 
 
 def refusal_fit(args: argparse.Namespace, calib: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> None:
@@ -743,6 +798,9 @@ def main() -> None:
     parser.add_argument("--dump", default=None, help="write every printed unit as JSONL")
     parser.add_argument("--save", default=None, help="write every question's figures as JSONL")
     parser.add_argument("--fit", action="store_true", help="fit the unit scorer and the refusal threshold")
+    parser.add_argument(
+        "--transfer", action="store_true", help="the unit scorer fitted with each corpus left out, measured on it"
+    )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
         "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"
@@ -759,6 +817,8 @@ def main() -> None:
     c.print_machine("Answer benchmark", quick=False)
     if args.fit:
         fit(args)
+    elif args.transfer:
+        scorer_transfer(args)
     elif args.timing:
         timing(args)
     else:

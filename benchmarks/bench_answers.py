@@ -51,6 +51,9 @@ best unit states the answer, with every signal, and with each one left out), the
 logistic (`extractive.EVIDENCE_WEIGHTS`) on the answerable and unanswerable questions of those
 sets, es's unanswerable ones and es-given's answerable ones, with its trade-off per threshold
 (borg measured with the fitted weights, never fitted on) and the weights to ship (`SHIPPABLE`).
+`--fit` and `--transfer` (the scorer part alone) judge the unit scorer by leave-one-corpus-out:
+per corpus of `TRANSFER_SETS`, the best unit states the answer with weights fitted on every
+corpus and fitted without that one (`scorer_transfer`).
 """
 
 from __future__ import annotations
@@ -667,19 +670,19 @@ def fit(args: argparse.Namespace) -> None:
 # The scorer judged by leave-one-corpus-out: these sets' answerable questions, each corpus
 # fitted without and measured (`scorer_transfer`).
 TRANSFER_SETS = ("sample", "es-given", "pydoc", "stdlib", "borg", "postfix", "apache")
-# The signals shipped (`unit_scores.WEIGHTS`), the ones that held up with a corpus left out.
+# Five signals that held up with a corpus left out on sample, pydoc, stdlib and borg, and lost on
+# postfix and apache (docs/benchmarks.md#the-scorer-with-a-corpus-left-out): measured, not shipped.
 FIVE = ("cosine", "terms", "short", "salient_terms", "type_miss")
 
 
 def scorer_transfer(args: argparse.Namespace, examples: list[dict[str, Any]] | None = None) -> None:
     """Per corpus, "the best unit states the answer" (of its questions where some unit does)
-    with weights fitted on every corpus (in-sample) and fitted without that corpus (left out),
-    for the twelve signals, the five shipped, and the twelve without each one; then the five
-    signals' weights fitted on all, with the bias that keeps the best unit's mean probability
-    where the twelve-signal weights (`unit_scores.REFUSAL_WEIGHTS`, bias -2.9) had it."""
+    with the shipped weights, and with weights fitted on every corpus (in-sample) and fitted
+    without that corpus (left out), for the twelve signals, five of them (`FIVE`), and the twelve
+    without each one."""
     import numpy as np
 
-    from locallens.unit_scores import FEATURES, REFUSAL_WEIGHTS, WEIGHTS
+    from locallens.unit_scores import BIAS, FEATURES, WEIGHTS
 
     have = {ex["set"] for ex in examples or []}
     wanted = tuple(name for name in TRANSFER_SETS if name in args.sets and name in SETS and name not in have)
@@ -690,42 +693,31 @@ def scorer_transfer(args: argparse.Namespace, examples: list[dict[str, Any]] | N
     def of(corpus: str, inside: bool) -> list[dict[str, Any]]:
         return [ex for ex in rows if (SETS[ex["set"]][0] == corpus) == inside]
 
+    def reachable(test: list[dict[str, Any]]) -> int:
+        return sum(1 for ex in test if ex["y"].any())
+
     def line(label: str, cols: list[int]) -> None:
         w_all = _fit_rank(rows, cols)
         cells, hit_in, hit_out, total = [], 0, 0, 0
         for corpus in corpora:
             test = of(corpus, True)
-            n = sum(1 for ex in test if ex["y"].any())
+            n = reachable(test)
             a = round(_top1(test, w_all, 0.0, cols) * n)
             b = round(_top1(test, _fit_rank(of(corpus, False), cols), 0.0, cols) * n)
             cells.append(f"{corpus} {a}/{b}/{n}")
             hit_in, hit_out, total = hit_in + a, hit_out + b, total + n
-        print(f"  {label:<28} {'  '.join(cells)}   all {hit_in / total:.3f} / left out {hit_out / total:.3f}")
+        print(f"  {label:<30} {'  '.join(cells)}   all {hit_in / total:.3f} / left out {hit_out / total:.3f}")
 
     every = list(range(len(FEATURES)))
     print(f"\nthe scorer with a corpus left out ({len(rows)} answerable questions of {', '.join(corpora)});")
-    print("  cells: corpus  in-sample / left out / questions where some unit states the answer")
-    for label, weights in (("twelve, as shipped before", REFUSAL_WEIGHTS), ("five, as shipped", WEIGHTS)):
-        w = np.array([weights[n] for n in FEATURES])
-        cells = [
-            f"{c} {round(_top1(of(c, True), w, 0.0, every) * sum(1 for ex in of(c, True) if ex['y'].any()))}"
-            for c in corpora
-        ]
-        print(f"  {label:<28} {'  '.join(cells)}   all {_top1(rows, w, 0.0, every):.3f}")
+    print("  cells: corpus  fitted on all / fitted without it / questions where some unit states the answer")
+    shipped = np.array([WEIGHTS[n] for n in FEATURES])
+    cells = [f"{c} {round(_top1(of(c, True), shipped, BIAS, every) * reachable(of(c, True)))}" for c in corpora]
+    print(f"  {'shipped (sample, pydoc, stdlib)':<30} {'  '.join(cells)}   all {_top1(rows, shipped, BIAS, every):.3f}")
     line("twelve signals, refitted", every)
-    five = [FEATURES.index(n) for n in FIVE]
-    line("five signals, refitted", five)
+    line("five signals, refitted", [FEATURES.index(n) for n in FIVE])
     for k, name in enumerate(FEATURES):
         line(f"twelve without {name}", [j for j in every if j != k])
-    w5 = _fit_rank(rows, five)
-    w12 = np.array([REFUSAL_WEIGHTS[n] for n in FEATURES])
-    best12 = np.mean([(ex["x"] @ w12).max() for ex in rows])
-    best5 = np.mean([(ex["x"][:, five] @ w5).max() for ex in rows])
-    print(
-        "  five signals fitted on all: "
-        + ", ".join(f"{FEATURES[c]} {v:+.2f}" for c, v in zip(five, w5))
-        + f", bias {-2.9 + best12 - best5:+.2f}"
-    )
 
 
 def refusal_fit(args: argparse.Namespace, calib: list[dict[str, Any]], held_out: list[dict[str, Any]]) -> None:

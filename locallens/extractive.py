@@ -47,7 +47,6 @@ from locallens.trim import unit_rows
 from locallens.unit_scores import (
     BIAS,
     BRIDGED,
-    REFUSAL_WEIGHTS,
     QuestionTerms,
     asked_fact,
     asks_name,
@@ -59,7 +58,6 @@ from locallens.unit_scores import (
     is_context_only,
     key_terms,
     key_words,
-    linear,
     question_terms,
     word_salience,
 )
@@ -156,13 +154,6 @@ class Scored:
     scores: np.ndarray  # probability that the unit states the answer
     cosines: np.ndarray
     vectors: np.ndarray
-    # Each unit's linear score as the refusal reads it (`unit_scores.REFUSAL_WEIGHTS`); None:
-    # read from `scores`.
-    evidence: np.ndarray | None = None
-
-
-# A unit the scoring leaves out, as the refusal reads it: the log-odds of a probability of 0.
-_LEFT_OUT = float(np.log(1e-12)) + 2.9
 
 
 def score_units(
@@ -190,7 +181,6 @@ def score_units(
         [h.score for h in hits],
     )
     scores = combine(rows)
-    evidence = linear(rows, REFUSAL_WEIGHTS)
     for i, unit in enumerate(units):
         if (
             unit.kind == HEADING
@@ -201,8 +191,7 @@ def score_units(
             # A title, a header row, a unit too long to print as an answer, or the tail of a
             # sentence the chunk's start cut (the chunk before holds it whole).
             scores[i] = 0.0
-            evidence[i] = _LEFT_OUT
-    return Scored(units, scores, cosines, vectors, evidence)
+    return Scored(units, scores, cosines, vectors)
 
 
 # A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
@@ -455,12 +444,7 @@ def evidence_features(
     and how far the units holding the kind of fact asked are from its subject (`fact_far`).
     `asked`: the text whose asked fact is measured (`fact_far`, `fact_unstated`), when not the
     question's own (a rendering that lost "presupuesto" -> "budget" still asks for an amount)."""
-    if not scored.units:
-        best = 0.0
-    elif scored.evidence is not None:
-        best = float(np.max(scored.evidence))
-    else:
-        best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
+    best = float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
     fact_text = asked or question
     return {
         "best_unit": best,
@@ -489,17 +473,11 @@ def _asks_fact(question: str) -> bool:
 def with_rendering(scored: Scored, rendered: Scored) -> Scored:
     """A Spanish question over English excerpts read in English too: each unit keeps the better
     of its scores (and cosines) against the question and against its English rendering."""
-    evidence = (
-        np.maximum(scored.evidence, rendered.evidence)
-        if scored.evidence is not None and rendered.evidence is not None
-        else None
-    )
     return Scored(
         scored.units,
         np.maximum(scored.scores, rendered.scores),
         np.maximum(scored.cosines, rendered.cosines),
         scored.vectors,
-        evidence,
     )
 
 

@@ -24,10 +24,12 @@ The signals of one unit (`FEATURES`, each in 0..1):
   with block is left?" names a method;
 - `retrieval_share`: the excerpt's retrieval score over the top excerpt's.
 
-The weights (`WEIGHTS`, `BIAS`) are a logistic regression fitted by
-`benchmarks/bench_answers.py --fit` on the sample, pydoc and stdlib question sets (a unit is a
-positive when it, read with its context, states the expected answer); the figures, and what each
-signal adds, are in docs/benchmarks.md#answer-units.
+The weights (`WEIGHTS`, `BIAS`) are a conditional logit fitted by `benchmarks/bench_answers.py
+--fit` on the sample, pydoc and stdlib question sets (a unit is a positive when it, read with its
+context, states the expected answer); the figures, and what each signal adds, are in
+docs/benchmarks.md#answer-units. `bench_answers.py --transfer` measures them with each corpus
+left out (docs/benchmarks.md#the-scorer-with-a-corpus-left-out): refitted on more corpora, or on
+fewer signals, they carried over no better to corpora never fitted on.
 """
 
 from __future__ import annotations
@@ -61,31 +63,8 @@ FEATURES: tuple[str, ...] = (
     "new_identifier",
     "retrieval_share",
 )
-# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring). Five signals: the
-# others (context cosine and terms, type match, novelty, rank, new identifier, retrieval share)
-# did not hold up with a corpus left out (fitted without it, measured on it), and weigh 0
-# (docs/benchmarks.md#the-scorer-with-a-corpus-left-out).
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
 WEIGHTS: dict[str, float] = {
-    "cosine": 1.86,
-    "context_cosine": 0.0,
-    "terms": 2.03,
-    "context_terms": 0.0,
-    "type_match": 0.0,
-    "type_miss": -1.5,
-    "novelty": 0.0,
-    "rank": 0.0,
-    "short": -0.49,
-    "salient_terms": 2.1,
-    "new_identifier": 0.0,
-    "retrieval_share": 0.0,
-}
-# The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
-# mean probability on the fitting sets where it was with the twelve signals.
-BIAS = -1.52
-# The refusal's evidence reads the best unit's linear score under the twelve signals' weights
-# it was fitted with (`extractive.evidence_features`), so that ranking units by the five
-# signals above leaves what it refuses as it was; it is refitted on these when it is refitted.
-REFUSAL_WEIGHTS: dict[str, float] = {
     "cosine": 1.82,
     "context_cosine": -0.01,
     "terms": 1.58,
@@ -99,6 +78,9 @@ REFUSAL_WEIGHTS: dict[str, float] = {
     "new_identifier": 0.4,
     "retrieval_share": 0.62,
 }
+# The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
+# probability where it was before the last three signals came (their mean +0.9 on the best unit).
+BIAS = -2.9
 
 # Words that carry no topic: function words and question words (English, Spanish), verbs
 # every question uses, and the verbs of "how long does it take / last", "¿cuánto dura / tarda?".
@@ -530,11 +512,6 @@ def combine(rows: np.ndarray, weights: dict[str, float] | None = None, bias: flo
     w = np.array([(weights or WEIGHTS)[name] for name in FEATURES], dtype=np.float64)
     z = rows @ w + (BIAS if bias is None else bias)
     return 1.0 / (1.0 + np.exp(-z))
-
-
-def linear(rows: np.ndarray, weights: dict[str, float]) -> np.ndarray:
-    """Each unit's linear score (no bias) under `weights`."""
-    return rows @ np.array([weights[name] for name in FEATURES], dtype=np.float64)
 
 
 def is_context_only(unit: Unit) -> bool:

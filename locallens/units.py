@@ -8,7 +8,11 @@ is and linked to what it needs to be read:
   the one above its `|---|` line), "code" (a fenced block, or lines indented as code, or lines
   that start with a shell or Python prompt), "definition" (a term on its own line followed by
   its indented description, or `term::` / `term:` then the description: the unit holds both),
-  "heading";
+  "heading". A term and its description on one line, two or more spaces apart
+  ("--tar-filter  filter program to pipe data through", as a manual page lays out an option
+  list) is a definition too; short lines a setup line introduces are its items (a list laid out
+  without bullets), not titles; a shell comment right over a `$ ` command line is a sentence
+  that introduces the command, not a heading;
 - `setup`: the unit that introduces this one, when a sentence ending with ":" is followed by a
   code block, a list, a table or a definition (all the items of that list, all the rows of that
   table point at it);

@@ -54,6 +54,9 @@ _TERM_LINE = re.compile(r"^(?P<term>[^\s].{0,80}?)(?P<colons>::?)\s*$")
 # through", "ARCHIVE  archive to export"); the term does not end a sentence.
 _ONE_LINE_TERM = re.compile(r"^(?P<term>[^\s|].{0,60}?[^\s.,;:!?]) {2,}(?P<desc>[^\s].*\w.*)$")
 MAX_ONE_LINE_TERM_WORDS = 6
+# ... and its description says something: at least this many words ("REPOSITORY  repository to
+# lock" names a placeholder, and stays a title).
+MIN_ONE_LINE_DESCRIPTION_WORDS = 4
 # A shell comment over the command it describes ("# keyfile: stores the key into
 # ~/.config/borg/keys/" over "$ borg init --encryption=keyfile ..."), not a markdown heading.
 _SHELL_COMMENT = re.compile(r"^#\s")
@@ -93,7 +96,11 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     if lines and min(indents) >= 3:
         return CODE, ""  # a block indented as code (a literal block of reST or pydoc)
     one_line = _ONE_LINE_TERM.match(text.split("\n", 1)[0].strip())
-    if one_line and len(one_line.group("term").split()) <= MAX_ONE_LINE_TERM_WORDS:
+    if (
+        one_line
+        and len(one_line.group("term").split()) <= MAX_ONE_LINE_TERM_WORDS
+        and len(one_line.group("desc").split()) >= MIN_ONE_LINE_DESCRIPTION_WORDS
+    ):
         return DEFINITION, one_line.group("term")
     if len(lines) >= 2:
         head = lines[0].strip()

@@ -788,9 +788,17 @@ def test_short_lines_a_setup_line_introduces_are_its_items_not_titles() -> None:
 
 
 def test_a_term_and_its_description_on_one_line_are_a_definition() -> None:
-    content = "options\n\n--tar-filter  filter program to pipe data through\n\nARCHIVE  archive to export"
+    content = (
+        "options\n\n--tar-filter  filter program to pipe data through\n\n"
+        "REPOSITORY  repository to lock\n\nARCHIVE  name of the archive to export"
+    )
     units = excerpt_units(content, 1)
-    assert [(u.kind, u.term) for u in units] == [(HEADING, ""), (DEFINITION, "--tar-filter"), (DEFINITION, "ARCHIVE")]
+    assert [(u.kind, u.term) for u in units] == [
+        (HEADING, ""),
+        (DEFINITION, "--tar-filter"),
+        (HEADING, ""),  # a description of three words names a placeholder: a title, as before
+        (DEFINITION, "ARCHIVE"),
+    ]
     # Prose with two spaces after a full stop is not one.
     assert [u.kind for u in excerpt_units("Called to implement membership.  Should return true.", 1)] == [
         "sentence",

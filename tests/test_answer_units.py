@@ -463,15 +463,12 @@ def test_passage_adds_the_best_unit_of_another_excerpt_when_close() -> None:
     # The second excerpt's unit scores 0.25 under the best: beyond MARGIN, within OTHER_MARGIN.
     scored = _scored(units, [0.9, 0.2, 0.1, 0.65])
     printed = [u.text for u, _ in passage_units(scored)]
-    # (the best unit's next one, "They are checked weekly.", comes with it: `_with_next`)
-    assert printed == ["Backups run nightly.", "They are checked weekly.", "Backups are kept for 35 days."]
+    # ("They are checked weekly." is too short a fragment to come as the line after the best)
+    assert printed == ["Backups run nightly.", "Backups are kept for 35 days."]
     # A broad question's passage stays on its excerpt.
-    assert [u.text for u, _ in passage_units(scored, other_excerpts=False)] == [
-        "Backups run nightly.",
-        "They are checked weekly.",
-    ]
+    assert [u.text for u, _ in passage_units(scored, other_excerpts=False)] == ["Backups run nightly."]
     # Too far under the best: not printed.
-    assert [u.excerpt for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1, 0.5]))] == [1, 1]
+    assert len(passage_units(_scored(units, [0.9, 0.2, 0.1, 0.5]))) == 1
 
 
 def test_the_same_text_in_two_excerpts_takes_no_answering_slot() -> None:
@@ -818,3 +815,21 @@ def test_a_shell_comment_over_a_command_introduces_it() -> None:
     assert printed[:2] == [units[2].text, units[3].text]
     # A markdown heading over prose stays a heading.
     assert excerpt_units("# Backups\n\nBackups run nightly.", 1)[0].kind == HEADING
+
+
+def test_the_line_after_is_not_a_fragment_nor_a_setup_line_without_its_block() -> None:
+    fragment = excerpt_units(
+        "cache(user_function) is a simple lightweight unbounded cache. Sometimes called memoize.", 1
+    )
+    assert [u.text for u, _ in passage_units(_scored(fragment, [0.9, 0.2]))] == [fragment[0].text]
+    content = (
+        "Rotate the access log every day with rotatelogs and a pipe. "
+        "You can also use a time-based filename pattern with strftime format strings:\n\n"
+        "    CustomLog access_log.%Y-%m-%d 86400 combined\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [u.kind for u in units] == ["sentence", "sentence", CODE]
+    # The setup line comes with its block ...
+    assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]))] == [u.text for u in units]
+    # ... or not at all, when the block does not fit.
+    assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]), passage_tokens=30)] == [units[0].text]

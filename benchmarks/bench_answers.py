@@ -23,6 +23,14 @@ is in no document, the right answer being the refusal):
   varnish_es_over_en.jsonl (8 + 2, Spanish) over the Varnish Cache documentation (Debian
   `varnish-doc`, `corpora.py --varnish`): written before anything was measured on them and left
   out of the default `--sets`, so that a change is judged on them once, after it is made.
+- postfix, postfix-es: benchmarks/data/postfix_questions.jsonl (40 + 8, 6 of the 40 broad) and
+  postfix_es_over_en.jsonl (8 + 2, Spanish) over the Postfix README documents (Debian
+  `postfix-doc`, `corpora.py --postfix`): written before anything was measured on them, for
+  fitting and judging leave-one-corpus-out; outside the default `--sets`.
+- apache, apache-es: benchmarks/data/apache_questions.jsonl (40 + 8) and apache_es_over_en.jsonl
+  (8 + 2, Spanish) over the English Apache HTTP Server 2.4 manual (Debian `apache2-doc`,
+  `corpora.py --apache`): written before anything was measured on them, a corpus for fitting and
+  judging leave-one-corpus-out; out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -62,7 +70,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import _common as c
-from corpora import write_borg_corpus, write_pydoc_corpus, write_stdlib_corpus, write_varnish_corpus
+from corpora import (
+    write_apache_corpus,
+    write_borg_corpus,
+    write_postfix_corpus,
+    write_pydoc_corpus,
+    write_stdlib_corpus,
+    write_varnish_corpus,
+)
 
 ROOT = c.ROOT
 DATA = Path(__file__).resolve().parent / "data"
@@ -79,6 +94,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
     "varnish": ("varnish", [DATA / "varnish_questions.jsonl"]),
     "varnish-es": ("varnish", [DATA / "varnish_es_over_en.jsonl"]),
+    "postfix": ("postfix", [DATA / "postfix_questions.jsonl"]),
+    "postfix-es": ("postfix", [DATA / "postfix_es_over_en.jsonl"]),
+    "apache": ("apache", [DATA / "apache_questions.jsonl"]),
+    "apache-es": ("apache", [DATA / "apache_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -109,6 +128,10 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
     if corpus == "varnish":
         return write_varnish_corpus(workdir / "varnish-corpus")
+    if corpus == "postfix":
+        return write_postfix_corpus(workdir / "postfix-corpus")
+    if corpus == "apache":
+        return write_apache_corpus(workdir / "apache-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

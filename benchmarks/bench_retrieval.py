@@ -19,6 +19,13 @@ offline from the same two rankings, so no setting costs a second index:
   (`corpora.py --varnish`), with `benchmarks/data/varnish_questions.jsonl` and its Spanish
   questions `varnish_es_over_en.jsonl` (one index); scored like stdlib. Held out: written before
   any measurement, for judging a change once it is made.
+- postfix, postfix-es: the Postfix README documents from Debian's `postfix-doc` package
+  (`corpora.py --postfix`), with `benchmarks/data/postfix_questions.jsonl` and its Spanish
+  questions `postfix_es_over_en.jsonl` (one index); scored like stdlib. Written before any
+  measurement; outside the default `--corpora`.
+- apache, apache-es: the English Apache HTTP Server 2.4 manual from Debian's `apache2-doc`
+  package (`corpora.py --apache`), with `benchmarks/data/apache_questions.jsonl` and its Spanish
+  questions `apache_es_over_en.jsonl` (one index); scored like stdlib.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -72,6 +79,10 @@ PYDOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "pydoc_questions.jsonl"
 BORG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "borg_questions.jsonl"
 VARNISH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "varnish_questions.jsonl"
 VARNISH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "varnish_es_over_en.jsonl"
+POSTFIX_QUESTIONS = c.ROOT / "benchmarks" / "data" / "postfix_questions.jsonl"
+POSTFIX_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "postfix_es_over_en.jsonl"
+APACHE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_questions.jsonl"
+APACHE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -197,6 +208,22 @@ def load_varnish(work: Path, questions: Path = VARNISH_QUESTIONS, name: str = "v
 
     corpus = load_docs(name, write_varnish_corpus(work / "varnish-docs"), questions)
     return dataclasses.replace(corpus, index="varnish")
+
+
+def load_postfix(work: Path, questions: Path = POSTFIX_QUESTIONS, name: str = "postfix") -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_postfix_corpus
+
+    corpus = load_docs(name, write_postfix_corpus(work / "postfix-docs"), questions)
+    return dataclasses.replace(corpus, index="postfix")
+
+
+def load_apache(work: Path, questions: Path = APACHE_QUESTIONS, name: str = "apache") -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_apache_corpus
+
+    corpus = load_docs(name, write_apache_corpus(work / "apache-docs"), questions)
+    return dataclasses.replace(corpus, index="apache")
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -652,6 +679,10 @@ def main() -> None:
         "borg": lambda: load_borg(args.work),
         "varnish": lambda: load_varnish(args.work),
         "varnish-es": lambda: load_varnish(args.work, VARNISH_ES_QUESTIONS, "varnish-es"),
+        "postfix": lambda: load_postfix(args.work),
+        "postfix-es": lambda: load_postfix(args.work, POSTFIX_ES_QUESTIONS, "postfix-es"),
+        "apache": lambda: load_apache(args.work),
+        "apache-es": lambda: load_apache(args.work, APACHE_ES_QUESTIONS, "apache-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

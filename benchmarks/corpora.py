@@ -18,13 +18,27 @@
   91 pages; the essays, release notes and developer guide are left out).
   `benchmarks/data/varnish_questions.jsonl` and `varnish_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it: the held-out check of answer and retrieval changes.
+- `write_postfix_corpus` writes the Postfix mail server's README documents as Debian's `postfix-doc`
+  package ships them (plain text, most of them gzipped, headings in overstrike), one text file per
+  document (`TLS_README.txt`, `SOHO_README.txt`, `OVERVIEW.txt`, ...; 57 pages, the html/ copies of
+  the same documents and the manual pages left out). `benchmarks/data/postfix_questions.jsonl` and
+  `postfix_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
+- `write_apache_corpus` writes the Apache HTTP Server 2.4 manual as Debian's `apache2-doc` package
+  ships it (HTML, the English pages only): the guides, how-tos, program pages and module pages, one
+  plain-text file per page (`mod-mod_expires.txt`, `howto-htaccess.txt`, `caching.txt`, ...; 194
+  pages, 2.1 MB); left out: the developer docs, the directive/module index pages, the glossary and
+  sitemap, the licence, the pages not in English and pages under 1 KB of text.
+  `benchmarks/data/apache_questions.jsonl` and `apache_es_over_en.jsonl` hold questions about it,
+  written before anything was measured on it.
 
-The first two need no download. Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish]
+The first two need no download.
+Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import html.parser
 import json
 import pathlib
@@ -292,21 +306,138 @@ def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     return _write_pages(deb, VARNISH_HTML, dest, pages, varnish_page_text)
 
 
+POSTFIX_PACKAGE = "postfix-doc"
+POSTFIX_DOCS = "usr/share/doc/postfix"
+# The README documents at the top of the folder (the examples/ and html/ folders left out: html/
+# repeats the same documents, and adds the manual pages); left out too: the stub that points to
+# the web site (QMQP_README), two notes for developers of the source tree (PORTING, README.proto),
+# and the older versions' copies of two current documents (TLS_LEGACY_README for Postfix < 2.3,
+# POSTSCREEN_3_5_README for 2.8 - 3.5), which would state most answers of TLS_README and
+# POSTSCREEN_README a second time.
+_POSTFIX_SKIPPED = ("QMQP_README", "PORTING", "README.proto", "TLS_LEGACY_README", "POSTSCREEN_3_5_README")
+
+
+def postfix_page_text(page: str) -> str:
+    r"""The text of one Postfix README: its overstrike emphasis ("P\bPo\bo", "_\bx") reduced to the
+    letters, the horizontal rule under the title dropped (a line of dashes after a blank line; a
+    heading's own underline stays), trailing blanks and runs of blank lines removed."""
+    lines = [line.rstrip() for line in re.sub(r".\x08", "", page).split("\n")]
+    rules = {n for n, line in enumerate(lines) if re.fullmatch(r"-{3,}", line) and (n == 0 or not lines[n - 1])}
+    kept = [line for n, line in enumerate(lines) if n not in rules]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip() + "\n"
+
+
+def write_postfix_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the Postfix README documents as `dest/<document>.txt` (`TLS_README.gz` ->
+    `TLS_README.txt`, `OVERVIEW.gz` -> `OVERVIEW.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        return [
+            page for page in root.iterdir() if page.is_file() and page.name.removesuffix(".gz") not in _POSTFIX_SKIPPED
+        ]
+
+    deb = deb or _debian_package(POSTFIX_PACKAGE, dest.parent)
+    return _write_pages(deb, POSTFIX_DOCS, dest, pages, postfix_page_text)
+
+
+APACHE_PACKAGE = "apache2-doc"
+# Debian keeps each language of the manual in its own folder: `en/` holds the English pages.
+APACHE_HTML = "usr/share/doc/apache2-doc/manual/en"
+# Left out: the module API docs for C developers, the lists of links (every folder's index page,
+# the directive and module indexes, the sitemap, the glossary of terms pointing at other pages),
+# the licence, and the release notes of 2.0 and 2.2.
+_APACHE_SKIPPED = (
+    "developer/",
+    "mod/directives.html",
+    "mod/quickreference.html",
+    "sitemap.html",
+    "glossary.html",
+    "license.html",
+    "new_features_2_0.html",
+    "new_features_2_2.html",
+)
+# A page with less text than this is a stub (a list of links, a one-paragraph module).
+APACHE_MIN_CHARS = 1024
+# The navigation every Apache page repeats: the language list (and its toggle button), the
+# "quickview" sidebar (the page's topics, directives, bug links, see-also links) and the pilcrow
+# after each heading.
+_APACHE_CHROME = re.compile(
+    r'<div class="toplang">.*?</div>|<div id="quickview">.*?</div>|<button\b.*?</button>'
+    r'|<a [^>]*class="permalink"[^>]*>.*?</a>',
+    re.S,
+)
+
+
+def apache_page_text(page: str) -> str:
+    """The text of one page of the Apache HTTP Server manual (its content, without the header,
+    the language lists, the sidebar and the footer)."""
+    start = page.find('<div id="page-content">')
+    end = page.find('<div class="bottomlang">', start)
+    parser = _PageText()
+    parser.feed(_APACHE_CHROME.sub("", page[start if start >= 0 else 0 : end if end >= 0 else len(page)]))
+    parser.close()
+    return parser.text()
+
+
+def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the English Apache HTTP Server 2.4 manual as `dest/<page>.txt` (`mod/mod_expires.html`
+    -> `mod-mod_expires.txt`, `howto/htaccess.html` -> `howto-htaccess.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
+    less than `APACHE_MIN_CHARS` of text are left out.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        kept = []
+        for page in root.rglob("*.html"):
+            name = page.relative_to(root).as_posix()
+            if page.name == "index.html" or name.startswith(_APACHE_SKIPPED):
+                continue
+            source = page.read_text(encoding="utf-8")
+            # Debian 2.4.71's en/ folder holds six pages in Brazilian Portuguese (bind, install,
+            # upgrading, ...; `<html lang="pt-br">`): the language of a page is its own tag's.
+            if '<html lang="en"' in source and len(apache_page_text(source)) >= APACHE_MIN_CHARS:
+                kept.append(page)
+        return kept
+
+    deb = deb or _debian_package(APACHE_PACKAGE, dest.parent)
+    return _write_pages(deb, APACHE_HTML, dest, pages, apache_page_text)
+
+
+def _read_page(page: pathlib.Path) -> str:
+    """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
+    if page.suffix == ".gz":
+        with gzip.open(page, "rt", encoding="utf-8") as file:
+            return file.read()
+    return page.read_text(encoding="utf-8")
+
+
 def _write_pages(
     deb: pathlib.Path,
-    html_folder: str,
+    folder: str,
     dest: pathlib.Path,
     pages: Callable[[pathlib.Path], list[pathlib.Path]],
     page_text: Callable[[str], str],
 ) -> pathlib.Path:
-    """Unpack `deb` and write the text of each of `pages(<its html_folder>)` as `dest/<page>.txt`
-    (`usage/prune.html` -> `usage-prune.txt`), a page rewritten only when its text changed."""
+    """Unpack `deb` and write the text of each of `pages(<its folder>)` as `dest/<page>.txt`
+    (`usage/prune.html` -> `usage-prune.txt`, `TLS_README.gz` -> `TLS_README.txt`; a gzipped page
+    is read decompressed), a page rewritten only when its text changed."""
     with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
         subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        root = pathlib.Path(unpacked) / html_folder
+        root = pathlib.Path(unpacked) / folder
         for page in sorted(pages(root)):
-            text = page_text(page.read_text(encoding="utf-8"))
-            path = dest / (page.relative_to(root).as_posix().removesuffix(".html").replace("/", "-") + ".txt")
+            text = page_text(_read_page(page))
+            name = page.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".html")
+            path = dest / (name.replace("/", "-") + ".txt")
             if not (path.is_file() and path.read_text(encoding="utf-8") == text):
                 path.write_text(text, encoding="utf-8")
     return dest
@@ -326,15 +457,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--varnish", action="store_true", help="the Varnish Cache documentation from Debian's varnish-doc package"
     )
+    parser.add_argument(
+        "--postfix", action="store_true", help="the Postfix README documents from Debian's postfix-doc package"
+    )
+    parser.add_argument(
+        "--apache", action="store_true", help="the Apache HTTP Server manual from Debian's apache2-doc package"
+    )
     args = parser.parse_args(argv)
-    if args.borg:
+    if args.apache:
+        out = write_apache_corpus(args.dest)
+    elif args.postfix:
+        out = write_postfix_corpus(args.dest)
+    elif args.borg:
         out = write_borg_corpus(args.dest)
     elif args.varnish:
         out = write_varnish_corpus(args.dest)
     else:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
-    print(f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish) else 'pages'} to {out}")
+    print(
+        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache) else 'pages'} to {out}"
+    )
 
 
 if __name__ == "__main__":

@@ -20,10 +20,16 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
+from dataclasses import replace
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from locallens.config import env_flag
 from locallens.domain import Rendering
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # Apertium's mode for Spanish to English, and how long one translation may take before the
 # question is searched without it (a first run reads ~5 MB of transducers: ~0.2 s here).
@@ -102,6 +108,17 @@ def render(question: str) -> Rendering | None:
     """The English rendering of a Spanish question, or None (see the module doc)."""
     pending = start_rendering(question)
     return pending.result() if pending else None
+
+
+def embedded(rendering: Rendering | None, encode_query: Callable[[str], np.ndarray]) -> Rendering | None:
+    """`rendering` with its query vector (the search ranks a chunk by its best cosine over the
+    question and its rendering)."""
+    return None if rendering is None else replace(rendering, vector=encode_query(rendering.text))
+
+
+def variants(rendering: Rendering | None) -> list[tuple[str, np.ndarray]]:
+    """The renderings a search takes besides the question itself (`retrieval.search`'s `also`)."""
+    return [(rendering.text, rendering.vector)] if rendering is not None and rendering.vector is not None else []
 
 
 def gloss(question: str) -> str:

@@ -437,10 +437,8 @@ def retrieve(
     t0 = time.perf_counter()
     pending = crosslang.start_rendering(query)  # runs while the question is embedded
     qvec = embedder.encode_query(query) if query_vector is None else query_vector
-    rendering = pending.result() if pending else None
-    if rendering is not None:
-        rendering = replace(rendering, vector=embedder.encode_query(rendering.text))
-    also = [(rendering.text, rendering.vector)] if rendering is not None and rendering.vector is not None else []
+    rendering = crosslang.embedded(pending.result() if pending else None, embedder.encode_query)
+    also = crosslang.variants(rendering)
     t1 = time.perf_counter()
     depth = max(top_k, rerank.candidates) if rerank else top_k
     hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid, also=also)

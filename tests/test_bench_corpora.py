@@ -1,4 +1,4 @@
-"""The benchmark corpora's own code: the BorgBackup and Varnish page text and the question sets' shape."""
+"""The benchmark corpora's own code: the BorgBackup, Varnish, Postfix and Apache page text and the question sets' shape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from corpora import borg_page_text, varnish_page_text  # noqa: E402
+from corpora import apache_page_text, borg_page_text, postfix_page_text, varnish_page_text  # noqa: E402
 
 PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
 <div class="document clearer body">
@@ -84,5 +84,91 @@ def test_varnish_question_sets_shape() -> None:
         answerable = [r for r in rows if r.get("answerable", True)]
         assert len(rows) == total and len(answerable) == answerable_count
         assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
+        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+        assert len({r["question"] for r in rows}) == total
+
+
+POSTFIX_PAGE = (
+    "P\bPo\bos\bst\btf\bfi\bix\bx S\bSO\bOH\bHO\bO H\bHo\bow\bwt\bto\bo\n\n" + "-" * 79 + "\n\n"
+    "O\bOv\bve\ber\brv\bvi\bie\bew\bw   \n\n\n\nPostfix should work out of the box, n\bno\bot\bt with\n"
+    "the _\bs_\bm_\bt_\bp client alone.\n\n    /etc/postfix/main.cf:\n        relayhost = [mail.isp.example]\n\n"
+    "Purpose\n=======\n\nA heading underlined with = stays.\n"
+)
+
+
+def test_postfix_page_text_reads_as_text() -> None:
+    text = postfix_page_text(POSTFIX_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "Postfix SOHO Howto" and lines[2] == "Overview"  # overstrike gone, rule under the title gone
+    assert "\b" not in text and "-" * 10 not in text
+    assert "out of the box, not with\nthe smtp client alone." in text  # bold and underlined words plain
+    assert "        relayhost = [mail.isp.example]" in lines  # indented blocks kept as they are
+    assert "Purpose\n=======\n" in text  # a heading's own underline kept
+    assert text.endswith("\n") and "\n\n\n" not in text and all(line == line.rstrip() for line in lines)
+
+
+def test_postfix_question_sets_shape() -> None:
+    for name, total, answerable_count in (("postfix_questions", 48, 40), ("postfix_es_over_en", 10, 8)):
+        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines]
+        answerable = [r for r in rows if r.get("answerable", True)]
+        assert len(rows) == total and len(answerable) == answerable_count
+        assert all(r["files"] and r["question"].strip() for r in answerable)
+        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+        assert len({r["question"] for r in rows}) == total
+    broad = [
+        r for r in map(json.loads, (ROOT / "benchmarks/data/postfix_questions.jsonl").open()) if "answers" not in r
+    ]
+    assert len([r for r in broad if r.get("answerable", True)]) == 6  # the broad questions: files only
+
+
+APACHE_PAGE = """<html lang="en"><head><title>mod_expires</title></head><body>
+<div id="page-header"><p class="menu"><a href="../mod/index.html">Modules</a> | <a href="../glossary.html">Glossary</a></p></div>
+<div id="path"><a href="https://www.apache.org/">Apache</a> &gt; <a href="./index.html">Modules</a></div>
+<div id="page-content">
+<div id="preamble"><h1>Apache Module mod_expires</h1>
+<button aria-label="Toggle language list" class="lang-toggle"><svg><circle r="10"/></svg></button>
+<div class="toplang"><p><span>Available Languages: </span><a href="../../en/mod/mod_expires.html">&nbsp;en&nbsp;</a> |
+<a href="../../fr/mod/mod_expires.html">&nbsp;fr&nbsp;</a></p></div>
+<table class="module"><tr><th><a href="module-dict.html#Status">Status:</a></th><td>Extension</td></tr></table>
+<h3>Summary</h3>
+    <p>This module controls the setting of the <code>Expires</code>
+    HTTP header in server responses.</p>
+</div>
+<div id="quickview"><h3 class="directives">Directives</h3><ul id="toc">
+<li><img alt="" src="../../images/down.gif"> <a href="#expiresactive">ExpiresActive</a></li></ul></div>
+<div class="top"><a href="#page-header"><img alt="top" src="../../images/up.gif"></a></div>
+<div class="directive-section"><h2 id="expiresactive">ExpiresActive Directive <a title="Permanent link" href="#expiresactive" class="permalink">&para;</a></h2>
+<table class="directive"><tr><th><a href="directive-dict.html#Default">Default:</a></th><td><code>ExpiresActive Off</code></td></tr></table>
+<pre class="prettyprint lang-config">ExpiresDefault "access plus 1 month"
+ExpiresByType image/gif "modification plus 5 hours"</pre>
+</div></div>
+<div class="bottomlang"><p><span>Available Languages: </span><a href="../../en/mod/mod_expires.html">&nbsp;en&nbsp;</a></p></div>
+<div id="footer"><p class="apache">Copyright 2026 The Apache Software Foundation.</p></div>
+</body></html>"""
+
+
+def test_apache_page_text_keeps_the_content_only() -> None:
+    text = apache_page_text(APACHE_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "Apache Module mod_expires"  # no menu, no breadcrumb path
+    assert "Status:  Extension" in lines and "Default:  ExpiresActive Off" in lines  # a row is one line
+    assert "ExpiresActive Directive" in lines  # the heading without its pilcrow
+    assert "the setting of the Expires HTTP header in server responses." in text
+    assert 'ExpiresByType image/gif "modification plus 5 hours"' in lines  # preformatted text kept
+    assert "Languages" not in text and "Copyright" not in text and "Glossary" not in text  # no chrome
+    assert text.count("ExpiresActive") == 2  # the sidebar's list of directives is left out
+    assert text.endswith("\n") and "\n\n\n" not in text
+
+
+def test_apache_question_sets_shape() -> None:
+    for name, total, answerable_count, broad in (("apache_questions", 48, 40, 6), ("apache_es_over_en", 10, 8, 0)):
+        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines]
+        answerable = [r for r in rows if r.get("answerable", True)]
+        assert len(rows) == total and len(answerable) == answerable_count
+        # A broad question ("what is X", "summarize the X page") names files and no answer string.
+        assert sum(1 for r in answerable if not r.get("answers")) == broad
+        assert all(r["files"] and r["question"].strip() for r in answerable)
         assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
         assert len({r["question"] for r in rows}) == total

@@ -187,3 +187,37 @@ def test_ask_json_shows_the_rendering_of_a_spanish_question(fake_models, tmp_pat
     assert "5433" in spanish["answer"]
     english = ask(AskRequest(question="Which port does the staging database listen on?", db=db, extractive=True))
     assert "rendering" not in english.as_json()
+
+
+def test_eval_searches_and_answers_a_spanish_question_as_ask_does(fake_models, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`eval` measures what `ask` prints: its Spanish question is searched in English too, and
+    its answer reads the rendering."""
+    from locallens.evaluation.run import EvalRequest, run_eval
+    from locallens.indexer import IndexRequest, index
+
+    from .helpers import write_files
+
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+    root = write_files(
+        tmp_path / "notes",
+        {
+            "staging.md": "# Staging\n\nThe staging database listens on port 5433.\n",
+            "almacen.md": "# Almacén\n\nLa base del almacén escucha los pedidos.\n",
+        },
+    )
+    db = tmp_path / "index.db"
+    index(IndexRequest(paths=[root], db=db))
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        '{"question": "' + QUESTION + '", "answers": ["5433"], "files": ["staging.md"]}\n', encoding="utf-8"
+    )
+    report = run_eval(
+        EvalRequest(
+            db=db, questions=questions, answers=True, extractive=True, top_k=1, thresholds=(0.38,), windows=(0,)
+        )
+    )
+    assert report.as_json()["retrieval"]["hit_at_k"] == 1.0
+    answers = report.answers
+    assert answers is not None and answers.fact_accuracy == 1.0
+    assert "5433" in (answers.per_question[0].answer or "")

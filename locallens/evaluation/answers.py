@@ -40,7 +40,7 @@ import numpy as np
 
 from locallens.claims import CheckedAnswer, Encode
 from locallens.config import DEFAULT_N_CTX
-from locallens.domain import ChatMessage, Hit
+from locallens.domain import ChatMessage, Hit, Rendering
 from locallens.errors import LocallensError, UsageError
 from locallens.evaluation.metrics import citation_validity, contains_answer, context_precision, faithfulness, mean
 from locallens.evaluation.questions import Question
@@ -365,15 +365,19 @@ def evaluate_answers(
     settings: AnswerSettings = AnswerSettings(),
     progress: Progress | None = None,
     term_counts: TermCounts | None = None,
+    renderings: Sequence[Rendering | None] | None = None,
 ) -> AnswerMetrics:
     """Answer each question from its context as `ask` does (one loaded generator, the answer
     check, or the extractive answer), then judge the printed answers. `term_counts`: the brain's
-    word counts, which the refusal weighs a missing word by (`answer.brain_term_counts`)."""
+    word counts, which the refusal weighs a missing word by (`answer.brain_term_counts`);
+    `renderings`: each question's English rendering, when it was searched in English too."""
     from locallens.llm import resolve_llm_path
     from locallens.models import LOADERS
 
-    if not len(questions) == len(contexts) == len(question_vectors):
-        raise UsageError("evaluate_answers needs one context and one vector per question")
+    if renderings is None:
+        renderings = [None] * len(questions)
+    if not len(questions) == len(contexts) == len(question_vectors) == len(renderings):
+        raise UsageError("evaluate_answers needs one context, one vector and one rendering per question")
     progress = progress or NoProgress()
     from locallens.answer import get_mode
 
@@ -405,11 +409,13 @@ def evaluate_answers(
     generate_seconds = 0.0
     try:
         progress.add(ANSWERING, len(questions))
-        for question, hits, vector in zip(questions, contexts, question_vectors):
+        for question, hits, vector, rendering in zip(questions, contexts, question_vectors, renderings):
             result = QuestionAnswer(question=question.text, expected=question.answers, answerable=question.answerable)
             results.append(result)
             started = time.perf_counter()
-            kept = _answer(generator, question.text, list(hits), vector, encode, settings, result, term_counts)
+            kept = _answer(
+                generator, question.text, list(hits), vector, encode, settings, result, term_counts, rendering
+            )
             generate_seconds += time.perf_counter() - started
             progress.advance(ANSWERING)
             if result.answer is None:
@@ -476,6 +482,7 @@ def _answer(
     settings: AnswerSettings,
     result: QuestionAnswer,
     term_counts: TermCounts | None = None,
+    rendering: Rendering | None = None,
 ) -> list[Hit]:
     """`ask`'s answer mode on one question's excerpts; returns the excerpts actually sent."""
     if not hits:
@@ -487,7 +494,8 @@ def _answer(
     options = AnswerOptions(max_tokens=settings.max_tokens, n_ctx=settings.n_ctx, gpu_layers=settings.gpu_layers)
     try:
         asked = answer_with(
-            settings.mode, AnswerInput(question, hits, vector, encode, _Loaded(llm), options, term_counts)
+            settings.mode,
+            AnswerInput(question, hits, vector, encode, _Loaded(llm), options, term_counts, rendering),
         )
     except UsageError as exc:  # the question cannot fit even with one excerpt
         result.error = str(exc)

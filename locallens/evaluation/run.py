@@ -164,7 +164,9 @@ def _baselines(
     progress: Progress,
     hybrid: bool = False,
 ) -> list[Baseline]:
-    """Embed every question once (one batch, with the model's query prefix) and search once."""
+    """Embed every question once (one batch, with the model's query prefix) and search once, a
+    question in Spanish in English too, as `ask` searches it (`locallens.crosslang`)."""
+    from locallens import crosslang
     from locallens.retrieval import search
 
     texts = [embedder.spec.query_prefix + q.text for q in questions]
@@ -174,8 +176,9 @@ def _baselines(
     progress.add(RETRIEVING, len(questions))
     baselines = []
     for question, vector in zip(questions, vectors, strict=False):
-        hits = search(store, brain, question.text, vector, depth, hybrid=hybrid)
-        baselines.append(Baseline(question, vector, hits, top_k))
+        rendering = crosslang.embedded(crosslang.render(question.text), embedder.encode_query)
+        hits = search(store, brain, question.text, vector, depth, hybrid=hybrid, also=crosslang.variants(rendering))
+        baselines.append(Baseline(question, vector, hits, top_k, rendering))
         progress.advance(RETRIEVING)
     return baselines
 
@@ -230,6 +233,7 @@ def run_eval(request: EvalRequest, progress: Progress | None = None, models: Mod
                 ),
                 progress,
                 brain_term_counts(store, brain),
+                [b.rendering for b in baselines],
             )
             timings["answers_s"] = time.perf_counter() - t3
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from locallens.domain import Hit
+from locallens.domain import Hit, Rendering
 from locallens.errors import UsageError
 from locallens.evaluation.metrics import mean
 from locallens.evaluation.questions import Question
@@ -54,6 +54,8 @@ class Baseline:
     vector: np.ndarray  # the query vector (embedded once)
     ranked_hits: list[Hit]  # the deep search, best first (retrieval metrics rank files in it)
     top_k: int
+    # The question's English rendering, searched beside it as `ask` does (`locallens.crosslang`).
+    rendering: Rendering | None = None
 
     @property
     def hits(self) -> list[Hit]:

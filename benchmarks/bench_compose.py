@@ -105,6 +105,9 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     record: dict[str, Any] = {}
     g.checked_answer = composed_all(record)  # GenerateMode calls it by this name
     out = []
+    save = Path(args.save) if args.save else None  # written as it goes
+    if save is not None:
+        save.write_text("", encoding="utf-8")
     try:
         for set_name in args.sets:
             db = b.build_index(b.SETS[set_name][0], workdir)
@@ -142,13 +145,14 @@ def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                         "words": None if composed.refused else len(composed.answer.split()),
                     }
                 out.append(item)
+                if save is not None:
+                    with save.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(item, ensure_ascii=False) + "\n")
                 if args.verbose:
                     flags = " ".join(f"{n}={int(v['stated'])}" for n, v in item["composed"].items())
                     print(f"  [{set_name}] {flags} {row['question'][:60]}", file=sys.stderr)
     finally:
         models.close()
-    if args.save:
-        Path(args.save).write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in out), encoding="utf-8")
     return out
 
 

@@ -12,7 +12,9 @@ so the figures differ only by the composition:
 - covers: the model's answer only when it also states the passage's key facts, else the passage;
 - add / add-same: the passage, then the model's backed sentences that add to it (from any
   excerpt / only from excerpts the passage cites);
-- covers+add, covers+add-same: covers, else add / add-same (the shipped one: covers+add-same).
+- covers+add, covers+add-same: covers, else add / add-same (the shipped one: covers+add-same);
+- facts+add-same: as covers+add-same, the model's answer needing only the literal facts (none of
+  the rare words, `cover_share` 0).
 
 Per set and composition: answerable questions whose printed answer states an expected answer
 (`bench_answers.stated`), false refusals, unanswerable refused, median words, the questions whose
@@ -35,15 +37,16 @@ from typing import Any
 import _common as c
 import bench_answers as b
 
-# name -> (model_alone, add), `generation.compose`'s options.
-COMPOSITIONS: dict[str, tuple[str, str]] = {
-    "before": ("agrees", "none"),
-    "passage": ("never", "none"),
-    "covers": ("covers", "none"),
-    "add": ("never", "any"),
-    "add-same": ("never", "same"),
-    "covers+add": ("covers", "any"),
-    "covers+add-same": ("covers", "same"),
+# name -> (model_alone, add, cover_share), `generation.compose`'s options.
+COMPOSITIONS: dict[str, tuple[str, str, float]] = {
+    "before": ("agrees", "none", 0.5),
+    "passage": ("never", "none", 0.5),
+    "covers": ("covers", "none", 0.5),
+    "add": ("never", "any", 0.5),
+    "add-same": ("never", "same", 0.5),
+    "covers+add": ("covers", "any", 0.5),
+    "covers+add-same": ("covers", "same", 0.5),
+    "facts+add-same": ("covers", "same", 0.0),
 }
 
 
@@ -79,15 +82,21 @@ def composed_all(record: dict[str, Any]) -> Any:
             term_counts=kw.get("term_counts"),
             rendering=kw.get("rendering"),
         )
-        for name, (alone, add) in COMPOSITIONS.items():
+        for name, (alone, add, share) in COMPOSITIONS.items():
             if passage.unanswered and not checked.refused:
                 composed = replace(checked, answer=refusal(question), refused=True)
             elif passage.refused:
                 composed = checked
             else:
                 composed = g.compose(
-                    checked, passage, question, term_counts=kw.get("term_counts"), model_alone=alone, add=add
-                )  # type: ignore[arg-type]
+                    checked,
+                    passage,
+                    question,
+                    term_counts=kw.get("term_counts"),
+                    model_alone=alone,  # type: ignore[arg-type]
+                    add=add,  # type: ignore[arg-type]
+                    cover_share=share,
+                )
             record.setdefault("composed", {})[name] = composed
         return out
 

@@ -304,6 +304,7 @@ def compose(
     model_alone: ModelAlone = "covers",
     add: Additions = "same",
     added_tokens: int = ADDED_TOKENS,
+    cover_share: float = COVER_SHARE,
 ) -> CheckedAnswer:
     """The printed answer from the model's checked answer and the excerpts' passage (the passage
     not refused): the model's answer when it rests on the passage and states the passage's key
@@ -314,7 +315,7 @@ def compose(
     if not checked.refused and model_alone != "never":
         alone = _agrees(checked, extracted)
         if alone and model_alone == "covers":
-            alone = _covers(checked, extracted, question, term_counts)
+            alone = _covers(checked, extracted, question, term_counts, cover_share)
         if alone:
             checked.check_ms = check_ms
             return checked
@@ -348,14 +349,20 @@ def _key_facts(extracted: CheckedAnswer, question: str, term_counts: TermCounts 
     return facts, rare
 
 
-def _covers(checked: CheckedAnswer, extracted: CheckedAnswer, question: str, term_counts: TermCounts | None) -> bool:
+def _covers(
+    checked: CheckedAnswer,
+    extracted: CheckedAnswer,
+    question: str,
+    term_counts: TermCounts | None,
+    cover_share: float = COVER_SHARE,
+) -> bool:
     """Whether the model's printed sentences hold the passage's key facts: every literal fact of
-    its answering units, and at least `COVER_SHARE` of their rare words."""
+    its answering units, and at least `cover_share` of their rare words."""
     facts, rare = _key_facts(extracted, question, term_counts)
     printed = " ".join(c.claim for c in checked.claims if c.supported)
     if missing_facts(facts, printed):
         return False
-    return not rare or len(rare & key_terms(printed)) >= COVER_SHARE * len(rare)
+    return not rare or len(rare & key_terms(printed)) >= cover_share * len(rare)
 
 
 # A list item's or heading's mark: an added sentence is printed after the passage, on its own line.

@@ -20,6 +20,7 @@ Per set and composition: answerable questions whose printed answer states an exp
 (`bench_answers.stated`), false refusals, unanswerable refused, median words, the questions whose
 printed answer differs from the passage, and the median time of the check stage (check + passage
 + composition, `timings.check_ms`). `--save FILE` writes every question's answers as JSONL.
+`--capable`: a capable model simulated by the labelled check set (`capable`), no LLM.
 
     python benchmarks/bench_compose.py --sets sample,broad,es,pydoc,stdlib,borg --workdir DIR
 """
@@ -196,6 +197,65 @@ def report(items: list[dict[str, Any]]) -> None:
             )
 
 
+def capable() -> None:
+    """A capable model, simulated: each question of benchmarks/data/check_labelled.jsonl answered
+    with all of its correct sentences (paraphrases, close copies, summaries, sentences combining
+    two excerpts, as a good model writes them), checked and composed each way with the passage of
+    its excerpts. Per composition: how often the model's answer is printed, the passage followed
+    by model sentences, the passage alone, and how many of the model's sentences are printed."""
+    import bench_check as bc
+
+    from locallens.claims import check_answer
+    from locallens.domain import Chunk, Hit
+    from locallens.embedding import load_embedder
+    from locallens.extractive import extractive_answer
+    from locallens.generation import compose
+    from locallens.retrieval import SentenceEncoder
+
+    records = bc.read_jsonl(bc.DATA / "check_labelled.jsonl")
+    excerpts = {r["id"]: r["text"] for r in bc.read_jsonl(bc.EXCERPTS)}
+    embedder = load_embedder(None)
+    encode = bc.memo_encoder(SentenceEncoder(embedder, None))
+    by_question: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_question.setdefault(record["question"], []).append(record)
+    counts = {name: {"model": 0, "added": 0, "passage": 0, "printed": 0} for name in COMPOSITIONS}
+    words: dict[str, list[int]] = {name: [] for name in COMPOSITIONS}
+    kept = answered = 0
+    for question, rows in by_question.items():
+        hits = []
+        for ref in rows[0]["excerpts"]:
+            path, _, chunk = ref.split(":", 1)[1].rpartition("#")
+            hits.append(Hit(Chunk(ref, "default", path, int(chunk), excerpts[ref], "x" * 64), 0.5))
+        vector = embedder.encode_query(question)
+        model = "\n".join(r["sentence"] for r in rows if r["label"] == "supported")
+        checked = check_answer(model, hits, vector, encode, question=question)
+        kept += sum(claim.supported for claim in checked.claims)
+        passage = extractive_answer(question, hits, vector, encode)
+        if passage.refused:
+            continue
+        answered += 1
+        for name, (alone, add, share) in COMPOSITIONS.items():
+            composed = compose(checked, passage, question, model_alone=alone, add=add, cover_share=share)  # type: ignore[arg-type]
+            printed = sum(1 for claim in composed.claims if claim.supported and not claim.extracted)
+            kind = "model" if not composed.fallback else "added" if printed else "passage"
+            counts[name][kind] += 1
+            counts[name]["printed"] += printed
+            words[name].append(len(composed.answer.split()))
+    correct = sum(r["label"] == "supported" for r in records)
+    print(
+        f"{len(by_question)} questions ({answered} with a passage), {correct} correct sentences, {kept} kept by the check"
+    )
+    print(
+        f"{'composition':<16} {'model':>6} {'passage+model':>13} {'passage':>8} {'model sentences printed':>23} {'words p50':>9}"
+    )
+    for name, n in counts.items():
+        print(
+            f"{name:<16} {n['model']:>6} {n['added']:>13} {n['passage']:>8} {n['printed']:>23} "
+            f"{statistics.median(words[name]):>9.0f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,pydoc,stdlib,borg")
@@ -204,6 +264,7 @@ def main() -> None:
     parser.add_argument(
         "--report", default=None, help="only print the report of a --save file (or several, comma-separated)"
     )
+    parser.add_argument("--capable", action="store_true", help="a capable model simulated by the labelled check set")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     args.sets = args.sets.split(",")
@@ -213,7 +274,10 @@ def main() -> None:
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("Composing the default answer", quick=False)
-    report(run(args))
+    if args.capable:
+        capable()
+    else:
+        report(run(args))
     c.print_end(started)
 
 

@@ -748,7 +748,56 @@ def passage_units(
         answering += 1
         if answering > MAX_ANSWERING:
             break
-    return chosen
+    return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
+
+
+# The kinds of unit that may follow the best one as its continuation (`_with_next`), and the key
+# terms one that is not code holds at least.
+_CONTINUATION = frozenset({SENTENCE, ITEM, DEFINITION, CODE})
+MIN_NEXT_TERMS = 4
+
+
+def _with_next(
+    chosen: list[tuple[Unit, bool]],
+    scored: Scored,
+    used: int,
+    passage_tokens: int,
+    taken: set[tuple[int, int]],
+    seen_text: set[str],
+) -> list[tuple[Unit, bool]]:
+    """The passage with the unit right after the best one (in its excerpt) when the budget has
+    room for it: the best-matching unit often restates the question's topic and the answer is
+    the line after it ("It will fail if /tmp is mounted with the noexec option." then "You can
+    change the temporary directory by setting the TEMP environment variable"). A title, a unit
+    the scoring left out (a cut sentence, one too long), a text already printed, or a fragment of
+    fewer than `MIN_NEXT_TERMS` key terms is not added; a setup line ending with ":" only with
+    the block it introduces."""
+    if not chosen:
+        return chosen
+    best = next(u for u, answering in chosen if answering)
+    at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
+    k = at.get((best.excerpt, best.index + 1))
+    if k is None or scored.scores[k] <= 0:
+        return chosen
+    nxt = scored.units[k]
+    key = " ".join(claim_text(nxt.text).lower().split())
+    if (nxt.excerpt, nxt.index) in taken or nxt.kind not in _CONTINUATION or key in seen_text:
+        return chosen
+    if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
+        return chosen  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
+    group = [nxt]
+    if nxt.text.rstrip().endswith(":"):
+        # A setup line comes with the block it introduces, or not at all.
+        k2 = at.get((nxt.excerpt, nxt.index + 1))
+        block = scored.units[k2] if k2 is not None else None
+        if block is None or block.setup != nxt.index or (block.excerpt, block.index) in taken:
+            return chosen
+        group.append(block)
+    if used + sum(_tokens(u) for u in group) > passage_tokens:
+        return chosen
+    # After the last printed unit of the best one's group (its introduced block, if printed).
+    last = max(i for i, (u, _) in enumerate(chosen) if u.excerpt == best.excerpt and u.index <= nxt.index)
+    return [*chosen[: last + 1], *[(u, False) for u in group], *chosen[last + 1 :]]
 
 
 def summary_units(

@@ -12,16 +12,27 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from locallens.claims import MIN_RELEVANCE, CheckedAnswer, Encode, check_answer, refusal
+from locallens.claims import (
+    MIN_RELEVANCE,
+    CheckedAnswer,
+    Claim,
+    Encode,
+    check_answer,
+    extract_facts,
+    missing_facts,
+    refusal,
+)
 from locallens.domain import Hit, Rendering
 from locallens.extractive import extractive_answer, passage_hits
 from locallens.models import Models
 from locallens.modes import AnswerInput, AnswerOptions, AnswerOutput, TermCounts
 from locallens.prompt import CITATION_RE, Citations, build_grounded_history, fit_hits_to_context, parse_citations
+from locallens.tokens import count_tokens
+from locallens.unit_scores import key_terms, key_words, word_salience
 
 if TYPE_CHECKING:
     from locallens.llm import LocalLLM, Usage
@@ -216,18 +227,15 @@ def checked_answer(
     rendering: Rendering | None = None,
     passage_from: list[Hit] | None = None,
 ) -> CheckedAnswer:
-    """The model's answer after the check, when it agrees with the excerpts' best passage; else
-    that passage (`locallens.extractive`); the plain refusal when neither answers, and when the
+    """The model's answer after the check, composed with the excerpts' best passage
+    (`locallens.extractive`) by `compose`; the plain refusal when neither answers, and when the
     excerpts hold no answer to the question at all (the extractive answer's evidence refuses:
     `unanswered`), whatever the model wrote from them.
 
     A model that wrote nothing the excerpts support (the packaged 135M model, often) has still
     been shown excerpts that may hold the answer: rather than refuse, the answer is then the
-    passage. So it is when the model's supported sentences all come from elsewhere than the
-    passage (a small model restating the question's topic from a neighbouring sentence, say):
-    the model's answer is printed when one of its supported, relevant sentences rests on a unit
-    of the passage. The claims are the model's (withheld when the passage is printed) followed by
-    the extracted ones.
+    passage. The claims are the passage's followed by the model's (those not printed withheld),
+    or the model's alone when its answer is printed.
 
     `passage_from`: the excerpts the passage (and the refusal's evidence) is drawn from, when not
     `kept` itself: the whole excerpts that `kept` was cut from, numbered alike (a prompt of
@@ -261,23 +269,134 @@ def checked_answer(
             check_ms=checked.check_ms + extracted.check_ms,
             unanswered=True,
         )
-    if extracted.refused or (not checked.refused and _agrees(checked, extracted)):
-        if checked.refused or extracted.refused:
-            checked.check_ms += extracted.check_ms
+    if extracted.refused:  # and so is the model's answer: the plain refusal
+        checked.check_ms += extracted.check_ms
         return checked
-    answer = extracted.answer
+    return compose(checked, extracted, question, term_counts=term_counts, show_unsupported=show_unsupported)
+
+
+# The model's answer is printed instead of the passage when it rests on the passage and states its
+# key facts (`_covers`): at least this share of the answering units' rare words, and every literal
+# fact. A rare word: its inverse document frequency in the brain at least `MIN_KEY_SALIENCE`
+# (`unit_scores.word_salience`; 1 for a word no chunk holds).
+COVER_SHARE = 0.5
+MIN_KEY_SALIENCE = 0.5
+# What the model's supported sentences may add after the passage, in tokens (citations included):
+# the passage's own budget is 100 (`extractive.DEFAULT_PASSAGE_TOKENS`), ~60 words.
+ADDED_TOKENS = 40
+
+# How the model's answer and the passage are composed (docs/benchmarks.md measures each):
+# `model_alone`: when the model's answer is printed instead of the passage: "covers" (it rests on
+# a unit of the passage and states its key facts), "agrees" (it rests on a unit of the passage:
+# the rule before), "never"; `add`: which of the model's sentences follow the passage: "same"
+# (citing only excerpts the passage cites), "any", "none".
+ModelAlone = Literal["covers", "agrees", "never"]
+Additions = Literal["same", "any", "none"]
+
+
+def compose(
+    checked: CheckedAnswer,
+    extracted: CheckedAnswer,
+    question: str,
+    *,
+    term_counts: TermCounts | None = None,
+    show_unsupported: bool = False,
+    model_alone: ModelAlone = "covers",
+    add: Additions = "same",
+    added_tokens: int = ADDED_TOKENS,
+    cover_share: float = COVER_SHARE,
+) -> CheckedAnswer:
+    """The printed answer from the model's checked answer and the excerpts' passage (the passage
+    not refused): the model's answer when it rests on the passage and states the passage's key
+    facts (`_agrees`, `_covers`), so that it never says less than the passage it replaces; else
+    the passage, followed by the model's supported sentences that add to it (`_additions`).
+    Every printed sentence is a supported, cited claim; the claims hold all of the model's."""
+    check_ms = checked.check_ms + extracted.check_ms
+    if not checked.refused and model_alone != "never":
+        alone = _agrees(checked, extracted)
+        if alone and model_alone == "covers":
+            alone = _covers(checked, extracted, question, term_counts, cover_share)
+        if alone:
+            checked.check_ms = check_ms
+            return checked
+    added = _additions(checked, extracted, question, add=add, added_tokens=added_tokens) if add != "none" else {}
+    answer = "\n".join([extracted.answer, *(c.text for c in added.values())])
     if show_unsupported and checked.refused:  # the model's sentences follow, marked, as after a refusal
         answer += checked.answer.removeprefix(refusal(question))
-    model_claims = [replace(c, supported=False) for c in checked.claims]
+    model_claims = [added.get(i) or replace(c, supported=False) for i, c in enumerate(checked.claims)]
     return CheckedAnswer(
-        raw=model_answer,
-        claims=model_claims + extracted.claims,
+        raw=checked.raw,
+        claims=extracted.claims + model_claims,
         answer=answer,
-        withheld=len(model_claims),
+        withheld=len(model_claims) - len(added),
         refused=False,
-        check_ms=checked.check_ms + extracted.check_ms,
+        check_ms=check_ms,
         fallback=True,
     )
+
+
+def _key_facts(extracted: CheckedAnswer, question: str, term_counts: TermCounts | None) -> tuple[list[str], set[str]]:
+    """The literal facts (numbers, identifiers, flags, paths, names) and the rare words of the
+    passage's answering units (all its units, for a summary) that the question does not hold."""
+    units = [c for c in extracted.claims if c.answering] or extracted.claims
+    text = " ".join(c.claim for c in units)
+    facts = [f for f in extract_facts(text) if missing_facts([f], question)]
+    words = key_words(text)
+    asked = key_terms(question)
+    words = {k: w for k, w in words.items() if k not in asked and not any(ch.isdigit() for ch in k)}
+    salience = word_salience(list(words.values()), term_counts) if term_counts is not None else {}
+    rare = {k for k, w in words.items() if salience.get(w, 1.0) >= MIN_KEY_SALIENCE}
+    return facts, rare
+
+
+def _covers(
+    checked: CheckedAnswer,
+    extracted: CheckedAnswer,
+    question: str,
+    term_counts: TermCounts | None,
+    cover_share: float = COVER_SHARE,
+) -> bool:
+    """Whether the model's printed sentences hold the passage's key facts: every literal fact of
+    its answering units, and at least `cover_share` of their rare words."""
+    facts, rare = _key_facts(extracted, question, term_counts)
+    printed = " ".join(c.claim for c in checked.claims if c.supported)
+    if missing_facts(facts, printed):
+        return False
+    return not rare or len(rare & key_terms(printed)) >= cover_share * len(rare)
+
+
+# A list item's or heading's mark: an added sentence is printed after the passage, on its own line.
+_LIST_MARK = re.compile(r"^(?:\s|[#>*+•]|-(?=\s)|\d{1,3}[.)](?=\s))*")
+
+
+def _additions(
+    checked: CheckedAnswer, extracted: CheckedAnswer, question: str, *, add: str, added_tokens: int
+) -> dict[int, Claim]:
+    """The model's supported, relevant sentences that add to the passage: resting on no unit it
+    prints, holding a key term neither it nor the question holds, within `added_tokens`."""
+    units = [" ".join((c.evidence or "").split()) for c in extracted.claims]
+    cited = {n for c in extracted.claims for n in c.citations}
+    held = key_terms(" ".join([question, *(c.claim for c in extracted.claims)]))
+    out: dict[int, Claim] = {}  # by the claim's place in the model's answer
+    used = 0
+    for i, claim in enumerate(checked.claims):
+        if not (claim.supported and claim.relevance >= MIN_RELEVANCE and claim.evidence):
+            continue
+        if add == "same" and not set(claim.citations) <= cited:  # another note than the passage's
+            continue
+        evidence = " ".join(claim.evidence.split())
+        if any(evidence in unit or unit in evidence for unit in units if unit):
+            continue
+        terms = key_terms(claim.claim)
+        if not terms - held:
+            continue
+        cost = count_tokens(claim.text)
+        if used + cost > added_tokens:
+            continue
+        out[i] = replace(claim, text=_LIST_MARK.sub("", claim.text))
+        held |= terms
+        used += cost
+    return out
 
 
 def _agrees(checked: CheckedAnswer, extracted: CheckedAnswer) -> bool:

@@ -24,10 +24,12 @@ The signals of one unit (`FEATURES`, each in 0..1):
   with block is left?" names a method;
 - `retrieval_share`: the excerpt's retrieval score over the top excerpt's.
 
-The weights (`WEIGHTS`, `BIAS`) are a logistic regression fitted by
-`benchmarks/bench_answers.py --fit` on the sample, pydoc and stdlib question sets (a unit is a
-positive when it, read with its context, states the expected answer); the figures, and what each
-signal adds, are in docs/benchmarks.md#answer-units.
+The weights (`WEIGHTS`, `BIAS`) are a conditional logit fitted by `benchmarks/bench_answers.py
+--fit` on the sample, pydoc and stdlib question sets (a unit is a positive when it, read with its
+context, states the expected answer); the figures, and what each signal adds, are in
+docs/benchmarks.md#answer-units. `bench_answers.py --transfer` measures them with each corpus
+left out (docs/benchmarks.md#the-scorer-with-a-corpus-left-out): refitted on more corpora, or on
+fewer signals, they carried over no better to corpora never fitted on.
 """
 
 from __future__ import annotations

@@ -8,7 +8,11 @@ is and linked to what it needs to be read:
   the one above its `|---|` line), "code" (a fenced block, or lines indented as code, or lines
   that start with a shell or Python prompt), "definition" (a term on its own line followed by
   its indented description, or `term::` / `term:` then the description: the unit holds both),
-  "heading";
+  "heading". A term and its description on one line, two or more spaces apart
+  ("--tar-filter  filter program to pipe data through", as a manual page lays out an option
+  list) is a definition too; short lines a setup line introduces are its items (a list laid out
+  without bullets), not titles; a shell comment right over a `$ ` command line is a sentence
+  that introduces the command, not a heading;
 - `setup`: the unit that introduces this one, when a sentence ending with ":" is followed by a
   code block, a list, a table or a definition (all the items of that list, all the rows of that
   table point at it);
@@ -39,11 +43,23 @@ INTRODUCED = frozenset({ITEM, ROW, HEADER, CODE, DEFINITION})
 
 _HAS_ALNUM = re.compile(r"\w")
 _DIGIT = re.compile(r"\d")
+_HAS_SENTENCE_END = re.compile(r"[.!?]\s|[.!?]$")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _ITEM_START = re.compile(r"^(?:[-*+•◦‣⁃▪]|\d{1,9}(?:[.)]|\.\))|[a-z](?:\)|\.\)))(?:\s|$)")
 _PROMPT = re.compile(r"^(?:\$|>>>|\.\.\.|#!|C:\\>|PS>)\s")
 _UNDERLINE = re.compile(r"^([*=~^-])\1{2,}$")
 _TERM_LINE = re.compile(r"^(?P<term>[^\s].{0,80}?)(?P<colons>::?)\s*$")
+# A term and its description on one line, two or more spaces apart (an option list or a
+# definition list as a manual page lays it out: "--tar-filter  filter program to pipe data
+# through", "ARCHIVE  archive to export"); the term does not end a sentence.
+_ONE_LINE_TERM = re.compile(r"^(?P<term>[^\s|].{0,60}?[^\s.,;:!?]) {2,}(?P<desc>[^\s].*\w.*)$")
+MAX_ONE_LINE_TERM_WORDS = 6
+# ... and its description says something: at least this many words ("REPOSITORY  repository to
+# lock" names a placeholder, and stays a title).
+MIN_ONE_LINE_DESCRIPTION_WORDS = 4
+# A shell comment over the command it describes ("# keyfile: stores the key into
+# ~/.config/borg/keys/" over "$ borg init --encryption=keyfile ..."), not a markdown heading.
+_SHELL_COMMENT = re.compile(r"^#\s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,13 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     indents = [len(line) - len(line.lstrip()) for line in lines]
     if lines and min(indents) >= 3:
         return CODE, ""  # a block indented as code (a literal block of reST or pydoc)
+    one_line = _ONE_LINE_TERM.match(text.split("\n", 1)[0].strip())
+    if (
+        one_line
+        and len(one_line.group("term").split()) <= MAX_ONE_LINE_TERM_WORDS
+        and len(one_line.group("desc").split()) >= MIN_ONE_LINE_DESCRIPTION_WORDS
+    ):
+        return DEFINITION, one_line.group("term")
     if len(lines) >= 2:
         head = lines[0].strip()
         term = _TERM_LINE.match(head)
@@ -168,9 +191,27 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         kinds.append((piece, kind, term))
 
     # A short line on its own, with no sentence end and no number, is a title (an HTML or
-    # plain-text heading), unless it is the term of the description below it.
+    # plain-text heading), unless it is the term of the description below it, or one of the
+    # lines a setup line ending with ":" introduces (a list laid out without bullets:
+    # "This comparison can operate in different modes as given by --files-cache:" over
+    # "ctime,size,inode (default)"): those are its items.
+    listed = False
     for i, (text, kind, _term) in enumerate(kinds):
         after = kinds[i + 1] if i + 1 < len(kinds) else None
+        before = kinds[i - 1] if i else None
+        if (
+            kind == SENTENCE
+            and before is not None
+            and (after is None or after[2] != text)
+            and _is_term_line(text)
+            and not _HAS_SENTENCE_END.search(text)
+        ):
+            listed = (before[1] == SENTENCE and before[0].rstrip().endswith(":")) or (listed and before[1] == ITEM)
+            if listed:
+                kinds[i] = (text, ITEM, "")
+                continue
+        else:
+            listed = False
         if (
             kind == SENTENCE
             and after is not None
@@ -181,6 +222,21 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             and not _DIGIT.search(text)
         ):
             kinds[i] = (text, HEADING, "")
+
+    # A run of shell comments right over a command line ("$ ..."): what the command does.
+    for i in range(len(kinds) - 2, -1, -1):
+        text, kind, _term = kinds[i]
+        nxt_text, nxt_kind, _ = kinds[i + 1]
+        if (
+            kind == HEADING
+            and _SHELL_COMMENT.match(text)
+            and "\n" not in text
+            and (
+                (nxt_kind == CODE and nxt_text.startswith("$ "))
+                or (nxt_kind == SENTENCE and _SHELL_COMMENT.match(nxt_text))
+            )
+        ):
+            kinds[i] = (text, SENTENCE, "")
 
     header: int | None = None
     setup: int | None = None  # the setup line whose block is running

@@ -463,6 +463,7 @@ def test_passage_adds_the_best_unit_of_another_excerpt_when_close() -> None:
     # The second excerpt's unit scores 0.25 under the best: beyond MARGIN, within OTHER_MARGIN.
     scored = _scored(units, [0.9, 0.2, 0.1, 0.65])
     printed = [u.text for u, _ in passage_units(scored)]
+    # ("They are checked weekly." is too short a fragment to come as the line after the best)
     assert printed == ["Backups run nightly.", "Backups are kept for 35 days."]
     # A broad question's passage stays on its excerpt.
     assert [u.text for u, _ in passage_units(scored, other_excerpts=False)] == ["Backups run nightly."]
@@ -750,3 +751,85 @@ def test_a_block_after_a_bare_connective_comes_with_the_sentence_before_it() -> 
     scores = [0.1] * len(units)
     scores[best] = 0.9
     assert [u.text.split("\n")[0] for u, _ in passage_units(_scored(units, scores))] == ["Arguments:", "```"]
+
+
+def test_the_line_after_the_best_unit_comes_with_it_when_the_budget_has_room() -> None:
+    content = (
+        "The standalone binary unpacks itself into /tmp. The binary fails if /tmp is mounted with the noexec "
+        "option. You can change the temporary directory by setting the TEMP environment variable."
+    )
+    units = excerpt_units(content, 1)
+    scored = _scored(units, [0.3, 0.9, 0.2])
+    printed = [(u.text, answering) for u, answering in passage_units(scored)]
+    assert printed == [(units[1].text, True), (units[2].text, False)]
+    # Not when it does not fit the budget.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=20)] == [units[1].text]
+    # Not a title, nor a unit the scoring left out (score 0: a cut sentence, one too long).
+    assert [u.text for u, _ in passage_units(_scored(units, [0.3, 0.9, 0.0]))] == [units[1].text]
+    titled = excerpt_units("Backups run nightly.\n\n## Restores\n\nRestores are tested.", 1)
+    assert [u.kind for u in titled] == ["sentence", HEADING, "sentence"]
+    assert [u.text for u, _ in passage_units(_scored(titled, [0.9, 0.5, 0.1]))] == ["Backups run nightly."]
+
+
+def test_short_lines_a_setup_line_introduces_are_its_items_not_titles() -> None:
+    content = (
+        "This comparison can operate in different modes as given by --files-cache:\n\n"
+        "ctime,size,inode (default)\n\nmtime,size (ignore the inode number)\n\n"
+        "The files cache is kept per repository."
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.setup) for u in units] == [("sentence", None), (ITEM, 0), (ITEM, 0), ("sentence", None)]
+    # An item is printed under its setup line.
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.2, 0.9, 0.1, 0.1]))]
+    assert printed[:2] == [units[0].text, "ctime,size,inode (default)"]
+
+
+def test_a_term_and_its_description_on_one_line_are_a_definition() -> None:
+    content = (
+        "options\n\n--tar-filter  filter program to pipe data through\n\n"
+        "REPOSITORY  repository to lock\n\nARCHIVE  name of the archive to export"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term) for u in units] == [
+        (HEADING, ""),
+        (DEFINITION, "--tar-filter"),
+        (HEADING, ""),  # a description of three words names a placeholder: a title, as before
+        (DEFINITION, "ARCHIVE"),
+    ]
+    # Prose with two spaces after a full stop is not one.
+    assert [u.kind for u in excerpt_units("Called to implement membership.  Should return true.", 1)] == [
+        "sentence",
+        "sentence",
+    ]
+
+
+def test_a_shell_comment_over_a_command_introduces_it() -> None:
+    content = (
+        "Examples\n\n# Remote repository (accesses a remote borg via ssh)\n"
+        "# keyfile: stores the (encrypted) key into ~/.config/borg/keys/\n"
+        "$ borg init --encryption=keyfile user@hostname:backup\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.setup) for u in units] == [(HEADING, None), ("sentence", None), ("sentence", None), (CODE, 2)]
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.0, 0.2, 0.9, 0.3]))]
+    assert printed[:2] == [units[2].text, units[3].text]
+    # A markdown heading over prose stays a heading.
+    assert excerpt_units("# Backups\n\nBackups run nightly.", 1)[0].kind == HEADING
+
+
+def test_the_line_after_is_not_a_fragment_nor_a_setup_line_without_its_block() -> None:
+    fragment = excerpt_units(
+        "cache(user_function) is a simple lightweight unbounded cache. Sometimes called memoize.", 1
+    )
+    assert [u.text for u, _ in passage_units(_scored(fragment, [0.9, 0.2]))] == [fragment[0].text]
+    content = (
+        "Rotate the access log every day with rotatelogs and a pipe. "
+        "You can also use a time-based filename pattern with strftime format strings:\n\n"
+        "    CustomLog access_log.%Y-%m-%d 86400 combined\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [u.kind for u in units] == ["sentence", "sentence", CODE]
+    # The setup line comes with its block ...
+    assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]))] == [u.text for u in units]
+    # ... or not at all, when the block does not fit.
+    assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]), passage_tokens=30)] == [units[0].text]

@@ -223,7 +223,9 @@ class CheckedAnswer:
     withheld: int  # unsupported claims left out of `answer`
     refused: bool  # nothing supported answers the question: `answer` is the plain refusal
     check_ms: float = 0.0
-    fallback: bool = False  # the model's answer was all withheld; `answer` is the extractive one
+    # `answer` is the extractive passage, not the model's answer (followed by those of the model's
+    # supported sentences that add to it, if any: `generation.compose`).
+    fallback: bool = False
     summary: bool = False  # extracted: a summary of a document or section (a broad question)
     # Refused because the excerpts hold no answer to the question (the extractive answer's
     # evidence, `locallens.extractive.answer_evidence`), whatever the model wrote from them.
@@ -238,6 +240,11 @@ class CheckedAnswer:
             return []
         shown = " (shown marked below, as asked)" if show_unsupported else " (--show-unsupported shows it)"
         if self.fallback:
+            if added := sum(c.supported for c in model):
+                what = "sentence" if added == 1 else "sentences"
+                return [
+                    f"the excerpts' best passage, then {added} {what} of the model's answer that {'adds' if added == 1 else 'add'} to it{shown}"
+                ]
             if any(c.score >= MIN_SUPPORT and not c.facts_missing and not c.words_missing for c in model):
                 return [
                     f"the model's answer does not state what the excerpts' best passage does; this is that passage{shown}"

@@ -76,13 +76,13 @@ from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENC
 # fitted one: the top excerpt's own score (weighed 5.9 before) is left out, its cosine's scale
 # differs between corpora (docs/decisions.md#the-refusal-across-corpora).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 0.89,
-    "missing": -2.02,
-    "missing_name": -2.49,
-    "fact_unstated": -1.62,
-    "top_gap": 0.5,
+    "best_unit": 0.91,
+    "missing": -1.88,
+    "missing_name": -2.56,
+    "fact_unstated": -1.65,
+    "top_gap": 0.51,
 }
-EVIDENCE_BIAS = 0.21
+EVIDENCE_BIAS = 0.06
 MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".

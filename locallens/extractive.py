@@ -77,12 +77,12 @@ from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENC
 # differs between corpora (docs/decisions.md#the-refusal-across-corpora).
 EVIDENCE_WEIGHTS = {
     "best_unit": 0.91,
-    "missing": -1.88,
-    "missing_name": -2.56,
-    "fact_unstated": -1.65,
-    "top_gap": 0.51,
+    "missing": -1.86,
+    "missing_name": -2.57,
+    "fact_unstated": -1.71,
+    "top_gap": 0.5,
 }
-EVIDENCE_BIAS = 0.06
+EVIDENCE_BIAS = 0.07
 MIN_EVIDENCE = 0.65  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
@@ -346,16 +346,22 @@ def _carries(units: Sequence[Unit], i: int, kind: str) -> bool:
 def _near(units: Sequence[Unit], i: int) -> list[str]:
     """The fields beside `units[i]` when it is a field of a reference entry (a labelled line:
     "Default: Timeout 60", with "Description: Amount of time the server will wait..." and
-    "Syntax: Timeout seconds"): the labelled lines of its excerpt and section, `NEAR_UNITS`
-    either side. Prose has no fields: a sentence's neighbours may be about another subject."""
+    "Syntax: Timeout seconds"): the unbroken run of labelled lines around it in its excerpt,
+    `NEAR_UNITS` either side at most. Prose has no fields: a sentence's neighbours may be about
+    another subject."""
     unit = units[i]
     if not _FIELD.match(unit.text):
         return []
-    return [
-        u.text
-        for u in units[max(0, i - NEAR_UNITS) : i + NEAR_UNITS + 1]
-        if u is not unit and u.excerpt == unit.excerpt and u.section == unit.section and _FIELD.match(u.text)
-    ]
+    out: list[str] = []
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(units) and abs(j - i) <= NEAR_UNITS:
+            other = units[j]
+            if other.excerpt != unit.excerpt or not _FIELD.match(other.text):
+                break
+            out.append(other.text)
+            j += step
+    return out
 
 
 # A labelled line of a reference entry: a short label, a colon, its value ("Default: 120.000").

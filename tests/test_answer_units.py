@@ -19,8 +19,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from locallens.extractive import (
+    EVIDENCE_SIGNALS,
+    EVIDENCE_WEIGHTS,
     Scored,
+    evidence_features,
+    evidence_readings,
     extractive_answer,
+    fact_absent,
     fact_far,
     fact_unstated,
     is_broad,
@@ -342,6 +347,78 @@ def test_the_answer_to_which_vendor_is_a_name_the_question_does_not_hold() -> No
     keys = key_terms("Which vendor sends our SMS?")
     assert carries_name("SMS delivery goes through MessageBird since 2023.", keys)
     assert not carries_name("SMS delivery is billed per message.", keys)
+
+
+REFERENCE = """Timeout Directive
+
+Description:  Amount of time the server will wait for certain events before failing a request
+
+Syntax:  Timeout seconds
+
+Default:  Timeout 60
+
+Context:  server config, virtual host
+
+The TimeOut directive defines the length of time Apache httpd will wait for I/O.
+"""
+
+
+def test_a_duration_may_be_a_bare_number_beside_a_field_naming_its_unit() -> None:
+    hits = [hit(REFERENCE, "mod-core.txt")]
+    units = answer_units(hits)
+    question = "How many seconds does the server wait for certain events before failing a request, by default?"
+    # "Default: Timeout 60" holds no unit of time; "Syntax: Timeout seconds" beside it does.
+    assert fact_absent(question, units) == 0.0
+    # ... and it is read with the fields beside it ("Description: ... wait for certain events ...").
+    assert fact_unstated(question, hits, units) < 0.3
+    # Prose has no fields: a bare number beside a sentence about time carries no duration.
+    prose = [hit("The cache holds 300 entries.\nEntries are dropped after they expire.", "notes/cache.md")]
+    assert fact_absent("How long are entries kept in the cache?", answer_units(prose)) == 1.0
+
+
+def test_no_value_of_the_asked_kind_at_all_is_the_plain_refusal() -> None:
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    units = answer_units(hits)
+    assert fact_absent("When was shipctl, our internal deploy tool, released?", units) == 1.0
+    assert fact_absent("How long does a rollback take?", units) == 0.0  # "about 90 seconds"
+    assert fact_absent("Who approves a rollback?", units) == 0.0  # asks for no kind of fact
+    checked, _ = ask_extractive("What does shipctl cost per seat?", RUNBOOK)
+    assert checked.refused, checked.answer
+
+
+def test_evidence_features_measure_the_signals_asked_for() -> None:
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md"), hit(LEAVE, "hr/leave-policy.md")]
+    hits[1] = type(hits[1])(hits[1].chunk, 0.2)
+    question = "How long does a rollback take?"
+    from locallens.extractive import score_units
+
+    scored = score_units(question, hits, fake_vector(question), fake_encode)
+    found = evidence_features(question, hits, scored)
+    # By default: the weighed signals, the share of key terms held and whether the fact is absent.
+    assert set(found) == {"term_coverage", "fact_absent", *EVIDENCE_WEIGHTS}
+    every = evidence_features(question, hits, scored, names=EVIDENCE_SIGNALS)
+    assert set(every) == set(EVIDENCE_SIGNALS)
+    # The top excerpt's lead over the last: a corpus whose cosines all run lower leaves it as is.
+    assert every["top_gap"] == pytest.approx(0.5 - 0.2)
+    assert every["top_score"] == 0.5
+    assert every["best_cosine"] == pytest.approx(float(np.max(scored.cosines)))
+    assert every["fact_absent"] == 0.0
+
+
+def test_evidence_is_read_from_the_rendering_only_across_languages() -> None:
+    from locallens.domain import Rendering
+
+    english = hit(RUNBOOK, "engineering/deploy-runbook.md")
+    spanish = hit(FAQ_ES, "product/preguntas-frecuentes.md")
+    rendering = Rendering("How many seconds does a rollback take?", "apertium")
+    question = "¿Cuántos segundos tarda un rollback?"
+    assert evidence_readings(question, [english], rendering) == [(question, None), (rendering.text, None)]
+    # Over notes in the question's own language the rendering is not read.
+    assert evidence_readings(question, [spanish], rendering) == [(question, None)]
+    # A rendering that lost the kind of fact asked is weighed with the question's.
+    lost = Rendering("Which is the annual estimate of marketing?", "apertium")
+    asked = "¿Cuál es el presupuesto anual de marketing?"
+    assert evidence_readings(asked, [english], lost) == [(asked, None), (lost.text, asked)]
 
 
 def test_fact_unstated_when_no_unit_states_the_asked_fact_about_the_subject() -> None:

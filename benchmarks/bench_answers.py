@@ -760,7 +760,7 @@ SPANISH_SETS = frozenset({"es", "es-given", "pydoc-es", "postfix-es", "apache-es
 # notes, the English one not retrieved: neither refusing nor answering them says what the
 # refusal should do; es-given asks them with their note). They are still counted when judged.
 UNFITTED_ANSWERABLE = frozenset({"es"})
-REFUSAL_L2 = 1.0  # the logistic's L2 penalty (0.1 fitted the evidence shipped before)
+REFUSAL_L2 = 0.1  # the logistic's L2 penalty
 REFUSAL_CAP = 0.05  # the threshold refuses at most this share of the fitting answerable questions
 THRESHOLDS = tuple(round(0.2 + 0.025 * k, 3) for k in range(29))
 # How much lower a new corpus's cosines may run than those fitted on (the medians of the top
@@ -1033,10 +1033,10 @@ def refusal_variants(shipped: list[str]) -> list[tuple[str, list[str], float, fl
         ("before, L2 1", before, 1.0, 0.05),
         ("before without the top score", [n for n in before if n != "top_score"], 0.1, 0.05),
         ("before, the top score's gap to the last for the top score", [*before[:2], "top_gap", *before[3:]], 0.1, 0.05),
-        ("core: best unit, missing word, missing name, fact unstated", core, 0.1, 0.05),
+        ("core: best unit, missing word, missing name, fact unstated (shipped)", core, 0.1, 0.05),
         ("core + top score", [*core, "top_score"], 0.1, 0.05),
         ("core + top score's gap to the last", [*core, "top_gap"], 0.1, 0.05),
-        ("core + top score's gap to the last, L2 1 (shipped)", [*core, "top_gap"], 1.0, 0.05),
+        ("core + top score's gap to the last, L2 1", [*core, "top_gap"], 1.0, 0.05),
         ("core + top score's gap to the last, at most 3% refused", [*core, "top_gap"], 0.1, 0.03),
         ("core + best unit's cosine", [*core, "best_cosine"], 0.1, 0.05),
         ("core + top score + best unit's cosine", [*core, "top_score", "best_cosine"], 0.1, 0.05),

@@ -382,6 +382,11 @@ def test_no_value_of_the_asked_kind_at_all_is_the_plain_refusal() -> None:
     assert fact_absent("When was shipctl, our internal deploy tool, released?", units) == 1.0
     assert fact_absent("How long does a rollback take?", units) == 0.0  # "about 90 seconds"
     assert fact_absent("Who approves a rollback?", units) == 0.0  # asks for no kind of fact
+    # A how-to question whose "how long" is the object of its verb asks for a way, not a duration.
+    assert fact_absent("How do I measure how long shipctl takes to deploy?", units) == 0.0
+    plain = answer_units([hit("All deploys go through shipctl, our internal deploy tool.")])
+    assert fact_absent("How long does shipctl take to deploy?", plain) == 1.0
+    assert fact_absent("How do I measure how long shipctl takes to deploy?", plain) == 0.0
     checked, _ = ask_extractive("What does shipctl cost per seat?", RUNBOOK)
     assert checked.refused, checked.answer
 

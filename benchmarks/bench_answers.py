@@ -47,10 +47,14 @@ hand). `--timing N` times N questions per mode cold (a new `locallens ask` proce
 
 `--fit` fits the unit scorer's weights (locallens/unit_scores.py) on the sample, pydoc and
 stdlib sets' answerable questions and prints each signal's effect (the share of questions whose
-best unit states the answer, with every signal, and with each one left out), then the refusal's
-logistic (`extractive.EVIDENCE_WEIGHTS`) on the answerable and unanswerable questions of those
-sets, es's unanswerable ones and es-given's answerable ones, with its trade-off per threshold
-(borg measured with the fitted weights, never fitted on) and the weights to ship (`SHIPPABLE`).
+best unit states the answer, with every signal, and with each one left out), then the refusal
+(`refusal_fit`; `--fit --refusal-only` for the refusal alone): over the sets of `REFUSAL_SETS`
+among `--sets`, each corpus left out in turn (`refusal_loco`: weights and threshold fitted on the
+other corpora, judged on it, and judged again with its cosines moved by `SHIFT`), for every
+variant of the evidence (`refusal_variants`), pooled and for the Spanish sets apart; then the
+shipped evidence (`extractive.EVIDENCE_WEIGHTS`' signals) per set left out, fitted on every
+corpus with its trade-off per threshold, and the weights to ship (`SHIPPABLE`). `--dump` writes
+each question's route and evidence.
 `--fit` and `--transfer` (the scorer part alone) judge the unit scorer by leave-one-corpus-out:
 per corpus of `TRANSFER_SETS`, the best unit states the answer with weights fitted on every
 corpus and fitted without that one (`scorer_transfer`).

@@ -71,7 +71,6 @@ def headings(document: Document) -> list[Heading]:
     fenced = False
     position = 0
     lines = text.split("\n")
-    atx_headings = suffix != ".rst" and (suffix != ".txt" or _starts_with_atx(lines))
     for number, line in enumerate(lines):
         start = position
         position += len(line) + 1
@@ -80,8 +79,8 @@ def headings(document: Document) -> list[Heading]:
             continue
         if fenced:
             continue
-        atx = _ATX.match(line) if atx_headings else None
-        if atx:
+        atx = _ATX.match(line)
+        if atx and suffix != ".rst":
             found.append(Heading(start, len(atx.group(1)), _clean(atx.group(2))))
             continue
         following = lines[number + 1] if number + 1 < len(lines) else ""
@@ -90,7 +89,7 @@ def headings(document: Document) -> list[Heading]:
             stripped
             and not line[0].isspace()
             and _UNDERLINE.match(following)
-            and _underlines(following.strip(), stripped, suffix)
+            and len(following.strip()) >= min(len(stripped), 3)
             and not _UNDERLINE.match(line)
         ):
             mark = following.strip()[0]
@@ -104,35 +103,9 @@ def headings(document: Document) -> list[Heading]:
             continue
         if suffix == ".txt" and _CAPITALS.match(line) and len(line) <= 40 and sum(ch.isalpha() for ch in line) >= 3:
             previous = lines[number - 1] if number else ""
-            # A man-page section (`FUNCTIONS`) is followed by its indented body; a capitalised
-            # term at the margin followed by prose (`BORG_REPO`, `README` in a definition list)
-            # is not a section, and would otherwise head every chunk up to the next section.
-            if not previous.strip() and (not text[:start].strip() or following[:1].isspace()):
+            if not previous.strip():
                 found.append(Heading(start, 1, _clean(line)))
     return found
-
-
-def _underlines(rule: str, title: str, suffix: str) -> bool:
-    """Whether `rule` (a line of one repeated mark) under `title` makes it a heading: at least
-    three marks and at most as many as the title's characters, anywhere; in a plain-text file
-    also at least half and at most about twice its width (twice its length and two, for wide
-    CJK characters), its spaces counted once. In a .txt file a longer rule under a line is a
-    table's or a program output's separator (`Chunk index:   132   261` over 78 dashes) and a
-    much shorter one an ellipsis or a break (`...`), not an underline."""
-    if len(rule) < min(len(title), 3):
-        return False
-    if suffix != ".txt":
-        return True
-    width = len(" ".join(title.split()))
-    return width // 2 <= len(rule) <= 2 * width + 2
-
-
-def _starts_with_atx(lines: Sequence[str]) -> bool:
-    """Whether a plain-text file reads as Markdown: its first non-blank line is an ATX heading
-    (`# Notes`). Elsewhere in a .txt file a `# ...` line is a comment in a shell, config or code
-    example (`# make sure everything is fixed:` before a command), not a heading."""
-    first = next((line for line in lines if line.strip()), "")
-    return bool(_ATX.match(first))
 
 
 def _locate(text: str, given: Sequence[tuple[int, str]]) -> list[Heading]:
@@ -169,10 +142,8 @@ def document_title(document: Document) -> str:
     """The format's title, else the first markdown heading, else the file name without extension."""
     if document.title.strip():
         return _clean(document.title)
-    suffix = PurePosixPath(document.relative_path).suffix.lower()
-    if suffix in _MARKDOWN | {".txt", ".rst", ""}:
-        lines = document.text.split("\n", 200)[:200]
-        for line in lines if suffix not in {".txt", ".rst"} or _starts_with_atx(lines) else ():
+    if PurePosixPath(document.relative_path).suffix.lower() in _MARKDOWN | {".txt", ".rst", ""}:
+        for line in document.text.split("\n", 200)[:200]:
             atx = _ATX.match(line)
             if atx:
                 return _clean(atx.group(2))

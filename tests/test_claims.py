@@ -669,3 +669,25 @@ def test_the_floors_need_the_words_of_the_closest_sentences(monkeypatch: pytest.
     monkeypatch.setattr(check_module, "TIER_SENTENCES", 0)
     [claim] = check_backups(answer, fake_encode).claims
     assert not claim.supported
+
+
+@pytest.mark.parametrize(
+    ("sentence", "claim"),
+    [
+        ("This is **bold** text [1].", "This is bold text."),
+        ("- **Port 5433** is used [1].", "Port 5433 is used."),
+        ("__Bold words__ here", "Bold words here"),
+        # Not bold: Python's keyword arguments, a power, a name between double underscores.
+        ("pdb.runcall(function, *args, **kwds) [2]", "pdb.runcall(function, *args, **kwds)"),
+        ("f(**a) and f(**b)", "f(**a) and f(**b)"),
+        ("x = 2**10 and `a**b`", "x = 2**10 and `a**b`"),
+        (
+            "the __init__ method runs before __getattr__() is called",
+            "the __init__ method runs before __getattr__() is called",
+        ),
+    ],
+)
+def test_claim_text_drops_bold_marks_only(sentence: str, claim: str) -> None:
+    from locallens.claims.citations import claim_text
+
+    assert claim_text(sentence) == claim

@@ -10,7 +10,7 @@ import pytest
 
 from locallens.domain import Chunk, Document, FileStat
 from locallens.errors import ModelMismatchError
-from locallens.headers import chunk_headers, compose, document_title, embedded_text, headings
+from locallens.headers import chunk_headers, compose, document_title, embedded_text
 from locallens.indexer import EmbedSettings, IndexRequest, _pinned_settings
 from locallens.readers import read_document
 from locallens.storage import DocumentRecord, migrations
@@ -57,40 +57,6 @@ def test_text_manual_sections_and_the_file_name_as_title() -> None:
     d = doc("lib/shutil.txt", text)
     assert document_title(d) == "shutil"
     assert chunk_headers(d, ["copy(src, dst)\n        Copy data."]) == ["shutil > FUNCTIONS"]
-
-
-def test_plain_text_code_comments_rules_and_terms_are_not_headings() -> None:
-    # Documentation written out as plain text (a manual's pages, READMEs): shell and config
-    # comments, program output over a long rule and a capitalised term before prose would each
-    # head every later chunk of the file.
-    text = (
-        "borg check\n\nCheck a repository.\n\n"
-        "# make sure everything is fixed:\nborg check -v REPO\n\n"
-        "Chunk index:      132      261\n" + "-" * 78 + "\n   Original size\n\n"
-        "Comment: This is a comment\n...\n\n"
-        "BORG_REPO\n\nWhen set, use this value as the repository.\n\n"
-        "Pruning\n-------\n\nKeep the last archives."
-    )
-    d = doc("usage-check.txt", text)
-    assert document_title(d) == "usage-check"
-    assert [h.text for h in headings(d)] == ["Pruning"]
-    assert chunk_headers(d, ["borg check -v REPO", "When set, use this value", "Keep the last archives."]) == [
-        "usage-check",
-        "usage-check",
-        "usage-check > Pruning",
-    ]
-
-
-def test_plain_text_that_reads_as_markdown_keeps_its_headings() -> None:
-    d = doc("notes.txt", "# Team notes\n\n## On-call\n\nRotate weekly.\n\n```\n# not a heading\n```")
-    assert document_title(d) == "Team notes"
-    assert chunk_headers(d, ["Rotate weekly."]) == ["Team notes > On-call"]
-    # A capitalised first line is the title line of a plain note; a wide CJK title's underline
-    # is about twice its length.
-    plain = doc("hr/remote.txt", "REMOTE WORK GUIDELINES\nPeople Operations\n\nWork from home.")
-    assert [h.text for h in headings(plain)] == ["REMOTE WORK GUIDELINES"]
-    cjk = doc("jp.txt", "休暇規定\n========\n\n年に二十日。")
-    assert [h.text for h in headings(cjk)] == ["休暇規定"]
 
 
 def test_html_title_and_headings_come_from_the_reader(tmp_path: Path) -> None:

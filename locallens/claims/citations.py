@@ -11,7 +11,11 @@ from locallens.prompt import CITATION_RE, citation_numbers
 _CITATION_AFTER_STOP = re.compile(r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern + r"[ \t]*)+)(?=\s|$)")
 _MARKUP_LEAD = re.compile(r"^(?:[\s#>*+\-|]|\d{1,3}[.)](?=\s))*")
 _SPACES = re.compile(r"\s+")
-_EMPHASIS = re.compile(r"\*\*|__(?=\s)|(?<=\s)__")
+# Bold: a pair of `**` (or `__`) around text that neither starts nor ends with a space, opened
+# after no word character and closed before none. An unpaired `**` stays (`f(*args, **kwds)`,
+# `2**10`), and so does a Python name between double underscores (`__init__`, `__self__`).
+_EMPHASIS = re.compile(r"(?<![\w*\\])(\*\*|__)(?=[^\s*_])(.+?)(?<=[^\s*_])\1(?![\w*])")
+_DUNDER = re.compile(r"__\w+__")
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
 _TRAILING_STOP = re.compile(r"([.!?…:;]+[\"'”’»)\]]*)$")
 
@@ -21,12 +25,16 @@ def move_citations_before_stops(text: str) -> str:
     return _CITATION_AFTER_STOP.sub(lambda m: f" {m.group(3).strip()}{m.group(1)}", text)
 
 
+def _unbold(match: re.Match[str]) -> str:
+    return match.group(0) if _DUNDER.fullmatch(match.group(0)) else match.group(2)
+
+
 def claim_text(sentence: str) -> str:
     """The sentence without citation markers, list/heading markup and bold marks."""
     body = CITATION_RE.sub("", sentence)
+    # Bold marks, outside code, before the list markup (`- **Note:** ...`).
+    body = "".join(part if part.startswith("`") else _EMPHASIS.sub(_unbold, part) for part in _CODE_SPAN.split(body))
     body = _MARKUP_LEAD.sub("", body)
-    # Bold marks, outside code: `10**-2` keeps its power operator.
-    body = "".join(part if part.startswith("`") else _EMPHASIS.sub("", part) for part in _CODE_SPAN.split(body))
     body = re.sub(r"\s+([.,;:!?])", r"\1", body)  # where a citation stood before the stop
     return _SPACES.sub(" ", body).strip().strip("|").strip()
 

@@ -20,10 +20,10 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
   (`missing_name`: "Stripe" beside another company's support phone); how far the best unit
   holding a value of the kind asked is from stating it about the question's words
   (`fact_unstated`: "how long is the probation period of new hires?" over notes whose only
-  duration is an audit's three days). The plain refusal too when the excerpts hold under a fifth of the
-  question's key terms, or no value at all of the kind of fact asked (`fact_absent`: "when was
-  Python 3.12 released?" over excerpts without a date). A broad question whose note holds only
-  part of its topic is not summarised, and is answered only by a unit about its whole topic.
+  duration is an audit's three days). The plain refusal too when the excerpts hold under a fifth
+  of the question's key terms, or no value at all of the kind of fact asked (`fact_absent`: "when
+  was Python 3.12 released?" over excerpts without a date). A broad question whose note holds
+  only part of its topic is not summarised, and is answered only by a unit about its whole topic.
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
 the number of its excerpt, so every one is supported and cited by construction.
@@ -461,8 +461,7 @@ def fact_unstated(
     Each unit holding a value of that kind (`_carries`) is read with what introduces it, the unit
     before, and the fields beside it when it is a reference entry's field (`_near`: "Default:
     Timeout 60" with "Description: Amount of time the server will wait..."), and scored by the
-    share of the question's words it holds, each
-    word weighed by its salience in the brain (`_salience`); words of a language other than the
+    share of the question's words it holds, each word weighed by its salience in the brain (`_salience`); words of a language other than the
     unit's excerpt count only when a translation keeps them (names, numbers, bridged words). The
     result is 1 minus the best unit's share: 0 when one unit states a value of the kind about
     every word of the question, 1 when no unit holds such a value; 0 for a question that asks
@@ -531,7 +530,8 @@ def evidence_features(
     names: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """The refusal's evidence: the signals `names` (of `EVIDENCE_SIGNALS`; by default those
-    `EVIDENCE_WEIGHTS` weighs, and the share of key terms held, `MIN_TERM_COVERAGE`'s):
+    `EVIDENCE_WEIGHTS` weighs and the two `answer_evidence` refuses by whatever the weights,
+    `term_coverage` and `fact_absent`):
 
     - `best_unit`: the best unit's linear score (before the logistic);
     - `term_coverage`: the share of the question's key terms the excerpts hold;
@@ -568,7 +568,8 @@ def evidence_features(
 
 def answer_evidence(found: dict[str, float]) -> float:
     """How likely the excerpts answer the question at all (0..1): the refusal's logistic
-    (`EVIDENCE_WEIGHTS`) over the evidence `evidence_features` found."""
+    (`EVIDENCE_WEIGHTS`) over the evidence `evidence_features` found; 0 when the excerpts hold
+    under `MIN_TERM_COVERAGE` of the key terms or no value of the kind of fact asked."""
     if found["term_coverage"] < MIN_TERM_COVERAGE or found.get("fact_absent", 0.0) >= 1.0:
         return 0.0
     z = sum(weight * found[name] for name, weight in EVIDENCE_WEIGHTS.items()) + EVIDENCE_BIAS

@@ -528,14 +528,31 @@ def timing(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def question_context(row: dict[str, Any], set_name: str, db: Path, models: Any) -> tuple[list[Any], Any, Any] | None:
+    """The excerpts `ask --extractive` reads for a question (es-given: its note's first), its
+    vector and its English rendering; None when nothing is found."""
+    from dataclasses import replace
+
+    from locallens.answer import ask
+    from locallens.errors import NothingFoundError
+
+    try:
+        if set_name == "es-given":
+            hits, vector = given_note_hits(row, db, models)
+            return hits, vector, None
+        result = ask(replace(request_for(row["question"], db, "extractive"), context_only=True), models)
+    except NothingFoundError:
+        return None
+    return list(result.sources), result.retrieval.query_vector, getattr(result.retrieval, "rendering", None)
+
+
 def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
     """Per question: its units' feature rows, which units state the answer, whether its excerpts
     hold an expected answer, and its set."""
-    from dataclasses import replace
 
     import numpy as np
 
-    from locallens.answer import ask, brain_term_counts
+    from locallens.answer import brain_term_counts
     from locallens.evaluation.metrics import contains_answer
     from locallens.extractive import _passage, score_units, with_rendering
     from locallens.models import WarmModels
@@ -556,16 +573,10 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
             request = request_for(row["question"], db, "extractive")
-            rendering = None
-            try:
-                if set_name == "es-given":
-                    hits, vector = given_note_hits(row, db, models)
-                else:
-                    result = ask(replace(request, context_only=True), models)
-                    hits, vector = list(result.sources), result.retrieval.query_vector
-                    rendering = getattr(result.retrieval, "rendering", None)
-            except Exception:  # nothing found
+            found = question_context(row, set_name, db, models)
+            if found is None:
                 continue
+            hits, vector, rendering = found
             with open_store(request.db) as store:
                 brain = store.get_brain("default")
                 encode = SentenceEncoder(models.embedder(brain.model), store)
@@ -812,13 +823,11 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
     broad question's summary (answered), a broad question no excerpt covers (refused), nothing
     found (refused), or by the evidence, when `readings` holds the evidence of each text it
     weighs (`extractive.evidence_readings`: the question, and its English rendering)."""
-    from dataclasses import replace
 
     import numpy as np
 
     from locallens import extractive as ex
-    from locallens.answer import ask, brain_term_counts
-    from locallens.errors import NothingFoundError
+    from locallens.answer import brain_term_counts
     from locallens.evaluation.metrics import contains_answer
     from locallens.models import WarmModels
     from locallens.retrieval import SentenceEncoder
@@ -847,16 +856,10 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
                 }
                 out.append(case)
                 request = request_for(row["question"], db, "extractive")
-                rendering = None
-                try:
-                    if set_name == "es-given":
-                        hits, vector = given_note_hits(row, db, models)
-                    else:
-                        result = ask(replace(request, context_only=True), models)
-                        hits, vector = list(result.sources), result.retrieval.query_vector
-                        rendering = getattr(result.retrieval, "rendering", None)
-                except NothingFoundError:
+                found = question_context(row, set_name, db, models)
+                if found is None:
                     continue
+                hits, vector, rendering = found
                 answers = row.get("answers")
                 case["held"] = bool(answers) and contains_answer("\n".join(h.content for h in hits), answers)
                 with open_store(request.db) as store:

@@ -12,8 +12,9 @@
 Faults, per file name: `break_once` sends three quarters of the file on the first GET and drops the
 connection (the client must resume with a Range request); `corrupt` serves other bytes of the
 same length than the checksum published (the client must refuse them); `stall_after[name] = n`
-sends the first n bytes of a GET from the start and then waits, sending nothing more, until
-`release` is set (the test kills the client meanwhile: a download cut off between two runs).
+sends a GET the file's bytes up to byte n (none past it, from whatever start it asks) and then
+waits, sending nothing more, until `release` is set (the test kills the client meanwhile: a
+download cut off between two runs).
 `requests` records (method, path, Range header) of every request; `if_range` the If-Range
 header of each Range request.
 """
@@ -135,13 +136,17 @@ class FakeHub:
         self, h: BaseHTTPRequestHandler, name: str, data: bytes, start: int, headers: dict[str, str]
     ) -> None:
         """`data` from `start` (206 when not 0), with the faults set for `name`."""
-        if name in self.stall_after and start == 0:
-            h.send_response(200)
+        if name in self.stall_after:
+            # The file up to byte n, then nothing until released, however it is asked for: a client
+            # that times out during the stall and resumes (a loaded machine) stalls there again.
+            if start:
+                headers["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+            h.send_response(206 if start else 200)
             for key, value in headers.items():
                 h.send_header(key, value)
-            h.send_header("Content-Length", str(len(data)))
+            h.send_header("Content-Length", str(len(data) - start))
             h.end_headers()
-            h.wfile.write(data[: self.stall_after[name]])
+            h.wfile.write(data[start : max(start, self.stall_after[name])])
             h.wfile.flush()
             self.release.wait(60)
             h.close_connection = True

@@ -267,7 +267,11 @@ def test_a_pull_stopped_mid_file_is_resumed_by_the_next_pull(hub: FakeHub) -> No
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
-    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) <= 1
+    # One line, besides the hub library's own notices when it timed out during the stall and
+    # resumed (a loaded machine: the fake hub stalls the resumed request too).
+    retries = ("Error while downloading from ", "Trying to resume download")
+    lines = [line for line in stderr.strip().splitlines() if not line.startswith(retries)]
+    assert "Traceback" not in stderr and len(lines) <= 1
     cut = partial.stat().st_size
     assert cut == chunk  # the bytes written are kept
     assert partial.name == f"{hashlib.sha256(BIG).hexdigest()}.incomplete"

@@ -72,6 +72,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -528,42 +529,19 @@ def timing(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def question_context(row: dict[str, Any], set_name: str, db: Path, models: Any) -> tuple[list[Any], Any, Any] | None:
-    """The excerpts `ask --extractive` reads for a question (es-given: its note's first), its
-    vector and its English rendering; None when nothing is found."""
-    from dataclasses import replace
+@dataclass
+class Context:
+    """A question's excerpts as `ask --extractive` reads them, scored as `extractive_answer` scores
+    them (the English rendering beside a Spanish question)."""
 
-    from locallens.answer import ask
-    from locallens.errors import NothingFoundError
-
-    try:
-        if set_name == "es-given":
-            hits, vector = given_note_hits(row, db, models)
-            return hits, vector, None
-        result = ask(replace(request_for(row["question"], db, "extractive"), context_only=True), models)
-    except NothingFoundError:
-        return None
-    return list(result.sources), result.retrieval.query_vector, getattr(result.retrieval, "rendering", None)
+    hits: list[Any]
+    rendering: Any
+    scored: Any
+    counts: Any  # the brain's word counts
 
 
-def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Per question: its units' feature rows, which units state the answer, whether its excerpts
-    hold an expected answer, and its set."""
-
-    import numpy as np
-
-    from locallens.answer import brain_term_counts
-    from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, score_units, with_rendering
-    from locallens.models import WarmModels
-    from locallens.retrieval import SentenceEncoder
-    from locallens.storage import open_store
-    from locallens.unit_scores import features, question_terms
-    from locallens.units import HEADING
-
-    workdir = Path(args.workdir)
-    models = WarmModels()
-    out = []
+def fit_questions(set_names: tuple[str, ...], workdir: Path) -> Iterator[tuple[str, Path, dict[str, Any]]]:
+    """(set, index, question) for the fits: es-given's answerable questions that name a file."""
     for set_name in set_names:
         rows = load_set(set_name)
         if set_name == "es-given":
@@ -572,44 +550,85 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
             continue
         db = build_index(SETS[set_name][0], workdir)
         for row in rows:
-            request = request_for(row["question"], db, "extractive")
-            found = question_context(row, set_name, db, models)
+            yield set_name, db, row
+
+
+@contextmanager
+def question_context(row: dict[str, Any], set_name: str, db: Path, models: Any) -> Iterator[Context | None]:
+    """The excerpts `ask --extractive` reads for a question (es-given: its note's first), scored;
+    None when nothing is found. The index stays open inside the block: the word counts read it."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from locallens.answer import ask, brain_term_counts
+    from locallens.errors import NothingFoundError
+    from locallens.extractive import score_units, with_rendering
+    from locallens.retrieval import SentenceEncoder
+    from locallens.storage import open_store
+
+    rendering = None
+    try:
+        if set_name == "es-given":
+            hits, vector = given_note_hits(row, db, models)
+        else:
+            result = ask(replace(request_for(row["question"], db, "extractive"), context_only=True), models)
+            hits, vector = list(result.sources), result.retrieval.query_vector
+            rendering = getattr(result.retrieval, "rendering", None)
+    except NothingFoundError:
+        yield None
+        return
+    with open_store(db) as store:
+        brain = store.get_brain("default")
+        encode = SentenceEncoder(models.embedder(brain.model), store)
+        counts = brain_term_counts(store, brain)
+        scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
+        if rendering is not None and rendering.vector is not None:
+            scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
+        yield Context(hits, rendering, scored, counts)
+
+
+def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per question: its units' feature rows, which units state the answer, whether its excerpts
+    hold an expected answer, and its set."""
+
+    import numpy as np
+
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _passage
+    from locallens.models import WarmModels
+    from locallens.unit_scores import features, question_terms
+    from locallens.units import HEADING
+
+    workdir = Path(args.workdir)
+    models = WarmModels()
+    out = []
+    for set_name, db, row in fit_questions(set_names, workdir):
+        with question_context(row, set_name, db, models) as found:
             if found is None:
                 continue
-            hits, vector, rendering = found
-            with open_store(request.db) as store:
-                brain = store.get_brain("default")
-                encode = SentenceEncoder(models.embedder(brain.model), store)
-                counts = brain_term_counts(store, brain)
-                # Scored and weighed as `extractive_answer` does (the English rendering beside a
-                # Spanish question).
-                scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
-                if rendering is not None and rendering.vector is not None:
-                    scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
-                terms = question_terms(row["question"], counts)
-            units = scored.units
-            if not units:
-                continue
-            x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
-            answers = row.get("answers")
-            y = np.array(
-                [
-                    bool(answers) and contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
-                    for u in units
-                ],
-                dtype=np.float64,
-            )
-            usable = np.array([u.kind != HEADING for u in units])
-            out.append(
-                {
-                    "set": set_name,
-                    "question": row["question"],
-                    "answerable": row.get("answerable", True),
-                    "held": bool(answers) and contains_answer("\n".join(h.content for h in hits), answers),
-                    "x": x[usable],
-                    "y": y[usable],
-                }
-            )
+            hits, scored = found.hits, found.scored
+            terms = question_terms(row["question"], found.counts)
+        units = scored.units
+        if not units:
+            continue
+        x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
+        answers = row.get("answers")
+        y = np.array(
+            [bool(answers) and contains_answer(" ".join(p.text for p in _passage(u, units)), answers) for u in units],
+            dtype=np.float64,
+        )
+        usable = np.array([u.kind != HEADING for u in units])
+        out.append(
+            {
+                "set": set_name,
+                "question": row["question"],
+                "answerable": row.get("answerable", True),
+                "held": bool(answers) and contains_answer("\n".join(h.content for h in hits), answers),
+                "x": x[usable],
+                "y": y[usable],
+            }
+        )
     models.close()
     return out
 
@@ -824,69 +843,47 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
     found (refused), or by the evidence, when `readings` holds the evidence of each text it
     weighs (`extractive.evidence_readings`: the question, and its English rendering)."""
 
-    import numpy as np
-
     from locallens import extractive as ex
-    from locallens.answer import brain_term_counts
     from locallens.evaluation.metrics import contains_answer
     from locallens.models import WarmModels
-    from locallens.retrieval import SentenceEncoder
-    from locallens.storage import open_store
 
     workdir = Path(args.workdir)
     models = WarmModels()
     out: list[dict[str, Any]] = []
     try:
-        for set_name in set_names:
-            rows = load_set(set_name)
-            if set_name == "es-given":
-                rows = [r for r in rows if r.get("answerable", True) and r.get("files")]
-            if not rows:
-                continue
-            db = build_index(SETS[set_name][0], workdir)
-            for row in rows:
-                case: dict[str, Any] = {
-                    "set": set_name,
-                    "corpus": SETS[set_name][0],
-                    "question": row["question"],
-                    "answerable": row.get("answerable", True),
-                    "held": False,
-                    "route": "nothing",
-                    "readings": [],
-                }
-                out.append(case)
-                request = request_for(row["question"], db, "extractive")
-                found = question_context(row, set_name, db, models)
+        for set_name, db, row in fit_questions(set_names, workdir):
+            case: dict[str, Any] = {
+                "set": set_name,
+                "corpus": SETS[set_name][0],
+                "question": row["question"],
+                "answerable": row.get("answerable", True),
+                "held": False,
+                "route": "nothing",
+                "readings": [],
+            }
+            out.append(case)
+            with question_context(row, set_name, db, models) as found:
                 if found is None:
                     continue
-                hits, vector, rendering = found
+                hits, scored, counts = found.hits, found.scored, found.counts
                 answers = row.get("answers")
                 case["held"] = bool(answers) and contains_answer("\n".join(h.content for h in hits), answers)
-                with open_store(request.db) as store:
-                    brain = store.get_brain("default")
-                    encode = SentenceEncoder(models.embedder(brain.model), store)
-                    counts = brain_term_counts(store, brain)
-                    # Scored and routed as `extractive_answer` does.
-                    scored = ex.score_units(row["question"], hits, np.asarray(vector), encode, counts)
-                    if rendering is not None and rendering.vector is not None:
-                        scored = ex.with_rendering(
-                            scored, ex.score_units(rendering.text, hits, rendering.vector, encode, counts)
-                        )
-                    topic = ex.is_broad(row["question"])
-                    if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
-                        topic = None
-                    summary = ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS) if topic else None
-                    if summary:
-                        case["route"] = "summary"
-                    elif topic and not ex._states_topic(topic, scored):
-                        case["route"] = "topic"
-                    elif scored.units:
-                        case["route"] = "evidence"
-                        case["readings"] = [
-                            _candidate_evidence(text, hits, scored, counts)
-                            | ex.evidence_features(text, hits, scored, counts, asked=asked, names=ex.EVIDENCE_SIGNALS)
-                            for text, asked in ex.evidence_readings(row["question"], hits, rendering)
-                        ]
+                # Routed as `extractive_answer` does.
+                topic = ex.is_broad(row["question"])
+                if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
+                    topic = None
+                summary = ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS) if topic else None
+                if summary:
+                    case["route"] = "summary"
+                elif topic and not ex._states_topic(topic, scored):
+                    case["route"] = "topic"
+                elif scored.units:
+                    case["route"] = "evidence"
+                    case["readings"] = [
+                        _candidate_evidence(text, hits, scored, counts)
+                        | ex.evidence_features(text, hits, scored, counts, asked=asked, names=ex.EVIDENCE_SIGNALS)
+                        for text, asked in ex.evidence_readings(row["question"], hits, found.rendering)
+                    ]
     finally:
         models.close()
     return out

@@ -233,10 +233,16 @@ class _PageText(html.parser.HTMLParser):
 
 def borg_page_text(page: str) -> str:
     """The text of one page of the BorgBackup manual (its body, without navigation and footer)."""
-    start = page.find('<div class="document clearer body">')
-    end = page.find('<div class="footer-relations">', start)
+    return _html_text(page, '<div class="document clearer body">', '<div class="footer-relations">')
+
+
+def _html_text(page: str, start_marker: str, end_marker: str, clean: Callable[[str], str] = str) -> str:
+    """The text of `page` from `start_marker` to `end_marker` (the whole page without them), the
+    HTML passed through `clean` first."""
+    start = page.find(start_marker)
+    end = page.find(end_marker, start)
     parser = _PageText()
-    parser.feed(page[start if start >= 0 else 0 : end if end >= 0 else len(page)])
+    parser.feed(clean(page[start if start >= 0 else 0 : end if end >= 0 else len(page)]))
     parser.close()
     return parser.text()
 
@@ -281,12 +287,7 @@ _VARNISH_FOLDERS = ("tutorial", "users-guide", "reference", "installation", "vcl
 
 def varnish_page_text(page: str) -> str:
     """The text of one page of the Varnish documentation (its body, without navigation and sidebar)."""
-    start = page.find('<div class="body" role="main">')
-    end = page.find('<div class="sphinxsidebar"', start)
-    parser = _PageText()
-    parser.feed(page[start if start >= 0 else 0 : end if end >= 0 else len(page)])
-    parser.close()
-    return parser.text()
+    return _html_text(page, '<div class="body" role="main">', '<div class="sphinxsidebar"')
 
 
 def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
@@ -377,12 +378,9 @@ _APACHE_CHROME = re.compile(
 def apache_page_text(page: str) -> str:
     """The text of one page of the Apache HTTP Server manual (its content, without the header,
     the language lists, the sidebar and the footer)."""
-    start = page.find('<div id="page-content">')
-    end = page.find('<div class="bottomlang">', start)
-    parser = _PageText()
-    parser.feed(_APACHE_CHROME.sub("", page[start if start >= 0 else 0 : end if end >= 0 else len(page)]))
-    parser.close()
-    return parser.text()
+    return _html_text(
+        page, '<div id="page-content">', '<div class="bottomlang">', lambda html: _APACHE_CHROME.sub("", html)
+    )
 
 
 def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:

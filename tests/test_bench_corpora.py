@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -77,17 +79,6 @@ def test_varnish_page_text_keeps_the_body_only() -> None:
     assert text.endswith("\n") and "\n\n\n" not in text
 
 
-def test_varnish_question_sets_shape() -> None:
-    for name, total, answerable_count in (("varnish_questions", 48, 40), ("varnish_es_over_en", 10, 8)):
-        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines]
-        answerable = [r for r in rows if r.get("answerable", True)]
-        assert len(rows) == total and len(answerable) == answerable_count
-        assert all(r["files"] and r["answers"] and r["question"].strip() for r in answerable)
-        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
-        assert len({r["question"] for r in rows}) == total
-
-
 POSTFIX_PAGE = (
     "P\bPo\bos\bst\btf\bfi\bix\bx S\bSO\bOH\bHO\bO H\bHo\bow\bwt\bto\bo\n\n" + "-" * 79 + "\n\n"
     "O\bOv\bve\ber\brv\bvi\bie\bew\bw   \n\n\n\nPostfix should work out of the box, n\bno\bot\bt with\n"
@@ -105,21 +96,6 @@ def test_postfix_page_text_reads_as_text() -> None:
     assert "        relayhost = [mail.isp.example]" in lines  # indented blocks kept as they are
     assert "Purpose\n=======\n" in text  # a heading's own underline kept
     assert text.endswith("\n") and "\n\n\n" not in text and all(line == line.rstrip() for line in lines)
-
-
-def test_postfix_question_sets_shape() -> None:
-    for name, total, answerable_count in (("postfix_questions", 48, 40), ("postfix_es_over_en", 10, 8)):
-        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines]
-        answerable = [r for r in rows if r.get("answerable", True)]
-        assert len(rows) == total and len(answerable) == answerable_count
-        assert all(r["files"] and r["question"].strip() for r in answerable)
-        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
-        assert len({r["question"] for r in rows}) == total
-    broad = [
-        r for r in map(json.loads, (ROOT / "benchmarks/data/postfix_questions.jsonl").open()) if "answers" not in r
-    ]
-    assert len([r for r in broad if r.get("answerable", True)]) == 6  # the broad questions: files only
 
 
 APACHE_PAGE = """<html lang="en"><head><title>mod_expires</title></head><body>
@@ -161,14 +137,26 @@ def test_apache_page_text_keeps_the_content_only() -> None:
     assert text.endswith("\n") and "\n\n\n" not in text
 
 
-def test_apache_question_sets_shape() -> None:
-    for name, total, answerable_count, broad in (("apache_questions", 48, 40, 6), ("apache_es_over_en", 10, 8, 0)):
-        lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        rows = [json.loads(line) for line in lines]
-        answerable = [r for r in rows if r.get("answerable", True)]
-        assert len(rows) == total and len(answerable) == answerable_count
-        # A broad question ("what is X", "summarize the X page") names files and no answer string.
-        assert sum(1 for r in answerable if not r.get("answers")) == broad
-        assert all(r["files"] and r["question"].strip() for r in answerable)
-        assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
-        assert len({r["question"] for r in rows}) == total
+@pytest.mark.parametrize(
+    ("name", "total", "answerable_count", "broad"),
+    [
+        ("varnish_questions", 48, 40, 0),
+        ("varnish_es_over_en", 10, 8, 0),
+        ("postfix_questions", 48, 40, 6),
+        ("postfix_es_over_en", 10, 8, 0),
+        ("apache_questions", 48, 40, 6),
+        ("apache_es_over_en", 10, 8, 0),
+    ],
+)
+def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:
+    lines = (ROOT / f"benchmarks/data/{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines]
+    answerable = [r for r in rows if r.get("answerable", True)]
+    assert len(rows) == total and len(answerable) == answerable_count
+    # A broad question ("what is X", "summarize the X page") names files and no answer string;
+    # every other answerable question has answer strings.
+    assert sum(1 for r in answerable if "answers" not in r) == broad
+    assert all(r["answers"] for r in answerable if "answers" in r)
+    assert all(r["files"] and r["question"].strip() for r in answerable)
+    assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+    assert len({r["question"] for r in rows}) == total

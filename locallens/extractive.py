@@ -461,8 +461,9 @@ def fact_unstated(
     Each unit holding a value of that kind (`_carries`) is read with what introduces it, the unit
     before, and the fields beside it when it is a reference entry's field (`_near`: "Default:
     Timeout 60" with "Description: Amount of time the server will wait..."), and scored by the
-    share of the question's words it holds, each word weighed by its salience in the brain (`_salience`); words of a language other than the
-    unit's excerpt count only when a translation keeps them (names, numbers, bridged words). The
+    share of the question's words it holds, each word weighed by its salience in the brain
+    (`_salience`); words of a language other than the unit's excerpt count only when a
+    translation keeps them (names, numbers, bridged words). The
     result is 1 minus the best unit's share: 0 when one unit states a value of the kind about
     every word of the question, 1 when no unit holds such a value; 0 for a question that asks
     for no such fact. "How long is the probation period of new hires?" over notes whose only
@@ -684,6 +685,11 @@ _ANAPHOR = re.compile(
 )
 
 
+def _text_key(unit: Unit) -> str:
+    """What makes two units the same text when printed (overlapping chunks repeat units)."""
+    return " ".join(claim_text(unit.text).lower().split())
+
+
 def _plain(unit: Unit) -> str:
     """The unit's text as printed: code as it is; otherwise on one line, without list or table
     markup (a term that is a flag, `--compression::`, keeps its dashes)."""
@@ -747,7 +753,7 @@ def passage_units(
         if (unit.excerpt, unit.index) in taken or (answering >= MAX_ANSWERING and not new_excerpt):
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
-        group = [u for u in group if " ".join(claim_text(u.text).lower().split()) not in seen_text]
+        group = [u for u in group if _text_key(u) not in seen_text]
         if not any(u is unit for u in group):
             continue  # the same text as a printed unit (overlapping chunks repeat it)
         cost = sum(_tokens(u) for u in group)
@@ -759,7 +765,7 @@ def passage_units(
                 continue
         for u in group:
             taken.add((u.excerpt, u.index))
-            seen_text.add(" ".join(claim_text(u.text).lower().split()))
+            seen_text.add(_text_key(u))
             chosen.append((u, u is unit))
         excerpts.add(unit.excerpt)
         used += cost
@@ -798,7 +804,7 @@ def _with_next(
     if k is None or scored.scores[k] <= 0:
         return chosen
     nxt = scored.units[k]
-    key = " ".join(claim_text(nxt.text).lower().split())
+    key = _text_key(nxt)
     if (nxt.excerpt, nxt.index) in taken or nxt.kind not in _CONTINUATION or key in seen_text:
         return chosen
     if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
@@ -874,7 +880,7 @@ def summary_units(
     unique: list[int] = []
     texts: set[str] = set()
     for i in scope:
-        key = " ".join(claim_text(scored.units[i].text).lower().split())
+        key = _text_key(scored.units[i])
         if key not in texts:
             texts.add(key)
             unique.append(i)

@@ -375,12 +375,15 @@ def brain_lock_key(brain: str) -> int:
 def writer_lock(url: PostgresURL, brain: str, wait: float) -> Iterator[None]:
     """Hold the brain's session advisory lock, on a connection of its own, while indexing.
 
-    Asked for every LOCK_POLL_S until `wait` seconds have passed (LockedError). The server
-    releases it when the connection closes, also when the holder is killed.
+    Asked for every LOCK_POLL_S until `wait` seconds have passed (LockedError). Released
+    explicitly when the block ends, before the connection closes: the server ends a closed
+    session a moment later, and a run starting right after would find the lock still held. The
+    server releases it with the session too, also when the holder is killed.
     """
     conn = _connect(url)
+    key = brain_lock_key(brain)
+    held = False
     try:
-        key = brain_lock_key(brain)
         deadline = time.monotonic() + max(wait, 0.0)
         with _translated(url, f"locking brain {brain!r} in {url}"):
             while not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:  # type: ignore[index]
@@ -391,8 +394,12 @@ def writer_lock(url: PostgresURL, brain: str, wait: float) -> Iterator[None]:
                         " (raise --wait to wait longer)"
                     )
                 time.sleep(min(LOCK_POLL_S, left))
+        held = True
         yield
     finally:
+        if held:
+            with contextlib.suppress(Exception):  # a broken connection: the session's end releases it
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
         conn.close()
 
 

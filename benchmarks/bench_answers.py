@@ -879,10 +879,13 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
                     case["route"] = "topic"
                 elif scored.units:
                     case["route"] = "evidence"
+                    readings = ex.evidence_readings(row["question"], hits, found.rendering)
+                    evidence = ex.readings_evidence(
+                        row["question"], hits, scored, counts, found.rendering, names=ex.EVIDENCE_SIGNALS
+                    )
                     case["readings"] = [
-                        _candidate_evidence(text, hits, scored, counts)
-                        | ex.evidence_features(text, hits, scored, counts, asked=asked, names=ex.EVIDENCE_SIGNALS)
-                        for text, asked in ex.evidence_readings(row["question"], hits, found.rendering)
+                        _candidate_evidence(text, hits, scored, counts) | found_evidence
+                        for (text, _), found_evidence in zip(readings, evidence, strict=True)
                     ]
     finally:
         models.close()
@@ -890,11 +893,10 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
 
 
 def _gated(reading: dict[str, float]) -> bool:
-    """Refused whatever the weights: too few key terms held, or no value of the asked kind
-    (`extractive.answer_evidence`)."""
-    from locallens.extractive import MIN_TERM_COVERAGE
+    """Refused whatever the weights (`extractive.refused_whatever`)."""
+    from locallens.extractive import refused_whatever
 
-    return reading["term_coverage"] < MIN_TERM_COVERAGE or reading.get("fact_absent", 0.0) >= 1.0
+    return refused_whatever(reading)
 
 
 def _probability(reading: dict[str, float], names: list[str], w: Any, bias: float) -> float:

@@ -451,6 +451,49 @@ def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     return max(word_salience(names, term_counts).values())
 
 
+# A word a language hardly uses: under this Zipf frequency (log10 of its uses per billion words)
+# in English and in the question's language (`wordfreq`): "pytest", "uvloop", "certbot",
+# "permalinks", "XAMPP", where "spreadsheet" (3.3), "scratch" (4.2) or "plug" (4.1) is a user's
+# own wording (`unknown_word`).
+MAX_WORD_ZIPF = 1.5
+# A user's own address or link ("me@laptop.localdomain"): not a name to look up.
+_ADDRESS = re.compile(r"\S+@\S+|\w+://\S+")
+
+
+def _zipf(word: str, language: str) -> float:
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word, language))
+
+
+def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
+    """1 when the question names something the notes never mention and the language hardly uses
+    (a tool, a product, a file: "pytest", "uvloop", "requirements.txt", "XAMPP"), else 0: a word
+    of the question that no excerpt holds (`missing_words`, which in a question asked across
+    languages keeps only names, numbers and identifiers), that no chunk of the brain holds
+    (`word_salience` 1; every word when the brain's counts are unknown), and whose frequency in
+    English and in the question's language is under `MAX_WORD_ZIPF`. A plain word the notes say
+    otherwise ("spreadsheet", "scratch directory") is common in the language; numbers, quoted
+    words, the user's own example and addresses are left out. No answerable question of the
+    sets the refusal is fitted on has one (docs/decisions.md#the-refusal-across-corpora)."""
+    own = "es" if question_language(question) == "es" else "en"
+    languages = sorted({"en", own})
+    left_out = {
+        w
+        for span in _QUOTED.findall(question) + _EXAMPLE.findall(question) + _ADDRESS.findall(question)
+        for w in _WORD.findall(span)
+    }
+    words = [w for w in missing_words(question, hits) if w not in left_out and not _NUMBER.fullmatch(w)]
+    if not words:
+        return 0.0
+    salience = word_salience(words, term_counts)
+    nowhere = [w for w in words if salience[w] >= 1.0]
+    return 1.0 if any(all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages) for w in nowhere) else 0.0
+
+
+_NUMBER = re.compile(r"[\d.,]+")
+
+
 def fact_unstated(
     question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None
 ) -> float:
@@ -567,11 +610,24 @@ def evidence_features(
     return {name: float(signals[name]()) for name in wanted}
 
 
+def refused_whatever(found: dict[str, float]) -> bool:
+    """Whether the evidence refuses whatever the weights: the excerpts hold under
+    `MIN_TERM_COVERAGE` of the question's key terms, no unit holds a value of the kind of fact
+    asked (`fact_absent`), or the question names something unknown to the notes and rare in the
+    language (`unknown_word`)."""
+    return (
+        found["term_coverage"] < MIN_TERM_COVERAGE
+        or found.get("fact_absent", 0.0) >= 1.0
+        or found.get("unknown_word", 0.0) >= 1.0
+    )
+
+
 def answer_evidence(found: dict[str, float]) -> float:
     """How likely the excerpts answer the question at all (0..1): the refusal's logistic
     (`EVIDENCE_WEIGHTS`) over the evidence `evidence_features` found; 0 when the excerpts hold
-    under `MIN_TERM_COVERAGE` of the key terms or no value of the kind of fact asked."""
-    if found["term_coverage"] < MIN_TERM_COVERAGE or found.get("fact_absent", 0.0) >= 1.0:
+    under `MIN_TERM_COVERAGE` of the key terms, no value of the kind of fact asked, or the
+    question names something the notes never mention and the language hardly uses."""
+    if refused_whatever(found):
         return 0.0
     z = sum(weight * found[name] for name, weight in EVIDENCE_WEIGHTS.items()) + EVIDENCE_BIAS
     return float(1 / (1 + np.exp(-z)))
@@ -613,14 +669,31 @@ def evidence_readings(question: str, hits: Sequence[Hit], rendering: Rendering |
     return readings
 
 
+def readings_evidence(
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None,
+    rendering: Rendering | None,
+    names: Sequence[str] | None = None,
+) -> list[dict[str, float]]:
+    """The evidence (`evidence_features`, the signals `names`) of each of `evidence_readings`,
+    each with the question's own `unknown_word`: a rendering may keep a word it could not
+    translate ("reintentando"), which is no name for all that."""
+    unknown = {"unknown_word": unknown_word(question, hits, term_counts)} if hits else {"unknown_word": 0.0}
+    return [
+        evidence_features(text, hits, scored, term_counts, asked=asked, names=names) | unknown
+        for text, asked in evidence_readings(question, hits, rendering)
+    ]
+
+
 def weighed_evidence(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
 ) -> tuple[float, dict[str, float]]:
     """`answer_evidence` of the stronger of `evidence_readings` (the question, or its English
     rendering), with the evidence it was weighed from (`evidence_features`)."""
     best: tuple[float, dict[str, float]] | None = None
-    for text, asked in evidence_readings(question, hits, rendering):
-        features = evidence_features(text, hits, scored, term_counts, asked=asked)
+    for features in readings_evidence(question, hits, scored, term_counts, rendering):
         weighed = (answer_evidence(features) if scored.units and hits else 0.0), features
         if best is None or weighed[0] > best[0]:
             best = weighed

@@ -22,7 +22,9 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
   (`fact_unstated`: "how long is the probation period of new hires?" over notes whose only
   duration is an audit's three days). The plain refusal too when the excerpts hold under a fifth
   of the question's key terms, or no value at all of the kind of fact asked (`fact_absent`: "when
-  was Python 3.12 released?" over excerpts without a date). A broad question whose note holds
+  was Python 3.12 released?" over excerpts without a date), or when the question names something
+  no note of the brain mentions and the language hardly uses (`unknown_word`: "how do I run one
+  test with pytest?" over notes that never say "pytest"). A broad question whose note holds
   only part of its topic is not summarised, and is answered only by a unit about its whole topic.
 
 Every printed unit is an excerpt's own text (markup such as a bullet or table pipes aside) with
@@ -693,8 +695,8 @@ def weighed_evidence(
     """`answer_evidence` of the stronger of `evidence_readings` (the question, or its English
     rendering), with the evidence it was weighed from (`evidence_features`)."""
     best: tuple[float, dict[str, float]] | None = None
-    for features in readings_evidence(question, hits, scored, term_counts, rendering):
-        weighed = (answer_evidence(features) if scored.units and hits else 0.0), features
+    for found in readings_evidence(question, hits, scored, term_counts, rendering):
+        weighed = (answer_evidence(found) if scored.units and hits else 0.0), found
         if best is None or weighed[0] > best[0]:
             best = weighed
     assert best is not None

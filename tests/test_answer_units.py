@@ -33,7 +33,9 @@ from locallens.extractive import (
     missing_salience,
     missing_words,
     passage_units,
+    readings_evidence,
     term_coverage,
+    unknown_word,
 )
 from locallens.unit_scores import (
     FEATURES,
@@ -337,6 +339,52 @@ def test_missing_name_is_the_product_or_vendor_no_excerpt_mentions() -> None:
     assert missing_name("Which method runs for `x in MyBag`, Python?", code) == 1.0  # "Python" is not held
     assert missing_name("Which method runs for `x in MyBag`?", code) == 0.0
     assert missing_name("Membership test for 'Test' values?", code) == 0.0
+
+
+def test_unknown_word_is_a_name_the_notes_never_mention_and_the_language_hardly_uses() -> None:
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+
+    def nowhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {}
+
+    def elsewhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"pytest": 3}
+
+    # A tool no excerpt and no chunk of the brain mentions, and English hardly uses.
+    assert unknown_word("How do I run one test with pytest before a deploy?", hits, nowhere) == 1.0
+    assert unknown_word("How do I roll back a deploy with certbot?", hits) == 1.0  # the brain's counts unknown
+    # The brain holds it, in a note the excerpts are not: weaker evidence, left to the weights.
+    assert unknown_word("How do I run one test with pytest before a deploy?", hits, elsewhere) == 0.0
+    # A plain word the notes put otherwise is common in the language: the user's own wording.
+    assert unknown_word("I need a scratch directory for a deploy.", hits, nowhere) == 0.0
+    # The user's own example, address or number is no name to look up.
+    assert unknown_word("Why does `uvloop_run` fail in a deploy?", hits, nowhere) == 0.0
+    assert unknown_word("Deploys mail me@laptop.localdomain: how do I change it?", hits, nowhere) == 0.0
+    assert unknown_word("Does a deploy take 1234567 ms?", hits, nowhere) == 0.0
+    # Across languages only what a translation keeps counts: a name, not a Spanish word.
+    assert unknown_word("¿Cómo instalo shipctl con XAMPP?", hits, nowhere) == 1.0
+    assert unknown_word("¿Cuánto tiempo sigue shipctl reintentando un deploy?", hits, nowhere) == 0.0
+
+
+def test_a_question_naming_something_unknown_is_refused_whatever_the_units_score() -> None:
+    checked, _ = ask_extractive("How do I roll back a service with pytest?", RUNBOOK)
+    assert checked.refused, checked.answer
+    checked, _ = ask_extractive("How do I roll back a service?", RUNBOOK)
+    assert not checked.refused, checked.answer
+
+
+def test_each_reading_is_weighed_with_the_question_s_own_unknown_word() -> None:
+    from locallens.domain import Rendering
+    from locallens.extractive import score_units
+
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    question = "¿Cuánto tiempo sigue shipctl reintentando un deploy?"
+    # A word-by-word rendering keeps the word it could not translate: English hardly uses it.
+    rendering = Rendering("How much time follows shipctl reintentando a deploy?", "gloss")
+    assert unknown_word(rendering.text, hits) == 1.0
+    scored = score_units(question, hits, fake_vector(question), fake_encode)
+    readings = readings_evidence(question, hits, scored, None, rendering)
+    assert len(readings) == 2 and all(r["unknown_word"] == 0.0 for r in readings)
 
 
 def test_the_answer_to_which_vendor_is_a_name_the_question_does_not_hold() -> None:

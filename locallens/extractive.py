@@ -60,7 +60,7 @@ from locallens.unit_scores import (
     question_terms,
     word_salience,
 )
-from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENCE, Unit, answer_units
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM, ROW, SENTENCE, Unit, answer_units
 
 # Whether the excerpts answer at all, from combined evidence (`evidence_features`): the best
 # unit's score (its linear score, before the logistic), the missing word (`missing_salience`), the
@@ -824,6 +824,11 @@ def _with_next(
     return [*chosen[: last + 1], *[(u, False) for u in group], *chosen[last + 1 :]]
 
 
+# A summary's later units are prose: a code block, or a table row or header without the rest of
+# its table ("2024-10-14 | Marta Iglesias | Jonas Lindqvist"), says nothing read on its own.
+_NOT_SUMMARY = frozenset({CODE, ROW, HEADER})
+
+
 def summary_units(
     topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = SUMMARY_TOKENS
 ) -> list[Unit] | None:
@@ -893,7 +898,7 @@ def summary_units(
     used = _tokens(scored.units[lead])
     for k in ranked:
         i = unique[k]
-        if i in chosen or scored.units[i].kind == CODE:
+        if i in chosen or scored.units[i].kind in _NOT_SUMMARY:
             continue
         cost = _tokens(scored.units[i])
         if used + cost > passage_tokens:

@@ -494,6 +494,24 @@ def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
     assert checked.summary and not checked.refused
 
 
+def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
+    rotation = (
+        "# On-call rotation\n\n"
+        "The platform has one primary on-call engineer and a secondary who steps in when the primary does not answer.\n\n"
+        "| Week | Primary | Secondary |\n|---|---|---|\n"
+        + "".join(
+            f"| on-call rotation week {n} | Marta Iglesias primary | Jonas Lindqvist secondary |\n" for n in range(1, 5)
+        )
+        + "\n"
+        "The rotation hands over every Monday at 10:00 in the platform channel.\n\n"
+        "Nobody is on call during their first six weeks at the company.\n"
+    )
+    checked, _ = ask_extractive("Summarize the on-call rotation.", rotation, paths=("ops/on-call-rotation.md",))
+    assert checked.summary and not checked.refused
+    assert checked.claims[0].claim.startswith("The platform has one primary")
+    assert not any("|" in c.claim for c in checked.claims), checked.answer
+
+
 def test_passage_stays_short() -> None:
     long_note = "\n\n".join(f"The backup number {n} of the staging database is kept for {n} days." for n in range(40))
     checked, _ = ask_extractive("How long is the backup of the staging database kept?", long_note)

@@ -504,12 +504,19 @@ def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
         )
         + "\n"
         "The rotation hands over every Monday at 10:00 in the platform channel.\n\n"
-        "Nobody is on call during their first six weeks at the company.\n"
+        "Nobody is on call during their first six weeks at the company.\n\n"
+        "Swaps are agreed in the platform channel.\n"
+        "Those primary and secondary on-call rotation weeks are paid as overtime.\n\n"
+        "Primary and secondary on-call rotation\n"
     )
     checked, _ = ask_extractive("Summarize the on-call rotation.", rotation, paths=("ops/on-call-rotation.md",))
     assert checked.summary and not checked.refused
     assert checked.claims[0].claim.startswith("The platform has one primary")
     assert not any("|" in c.claim for c in checked.claims), checked.answer
+    # ... nor a sentence pointing back ("Those ... weeks") without the one it points back to.
+    assert not any(c.claim.startswith("Those") for c in checked.claims), checked.answer
+    # ... nor a title line the excerpt ends on (no text below it shows it is a heading).
+    assert not any(c.claim.startswith("Primary and secondary") for c in checked.claims), checked.answer
 
 
 def test_passage_stays_short() -> None:

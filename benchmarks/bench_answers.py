@@ -31,6 +31,11 @@ is in no document, the right answer being the refusal):
   (8 + 2, Spanish) over the English Apache HTTP Server 2.4 manual (Debian `apache2-doc`,
   `corpora.py --apache`): written before anything was measured on them, a corpus for fitting and
   judging leave-one-corpus-out; out of the default `--sets`.
+- sqlite, sqlite-es: benchmarks/data/sqlite_questions.jsonl (40 + 8, 6 of the 40 broad) and
+  sqlite_es_over_en.jsonl (8 + 2, Spanish) over the SQLite documentation (Debian `sqlite3-doc`,
+  `corpora.py --sqlite`): written before anything was measured on them, a second held-out corpus
+  like varnish (in no fit: not in `FIT_SETS`, `TRANSFER_SETS` or `REFUSAL_SETS`); out of the
+  default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -83,6 +88,7 @@ from corpora import (
     write_borg_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,
+    write_sqlite_corpus,
     write_stdlib_corpus,
     write_varnish_corpus,
 )
@@ -106,6 +112,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "postfix-es": ("postfix", [DATA / "postfix_es_over_en.jsonl"]),
     "apache": ("apache", [DATA / "apache_questions.jsonl"]),
     "apache-es": ("apache", [DATA / "apache_es_over_en.jsonl"]),
+    "sqlite": ("sqlite", [DATA / "sqlite_questions.jsonl"]),
+    "sqlite-es": ("sqlite", [DATA / "sqlite_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -140,6 +148,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_postfix_corpus(workdir / "postfix-corpus")
     if corpus == "apache":
         return write_apache_corpus(workdir / "apache-corpus")
+    if corpus == "sqlite":
+        return write_sqlite_corpus(workdir / "sqlite-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

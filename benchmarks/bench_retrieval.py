@@ -26,6 +26,10 @@ offline from the same two rankings, so no setting costs a second index:
 - apache, apache-es: the English Apache HTTP Server 2.4 manual from Debian's `apache2-doc`
   package (`corpora.py --apache`), with `benchmarks/data/apache_questions.jsonl` and its Spanish
   questions `apache_es_over_en.jsonl` (one index); scored like stdlib.
+- sqlite, sqlite-es: the SQLite documentation from Debian's `sqlite3-doc` package
+  (`corpora.py --sqlite`), with `benchmarks/data/sqlite_questions.jsonl` and its Spanish questions
+  `sqlite_es_over_en.jsonl` (one index); scored like stdlib. Held out like varnish: written before
+  any measurement, for judging a change once it is made; outside the default `--corpora`.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -83,6 +87,8 @@ POSTFIX_QUESTIONS = c.ROOT / "benchmarks" / "data" / "postfix_questions.jsonl"
 POSTFIX_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "postfix_es_over_en.jsonl"
 APACHE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_questions.jsonl"
 APACHE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_es_over_en.jsonl"
+SQLITE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_questions.jsonl"
+SQLITE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -224,6 +230,14 @@ def load_apache(work: Path, questions: Path = APACHE_QUESTIONS, name: str = "apa
 
     corpus = load_docs(name, write_apache_corpus(work / "apache-docs"), questions)
     return dataclasses.replace(corpus, index="apache")
+
+
+def load_sqlite(work: Path, questions: Path = SQLITE_QUESTIONS, name: str = "sqlite") -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_sqlite_corpus
+
+    corpus = load_docs(name, write_sqlite_corpus(work / "sqlite-docs"), questions)
+    return dataclasses.replace(corpus, index="sqlite")
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -683,6 +697,8 @@ def main() -> None:
         "postfix-es": lambda: load_postfix(args.work, POSTFIX_ES_QUESTIONS, "postfix-es"),
         "apache": lambda: load_apache(args.work),
         "apache-es": lambda: load_apache(args.work, APACHE_ES_QUESTIONS, "apache-es"),
+        "sqlite": lambda: load_sqlite(args.work),
+        "sqlite-es": lambda: load_sqlite(args.work, SQLITE_ES_QUESTIONS, "sqlite-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

@@ -30,9 +30,18 @@
   sitemap, the licence, the pages not in English and pages under 1 KB of text.
   `benchmarks/data/apache_questions.jsonl` and `apache_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it.
+- `write_sqlite_corpus` writes the SQLite documentation as Debian's `sqlite3-doc` package ships it
+  (HTML): the SQL language pages, the PRAGMA list, the command-line shell, the FAQ, WAL, datatypes,
+  limits, the query planner, the extensions (FTS5, JSON, R*Tree, ...), one plain-text file per
+  page (`lang_select.txt`, `pragma.txt`, `cli.txt`, ...; 148 pages, 2.2 MB); left out: the C API
+  reference (`c3ref/`, `capi3ref`), the syntax-diagram pages, the release logs and news, the
+  indexes and cross-references, the legal and project pages, the pages on the old versions 2 and
+  3.0-3.5, the developer-only pages (testing, the bytecode engine) and pages under 1 KB of text.
+  `benchmarks/data/sqlite_questions.jsonl` and `sqlite_es_over_en.jsonl` hold questions about it,
+  written before anything was measured on it: a second held-out corpus (nothing is tuned on it).
 
 The first two need no download.
-Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache]
+Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite]
 """
 
 from __future__ import annotations
@@ -411,6 +420,84 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     return _write_pages(deb, APACHE_HTML, dest, pages, apache_page_text)
 
 
+SQLITE_PACKAGE = "sqlite3-doc"
+SQLITE_HTML = "usr/share/doc/sqlite3"
+# The pages at the top of the folder that are not user documentation (the folders c3ref/, syntax/,
+# session/ and releaselog/ are left out whole: the C API one function a page, the syntax diagrams,
+# the session extension's C API, the release notes). Left out here: lists of links and indexes,
+# the change log and news, the legal and project pages (licence, consortium, code of conduct,
+# support, books, users), the C API references on one page (capi3ref, 460 KB; session, the session
+# extension's) and the requirements list (930 KB), the pages on versions 2 and 3.0-3.5 and on old format changes, the deprecated
+# asynchronous VFS, the project's own version control (whynotgit, privatebranch), the developer-only
+# pages (testing, th3, qmplan, assert, malloc, the bytecode engine and its opcodes, the Lemon parser
+# generator, the 2002 speed comparison), and fileformat (a copy of fileformat2).
+_SQLITE_SKIPPED = frozenset(
+    {
+        *("doc_backlink_crossref", "doc_keyword_crossref", "doc_pagelink_crossref", "doc_target_crossref"),
+        *("keyword_index", "sitemap", "docs", "doclist", "syntax", "lang", "index", "syntaxdiagrams"),
+        *("capi3ref", "requirements", "changes", "chronology", "news", "oldnews", "pressrelease-20071212"),
+        *("copyright", "copyright-release", "codeofconduct", "codeofethics", "consortium"),
+        *("consortium_agreement-20071201", "crew", "support", "prosupport", "books", "famous"),
+        *("mostdeployed", "hp1", "sqlite", "download", "getthecode", "lts", "cves", "whynotgit"),
+        *("privatebranch", "c_interface", "capi3", "version3", "34to35", "35to36", "formatchng"),
+        *("fileformat", "pgszchng2016", "asyncvfs", "testing", "th3", "qmplan", "assert", "vdbe"),
+        *("session", "opcode", "malloc", "lemon", "speed"),
+    }
+)
+# A page with less text than this is a stub (DROP INDEX, DETACH, a one-paragraph essay).
+SQLITE_MIN_CHARS = 1024
+# What every SQLite page repeats or shows only as a picture: the table of contents box (closed by
+# its toggle script), the syntax diagrams (SVG) with their name and show/hide button, and the
+# hidden headings the site's search reads (`<h _id=... style="display:none">`, a copy of the
+# heading shown next to them).
+_SQLITE_CHROME = re.compile(
+    r'<div class="fancy_toc">.*?</script>|<svg\b.*?</svg>|<button\b.*?</button>'
+    r'|<p><b><a href="syntax/[^"]*">[^<]*</a></b>|<h _id=[^>]*display:none[^>]*>.*?</h>',
+    re.S,
+)
+
+
+# A table cell up to the next cell, row or table end: SQLite's hand-written tables leave `<td>` and
+# `<th>` unclosed (compile.html), which would keep the rest of the page inside one cell (one line).
+_SQLITE_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(?:</t[dh]>\s*)?(?=<t[dhr]\b|</tr>|</table>)", re.S)
+
+
+def sqlite_page_text(page: str) -> str:
+    """The text of one page of the SQLite documentation (its content, without the header, menus,
+    table of contents, syntax diagrams and the "last modified" footer). The header's one script
+    opens the content's span, so the parser hides it as it hides every script; every table cell
+    is closed before the next one."""
+    return _html_text(
+        page,
+        "<script>",
+        '<p align="center"><small><i>This page last modified',
+        lambda html: _SQLITE_CELL.sub(r"\1\2</td>", _SQLITE_CHROME.sub("", html)),
+    )
+
+
+def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the SQLite documentation as `dest/<page>.txt` (`lang_select.html` -> `lang_select.txt`,
+    `pragma.html` -> `pragma.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
+    less than `SQLITE_MIN_CHARS` of text are left out.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        return [
+            page
+            for page in root.glob("*.html")
+            if page.stem not in _SQLITE_SKIPPED
+            and len(sqlite_page_text(page.read_text(encoding="utf-8"))) >= SQLITE_MIN_CHARS
+        ]
+
+    deb = deb or _debian_package(SQLITE_PACKAGE, dest.parent)
+    return _write_pages(deb, SQLITE_HTML, dest, pages, sqlite_page_text)
+
+
 def _read_page(page: pathlib.Path) -> str:
     """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
     if page.suffix == ".gz":
@@ -461,8 +548,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--apache", action="store_true", help="the Apache HTTP Server manual from Debian's apache2-doc package"
     )
+    parser.add_argument(
+        "--sqlite", action="store_true", help="the SQLite documentation from Debian's sqlite3-doc package"
+    )
     args = parser.parse_args(argv)
-    if args.apache:
+    if args.sqlite:
+        out = write_sqlite_corpus(args.dest)
+    elif args.apache:
         out = write_apache_corpus(args.dest)
     elif args.postfix:
         out = write_postfix_corpus(args.dest)
@@ -474,7 +566,7 @@ def main(argv: list[str] | None = None) -> None:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
     print(
-        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache) else 'pages'} to {out}"
+        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache or args.sqlite) else 'pages'} to {out}"
     )
 
 

@@ -62,7 +62,7 @@ from locallens.unit_scores import (
     question_terms,
     word_salience,
 )
-from locallens.units import CODE, DEFINITION, HEADING, INTRODUCED, ITEM, SENTENCE, Unit, answer_units
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM, ROW, SENTENCE, Unit, answer_units
 
 # Whether the excerpts answer at all, from combined evidence (`evidence_features`): the best
 # unit's score (its linear score, before the logistic), the missing word (`missing_salience`), the
@@ -899,6 +899,13 @@ def _with_next(
     return [*chosen[: last + 1], *[(u, False) for u in group], *chosen[last + 1 :]]
 
 
+# A summary's later units are prose: a code block, or a table row or header without the rest of
+# its table ("2024-10-14 | Marta Iglesias | Jonas Lindqvist"), says nothing read on its own.
+_NOT_SUMMARY = frozenset({CODE, ROW, HEADER})
+_TITLE_WORDS = 8
+_SENTENCE_END = re.compile(r"[.!?:;。！？…)\]\"'”]\s*$")
+
+
 def summary_units(
     topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = SUMMARY_TOKENS
 ) -> list[Unit] | None:
@@ -966,10 +973,17 @@ def summary_units(
     ranked = sorted(range(len(unique)), key=lambda k: -(centrality[k] + 0.5 * scored.cosines[unique[k]]))
     chosen = [lead]
     used = _tokens(scored.units[lead])
+    at = {place(i): i for i in unique}
     for k in ranked:
         i = unique[k]
-        if i in chosen or scored.units[i].kind == CODE:
+        if i in chosen or scored.units[i].kind in _NOT_SUMMARY:
             continue
+        text = scored.units[i].text
+        chunk, index = place(i)
+        if _ANAPHOR.match(text) and at.get((chunk, index - 1)) not in chosen:
+            continue  # "Those working days do not count..." read without the sentence it points back to
+        if len(text.split()) <= _TITLE_WORDS and not _SENTENCE_END.search(text):
+            continue  # a plain-text file's title line ("Configuring & Installing suEXEC")
         cost = _tokens(scored.units[i])
         if used + cost > passage_tokens:
             continue

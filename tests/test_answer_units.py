@@ -542,6 +542,31 @@ def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
     assert checked.summary and not checked.refused
 
 
+def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
+    rotation = (
+        "# On-call rotation\n\n"
+        "The platform has one primary on-call engineer and a secondary who steps in when the primary does not answer.\n\n"
+        "| Week | Primary | Secondary |\n|---|---|---|\n"
+        + "".join(
+            f"| on-call rotation week {n} | Marta Iglesias primary | Jonas Lindqvist secondary |\n" for n in range(1, 5)
+        )
+        + "\n"
+        "The rotation hands over every Monday at 10:00 in the platform channel.\n\n"
+        "Nobody is on call during their first six weeks at the company.\n\n"
+        "Swaps are agreed in the platform channel.\n"
+        "Those primary and secondary on-call rotation weeks are paid as overtime.\n\n"
+        "Primary and secondary on-call rotation\n"
+    )
+    checked, _ = ask_extractive("Summarize the on-call rotation.", rotation, paths=("ops/on-call-rotation.md",))
+    assert checked.summary and not checked.refused
+    assert checked.claims[0].claim.startswith("The platform has one primary")
+    assert not any("|" in c.claim for c in checked.claims), checked.answer
+    # ... nor a sentence pointing back ("Those ... weeks") without the one it points back to.
+    assert not any(c.claim.startswith("Those") for c in checked.claims), checked.answer
+    # ... nor a title line the excerpt ends on (no text below it shows it is a heading).
+    assert not any(c.claim.startswith("Primary and secondary") for c in checked.claims), checked.answer
+
+
 def test_passage_stays_short() -> None:
     long_note = "\n\n".join(f"The backup number {n} of the staging database is kept for {n} days." for n in range(40))
     checked, _ = ask_extractive("How long is the backup of the staging database kept?", long_note)

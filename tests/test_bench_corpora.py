@@ -11,7 +11,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from corpora import apache_page_text, borg_page_text, postfix_page_text, varnish_page_text  # noqa: E402
+from corpora import (  # noqa: E402
+    apache_page_text,
+    borg_page_text,
+    postfix_page_text,
+    sqlite_page_text,
+    varnish_page_text,
+)
 
 PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
 <div class="document clearer body">
@@ -137,6 +143,50 @@ def test_apache_page_text_keeps_the_content_only() -> None:
     assert text.endswith("\n") and "\n\n\n" not in text
 
 
+SQLITE_PAGE = """<html><head><title>Limits In SQLite</title></head><body>
+<div class="nosearch"><div class="menu mainmenu"><ul><li><a href="index.html">Home</a>
+<li><a href="support.html">Support</a></ul></div>
+<div class="tagline desktoponly">Small. Fast. Reliable.<br>Choose any three.</div></div>
+<script>
+function toggle_search() { document.getElementById("searchmenu").style.display = "block"; }
+antiRobotDefense();
+</script>
+<div class="fancy_toc"><a onclick="toggle_toc()">Table Of Contents</a>
+<div id="toc_sub"><div class="fancy-toc1"><a href="#max_column">1. Maximum Number Of Columns</a></div></div></div>
+<script>function toggle_toc(){ var sub = document.getElementById("toc_sub"); }</script>
+<h1 align="center">Limits In SQLite</h1>
+<a name="max_column"></a><h2>1. Maximum Number Of Columns</h2>
+<p>The default setting for SQLITE_MAX_COLUMN is 2000.</p>
+<p><b><a href="syntax/pragma-stmt.html">pragma-stmt:</a></b>
+<button id='x1' onclick='hideorshow("x1","x2")'>hide</button></p>
+<div id='x2' class='imgcontainer'><svg viewBox="0 0 10 10"><text x="1" y="1">PRAGMA</text></svg></div>
+<h _id=pragma_page_size style="display:none"> PRAGMA page_size</h><hr>
+<p><b>PRAGMA page_size;</b></p>
+<table border=1>
+<tr><th>SQLITE_DQS<th>Remarks
+<tr><td>3<td>default
+<tr><td>0<td>recommended
+</table>
+<p>The recommended setting is 0.</p>
+<p align="center"><small><i>This page last modified on 2022-11-21 19:17:39 UTC </small></i></p>
+</body></html>"""
+
+
+def test_sqlite_page_text_keeps_the_content_only() -> None:
+    text = sqlite_page_text(SQLITE_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "Limits In SQLite"  # no menu, tagline or script before the title
+    assert "The default setting for SQLITE_MAX_COLUMN is 2000." in lines
+    assert "Table Of Contents" not in text and "toggle" not in text  # the contents box left out
+    assert "pragma-stmt" not in text and "hide" not in text  # a syntax diagram: name, button, picture
+    assert text.count("page_size") == 1  # the hidden copy of the heading left out
+    # unclosed cells closed: a row is one line, and the text after the table is not in a cell
+    assert "SQLITE_DQS  Remarks" in lines and "3  default" in lines and "0  recommended" in lines
+    assert "The recommended setting is 0." in lines
+    assert "last modified" not in text and "Support" not in text and "Choose any three" not in text
+    assert text.endswith("\n") and "\n\n\n" not in text
+
+
 @pytest.mark.parametrize(
     ("name", "total", "answerable_count", "broad"),
     [
@@ -146,6 +196,8 @@ def test_apache_page_text_keeps_the_content_only() -> None:
         ("postfix_es_over_en", 10, 8, 0),
         ("apache_questions", 48, 40, 6),
         ("apache_es_over_en", 10, 8, 0),
+        ("sqlite_questions", 48, 40, 6),
+        ("sqlite_es_over_en", 10, 8, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:

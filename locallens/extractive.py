@@ -651,9 +651,14 @@ def with_rendering(scored: Scored, rendered: Scored) -> Scored:
 
 
 def _evidence(
-    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None,
+    rendering: Rendering | None,
+    min_evidence: float,
 ) -> float:
-    return weighed_evidence(question, hits, scored, term_counts, rendering)[0]
+    return weighed_evidence(question, hits, scored, term_counts, rendering, min_evidence=min_evidence)[0]
 
 
 def evidence_readings(question: str, hits: Sequence[Hit], rendering: Rendering | None) -> list[tuple[str, str | None]]:
@@ -682,7 +687,7 @@ def readings_evidence(
     """The evidence (`evidence_features`, the signals `names`) of each of `evidence_readings`,
     each with the question's own `unknown_word`: a rendering may keep a word it could not
     translate ("reintentando"), which is no name for all that."""
-    unknown = {"unknown_word": unknown_word(question, hits, term_counts)} if hits else {"unknown_word": 0.0}
+    unknown = {"unknown_word": unknown_word(question, hits, term_counts)}
     return [
         evidence_features(text, hits, scored, term_counts, asked=asked, names=names) | unknown
         for text, asked in evidence_readings(question, hits, rendering)
@@ -690,16 +695,28 @@ def readings_evidence(
 
 
 def weighed_evidence(
-    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, rendering: Rendering | None
+    question: str,
+    hits: Sequence[Hit],
+    scored: Scored,
+    term_counts: TermCounts | None,
+    rendering: Rendering | None,
+    *,
+    min_evidence: float = 0.0,
 ) -> tuple[float, dict[str, float]]:
     """`answer_evidence` of the stronger of `evidence_readings` (the question, or its English
-    rendering), with the evidence it was weighed from (`evidence_features`)."""
+    rendering), with the evidence it was weighed from (`evidence_features`). The question's
+    `unknown_word` (the same for every reading) is read last, and only when the evidence reaches
+    `min_evidence` without it: below, refusing whatever the weights changes nothing, and the word
+    lists it reads cost a cold process about 0.3 s to load."""
     best: tuple[float, dict[str, float]] | None = None
-    for found in readings_evidence(question, hits, scored, term_counts, rendering):
+    for text, asked in evidence_readings(question, hits, rendering):
+        found = evidence_features(text, hits, scored, term_counts, asked=asked) | {"unknown_word": 0.0}
         weighed = (answer_evidence(found) if scored.units and hits else 0.0), found
         if best is None or weighed[0] > best[0]:
             best = weighed
     assert best is not None
+    if best[0] >= min_evidence and best[0] > 0 and unknown_word(question, hits, term_counts) >= 1.0:
+        return 0.0, best[1] | {"unknown_word": 1.0}
     return best
 
 
@@ -1031,7 +1048,7 @@ def extractive_answer(
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif topic and not _states_topic(topic, scored):
         pass  # a broad question no document covers, and no unit is about its whole topic: refused
-    elif scored.units and _evidence(question, hits, scored, term_counts, rendering) >= min_evidence:
+    elif scored.units and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(scored, passage_tokens=budget, other_excerpts=not topic)

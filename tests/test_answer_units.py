@@ -373,6 +373,22 @@ def test_a_question_naming_something_unknown_is_refused_whatever_the_units_score
     assert not checked.refused, checked.answer
 
 
+def test_the_word_lists_are_read_only_when_the_evidence_would_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from locallens import extractive
+    from locallens.extractive import score_units, weighed_evidence
+
+    read: list[str] = []
+    monkeypatch.setattr(extractive, "_zipf", lambda word, language: read.append(word) or 0.0)
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    question = "How do I roll back a service with pytest?"
+    scored = score_units(question, hits, fake_vector(question), fake_encode)
+    # Refused anyway below the threshold: the gate could change nothing, the lists stay unread.
+    p, found = weighed_evidence(question, hits, scored, None, None, min_evidence=1.01)
+    assert read == [] and p > 0 and found["unknown_word"] == 0.0
+    p, found = weighed_evidence(question, hits, scored, None, None, min_evidence=0.5)
+    assert read == ["pytest"] and p == 0.0 and found["unknown_word"] == 1.0
+
+
 def test_each_reading_is_weighed_with_the_question_s_own_unknown_word() -> None:
     from locallens.domain import Rendering
     from locallens.extractive import score_units

@@ -71,19 +71,19 @@ from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM,
 # the answerable and unanswerable questions of six corpora: sample (with broad, es, es-given),
 # pydoc (with pydoc-es), stdlib, borg, postfix (with postfix-es) and apache (with apache-es), the
 # questions `refused_whatever` refuses left out. Chosen leaving one corpus out (each judged by
-# weights and a threshold fitted on the other five): 13 of 334 answerable questions refused and 47
+# weights and a threshold fitted on the other five): 13 of 334 answerable questions refused and 48
 # of 60 near misses, against 13 and 44 before the question's unknown name (`unknown_word`) refused
-# whatever the weights; with the left-out corpus's cosines 0.1 lower, 13 and 48 against 16 and 45.
+# whatever the weights; with the left-out corpus's cosines 0.1 lower, 13 and 49 against 16 and 45.
 # The top excerpt's own score is left out: its cosine's scale differs between corpora
 # (docs/decisions.md#the-refusal-across-corpora).
 EVIDENCE_WEIGHTS = {
-    "best_unit": 0.99,
-    "missing": -1.47,
-    "missing_name": -3.48,
-    "fact_unstated": -3.24,
+    "best_unit": 0.96,
+    "missing": -1.53,
+    "missing_name": -3.52,
+    "fact_unstated": -3.31,
 }
-EVIDENCE_BIAS = 0.12
-MIN_EVIDENCE = 0.75  # below this, the plain refusal
+EVIDENCE_BIAS = 0.33
+MIN_EVIDENCE = 0.775  # below this, the plain refusal
 # ... and so when the excerpts hold less than this share of the question's key terms, whatever the
 # units score: "how many teeth has a Nile crocodile?" over notes that say "20 minutes".
 MIN_TERM_COVERAGE = 0.2
@@ -475,28 +475,54 @@ def _zipf(word: str, language: str) -> float:
 def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
     """1 when the question names something the notes never mention and the language hardly uses
     (a tool, a product, a file: "pytest", "uvloop", "requirements.txt", "XAMPP"), else 0: a word
-    of the question that no excerpt holds (`missing_words`, which in a question asked across
-    languages keeps only names, numbers and identifiers), that no chunk of the brain holds
-    (`word_salience` 1; every word when the brain's counts are unknown), and whose frequency in
-    English and in the question's language is under `MAX_WORD_ZIPF`. A plain word the notes say
-    otherwise ("spreadsheet", "scratch directory") is common in the language; numbers, quoted
-    words, the user's own example and addresses are left out. No answerable question of the
-    sets the refusal is fitted on has one (docs/decisions.md#the-refusal-across-corpora)."""
-    own = "es" if question_language(question) == "es" else "en"
-    languages = sorted({"en", own})
+    of the question that no excerpt holds as it is written (`_written`: "firewalld" is not the
+    excerpts' "firewall", whose key it shares), that no chunk of the brain holds (`word_salience`
+    1; every word when the brain's counts are unknown), and whose frequency in English and in the
+    question's language is under `MAX_WORD_ZIPF`. A plain word the notes put otherwise
+    ("spreadsheet", "scratch directory") is common in the language; numbers, quoted words, the
+    user's own example, addresses and words naming the kind of answer are left out; asked across
+    languages (`_across`), only a name, number or identifier counts, as in `missing_words`. No
+    answerable question of the sets the refusal is fitted on has one
+    (docs/decisions.md#a-name-the-notes-never-mention)."""
+    if not hits:
+        return 0.0
+    written = _written(hits)
+    across = _across(question, hits)
+    first = next(iter(_WORD.findall(question)), "")
     left_out = {
         w
         for span in _QUOTED.findall(question) + _EXAMPLE.findall(question) + _ADDRESS.findall(question)
         for w in _WORD.findall(span)
     }
-    words = [w for w in missing_words(question, hits) if w not in left_out and not _NUMBER.fullmatch(w)]
+    words = []
+    for key, word in key_words(question).items():
+        if key in _KIND_KEYS or key in _FORM_KEYS or word in left_out or _NUMBER.fullmatch(word):
+            continue
+        bare = _POSSESSIVE.sub("", word.lower())
+        parts = [part for part in re.split(r"[._]+", bare) if part]
+        if bare in written or _joined(bare) in written or (len(parts) > 1 and all(p in written for p in parts)):
+            continue
+        if across and not _untranslated(word, first):
+            continue
+        words.append(word)
     if not words:
         return 0.0
     salience = word_salience(words, term_counts)
+    own = "es" if question_language(question) == "es" else "en"
+    languages = sorted({"en", own})
     nowhere = [w for w in words if salience[w] >= 1.0]
     return 1.0 if any(all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages) for w in nowhere) else 0.0
 
 
+def _written(hits: Sequence[Hit]) -> frozenset[str]:
+    """The excerpts' words as written, lower-cased, with and without their edge punctuation
+    ("requirements.txt", "mod_ssl", "firewall"), and their files' paths."""
+    tokens = set(_TOKEN.findall("\n".join(f"{h.content} {h.chunk.relative_path}" for h in hits).lower()))
+    return frozenset(tokens | {t.strip(".+-") for t in tokens})
+
+
+_TOKEN = re.compile(r"[\w.+-]+")
+_POSSESSIVE = re.compile(r"['’]s$")
 _NUMBER = re.compile(r"[\d.,]+")
 
 

@@ -353,6 +353,10 @@ def test_unknown_word_is_a_name_the_notes_never_mention_and_the_language_hardly_
     # A tool no excerpt and no chunk of the brain mentions, and English hardly uses.
     assert unknown_word("How do I run one test with pytest before a deploy?", hits, nowhere) == 1.0
     assert unknown_word("How do I roll back a deploy with certbot?", hits) == 1.0  # the brain's counts unknown
+    # A name is read as it is written: "firewalld" is not the excerpts' "firewall" (one key).
+    firewall = [hit("Open port 443 in the firewall before a deploy.", "engineering/network.md")]
+    assert unknown_word("How do I open port 443 in firewalld?", firewall, nowhere) == 1.0
+    assert unknown_word("How do I open port 443 in the firewall's rules?", firewall, nowhere) == 0.0
     # The brain holds it, in a note the excerpts are not: weaker evidence, left to the weights.
     assert unknown_word("How do I run one test with pytest before a deploy?", hits, elsewhere) == 0.0
     # A plain word the notes put otherwise is common in the language: the user's own wording.

@@ -1114,6 +1114,7 @@ def refusal_fit(args: argparse.Namespace) -> None:
     weights = dict(zip(shipped, map(float, w.round(2))))
     print("SHIPPABLE " + json.dumps({"weights": weights, "bias": round(float(bias), 2), "threshold": threshold}))
 
+
 # --------------------------------------------------------------------------------------------
 # Where the answer was when the passage did not state it (`--diagnose`)
 # --------------------------------------------------------------------------------------------
@@ -1302,7 +1303,9 @@ def diagnose(args: argparse.Namespace) -> None:
             f"in its definition term: {sum(r['rare_in_term'] for r in placed)}"
         )
     if args.save:
-        Path(args.save).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows_out), encoding="utf-8")
+        Path(args.save).write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows_out), encoding="utf-8"
+        )
     if args.cache:
         import pickle
 
@@ -1340,9 +1343,11 @@ def replay_scored(
     import numpy as np
 
     from locallens.extractive import Scored
-    from locallens.unit_scores import combine
+    from locallens.unit_scores import FEATURES, combine
 
-    rows = replay_features(case) if refeature else case["x"]
+    # Rows cached before a signal was added lack its column: the signal reads 0 there.
+    width = len(FEATURES)
+    rows = replay_features(case) if refeature else [np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x in case["x"]]
     scores = np.max([combine(x, weights, bias) for x in rows], axis=0)
     scores[case["zeroed"]] = 0.0
     n = len(case["units"])

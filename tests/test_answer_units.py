@@ -39,12 +39,14 @@ from locallens.unit_scores import (
     FEATURES,
     answer_type,
     asked_fact,
+    asks_default,
     asks_name,
     carries_fact,
     carries_name,
     features,
     key_terms,
     question_terms,
+    unit_keys,
 )
 from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, answer_units, excerpt_units
 
@@ -926,3 +928,52 @@ def test_the_line_after_is_not_a_fragment_nor_a_setup_line_without_its_block() -
     assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]))] == [u.text for u in units]
     # ... or not at all, when the block does not fit.
     assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]), passage_tokens=30)] == [units[0].text]
+
+
+def test_a_camelcase_directive_holds_the_words_it_joins() -> None:
+    """`unit_keys`: "CacheMaxFileSize" holds `cache`, `file` and `size`, so a reference's
+    "Default: CacheMaxFileSize 1000000" meets "what is the biggest file the disk cache will store?"."""
+    assert {"cache", "max", "file", "size"} <= unit_keys("Default:  CacheMaxFileSize 1000000")
+    assert {"ssl", "sessi", "cache", "timeo"} <= unit_keys("Default:  SSLSessionCacheTimeout 300")
+    assert unit_keys("The server sends no body.") == key_terms("The server sends no body.")
+    units = answer_units([hit("Default:  CacheMaxFileSize 1000000\n\nThe module keeps pages in memory.")])
+    terms = question_terms("What is the biggest file the disk cache will store?")
+    rows = features(terms, units, np.zeros(len(units)), ["mod/cache.html"], [0.5])
+    column = list(FEATURES).index("terms")
+    # `cache` and `file` (the identifier's own key is `cache` only); the other unit holds none.
+    assert rows[0, column] == 2 / len(terms.terms) and rows[1, column] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("By default, how many requests can a browser send over one persistent connection?", True),
+        ("How many errors can a client make before the server hangs up on it, normally?", True),
+        ("What compression do my archives get if I never choose one?", True),
+        ("How many child processes will Apache start at most unless I raise the limit?", True),
+        ("¿Cuántos segundos espera mod_reqtimeout por defecto?", True),
+        ("How do I open a web page in the user's default browser?", False),
+        ("How many child processes does the prefork MPM start?", False),
+    ],
+)
+def test_asks_default_is_a_question_about_the_value_used_when_nothing_is_set(question: str, asks: bool) -> None:
+    assert asks_default(question) is asks
+
+
+def test_a_question_about_a_default_prefers_the_unit_that_states_the_default() -> None:
+    content = (
+        "The MaxRequestWorkers directive sets the limit on the number of child processes that will be "
+        "launched to serve requests. "
+        "For the prefork MPM the value of child processes can be raised up to 20000 with ServerLimit. "
+        "The default value is 256; to increase it, you must also raise ServerLimit."
+    )
+    question = "With the prefork MPM, how many child processes will be launched at most unless I raise the limit?"
+    units = answer_units([hit(content)])
+    rows = features(question_terms(question), units, np.zeros(len(units)), ["mpm.html"], [0.5])
+    column = list(FEATURES).index("default_stated")
+    assert [rows[i, column] for i in range(len(units))] == [0.0, 0.0, 1.0]
+    # Not asked for a default: no such signal.
+    plain = features(question_terms("How many child processes are launched?"), units, np.zeros(3), ["mpm.html"], [0.5])
+    assert not plain[:, column].any()
+    checked, _ = ask_extractive(question, content)
+    assert "256" in checked.answer

@@ -1400,6 +1400,53 @@ def replay(args: argparse.Namespace, variants: dict[str, Any] | None = None) -> 
         )
 
 
+# The corpus each set's questions are asked of: a corpus is left out with all its sets.
+CORPUS_OF = {name: corpus for name, (corpus, _) in SETS.items()}
+
+
+def replay_stated(case: dict[str, Any], weights: dict[str, float] | None = None) -> bool:
+    """Whether a cached question's printed answer states the expected one, its passage rebuilt by
+    the current code with `weights` (a refused or summarised question keeps its live outcome)."""
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _printed, is_broad, passage_units
+
+    if case["refused"] or case["summary"]:
+        return not case["refused"] and contains_answer(case["answer"], case["answers"])
+    scored = replay_scored(case, weights, refeature=True)
+    chosen = passage_units(scored, other_excerpts=not is_broad(case["question"]))
+    return contains_answer("\n".join(_printed(u) for u, _ in chosen), case["answers"])
+
+
+def weight_grid(args: argparse.Namespace) -> None:
+    """One signal's weight chosen with each corpus left out (`--replay F --weight-grid
+    NAME=W1,W2,...`): stated per corpus at every weight of the grid (the other weights as
+    shipped), then per corpus the weight that states the most on the other corpora (ties: the
+    smaller) and what it states on the one left out."""
+    import pickle
+
+    from locallens.unit_scores import WEIGHTS
+
+    name, _, values = args.weight_grid.partition("=")
+    grid = [float(v) for v in values.split(",")]
+    cases = pickle.loads(Path(args.replay).read_bytes())
+    corpora = list(dict.fromkeys(CORPUS_OF[case["set"]] for case in cases))
+    table = {}
+    for w in grid:
+        weights = {**WEIGHTS, name: w}
+        per = dict.fromkeys(corpora, 0)
+        for case in cases:
+            per[CORPUS_OF[case["set"]]] += replay_stated(case, weights)
+        table[w] = per
+        print(f"{name} {w:<6} " + " ".join(f"{k} {v}" for k, v in per.items()) + f"  all {sum(per.values())}")
+    before = after = 0
+    for left in corpora:
+        chosen = max(grid, key=lambda w: (sum(v for k, v in table[w].items() if k != left), -w))
+        print(f"  {left} left out: weight {chosen} states {table[chosen][left]} (at {grid[0]}: {table[grid[0]][left]})")
+        before += table[grid[0]][left]
+        after += table[chosen][left]
+    print(f"each corpus left out: {before} -> {after}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
@@ -1422,6 +1469,9 @@ def main() -> None:
     )
     parser.add_argument("--cache", default=None, help="with --diagnose: write every question's scored units (pickle)")
     parser.add_argument("--replay", default=None, help="replay the passage offline from a --cache pickle")
+    parser.add_argument(
+        "--weight-grid", default=None, help="with --replay: NAME=W1,W2,... one signal's weight, each corpus left out"
+    )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
         "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"
@@ -1442,6 +1492,8 @@ def main() -> None:
         scorer_transfer(args)
     elif args.diagnose:
         diagnose(args)
+    elif args.replay and args.weight_grid:
+        weight_grid(args)
     elif args.replay:
         replay(args)
     elif args.timing:

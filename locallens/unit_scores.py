@@ -22,7 +22,17 @@ The signals of one unit (`FEATURES`, each in 0..1):
 - `new_identifier`: the question asks for code (a method, an option, an exception) and the unit or
   its term holds an identifier the question does not: the answer to "which method runs when the
   with block is left?" names a method;
-- `retrieval_share`: the excerpt's retrieval score over the top excerpt's.
+- `retrieval_share`: the excerpt's retrieval score over the top excerpt's;
+- `default_stated`: the question asks for the value used when nothing is set ("by default", "if
+  I never choose one", "unless I raise the limit", "por defecto"; `asks_default`) and the unit (or
+  its term) says "default": a reference's "Default: KeepAliveTimeout 5", "The default value is
+  256". Its weight (2.0) is not fitted with the others: the twelve weights stay as fitted, and
+  this one was chosen on the development sets with each corpus left out in turn (2.0 won on five
+  of six folds; docs/benchmarks.md#the-answering-unit-among-the-five-excerpts).
+
+A unit's key terms include the words its CamelCase identifiers join (`unit_keys`:
+"SSLSessionCacheTimeout" holds `ssl`, `session`, `cache`, `timeout`), so that a reference's
+directive names what a question says in words.
 
 The weights (`WEIGHTS`, `BIAS`) are a conditional logit fitted by `benchmarks/bench_answers.py
 --fit` on the sample, pydoc and stdlib question sets (a unit is a positive when it, read with its
@@ -49,7 +59,6 @@ from locallens.units import CODE, DEFINITION, HEADER, Unit
 # `modes.TermCounts`, named here without importing the modes module.
 TermCountsLike = Callable[[Sequence[str]], tuple[int, dict[str, int]]]
 
-DEFAULT_WEIGHT = 2.0
 FEATURES: tuple[str, ...] = (
     "cosine",
     "context_cosine",
@@ -65,7 +74,8 @@ FEATURES: tuple[str, ...] = (
     "retrieval_share",
     "default_stated",
 )
-# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring); `default_stated`
+# chosen with each corpus left out (`bench_answers.py --replay F --weight-grid`).
 WEIGHTS: dict[str, float] = {
     "cosine": 1.82,
     "context_cosine": -0.01,
@@ -79,7 +89,7 @@ WEIGHTS: dict[str, float] = {
     "salient_terms": 1.61,
     "new_identifier": 0.4,
     "retrieval_share": 0.62,
-    "default_stated": DEFAULT_WEIGHT,
+    "default_stated": 2.0,
 }
 # The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
 # probability where it was before the last three signals came (their mean +0.9 on the best unit).

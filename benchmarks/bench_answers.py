@@ -58,6 +58,16 @@ each question's route and evidence.
 `--fit` and `--transfer` (the scorer part alone) judge the unit scorer by leave-one-corpus-out:
 per corpus of `TRANSFER_SETS`, the best unit states the answer with weights fitted on every
 corpus and fitted without that one (`scorer_transfer`).
+
+`--diagnose` tells, for every answerable question whose `--extractive` passage neither states the
+expected answer nor refuses, where the answer was: in no excerpt, in no unit, or in a unit with
+its rank, excerpt, kind, the passage rule that left it out (`why_not_printed`) and the signals it
+lost by; tallied per set (`--save F`: one row per question). `--cache F.pkl` also keeps every
+question's scored units and feature rows; `--replay F.pkl` rebuilds the passages offline from
+them with the current code (`replay`; a refusal or a summary keeps its live outcome), and
+`--replay F.pkl --weight-grid NAME=W1,W2,...` chooses one signal's weight with each corpus left
+out (`weight_grid`). A replay takes seconds, so passage rules and weights can be compared before
+a full run.
 """
 
 from __future__ import annotations

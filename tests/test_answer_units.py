@@ -22,6 +22,7 @@ from locallens.extractive import (
     EVIDENCE_SIGNALS,
     EVIDENCE_WEIGHTS,
     Scored,
+    _tokens,
     evidence_features,
     evidence_readings,
     extractive_answer,
@@ -977,3 +978,25 @@ def test_a_question_about_a_default_prefers_the_unit_that_states_the_default() -
     assert not plain[:, column].any()
     checked, _ = ask_extractive(question, content)
     assert "256" in checked.answer
+
+
+def test_a_table_row_whose_header_does_not_fit_is_printed_alone() -> None:
+    note = excerpt_units("Escalation happens automatically if a SEV1 is not acknowledged in time.", 1)
+    table = excerpt_units(
+        "| Severity | Meaning | Acknowledge within |\n|---|---|---|\n| SEV1 | customers cannot pay | 10 minutes |", 2
+    )
+    assert [u.kind for u in table] == [HEADER, ROW]
+    units = note + table
+    scored = _scored(units, [0.9, 0.0, 0.7])
+    header, row = table
+    with_header = _tokens(note[0]) + _tokens(header) + _tokens(row)
+    # Room for the header: the row comes under it.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=with_header)] == [
+        note[0].text,
+        header.text,
+        row.text,
+    ]
+    # No room for it: the row alone, which still states its fact.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=with_header - 1)] == [note[0].text, row.text]
+    # No room for the row either: not printed.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=_tokens(note[0]) + 1)] == [note[0].text]

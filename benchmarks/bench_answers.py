@@ -1231,6 +1231,7 @@ def diagnose(args: argparse.Namespace) -> None:
                         "wants": [t.wants for t, _ in readings],
                         "terms": [t for t, _ in readings],
                         "paths": paths,
+                        "chunks": [h.chunk.chunk_index for h in hits],
                         "retrieval": retrieval,
                         "cosines": [cos for _, cos in readings],
                         "sections": [u.section for u in scored.units],

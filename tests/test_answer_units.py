@@ -953,7 +953,11 @@ def test_a_camelcase_directive_holds_the_words_it_joins() -> None:
         ("What compression do my archives get if I never choose one?", True),
         ("How many child processes will Apache start at most unless I raise the limit?", True),
         ("¿Cuántos segundos espera mod_reqtimeout por defecto?", True),
+        ("How long does Apache keep an idle keep-alive connection open if I don't change anything?", True),
+        ("What is the biggest file the disk cache will store if I leave its settings alone?", True),
         ("How do I open a web page in the user's default browser?", False),
+        ("What happens if I don't run the migrations?", False),
+        ("Why does the build fail unless I clean the cache first?", False),
         ("How many child processes does the prefork MPM start?", False),
     ],
 )

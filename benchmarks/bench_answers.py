@@ -63,6 +63,16 @@ each question's route and evidence.
 `--fit` and `--transfer` (the scorer part alone) judge the unit scorer by leave-one-corpus-out:
 per corpus of `TRANSFER_SETS`, the best unit states the answer with weights fitted on every
 corpus and fitted without that one (`scorer_transfer`).
+
+`--diagnose` tells, for every answerable question whose `--extractive` passage neither states the
+expected answer nor refuses, where the answer was: in no excerpt, in no unit, or in a unit with
+its rank, excerpt, kind, the passage rule that left it out (`why_not_printed`) and the signals it
+lost by; tallied per set (`--save F`: one row per question). `--cache F.pkl` also keeps every
+question's scored units and feature rows; `--replay F.pkl` rebuilds the passages offline from
+them with the current code (`replay`; a refusal or a summary keeps its live outcome), and
+`--replay F.pkl --weight-grid NAME=W1,W2,...` chooses one signal's weight with each corpus left
+out (`weight_grid`). A replay takes seconds, so passage rules and weights can be compared before
+a full run.
 """
 
 from __future__ import annotations
@@ -548,6 +558,8 @@ class Context:
     rendering: Any
     scored: Any
     counts: Any  # the brain's word counts
+    vector: Any = None  # the question's vector
+    encode: Any = None  # the sentence encoder (through the index's sentence cache)
 
 
 def fit_questions(set_names: tuple[str, ...], workdir: Path) -> Iterator[tuple[str, Path, dict[str, Any]]]:
@@ -595,7 +607,7 @@ def question_context(row: dict[str, Any], set_name: str, db: Path, models: Any) 
         scored = score_units(row["question"], hits, np.asarray(vector), encode, counts)
         if rendering is not None and rendering.vector is not None:
             scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, counts))
-        yield Context(hits, rendering, scored, counts)
+        yield Context(hits, rendering, scored, counts, np.asarray(vector), encode)
 
 
 def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -1125,6 +1137,339 @@ def refusal_fit(args: argparse.Namespace) -> None:
     print("SHIPPABLE " + json.dumps({"weights": weights, "bias": round(float(bias), 2), "threshold": threshold}))
 
 
+# --------------------------------------------------------------------------------------------
+# Where the answer was when the passage did not state it (`--diagnose`)
+# --------------------------------------------------------------------------------------------
+
+
+def _distinct_rank(scored: Any, i: int) -> int:
+    """Unit i's rank (from 1) by score among the excerpts' distinct printed texts (overlapping
+    chunks repeat units)."""
+    import numpy as np
+
+    from locallens.extractive import _text_key
+
+    seen: set[str] = set()
+    rank = 0
+    for j in np.argsort(-scored.scores, kind="stable"):
+        key = _text_key(scored.units[int(j)])
+        if key in seen:
+            continue
+        seen.add(key)
+        rank += 1
+        if int(j) == i or key == _text_key(scored.units[i]):
+            return rank
+    return rank
+
+
+def why_not_printed(scored: Any, i: int, printed: list[Any]) -> str:
+    """Why the answering unit i was not in the passage, by the passage's own rules
+    (`extractive.passage_units`): its rank, the score floor, the margins, or the slots and budget."""
+    from locallens.extractive import CANDIDATES, MARGIN, MIN_ANSWER_SCORE, OTHER_MARGIN
+
+    score = float(scored.scores[i])
+    best = float(scored.scores.max())
+    unit = scored.units[i]
+    if score <= 0:
+        return "scored 0 (title, cut or too long)"
+    if _distinct_rank(scored, i) > CANDIDATES:
+        return f"ranks below {CANDIDATES}"
+    if score < MIN_ANSWER_SCORE:
+        return f"under the {MIN_ANSWER_SCORE} floor"
+    new_excerpt = unit.excerpt not in {u.excerpt for u in printed}
+    if best - score > (OTHER_MARGIN if new_excerpt else MARGIN):
+        return "outside OTHER_MARGIN (other excerpt)" if new_excerpt else "outside MARGIN (same excerpt)"
+    return "slots or budget"
+
+
+def diagnose(args: argparse.Namespace) -> None:
+    """For every answerable question whose `ask --extractive` passage neither states the expected
+    answer nor refuses: whether some unit of the 5 excerpts (read with what belongs to it) holds an
+    expected answer; the best such unit's rank by the unit score, its excerpt, kind and score
+    against the printed best unit's; why the passage left it out (`why_not_printed`); and the
+    signals that put it below the printed one (weight x difference, the largest deficits). Then
+    the causes tallied per set. `--save F` writes one JSON row per question."""
+    import numpy as np
+
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _passage, extractive_answer
+    from locallens.models import WarmModels
+    from locallens.unit_scores import FEATURES, WEIGHTS, answer_type, features, key_terms, question_terms
+
+    w = np.array([WEIGHTS[n] for n in FEATURES])
+    models = WarmModels()
+    rows_out: list[dict[str, Any]] = []
+    cache: list[dict[str, Any]] = []
+    tally: dict[str, dict[str, int]] = {}
+    totals: dict[str, list[int]] = {}
+    for set_name, db, row in fit_questions(tuple(args.sets), Path(args.workdir)):
+        answers = row.get("answers")
+        if not row.get("answerable", True) or not answers:
+            continue  # broad questions are judged by the file they cite, not by a string
+        q = row["question"]
+        with question_context(row, set_name, db, models) as found:
+            if found is None:
+                continue
+            hits, scored = found.hits, found.scored
+            checked = extractive_answer(
+                q, hits, found.vector, found.encode, term_counts=found.counts, rendering=found.rendering
+            )
+            terms = question_terms(q, found.counts)
+            paths = [h.chunk.relative_path for h in hits]
+            retrieval = [h.score for h in hits]
+            if args.cache:
+                # Every question's scored units and feature rows (the rendering's too), so that
+                # passage rules and weights can be replayed offline (`--replay`).
+                from locallens.extractive import score_units
+
+                readings = [(terms, score_units(q, hits, found.vector, found.encode, found.counts).cosines)]
+                if found.rendering is not None and found.rendering.vector is not None:
+                    rendered = score_units(
+                        found.rendering.text, hits, found.rendering.vector, found.encode, found.counts
+                    )
+                    readings.append((question_terms(found.rendering.text, found.counts), rendered.cosines))
+                cache.append(
+                    {
+                        "set": set_name,
+                        "question": q,
+                        "answers": answers,
+                        "refused": checked.refused,
+                        "summary": checked.summary,
+                        "answer": checked.answer,
+                        "units": scored.units,
+                        "scores": scored.scores,
+                        "zeroed": scored.scores <= 0,
+                        "x": [features(t, scored.units, cos, paths, retrieval) for t, cos in readings],
+                        "wants": [t.wants for t, _ in readings],
+                        "terms": [t for t, _ in readings],
+                        "paths": paths,
+                        "chunks": [h.chunk.chunk_index for h in hits],
+                        "retrieval": retrieval,
+                        "cosines": [cos for _, cos in readings],
+                        "sections": [u.section for u in scored.units],
+                        "held": contains_answer("\n".join(h.content for h in hits), answers),
+                    }
+                )
+        counts = totals.setdefault(set_name, [0, 0, 0])
+        counts[0] += 1
+        if checked.refused:
+            counts[1] += 1
+            continue
+        if contains_answer(checked.answer, answers):
+            counts[2] += 1
+            continue
+        units = scored.units
+        printed_keys = {c.written for c in checked.claims}
+        printed = [u for u in units if u.text in printed_keys]
+        best_i = int(np.argmax(scored.scores))
+        out: dict[str, Any] = {"set": set_name, "question": q, "answers": answers}
+        positive = [
+            i for i, u in enumerate(units) if contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
+        ]
+        if not positive:
+            held = contains_answer("\n".join(h.content for h in hits), answers)
+            cause = "in the excerpts, in no unit" if held else "not in the 5 excerpts"
+        else:
+            i = max(positive, key=lambda k: float(scored.scores[k]))
+            unit = units[i]
+            x = features(terms, units, scored.cosines, paths, retrieval)
+            deficit = w * (x[i] - x[best_i])
+            order = np.argsort(deficit)
+            rare = {k for k, v in (terms.salience or {}).items() if v >= 0.5} or set(terms.terms)
+            own = key_terms(unit.text)
+            cause = why_not_printed(scored, i, printed)
+            out.update(
+                rank=_distinct_rank(scored, i),
+                excerpt=unit.excerpt,
+                kind=unit.kind,
+                score=round(float(scored.scores[i]), 3),
+                best=round(float(scored.scores[best_i]), 3),
+                best_excerpt=units[best_i].excerpt,
+                best_kind=units[best_i].kind,
+                wants=answer_type(q),
+                deficits=[f"{FEATURES[k]} {deficit[k]:+.2f}" for k in order[:2] if deficit[k] < -0.05],
+                rare_in_section=bool((key_terms(unit.section) - own) & rare),
+                rare_in_term=bool((key_terms(unit.term) - own) & rare) if unit.term else False,
+                unit=unit.text[:160],
+                printed=" | ".join(u.text[:80] for u in printed)[:240],
+            )
+        out["cause"] = cause
+        rows_out.append(out)
+        tally.setdefault(cause, {}).setdefault(set_name, 0)
+        tally[cause][set_name] += 1
+        if args.verbose:
+            print(json.dumps(out, ensure_ascii=False), file=sys.stderr)
+    models.close()
+    sets = list(totals)
+    print("\nanswerable questions with an answer string: asked / refused / stated, per set")
+    for name in sets:
+        print(f"  {name:<11} {totals[name][0]:>3} / {totals[name][1]:>2} / {totals[name][2]:>3}")
+    print("\nnot stated, not refused: where the answer was and why the passage left it out")
+    print(f"{'cause':<40}" + "".join(f"{n[:10]:>11}" for n in sets) + f"{'all':>6}")
+    for cause, per in sorted(tally.items(), key=lambda kv: -sum(kv[1].values())):
+        print(f"{cause:<40}" + "".join(f"{per.get(n, 0):>11}" for n in sets) + f"{sum(per.values()):>6}")
+    placed = [r for r in rows_out if "rank" in r]
+    if placed:
+        print("\nthe answering unit, where placed (rank / excerpt / kind / the signals it lost by):")
+        for key in ("rank", "excerpt", "kind", "best_kind", "wants"):
+            values: dict[str, int] = {}
+            for r in placed:
+                values[str(r[key])] = values.get(str(r[key]), 0) + 1
+            print(f"  {key:<10} " + ", ".join(f"{k} {v}" for k, v in sorted(values.items(), key=lambda kv: -kv[1])))
+        lost: dict[str, int] = {}
+        for r in placed:
+            for d in r["deficits"][:1]:
+                lost[d.split()[0]] = lost.get(d.split()[0], 0) + 1
+        print("  largest deficit: " + ", ".join(f"{k} {v}" for k, v in sorted(lost.items(), key=lambda kv: -kv[1])))
+        print(
+            f"  rare question word in the unit's heading, not the unit: {sum(r['rare_in_section'] for r in placed)}; "
+            f"in its definition term: {sum(r['rare_in_term'] for r in placed)}"
+        )
+    if args.save:
+        Path(args.save).write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows_out), encoding="utf-8"
+        )
+    if args.cache:
+        import pickle
+
+        Path(args.cache).write_bytes(pickle.dumps(cache))
+
+
+def replay_features(case: dict[str, Any]) -> list[Any]:
+    """A cached question's feature rows computed again by the current `unit_scores` (its
+    question's key terms and answer type read again, the cached salience and cosines kept)."""
+    from dataclasses import replace
+
+    from locallens.unit_scores import answer_type, features, key_terms
+
+    return [
+        features(
+            replace(t, terms=key_terms(t.text), wants=answer_type(t.text)),
+            case["units"],
+            cos,
+            case["paths"],
+            case["retrieval"],
+        )
+        for t, cos in zip(case["terms"], case["cosines"])
+    ]
+
+
+def replay_scored(
+    case: dict[str, Any],
+    weights: dict[str, float] | None = None,
+    bias: float | None = None,
+    refeature: bool = False,
+) -> Any:
+    """A cached question's units scored again (`--cache`), with `weights` / `bias` or the shipped
+    ones (`refeature`: on feature rows the current code computes again): the better of the
+    question's and its rendering's scores, the units the scoring left out still 0."""
+    import numpy as np
+
+    from locallens.extractive import Scored
+    from locallens.unit_scores import FEATURES, combine
+
+    # Rows cached before a signal was added lack its column: the signal reads 0 there.
+    width = len(FEATURES)
+    rows = replay_features(case) if refeature else [np.pad(x, ((0, 0), (0, width - x.shape[1]))) for x in case["x"]]
+    scores = np.max([combine(x, weights, bias) for x in rows], axis=0)
+    scores[case["zeroed"]] = 0.0
+    n = len(case["units"])
+    return Scored(case["units"], scores, np.zeros(n), np.zeros((n, 1)))
+
+
+def replay(args: argparse.Namespace, variants: dict[str, Any] | None = None) -> None:
+    """Stated per set for the shipped passage and each variant, replayed offline from a
+    `--diagnose --cache` pickle: a refused or summarised question keeps its live outcome (the
+    refusal and the summary are not replayed); a passage is rebuilt from the cached units. The
+    shipped row must equal the live run's."""
+    import pickle
+    import statistics as st
+
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _printed, is_broad, passage_units
+
+    cases = pickle.loads(Path(args.replay).read_bytes())
+
+    def shipped(case: dict[str, Any]) -> list[Any]:
+        return passage_units(replay_scored(case), other_excerpts=not is_broad(case["question"]))
+
+    every = {"shipped": shipped, **(variants or {})}
+    sets = list(dict.fromkeys(cs["set"] for cs in cases))
+    print(f"{'variant':<28}" + "".join(f"{n[:9]:>10}" for n in sets) + f"{'all':>6}{'lost':>6}{'words':>7}")
+    base: dict[int, bool] = {}
+    for name, passage in every.items():
+        per = dict.fromkeys(sets, 0)
+        lost = 0
+        lengths = []
+        for k, case in enumerate(cases):
+            if case["refused"] or case["summary"]:
+                ok = contains_answer(case["answer"], case["answers"]) and not case["refused"]
+            else:
+                text = "\n".join(_printed(u) for u, _ in passage(case))
+                ok = contains_answer(text, case["answers"])
+                lengths.append(len(text.split()))
+            if name == "shipped":
+                base[k] = ok
+                if ok != (not case["refused"] and contains_answer(case["answer"], case["answers"])):
+                    print(f"  replay differs from the live run: {case['set']} {case['question']}")
+            elif base[k] and not ok:
+                lost += 1
+                if args.verbose:
+                    print(f"    {name} loses {case['set']}: {case['question']}")
+            per[case["set"]] += ok
+        print(
+            f"{name:<28}" + "".join(f"{per[n]:>10}" for n in sets) + f"{sum(per.values()):>6}{lost:>6}"
+            f"{st.median(lengths) if lengths else 0:>7.0f}"
+        )
+
+
+# The corpus each set's questions are asked of: a corpus is left out with all its sets.
+CORPUS_OF = {name: corpus for name, (corpus, _) in SETS.items()}
+
+
+def replay_stated(case: dict[str, Any], weights: dict[str, float] | None = None) -> bool:
+    """Whether a cached question's printed answer states the expected one, its passage rebuilt by
+    the current code with `weights` (a refused or summarised question keeps its live outcome)."""
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _printed, is_broad, passage_units
+
+    if case["refused"] or case["summary"]:
+        return not case["refused"] and contains_answer(case["answer"], case["answers"])
+    scored = replay_scored(case, weights, refeature=True)
+    chosen = passage_units(scored, other_excerpts=not is_broad(case["question"]))
+    return contains_answer("\n".join(_printed(u) for u, _ in chosen), case["answers"])
+
+
+def weight_grid(args: argparse.Namespace) -> None:
+    """One signal's weight chosen with each corpus left out (`--replay F --weight-grid
+    NAME=W1,W2,...`): stated per corpus at every weight of the grid (the other weights as
+    shipped), then per corpus the weight that states the most on the other corpora (ties: the
+    smaller) and what it states on the one left out."""
+    import pickle
+
+    from locallens.unit_scores import WEIGHTS
+
+    name, _, values = args.weight_grid.partition("=")
+    grid = [float(v) for v in values.split(",")]
+    cases = pickle.loads(Path(args.replay).read_bytes())
+    corpora = list(dict.fromkeys(CORPUS_OF[case["set"]] for case in cases))
+    table = {}
+    for w in grid:
+        weights = {**WEIGHTS, name: w}
+        per = dict.fromkeys(corpora, 0)
+        for case in cases:
+            per[CORPUS_OF[case["set"]]] += replay_stated(case, weights)
+        table[w] = per
+        print(f"{name} {w:<6} " + " ".join(f"{k} {v}" for k, v in per.items()) + f"  all {sum(per.values())}")
+    before = after = 0
+    for left in corpora:
+        chosen = max(grid, key=lambda w: (sum(v for k, v in table[w].items() if k != left), -w))
+        print(f"  {left} left out: weight {chosen} states {table[chosen][left]} (at {grid[0]}: {table[grid[0]][left]})")
+        before += table[grid[0]][left]
+        after += table[chosen][left]
+    print(f"each corpus left out: {before} -> {after}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
@@ -1139,6 +1484,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--transfer", action="store_true", help="the unit scorer fitted with each corpus left out, measured on it"
+    )
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="where the answer was when the passage did not state it, and why it was left out",
+    )
+    parser.add_argument("--cache", default=None, help="with --diagnose: write every question's scored units (pickle)")
+    parser.add_argument("--replay", default=None, help="replay the passage offline from a --cache pickle")
+    parser.add_argument(
+        "--weight-grid", default=None, help="with --replay: NAME=W1,W2,... one signal's weight, each corpus left out"
     )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
@@ -1158,6 +1513,12 @@ def main() -> None:
         fit(args)
     elif args.transfer:
         scorer_transfer(args)
+    elif args.diagnose:
+        diagnose(args)
+    elif args.replay and args.weight_grid:
+        weight_grid(args)
+    elif args.replay:
+        replay(args)
     elif args.timing:
         timing(args)
     else:

@@ -22,7 +22,17 @@ The signals of one unit (`FEATURES`, each in 0..1):
 - `new_identifier`: the question asks for code (a method, an option, an exception) and the unit or
   its term holds an identifier the question does not: the answer to "which method runs when the
   with block is left?" names a method;
-- `retrieval_share`: the excerpt's retrieval score over the top excerpt's.
+- `retrieval_share`: the excerpt's retrieval score over the top excerpt's;
+- `default_stated`: the question asks for the value used when nothing is set ("by default", "if
+  I never choose one", "unless I raise the limit", "por defecto"; `asks_default`) and the unit (or
+  its term) says "default": a reference's "Default: KeepAliveTimeout 5", "The default value is
+  256". Its weight (2.0) is not fitted with the others: the twelve weights stay as fitted, and
+  this one was chosen on the development sets with each corpus left out in turn (2.0 won on five
+  of six folds; docs/benchmarks.md#the-answering-unit-among-the-five-excerpts).
+
+A unit's key terms include the words its CamelCase identifiers join (`unit_keys`:
+"SSLSessionCacheTimeout" holds `ssl`, `session`, `cache`, `timeout`), so that a reference's
+directive names what a question says in words.
 
 The weights (`WEIGHTS`, `BIAS`) are a conditional logit fitted by `benchmarks/bench_answers.py
 --fit` on the sample, pydoc and stdlib question sets (a unit is a positive when it, read with its
@@ -62,8 +72,10 @@ FEATURES: tuple[str, ...] = (
     "salient_terms",
     "new_identifier",
     "retrieval_share",
+    "default_stated",
 )
-# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring).
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring); `default_stated`
+# chosen with each corpus left out (`bench_answers.py --replay F --weight-grid`).
 WEIGHTS: dict[str, float] = {
     "cosine": 1.82,
     "context_cosine": -0.01,
@@ -77,6 +89,7 @@ WEIGHTS: dict[str, float] = {
     "salient_terms": 1.61,
     "new_identifier": 0.4,
     "retrieval_share": 0.62,
+    "default_stated": 2.0,
 }
 # The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
 # probability where it was before the last three signals came (their mean +0.9 on the best unit).
@@ -377,6 +390,20 @@ def key_terms(text: str) -> frozenset[str]:
     return frozenset(keys)
 
 
+# A CamelCase identifier ("SSLSessionCacheTimeout", "CacheMaxFileSize", "KeepAlive") and its
+# words ("SSL Session Cache Timeout"): a reference's directive names what a question says in words.
+_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*|\b[A-Z]{2,}[a-z][A-Za-z]*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+
+
+def unit_keys(text: str) -> frozenset[str]:
+    """The key terms of a unit's text (`key_terms`), with the keys of the words its CamelCase
+    identifiers join: "Default: CacheMaxFileSize 1000000" holds `cache`, `file` and `size`."""
+    keys = key_terms(text)
+    parts = [" ".join(_CAMEL_PART.findall(ident)) for ident in _CAMEL.findall(text)]
+    return keys | key_terms(" ".join(parts)) if parts else keys
+
+
 def key_words(text: str) -> dict[str, str]:
     """The key terms of `text` (`key_terms`), each with the word it came from: the word a store's
     keyword index can count (a Spanish word bridged to English, `_BRIDGE`, by its English key).
@@ -411,6 +438,26 @@ def has_type(unit: Unit, wants: str) -> bool:
     if wants == "path":
         return bool(_PATHISH.search(text) or _NAME.search(text))
     return False
+
+
+# A question about the value used when nothing is set ("by default", "out of the box", "if I never
+# choose one", "unless I raise the limit", "por defecto") and a unit that states a default.
+_ASKS_DEFAULT = re.compile(
+    r"\bby default\b|\bdefault (?:value|setting|level|limit|port|size)\b|\bout of the box\b|\bnormally\b"
+    # a setting left alone: "if I never choose one", "if I don't change anything", "if I leave its
+    # settings alone", "unless I raise the limit" (not "what happens if I don't run the migrations?")
+    r"|\bif (?:i|you|we) (?:never|don'?t|do not|didn'?t|did not) (?:\w+ )?(?:change|set|configure|specify|give"
+    r"|choose|pick|pass|touch|provide|select|override|tune|adjust)\b|\bif (?:i|you|we) leave\b.*\balone\b"
+    r"|\bunless (?:i|you|we) (?:raise|change|set|increase|lower|configure|override|specify|pass|give|adjust)\b"
+    r"|\bpor defecto\b|\bpredeterminad[oa]s?\b|\bsi no (?:cambio|toco|elijo|indico|configuro|pongo)\b",
+    re.I,
+)
+_SAYS_DEFAULT = re.compile(r"\bdefaults?\b|\bpor defecto\b|\bpredeterminad", re.I)
+
+
+def asks_default(question: str) -> bool:
+    """Whether the question asks for the value used when nothing is set."""
+    return bool(_ASKS_DEFAULT.search(question))
 
 
 @dataclass(frozen=True, slots=True)
@@ -478,9 +525,10 @@ def features(
     weight_sum = sum(weights.values()) or 1.0
     top = retrieval[0] if retrieval else 0.0
     position = {(u.excerpt, u.index): i for i, u in enumerate(units)}
+    asks_default_ = asks_default(question.text)
     rows = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
     for i, unit in enumerate(units):
-        own = key_terms(unit.text)
+        own = unit_keys(unit.text)
         context = key_terms(" ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else "")))
         linked = [j for j in (unit.setup, unit.header) if j is not None]
         linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]
@@ -490,6 +538,7 @@ def features(
             key_terms(ident) - question.terms for ident in _IDENT.findall(f"{unit.text} {unit.term}")
         )
         share = retrieval[unit.excerpt - 1] / top if retrieval and top > 0 else 1.0
+        default_stated = asks_default_ and bool(_SAYS_DEFAULT.search(f"{unit.text} {unit.term}"))
         rows[i] = (
             float(cosines[i]),
             max(linked_cos, default=0.0),
@@ -503,6 +552,7 @@ def features(
             sum(w for k, w in weights.items() if k in own) / weight_sum,
             1.0 if new_identifier else 0.0,
             share,
+            1.0 if default_stated else 0.0,
         )
     return rows
 

@@ -22,6 +22,7 @@ from locallens.extractive import (
     EVIDENCE_SIGNALS,
     EVIDENCE_WEIGHTS,
     Scored,
+    _tokens,
     evidence_features,
     evidence_readings,
     extractive_answer,
@@ -41,12 +42,14 @@ from locallens.unit_scores import (
     FEATURES,
     answer_type,
     asked_fact,
+    asks_default,
     asks_name,
     carries_fact,
     carries_name,
     features,
     key_terms,
     question_terms,
+    unit_keys,
 )
 from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, answer_units, excerpt_units
 
@@ -1019,3 +1022,78 @@ def test_the_line_after_is_not_a_fragment_nor_a_setup_line_without_its_block() -
     assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]))] == [u.text for u in units]
     # ... or not at all, when the block does not fit.
     assert [u.text for u, _ in passage_units(_scored(units, [0.9, 0.2, 0.1]), passage_tokens=30)] == [units[0].text]
+
+
+def test_a_camelcase_directive_holds_the_words_it_joins() -> None:
+    """`unit_keys`: "CacheMaxFileSize" holds `cache`, `file` and `size`, so a reference's
+    "Default: CacheMaxFileSize 1000000" meets "what is the biggest file the disk cache will store?"."""
+    assert {"cache", "max", "file", "size"} <= unit_keys("Default:  CacheMaxFileSize 1000000")
+    assert {"ssl", "sessi", "cache", "timeo"} <= unit_keys("Default:  SSLSessionCacheTimeout 300")
+    assert unit_keys("The server sends no body.") == key_terms("The server sends no body.")
+    units = answer_units([hit("Default:  CacheMaxFileSize 1000000\n\nThe module keeps pages in memory.")])
+    terms = question_terms("What is the biggest file the disk cache will store?")
+    rows = features(terms, units, np.zeros(len(units)), ["mod/cache.html"], [0.5])
+    column = list(FEATURES).index("terms")
+    # `cache` and `file` (the identifier's own key is `cache` only); the other unit holds none.
+    assert rows[0, column] == 2 / len(terms.terms) and rows[1, column] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("By default, how many requests can a browser send over one persistent connection?", True),
+        ("How many errors can a client make before the server hangs up on it, normally?", True),
+        ("What compression do my archives get if I never choose one?", True),
+        ("How many child processes will Apache start at most unless I raise the limit?", True),
+        ("¿Cuántos segundos espera mod_reqtimeout por defecto?", True),
+        ("How long does Apache keep an idle keep-alive connection open if I don't change anything?", True),
+        ("What is the biggest file the disk cache will store if I leave its settings alone?", True),
+        ("How do I open a web page in the user's default browser?", False),
+        ("What happens if I don't run the migrations?", False),
+        ("Why does the build fail unless I clean the cache first?", False),
+        ("How many child processes does the prefork MPM start?", False),
+    ],
+)
+def test_asks_default_is_a_question_about_the_value_used_when_nothing_is_set(question: str, asks: bool) -> None:
+    assert asks_default(question) is asks
+
+
+def test_a_question_about_a_default_prefers_the_unit_that_states_the_default() -> None:
+    content = (
+        "The MaxRequestWorkers directive sets the limit on the number of child processes that will be "
+        "launched to serve requests. "
+        "For the prefork MPM the value of child processes can be raised up to 20000 with ServerLimit. "
+        "The default value is 256; to increase it, you must also raise ServerLimit."
+    )
+    question = "With the prefork MPM, how many child processes will be launched at most unless I raise the limit?"
+    units = answer_units([hit(content)])
+    rows = features(question_terms(question), units, np.zeros(len(units)), ["mpm.html"], [0.5])
+    column = list(FEATURES).index("default_stated")
+    assert [rows[i, column] for i in range(len(units))] == [0.0, 0.0, 1.0]
+    # Not asked for a default: no such signal.
+    plain = features(question_terms("How many child processes are launched?"), units, np.zeros(3), ["mpm.html"], [0.5])
+    assert not plain[:, column].any()
+    checked, _ = ask_extractive(question, content)
+    assert "256" in checked.answer
+
+
+def test_a_table_row_whose_header_does_not_fit_is_printed_alone() -> None:
+    note = excerpt_units("Escalation happens automatically if a SEV1 is not acknowledged in time.", 1)
+    table = excerpt_units(
+        "| Severity | Meaning | Acknowledge within |\n|---|---|---|\n| SEV1 | customers cannot pay | 10 minutes |", 2
+    )
+    assert [u.kind for u in table] == [HEADER, ROW]
+    units = note + table
+    scored = _scored(units, [0.9, 0.0, 0.7])
+    header, row = table
+    with_header = _tokens(note[0]) + _tokens(header) + _tokens(row)
+    # Room for the header: the row comes under it.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=with_header)] == [
+        note[0].text,
+        header.text,
+        row.text,
+    ]
+    # No room for it: the row alone, which still states its fact.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=with_header - 1)] == [note[0].text, row.text]
+    # No room for the row either: not printed.
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=_tokens(note[0]) + 1)] == [note[0].text]

@@ -53,6 +53,8 @@ _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
 # A question's words as `keep_identifiers` reads them: a flag with its dashes (`-O`, `--force`),
 # else `_TOKEN`'s words.
 _KEPT_TOKEN = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+# A word a translation should keep as it is: a digit, inner punctuation, a capital past the first letter.
+_IDENTIFIER_LIKE = re.compile(r"\d|[-._]|^.+[A-Z]")
 # Apertium's stream format reserves these characters; text passed to its pipeline escapes them.
 _STREAM_SPECIAL = re.compile(r"([\[\]^$/\\<>@*#~{}|+])")
 _STREAM_ESCAPED = re.compile(r"\\(.)")
@@ -137,17 +139,13 @@ def with_doc_terms(question: str) -> str:
 
 
 def keep_identifiers(question: str, rendered: str) -> str:
-    """`rendered` with the words of `question` a translation keeps (identifiers, flags, numbers,
-    names: `extractive._untranslated`) that it lost, added at its end: Apertium reads the `O` of
-    `-O` as the Spanish "o" and renders it "-Or"."""
-    from locallens.extractive import _untranslated
-
-    words = _KEPT_TOKEN.findall(question)
-    first = words[0] if words else ""
+    """`rendered` with the identifiers, flags and numbers of `question` (a word with a digit, inner
+    punctuation or a capital past its first letter) that it lost, added at its end: Apertium
+    reads the `O` of `-O` as the Spanish "o" and renders it "-Or"."""
     lost = [
         word
-        for word in dict.fromkeys(words)
-        if _untranslated(word, first) and not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", rendered)
+        for word in dict.fromkeys(_KEPT_TOKEN.findall(question))
+        if _IDENTIFIER_LIKE.search(word) and not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", rendered)
     ]
     return " ".join([rendered, *lost]) if lost else rendered
 
@@ -263,7 +261,9 @@ def _translator() -> Translator | None:
 def _translator_of(command: str) -> Translator | None:
     """The long-lived pipeline of `command`'s Spanish-English mode (its mode file beside its
     data: /usr/bin/apertium reads /usr/share/apertium/modes), or None."""
-    pipeline = null_flush_pipeline(Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode")
+    pipeline = null_flush_pipeline(
+        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
+    )
     if pipeline is None:
         return None
     translator = Translator(pipeline)
@@ -321,7 +321,7 @@ class PendingRendering:
         if self._future is not None:
             try:
                 text = self._future.result(timeout=2 * TRANSLATE_TIMEOUT_S + 1)
-            except Exception:  # noqa: BLE001 - any failure of the translator falls back to the gloss
+            except Exception:  # any failure of the translator falls back to the gloss
                 text = None
             if text:
                 return Rendering(text, "apertium")

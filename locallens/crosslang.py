@@ -202,8 +202,9 @@ class Translator:
             )
         process = self._process
         assert process.stdin is not None and process.stdout is not None
-        # A blank before the null character: the bilingual stage flushes only after one.
-        escaped = _STREAM_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+        # A blank before the null character: the bilingual stage flushes only after one. A null
+        # character of the text itself would end it early, its rest answered as the next text.
+        escaped = _STREAM_SPECIAL.sub(r"\\\1", " ".join(text.replace("\0", " ").split()))
         process.stdin.write(escaped.encode("utf-8") + b"\n\0")
         process.stdin.flush()
         out = bytearray()

@@ -251,6 +251,9 @@ def test_the_translator_keeps_one_process_for_every_question() -> None:
         # Apertium's stream characters are escaped on the way in and unescaped on the way out.
         assert translator.translate("get(key[, default]) a/b") == "GET(KEY[, DEFAULT]) A/B"
         assert translator._process is first
+        # a null character inside the text does not split it into two answers
+        assert translator.translate("uno\0dos") == "UNO DOS"
+        assert translator.translate("tres") == "TRES"
     finally:
         translator.close()
     assert translator._process is None

@@ -8,21 +8,35 @@ better of its two cosines and its keyword matches for the words of both
 (`retrieval.hybrid_search`); a Spanish note still matches the Spanish question as before.
 
 The rendering comes from Apertium's rule-based Spanish-to-English translator (Debian's
-`apertium-eng-spa`; offline, about 0.2 s a question, run while the question itself is embedded)
-when it is installed; otherwise from a word-by-word gloss: the words `unit_scores` bridges to
+`apertium-eng-spa`; offline, in a worker thread while the question itself is embedded) when it
+is installed; otherwise from a word-by-word gloss: the words `unit_scores` bridges to
 English, and the words a translation keeps (numbers, identifiers, names). Measured in
 docs/benchmarks.md#spanish-questions-over-english-notes. `LOCALLENS_TRANSLATE=0` turns it off.
+
+Apertium's dictionary is of the general language: it renders the words of software
+documentation in their everyday sense ("comando" as "commando", "pila" as "battery", "correo" as
+"post", "por defecto" as "by defect"). Those words are put in English before the question is
+translated (`DOC_TERMS`; Apertium passes a word it does not know through as it is), and an
+identifier the translation mangled ("-O" rendered "-Or") is added back (`keep_identifiers`).
+Apertium runs as one long-lived pipeline in null-flush mode (`Translator`: once started, ~0.1 s,
+a question costs ~2 ms, against ~0.17 s for a new `apertium` process chain per question).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import select
+import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from locallens.config import env_flag
@@ -36,6 +50,104 @@ if TYPE_CHECKING:
 APERTIUM_MODE = "spa-eng"
 TRANSLATE_TIMEOUT_S = 5.0
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+# A question's words as `keep_identifiers` reads them: a flag with its dashes (`-O`, `--force`),
+# else `_TOKEN`'s words.
+_KEPT_TOKEN = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*|[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+# A word a translation should keep as it is: a digit, inner punctuation, a capital past the first letter.
+_IDENTIFIER_LIKE = re.compile(r"\d|[-._]|^.+[A-Z]")
+# Apertium's stream format reserves these characters; text passed to its pipeline escapes them.
+_STREAM_SPECIAL = re.compile(r"([\[\]^$/\\<>@*#~{}|+])")
+_STREAM_ESCAPED = re.compile(r"\\(.)")
+
+# Words of software documentation whose sense Apertium's general-language dictionary misses, put
+# in English before translation (longest first, whole words, any case). Written from the misses
+# of the pydoc-es and postfix-es question sets (Python's and Postfix's manuals) and the other
+# inflections of the same words, and judged on es and apache-es, which it was not written from
+# (docs/decisions.md#cross-language-questions). Apertium keeps an English word it does not know
+# as it is, so "¿Qué comando del depurador pone un punto de interrupción?" is rendered "Which
+# command of the debugger puts a breakpoint?" instead of "Which commando ... a point of
+# interruption?". A word in the list is a documentation sense, never a name or an identifier.
+DOC_TERMS: dict[str, str] = {
+    "punto de interrupción": "breakpoint",
+    "puntos de interrupción": "breakpoints",
+    "por defecto": "default",
+    "por omisión": "default",
+    "predeterminado": "default",
+    "predeterminada": "default",
+    "predeterminados": "default",
+    "predeterminadas": "default",
+    "comando": "command",
+    "comandos": "commands",
+    "pila": "stack",
+    "traza": "trace",
+    "trazas": "traces",
+    "cadena": "string",
+    "cadenas": "strings",
+    "gestor": "manager",
+    "gestores": "managers",
+    "se lanza": "is raised",
+    "se lanzan": "are raised",
+    "lanza": "raises",
+    "lanzan": "raise",
+    "lanzar": "raise",
+    "sentencia": "statement",
+    "sentencias": "statements",
+    "integrada": "built-in",
+    "integrado": "built-in",
+    "integradas": "built-in",
+    "integrados": "built-in",
+    "menor que": "less than",
+    "mayor que": "greater than",
+    "bloque": "block",
+    "bloques": "blocks",
+    "correo": "mail",
+    "correos": "mails",
+    "correo electrónico": "email",
+    "cola": "queue",
+    "colas": "queues",
+    "diferido": "deferred",
+    "diferidos": "deferred",
+    "diferida": "deferred",
+    "diferidas": "deferred",
+    "dominio": "domain",
+    "dominios": "domains",
+    "registro": "log",
+    "registros": "logs",
+    "credenciales": "credentials",
+    "ajuste": "setting",
+    "ajustes": "settings",
+    "reintentar": "retry",
+    "reintenta": "retries",
+    "reintentando": "retrying",
+    "reintento": "retry",
+    "reintentos": "retries",
+    "remitente": "sender",
+    "remitentes": "senders",
+    "destinatario": "recipient",
+    "destinatarios": "recipients",
+    "enganchar": "hook",
+}
+_DOC_TERM = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
+    re.IGNORECASE,
+)
+
+
+def with_doc_terms(question: str) -> str:
+    """`question` with its documentation words in English (`DOC_TERMS`)."""
+    return _DOC_TERM.sub(lambda m: DOC_TERMS[m.group(1).lower()], question)
+
+
+def keep_identifiers(question: str, rendered: str) -> str:
+    """`rendered` with the identifiers, flags and numbers of `question` (a word with a digit, inner
+    punctuation or a capital past its first letter) that it lost, added at its end: Apertium
+    reads the `O` of `-O` as the Spanish "o" and renders it "-Or"."""
+    lost = [
+        word
+        for word in dict.fromkeys(_KEPT_TOKEN.findall(question))
+        if _IDENTIFIER_LIKE.search(word) and not re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", rendered)
+    ]
+    return " ".join([rendered, *lost]) if lost else rendered
 
 
 def wants_rendering(question: str) -> bool:
@@ -63,37 +175,156 @@ def _apertium() -> str | None:
     return command if APERTIUM_MODE in listed.stdout.split() else None
 
 
+class Translator:
+    """One long-lived Apertium pipeline: each text is written to it ending in a null character and
+    its translation read back up to the next one (Apertium's null-flush mode, `-z` on every
+    stage). Starting the pipeline reads ~5 MB of transducers (~0.1-0.2 s); after that a question
+    costs a few milliseconds, against a new chain of ten processes per question. Thread-safe; a
+    failed or slow translation stops the pipeline (the next one starts it again) and returns None."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.command = command
+        self._process: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def translate(self, text: str, timeout: float = TRANSLATE_TIMEOUT_S) -> str | None:
+        with self._lock:
+            try:
+                return self._translate(text, timeout)
+            except (OSError, ValueError):
+                self._stop()
+                return None
+
+    def _translate(self, text: str, timeout: float) -> str | None:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        # A blank before the null character: the bilingual stage flushes only after one. A null
+        # character of the text itself would end it early, its rest answered as the next text.
+        escaped = _STREAM_SPECIAL.sub(r"\\\1", " ".join(text.replace("\0", " ").split()))
+        process.stdin.write(escaped.encode("utf-8") + b"\n\0")
+        process.stdin.flush()
+        out = bytearray()
+        descriptor = process.stdout.fileno()
+        while not out.endswith(b"\0"):
+            ready, _, _ = select.select([descriptor], [], [], timeout)
+            chunk = os.read(descriptor, 65536) if ready else b""
+            if not chunk:  # timed out, or the pipeline ended
+                self._stop()
+                return None
+            out += chunk
+        return " ".join(_STREAM_ESCAPED.sub(r"\1", out[:-1].decode("utf-8", "replace")).split())
+
+    def _stop(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process is not None and self._process.stdin is not None:
+                self._process.stdin.close()  # the pipeline ends at the end of its input
+                try:
+                    self._process.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    pass
+            self._stop()
+
+
+def null_flush_pipeline(mode_file: Path) -> list[str] | None:
+    """The command of an Apertium mode file (`spa-eng.mode`: its stages joined by pipes) with
+    null-flush on every stage and unknown words unmarked (what `apertium -u` passes as `$1`);
+    None when the file cannot be read."""
+    try:
+        text = mode_file.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    stages = []
+    for stage in text.split("|"):
+        words = shlex.split(stage.replace("$1", "-n").replace("$2", ""))
+        if not words:
+            return None
+        stages.append(shlex.join([words[0], "-z", *words[1:]]))
+    return ["bash", "-c", " | ".join(stages)] if stages and shutil.which("bash") else None
+
+
+def _translator() -> Translator | None:
+    """The long-lived pipeline of the installed `apertium`'s Spanish-English mode, or None."""
+    command = _apertium()
+    return None if command is None else _translator_of(command)
+
+
+@lru_cache(maxsize=4)
+def _translator_of(command: str) -> Translator | None:
+    """The long-lived pipeline of `command`'s Spanish-English mode (its mode file beside its
+    data: /usr/bin/apertium reads /usr/share/apertium/modes), or None."""
+    pipeline = null_flush_pipeline(
+        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
+    )
+    if pipeline is None:
+        return None
+    translator = Translator(pipeline)
+    atexit.register(translator.close)
+    return translator
+
+
+@lru_cache(maxsize=1)
+def _executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="locallens-translate")
+
+
+def _translate_once(command: str, text: str) -> str | None:
+    """`apertium -u spa-eng` run once on `text` (when the long-lived pipeline is unavailable)."""
+    try:
+        done = subprocess.run(
+            [command, "-u", APERTIUM_MODE],
+            input=text.replace("\n", " "),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=TRANSLATE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+    return " ".join(done.stdout.split()) if done.returncode == 0 else None
+
+
+def _apertium_rendering(question: str) -> str | None:
+    """Apertium's English of `question`, its documentation words first put in English
+    (`with_doc_terms`) and the identifiers it lost added back (`keep_identifiers`); None when
+    Apertium is not installed or fails."""
+    command = _apertium()
+    if command is None:
+        return None
+    prepared = with_doc_terms(question)
+    translator = _translator()
+    text = translator.translate(prepared) if translator is not None else None
+    if not text:
+        text = _translate_once(command, prepared)
+    return keep_identifiers(question, text) if text else None
+
+
 class PendingRendering:
-    """A rendering being made (Apertium runs in its own process while the caller embeds the
+    """A rendering being made (Apertium translates in a worker thread while the caller embeds the
     question); `result()` waits for it, and falls back to the gloss on any failure."""
 
     def __init__(self, question: str) -> None:
         self.question = question
-        self._process: subprocess.Popen[str] | None = None
-        command = _apertium()
-        if command is not None:
-            try:
-                self._process = subprocess.Popen(
-                    [command, "-u", APERTIUM_MODE],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    text=True,
-                    encoding="utf-8",
-                )
-            except OSError:
-                self._process = None
+        self._future: Future[str | None] | None = None
+        if _apertium() is not None:
+            self._future = _executor().submit(_apertium_rendering, question)
 
     def result(self) -> Rendering | None:
-        if self._process is not None:
+        if self._future is not None:
             try:
-                out, _ = self._process.communicate(self.question.replace("\n", " "), timeout=TRANSLATE_TIMEOUT_S)
-            except (OSError, subprocess.SubprocessError, ValueError):
-                self._process.kill()
-                self._process.communicate()
-                out = ""
-            text = " ".join(out.split())
-            if self._process.returncode == 0 and text:
+                text = self._future.result(timeout=2 * TRANSLATE_TIMEOUT_S + 1)
+            except Exception:  # any failure of the translator falls back to the gloss
+                text = None
+            if text:
                 return Rendering(text, "apertium")
         text = gloss(self.question)
         return Rendering(text, "gloss") if text else None

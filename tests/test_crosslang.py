@@ -221,3 +221,100 @@ def test_eval_searches_and_answers_a_spanish_question_as_ask_does(fake_models, t
     answers = report.answers
     assert answers is not None and answers.fact_accuracy == 1.0
     assert "5433" in (answers.per_question[0].answer or "")
+
+
+# A stand-in for Apertium's null-flush pipeline: each text up to a null character comes back
+# upper-cased, ended by a null character (as `lt-proc -z` ends its output).
+_ECHO = r"""
+import sys
+buf = b""
+while True:
+    ch = sys.stdin.buffer.read(1)
+    if not ch:
+        break
+    if ch == b"\0":
+        sys.stdout.buffer.write(buf.decode("utf-8").upper().encode("utf-8") + b"\0")
+        sys.stdout.buffer.flush()
+        buf = b""
+    else:
+        buf += ch
+"""
+
+
+def test_the_translator_keeps_one_process_for_every_question() -> None:
+    import sys
+
+    translator = crosslang.Translator([sys.executable, "-c", _ECHO])
+    try:
+        assert translator.translate("¿En qué  puerto?") == "¿EN QUÉ PUERTO?"
+        first = translator._process
+        # Apertium's stream characters are escaped on the way in and unescaped on the way out.
+        assert translator.translate("get(key[, default]) a/b") == "GET(KEY[, DEFAULT]) A/B"
+        assert translator._process is first
+        # a null character inside the text does not split it into two answers
+        assert translator.translate("uno\0dos") == "UNO DOS"
+        assert translator.translate("tres") == "TRES"
+    finally:
+        translator.close()
+    assert translator._process is None
+
+
+def test_a_silent_translator_times_out_and_is_stopped() -> None:
+    import sys
+
+    translator = crosslang.Translator([sys.executable, "-c", "import time; time.sleep(30)"])
+    assert translator.translate("¿Qué?", timeout=0.3) is None
+    assert translator._process is None
+
+
+def test_the_pipeline_is_the_mode_file_with_null_flush_on_every_stage(tmp_path: Path) -> None:
+    mode = tmp_path / "spa-eng.mode"
+    mode.write_text(
+        "lt-proc '/d/spa-eng.automorf.bin' | apertium-tagger -g $2 '/d/spa-eng.prob' | apertium-pretransfer"
+        " | lt-proc -b '/d/spa-eng.autobil.bin' | lrx-proc -m '/d/x.bin' | lt-proc $1 '/d/spa-eng.autogen.bin'\n"
+    )
+    whole = crosslang.null_flush_pipeline(mode)
+    assert whole is not None and whole[:2] == ["bash", "-c"]
+    assert whole[2].split(" | ") == [
+        "lt-proc -z /d/spa-eng.automorf.bin",
+        "apertium-tagger -z -g /d/spa-eng.prob",
+        "apertium-pretransfer -z",
+        "lt-proc -z -b /d/spa-eng.autobil.bin",
+        "lrx-proc -z -m /d/x.bin",
+        "lt-proc -z -n /d/spa-eng.autogen.bin",
+    ]
+    assert crosslang.null_flush_pipeline(tmp_path / "missing.mode") is None
+
+
+def test_documentation_words_are_put_in_english_before_translation() -> None:
+    assert (
+        crosslang.with_doc_terms("¿Qué Comando del depurador pone un punto de interrupción por defecto en la pila?")
+        == "¿Qué command del depurador pone un breakpoint default en la stack?"
+    )
+    # whole words only: "colar" and "cola-de-trabajo" are not "cola"
+    assert crosslang.with_doc_terms("colar la cola-de-trabajo") == "colar la cola-de-trabajo"
+    assert crosslang.with_doc_terms("¿Qué excepción se lanza?") == "¿Qué excepción is raised?"
+
+
+def test_identifiers_the_translation_lost_are_added_back() -> None:
+    question = "¿Qué vale con la opción -O o --force en main.cf para SEV1 en Stripe? ¿Cómo?"
+    rendered = "What is worth with the option -Or or --force in main.cf for SEV1 in Stripe? How?"
+    # `-O` was lost; `--force`, `main.cf`, `SEV1` were kept; a capitalised word is no identifier
+    assert crosslang.keep_identifiers(question, rendered) == rendered + " -O"
+
+
+def test_a_rendering_is_the_translators_english_of_the_documentation_words_put_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    translator = crosslang.Translator([sys.executable, "-c", _ECHO])
+    monkeypatch.setattr(crosslang, "_apertium", lambda: "apertium")
+    monkeypatch.setattr(crosslang, "_translator", lambda: translator)
+    try:
+        rendering = crosslang.render("¿Qué comando muestra la cola de correo con -v?")
+    finally:
+        translator.close()
+    # the stand-in upper-cases: `-V` is not `-v`, so the flag is added back as asked
+    assert rendering == Rendering("¿QUÉ COMMAND MUESTRA LA QUEUE DE MAIL CON -V? -v", "apertium")

@@ -240,6 +240,8 @@ class AskResult:
             out["fallback"] = checked.fallback
             out["summary"] = checked.summary  # a broad question, answered with a summary
             out["refused"] = checked.refused
+            if checked.unknown:
+                out["unknown_words"] = list(checked.unknown)  # refused: words no indexed file holds
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations
@@ -380,7 +382,12 @@ def notices_to_print(data: Mapping[str, Any]) -> list[str]:
     on stderr would only repeat that the model's answer was set aside, on nearly every answer of
     a small model. With `--show-unsupported` the sentences set aside are printed, marked, so no
     line is needed either. Everything stays in the JSON (`notices`, `fallback`, `withheld`,
-    `model_answer`)."""
+    `model_answer`). One refusal gets a line: over a word no indexed file holds (`unknown_words`),
+    which may be the person's typo."""
+    if data.get("refused") and data.get("unknown_words"):
+        # The one refusal a person can act on: a word no indexed file holds, maybe misspelt.
+        words = ", ".join(f'"{w}"' for w in data["unknown_words"])
+        return [f"no indexed file mentions {words}: is it spelt as in your notes?"]
     if data.get("refused") or data.get("fallback") or f"{UNSUPPORTED_MARK} " in (data.get("answer") or ""):
         return []
     return list(data.get("notices") or [])

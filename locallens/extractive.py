@@ -474,6 +474,12 @@ def _zipf(word: str, language: str) -> float:
 
 def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
     """1 when the question names something the notes never mention and the language hardly uses
+    (`unknown_words`), else 0."""
+    return 1.0 if unknown_words(question, hits, term_counts) else 0.0
+
+
+def unknown_words(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> list[str]:
+    """The words by which the question names something the notes never mention and the language hardly uses
     (a tool, a product, a file: "pytest", "uvloop", "requirements.txt", "XAMPP"), else 0: a word
     of the question that no excerpt holds as it is written (`_written`: "firewalld" is not the
     excerpts' "firewall", whose key it shares), that no chunk of the brain holds (`word_salience`
@@ -483,9 +489,10 @@ def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     user's own example, addresses and words naming the kind of answer are left out; asked across
     languages (`_across`), only a name, number or identifier counts, as in `missing_words`. No
     answerable question of the sets the refusal is fitted on has one
-    (docs/decisions.md#a-name-the-notes-never-mention)."""
+    (docs/decisions.md#a-name-the-notes-never-mention). A misspelt word is one too ("defualt"):
+    `ask` names it on stderr when it refuses."""
     if not hits:
-        return 0.0
+        return []
     written = _written(hits)
     across = _across(question, hits)
     first = next(iter(_WORD.findall(question)), "")
@@ -506,12 +513,12 @@ def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
             continue
         words.append(word)
     if not words:
-        return 0.0
+        return []
     salience = word_salience(words, term_counts)
     own = "es" if question_language(question) == "es" else "en"
     languages = sorted({"en", own})
     nowhere = [w for w in words if salience[w] >= 1.0]
-    return 1.0 if any(all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages) for w in nowhere) else 0.0
+    return [w for w in nowhere if all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
 
 
 def _written(hits: Sequence[Hit]) -> frozenset[str]:
@@ -1091,6 +1098,8 @@ def extractive_answer(
         ]
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
+    # Refused over a word no chunk of the brain holds: the person may have misspelt it.
+    unknown = tuple(unknown_words(question, hits, term_counts)) if refused and term_counts is not None else ()
     return CheckedAnswer(
         raw=answer,
         claims=claims,
@@ -1100,6 +1109,7 @@ def extractive_answer(
         check_ms=(time.perf_counter() - started) * 1000,
         summary=bool(summary),
         unanswered=refused,
+        unknown=unknown,
     )
 
 

@@ -268,9 +268,11 @@ def checked_answer(
             refused=True,
             check_ms=checked.check_ms + extracted.check_ms,
             unanswered=True,
+            unknown=extracted.unknown,
         )
     if extracted.refused:  # and so is the model's answer: the plain refusal
         checked.check_ms += extracted.check_ms
+        checked.unknown = extracted.unknown
         return checked
     return compose(checked, extracted, question, term_counts=term_counts, show_unsupported=show_unsupported)
 

@@ -380,6 +380,28 @@ def test_a_question_naming_something_unknown_is_refused_whatever_the_units_score
     assert not checked.refused, checked.answer
 
 
+def test_a_refusal_over_a_word_no_note_holds_names_it_on_stderr() -> None:
+    """A misspelt word ("defualt") is one no chunk holds and the language hardly uses: refused,
+    and the one line on stderr says which word, so the person can ask again."""
+    from locallens.answer import notices_to_print
+
+    def nowhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {}
+
+    question = "How do I change the defualt rollback timeout?"
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=nowhere)
+    assert checked.refused and checked.unknown == ("defualt",)
+    lines = notices_to_print({"refused": True, "unknown_words": list(checked.unknown)})
+    assert len(lines) == 1 and '"defualt"' in lines[0]
+    # Without such a word a refusal says itself on stdout only; an answer names no word.
+    assert notices_to_print({"refused": True}) == []
+    answered = extractive_answer(
+        "How long does a rollback take?", hits, fake_vector("rollback"), fake_encode, term_counts=nowhere
+    )
+    assert not answered.refused and answered.unknown == ()
+
+
 def test_the_word_lists_are_read_only_when_the_evidence_would_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     from locallens import extractive
     from locallens.extractive import score_units, weighed_evidence

@@ -230,6 +230,9 @@ class CheckedAnswer:
     # Refused because the excerpts hold no answer to the question (the extractive answer's
     # evidence, `locallens.extractive.answer_evidence`), whatever the model wrote from them.
     unanswered: bool = False
+    # Refused: the question's words that no chunk of the brain holds and the language hardly
+    # uses (`locallens.extractive.unknown_words`): a tool the notes never mention, or a typo.
+    unknown: tuple[str, ...] = ()
 
     def notices(self, show_unsupported: bool = False) -> list[str]:
         """What the check did to the model's answer, in one plain line, when it matters to the

@@ -242,6 +242,8 @@ class AskResult:
             out["refused"] = checked.refused
             if checked.unknown:
                 out["unknown_words"] = list(checked.unknown)  # refused: words no indexed file holds
+                if checked.close:
+                    out["did_you_mean"] = dict(checked.close)  # the excerpts' word each may misspell
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations
@@ -386,7 +388,11 @@ def notices_to_print(data: Mapping[str, Any]) -> list[str]:
     which may be the person's typo."""
     if data.get("refused") and data.get("unknown_words"):
         # The one refusal a person can act on: a word no indexed file holds, maybe misspelt.
+        close = data.get("did_you_mean") or {}
         words = ", ".join(f'"{w}"' for w in data["unknown_words"])
+        if close:
+            meant = ", ".join(f'"{c}"' for c in close.values())
+            return [f"no indexed file mentions {words}; did you mean {meant}?"]
         return [f"no indexed file mentions {words}: is it spelt as in your notes?"]
     if data.get("refused") or data.get("fallback") or f"{UNSUPPORTED_MARK} " in (data.get("answer") or ""):
         return []

@@ -521,6 +521,30 @@ def unknown_words(question: str, hits: Sequence[Hit], term_counts: TermCounts | 
     return [w for w in nowhere if all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
 
 
+CLOSE_WORD = 0.8  # `close_word`: difflib's similarity ratio from which a word is a spelling of another
+CLOSE_VOCABULARY = 30000  # ... looked for among the excerpts' words and the language's commonest
+
+
+def close_word(word: str, hits: Sequence[Hit], term_counts: TermCounts) -> str | None:
+    """The word of the notes that `word` most likely misspells ("defualt": "default", "stagging":
+    "staging"), for the refusal's line on stderr: of the excerpts' words and English's commonest
+    (`wordfreq`) within one letter of its length, the closest (`CLOSE_WORD`) that some chunk of
+    the brain holds; None when there is none ("pytest")."""
+    from difflib import get_close_matches
+
+    from wordfreq import top_n_list
+
+    words = {w for w in _written(hits) if w.isalpha()} | set(top_n_list("en", CLOSE_VOCABULARY))
+    lowered = word.lower()
+    candidates = sorted(w for w in words if abs(len(w) - len(lowered)) <= 1 and w != lowered)
+    found = get_close_matches(lowered, candidates, n=5, cutoff=CLOSE_WORD)
+    if not found:
+        return None
+    held = word_salience(found, term_counts)
+    found.sort(key=lambda w: w[0] != lowered[0])  # of equally close words, one with its first letter
+    return next((w for w in found if held[w] < 1.0), None)
+
+
 def _written(hits: Sequence[Hit]) -> frozenset[str]:
     """The excerpts' words as written, lower-cased, with and without their edge punctuation
     ("requirements.txt", "mod_ssl", "firewall"), and their files' paths."""
@@ -1100,6 +1124,7 @@ def extractive_answer(
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
     # Refused over a word no chunk of the brain holds: the person may have misspelt it.
     unknown = tuple(unknown_words(question, hits, term_counts)) if refused and term_counts is not None else ()
+    close = {w: c for w in unknown if term_counts is not None and (c := close_word(w, hits, term_counts))}
     return CheckedAnswer(
         raw=answer,
         claims=claims,
@@ -1110,6 +1135,7 @@ def extractive_answer(
         summary=bool(summary),
         unanswered=refused,
         unknown=unknown,
+        close=close,
     )
 
 

@@ -269,10 +269,11 @@ def checked_answer(
             check_ms=checked.check_ms + extracted.check_ms,
             unanswered=True,
             unknown=extracted.unknown,
+            close=extracted.close,
         )
     if extracted.refused:  # and so is the model's answer: the plain refusal
         checked.check_ms += extracted.check_ms
-        checked.unknown = extracted.unknown
+        checked.unknown, checked.close = extracted.unknown, extracted.close
         return checked
     return compose(checked, extracted, question, term_counts=term_counts, show_unsupported=show_unsupported)
 

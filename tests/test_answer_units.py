@@ -392,8 +392,18 @@ def test_a_refusal_over_a_word_no_note_holds_names_it_on_stderr() -> None:
     hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
     checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=nowhere)
     assert checked.refused and checked.unknown == ("defualt",)
+    assert checked.close == {}  # "default" is neither in the excerpts nor held by this brain
     lines = notices_to_print({"refused": True, "unknown_words": list(checked.unknown)})
-    assert len(lines) == 1 and '"defualt"' in lines[0]
+    assert len(lines) == 1 and '"defualt"' in lines[0] and "spelt" in lines[0]
+
+    # The word of the notes it may misspell, when some chunk holds one close enough.
+    def held(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"defau": 4, "default": 4}
+
+    checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=held)
+    assert checked.refused and checked.close == {"defualt": "default"}
+    lines = notices_to_print({"refused": True, "unknown_words": ["defualt"], "did_you_mean": checked.close})
+    assert lines == ['no indexed file mentions "defualt"; did you mean "default"?']
     # Without such a word a refusal says itself on stdout only; an answer names no word.
     assert notices_to_print({"refused": True}) == []
     answered = extractive_answer(

@@ -74,6 +74,7 @@ from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM,
 # weights and a threshold fitted on the other five): 12 of 334 answerable questions refused and 48
 # of 60 near misses, against 12 and 43 before the question's unknown name (`unknown_word`) refused
 # whatever the weights; with the left-out corpus's cosines 0.1 lower, 17 and 49 against 17 and 45.
+# With a typo of the notes' words not counted as unknown (`close_word`): 13 and 47 (18 and 48).
 # The top excerpt's own score is left out: its cosine's scale differs between corpora
 # (docs/decisions.md#the-refusal-across-corpora).
 EVIDENCE_WEIGHTS = {
@@ -474,13 +475,16 @@ def _zipf(word: str, language: str) -> float:
 
 def unknown_word(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
     """1 when the question names something the notes never mention and the language hardly uses
-    (`unknown_words`), else 0."""
-    return 1.0 if unknown_words(question, hits, term_counts) else 0.0
+    (`unknown_words`), else 0. Not a word that misspells one of the notes' (`close_word`:
+    "defualt" is "default" mistyped, and the weights decide the question as for "default")."""
+    return 1.0 if unknown_words(question, hits, term_counts, typos=False) else 0.0
 
 
-def unknown_words(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> list[str]:
-    """The words by which the question names something the notes never mention and the language hardly uses
-    (a tool, a product, a file: "pytest", "uvloop", "requirements.txt", "XAMPP"), else 0: a word
+def unknown_words(
+    question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None, *, typos: bool = True
+) -> list[str]:
+    """The words by which the question names something the notes never mention and the language
+    hardly uses (a tool, a product, a file: "pytest", "uvloop", "requirements.txt", "XAMPP"): a word
     of the question that no excerpt holds as it is written (`_written`: "firewalld" is not the
     excerpts' "firewall", whose key it shares), that no chunk of the brain holds (`word_salience`
     1; every word when the brain's counts are unknown), and whose frequency in English and in the
@@ -489,8 +493,9 @@ def unknown_words(question: str, hits: Sequence[Hit], term_counts: TermCounts | 
     user's own example, addresses and words naming the kind of answer are left out; asked across
     languages (`_across`), only a name, number or identifier counts, as in `missing_words`. No
     answerable question of the sets the refusal is fitted on has one
-    (docs/decisions.md#a-name-the-notes-never-mention). A misspelt word is one too ("defualt"):
-    `ask` names it on stderr when it refuses."""
+    (docs/decisions.md#a-name-the-notes-never-mention). A misspelt word is one too ("defualt"),
+    which `ask` names on stderr when it refuses; with `typos` False, not a typo of a word the brain
+    holds (`close_word`), which the gate (`unknown_word`) leaves to the weights."""
     if not hits:
         return []
     written = _written(hits)
@@ -518,6 +523,9 @@ def unknown_words(question: str, hits: Sequence[Hit], term_counts: TermCounts | 
     own = "es" if question_language(question) == "es" else "en"
     languages = sorted({"en", own})
     nowhere = [w for w in words if salience[w] >= 1.0]
+    if not typos and term_counts is not None and nowhere:
+        # Without the typos of the notes' words (checked first: it needs only the small word list).
+        nowhere = [w for w in nowhere if close_word(w, hits, term_counts) is None]
     return [w for w in nowhere if all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
 
 
@@ -534,7 +542,7 @@ def close_word(word: str, hits: Sequence[Hit], term_counts: TermCounts) -> str |
 
     from wordfreq import top_n_list
 
-    words = {w for w in _written(hits) if w.isalpha()} | set(top_n_list("en", CLOSE_VOCABULARY))
+    words = {w for w in _written(hits) if w.isalpha()} | set(top_n_list("en", CLOSE_VOCABULARY, wordlist="small"))
     lowered = word.lower()
     candidates = sorted(w for w in words if abs(len(w) - len(lowered)) <= 1 and w != lowered)
     found = get_close_matches(lowered, candidates, n=5, cutoff=CLOSE_WORD)

@@ -23,6 +23,7 @@ from locallens.extractive import (
     EVIDENCE_WEIGHTS,
     Scored,
     _tokens,
+    close_word,
     evidence_features,
     evidence_readings,
     extractive_answer,
@@ -400,10 +401,14 @@ def test_a_refusal_over_a_word_no_note_holds_names_it_on_stderr() -> None:
     def held(words: Sequence[str]) -> tuple[int, dict[str, int]]:
         return 99, {"defau": 4, "default": 4}
 
-    checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=held)
-    assert checked.refused and checked.close == {"defualt": "default"}
-    lines = notices_to_print({"refused": True, "unknown_words": ["defualt"], "did_you_mean": checked.close})
+    assert close_word("defualt", hits, held) == "default"
+    assert close_word("defualt", hits, nowhere) is None
+    lines = notices_to_print({"refused": True, "unknown_words": ["defualt"], "did_you_mean": {"defualt": "default"}})
     assert lines == ['no indexed file mentions "defualt"; did you mean "default"?']
+    # Such a typo is no unknown name: the question is weighed as if it said "default".
+    assert unknown_word(question, hits, nowhere) == 1.0 and unknown_word(question, hits, held) == 0.0
+    checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=held)
+    assert checked.unknown == ()
     # Without such a word a refusal says itself on stdout only; an answer names no word.
     assert notices_to_print({"refused": True}) == []
     answered = extractive_answer(

@@ -243,7 +243,7 @@ class AskResult:
             if checked.unknown:
                 out["unknown_words"] = list(checked.unknown)  # refused: words no indexed file holds
                 if checked.close:
-                    out["did_you_mean"] = dict(checked.close)  # the excerpts' word each may misspell
+                    out["did_you_mean"] = dict(checked.close)  # the notes' word each may misspell
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations

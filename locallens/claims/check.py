@@ -233,7 +233,7 @@ class CheckedAnswer:
     # Refused: the question's words that no chunk of the brain holds and the language hardly
     # uses (`locallens.extractive.unknown_words`): a tool the notes never mention, or a typo.
     unknown: tuple[str, ...] = ()
-    close: dict[str, str] = field(default_factory=dict)  # of those, the excerpts' word each may misspell
+    close: dict[str, str] = field(default_factory=dict)  # of those, the notes' word each may misspell
 
     def notices(self, show_unsupported: bool = False) -> list[str]:
         """What the check did to the model's answer, in one plain line, when it matters to the

@@ -377,18 +377,17 @@ def _additions(
 ) -> dict[int, Claim]:
     """The model's supported, relevant sentences that add to the passage: resting on no unit it
     prints, holding a key term neither it nor the question holds, within `added_tokens`."""
-    units = [" ".join((c.evidence or "").split()) for c in extracted.claims]
+    units = _passage_evidence(extracted)
     cited = {n for c in extracted.claims for n in c.citations}
     held = key_terms(" ".join([question, *(c.claim for c in extracted.claims)]))
     out: dict[int, Claim] = {}  # by the claim's place in the model's answer
     used = 0
     for i, claim in enumerate(checked.claims):
-        if not (claim.supported and claim.relevance >= MIN_RELEVANCE and claim.evidence):
+        if not _backed(claim):
             continue
         if add == "same" and not set(claim.citations) <= cited:  # another note than the passage's
             continue
-        evidence = " ".join(claim.evidence.split())
-        if any(evidence in unit or unit in evidence for unit in units if unit):
+        if _rests_on(claim, units):
             continue
         terms = key_terms(claim.claim)
         if not terms - held:
@@ -404,14 +403,24 @@ def _additions(
 
 def _agrees(checked: CheckedAnswer, extracted: CheckedAnswer) -> bool:
     """Whether a supported, relevant sentence of the model rests on a unit of the passage."""
-    units = [" ".join((c.evidence or "").split()) for c in extracted.claims]
-    for claim in checked.claims:
-        if not (claim.supported and claim.relevance >= MIN_RELEVANCE and claim.evidence):
-            continue
-        evidence = " ".join(claim.evidence.split())
-        if any(evidence in unit or unit in evidence for unit in units if unit):
-            return True
-    return False
+    units = _passage_evidence(extracted)
+    return any(_backed(claim) and _rests_on(claim, units) for claim in checked.claims)
+
+
+def _passage_evidence(extracted: CheckedAnswer) -> list[str]:
+    """The texts of the passage's units, on one line each (a unit's claim evidence is its text)."""
+    return [text for c in extracted.claims if (text := " ".join((c.evidence or "").split()))]
+
+
+def _backed(claim: Claim) -> bool:
+    """A supported, relevant sentence of the model, with the excerpt text it rests on."""
+    return claim.supported and claim.relevance >= MIN_RELEVANCE and bool(claim.evidence)
+
+
+def _rests_on(claim: Claim, units: list[str]) -> bool:
+    """Whether the excerpt text `claim` rests on is (part of) one of the passage's `units`."""
+    evidence = " ".join((claim.evidence or "").split())
+    return any(evidence in unit or unit in evidence for unit in units)
 
 
 class GenerateMode:

@@ -37,6 +37,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -525,7 +526,7 @@ def unknown_words(
     nowhere = [w for w in words if salience[w] >= 1.0]
     if not typos and term_counts is not None and nowhere:
         # Without the typos of the notes' words (checked first: it needs only the small word list).
-        nowhere = [w for w in nowhere if close_word(w, hits, term_counts) is None]
+        nowhere = [w for w in nowhere if close_word(w, written, term_counts) is None]
     return [w for w in nowhere if all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
 
 
@@ -533,16 +534,14 @@ CLOSE_WORD = 0.8  # `close_word`: difflib's similarity ratio from which a word i
 CLOSE_VOCABULARY = 30000  # ... looked for among the excerpts' words and the language's commonest
 
 
-def close_word(word: str, hits: Sequence[Hit], term_counts: TermCounts) -> str | None:
+def close_word(word: str, written: frozenset[str], term_counts: TermCounts) -> str | None:
     """The word of the notes that `word` most likely misspells ("defualt": "default", "stagging":
-    "staging"), for the refusal's line on stderr: of the excerpts' words and English's commonest
+    "staging"): of the excerpts' words (`written`, `_written`) and English's commonest
     (`wordfreq`) within one letter of its length, the closest (`CLOSE_WORD`) that some chunk of
     the brain holds; None when there is none ("pytest")."""
     from difflib import get_close_matches
 
-    from wordfreq import top_n_list
-
-    words = {w for w in _written(hits) if w.isalpha()} | set(top_n_list("en", CLOSE_VOCABULARY, wordlist="small"))
+    words = {w for w in written if w.isalpha()} | _common_words()
     lowered = word.lower()
     candidates = sorted(w for w in words if abs(len(w) - len(lowered)) <= 1 and w != lowered)
     found = get_close_matches(lowered, candidates, n=5, cutoff=CLOSE_WORD)
@@ -551,6 +550,14 @@ def close_word(word: str, hits: Sequence[Hit], term_counts: TermCounts) -> str |
     held = word_salience(found, term_counts)
     found.sort(key=lambda w: w[0] != lowered[0])  # of equally close words, one with its first letter
     return next((w for w in found if held[w] < 1.0), None)
+
+
+@lru_cache(maxsize=1)
+def _common_words() -> frozenset[str]:
+    """English's `CLOSE_VOCABULARY` commonest words (wordfreq's small list), read once."""
+    from wordfreq import top_n_list
+
+    return frozenset(top_n_list("en", CLOSE_VOCABULARY, wordlist="small"))
 
 
 def _written(hits: Sequence[Hit]) -> frozenset[str]:
@@ -1131,8 +1138,12 @@ def extractive_answer(
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)
     # Refused over a word no chunk of the brain holds: the person may have misspelt it.
-    unknown = tuple(unknown_words(question, hits, term_counts)) if refused and term_counts is not None else ()
-    close = {w: c for w in unknown if term_counts is not None and (c := close_word(w, hits, term_counts))}
+    unknown: tuple[str, ...] = ()
+    close: dict[str, str] = {}
+    if refused and term_counts is not None:
+        unknown = tuple(unknown_words(question, hits, term_counts))
+        written = _written(hits) if unknown else frozenset()
+        close = {w: c for w in unknown if (c := close_word(w, written, term_counts))}
     return CheckedAnswer(
         raw=answer,
         claims=claims,

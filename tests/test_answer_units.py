@@ -23,6 +23,7 @@ from locallens.extractive import (
     EVIDENCE_WEIGHTS,
     Scored,
     _tokens,
+    _written,
     close_word,
     evidence_features,
     evidence_readings,
@@ -401,8 +402,9 @@ def test_a_refusal_over_a_word_no_note_holds_names_it_on_stderr() -> None:
     def held(words: Sequence[str]) -> tuple[int, dict[str, int]]:
         return 99, {"defau": 4, "default": 4}
 
-    assert close_word("defualt", hits, held) == "default"
-    assert close_word("defualt", hits, nowhere) is None
+    written = _written(hits)
+    assert close_word("defualt", written, held) == "default"
+    assert close_word("defualt", written, nowhere) is None
     lines = notices_to_print({"refused": True, "unknown_words": ["defualt"], "did_you_mean": {"defualt": "default"}})
     assert lines == ['no indexed file mentions "defualt"; did you mean "default"?']
     # Such a typo is no unknown name: the question is weighed as if it said "default".

@@ -499,7 +499,6 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     return _write_pages(deb, SQLITE_HTML, dest, pages, sqlite_page_text)
 
 
-
 RSYSLOG_PACKAGE = "rsyslog-doc"
 RSYSLOG_HTML = "usr/share/doc/rsyslog-doc/html"
 # The user documentation: the configuration reference (its pages, the modules, the global()

@@ -198,6 +198,8 @@ def test_sqlite_page_text_keeps_the_content_only() -> None:
         ("apache_es_over_en", 10, 8, 0),
         ("sqlite_questions", 48, 40, 6),
         ("sqlite_es_over_en", 10, 8, 0),
+        ("rsyslog_questions", 48, 40, 6),
+        ("rsyslog_es_over_en", 10, 8, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:

@@ -39,6 +39,14 @@
   3.0-3.5, the developer-only pages (testing, the bytecode engine) and pages under 1 KB of text.
   `benchmarks/data/sqlite_questions.jsonl` and `sqlite_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it: a second held-out corpus (nothing is tuned on it).
+- `write_rsyslog_corpus` writes the rsyslog documentation as Debian's `rsyslog-doc` package ships it
+  (HTML): the configuration reference and its modules, RainerScript and its functions, the
+  concepts, tutorials, troubleshooting and white papers, one plain-text file per page
+  (`configuration-modules-omfile.txt`, `tutorials-tls.txt`, ...; 155 pages, 1.05 MB); left out: the
+  front matter, upgrade notes, developer guide, historical pages, proposals, the legacy
+  `$Directive` pages and pages under 1 KB of text. `benchmarks/data/rsyslog_questions.jsonl` and
+  `rsyslog_es_over_en.jsonl` hold questions about it, written before anything was measured on it:
+  a third held-out corpus.
 
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite

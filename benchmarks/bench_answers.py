@@ -36,6 +36,10 @@ is in no document, the right answer being the refusal):
   `corpora.py --sqlite`): written before anything was measured on them, a second held-out corpus
   like varnish (in no fit: not in `FIT_SETS`, `TRANSFER_SETS` or `REFUSAL_SETS`); out of the
   default `--sets`.
+- rsyslog, rsyslog-es: benchmarks/data/rsyslog_questions.jsonl (40 + 8, 6 of the 40 broad) and
+  rsyslog_es_over_en.jsonl (8 + 2, Spanish) over the rsyslog documentation (Debian `rsyslog-doc`,
+  `corpora.py --rsyslog`): written before anything was measured on them, a third held-out corpus
+  like sqlite (in no fit); out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -98,6 +102,7 @@ from corpora import (
     write_borg_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,
+    write_rsyslog_corpus,
     write_sqlite_corpus,
     write_stdlib_corpus,
     write_varnish_corpus,
@@ -124,6 +129,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "apache-es": ("apache", [DATA / "apache_es_over_en.jsonl"]),
     "sqlite": ("sqlite", [DATA / "sqlite_questions.jsonl"]),
     "sqlite-es": ("sqlite", [DATA / "sqlite_es_over_en.jsonl"]),
+    "rsyslog": ("rsyslog", [DATA / "rsyslog_questions.jsonl"]),
+    "rsyslog-es": ("rsyslog", [DATA / "rsyslog_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -160,6 +167,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_apache_corpus(workdir / "apache-corpus")
     if corpus == "sqlite":
         return write_sqlite_corpus(workdir / "sqlite-corpus")
+    if corpus == "rsyslog":
+        return write_rsyslog_corpus(workdir / "rsyslog-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

@@ -897,13 +897,20 @@ def _tokens(unit: Unit) -> int:
 
 
 def passage_units(
-    scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS, other_excerpts: bool = True
+    scored: Scored,
+    *,
+    passage_tokens: int = DEFAULT_PASSAGE_TOKENS,
+    other_excerpts: bool = True,
+    max_answering: int = MAX_ANSWERING,
+    margin: float = MARGIN,
+    other_margin: float = OTHER_MARGIN,
 ) -> list[tuple[Unit, bool]]:
     """The units of the printed passage, each with whether it is an answering unit: the best unit
-    with what belongs to it, the next best while they score within `MARGIN` of it (at most
-    `MAX_ANSWERING`), and, when `other_excerpts`, one more from an excerpt not printed yet that
-    scores within `OTHER_MARGIN` of the best: the answer is often in the second excerpt's unit
-    when the first excerpt's best one restates the question. All within `passage_tokens`."""
+    with what belongs to it, the next best while they score within `margin` of it (at most
+    `max_answering`), and, when `other_excerpts`, one more from an excerpt not printed yet that
+    scores within `other_margin` of the best: the answer is often in the second excerpt's unit
+    when the first excerpt's best one restates the question. All within `passage_tokens`.
+    (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.)"""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
@@ -916,9 +923,9 @@ def passage_units(
         score = float(scored.scores[i])
         unit = scored.units[int(i)]
         new_excerpt = other_excerpts and unit.excerpt not in excerpts
-        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (OTHER_MARGIN if new_excerpt else MARGIN)):
+        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (other_margin if new_excerpt else margin)):
             continue
-        if (unit.excerpt, unit.index) in taken or (answering >= MAX_ANSWERING and not new_excerpt):
+        if (unit.excerpt, unit.index) in taken or (answering >= max_answering and not new_excerpt):
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
         group = [u for u in group if _text_key(u) not in seen_text]
@@ -944,7 +951,7 @@ def passage_units(
         excerpts.add(unit.excerpt)
         used += cost
         answering += 1
-        if answering > MAX_ANSWERING:
+        if answering > max_answering:
             break
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
 

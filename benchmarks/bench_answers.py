@@ -1481,7 +1481,9 @@ def rank_study(args: argparse.Namespace) -> None:
 
     cases = pickle.loads(Path(args.replay).read_bytes())
     rs.study(cases, CORPUS_OF)
-    rs.passage_grid(cases, CORPUS_OF, [replay_scored(case) for case in cases])
+    scored = [replay_scored(case) for case in cases]
+    rs.first_positive_stated(cases, CORPUS_OF, scored)
+    rs.passage_grid(cases, CORPUS_OF, scored)
 
 
 def main() -> None:

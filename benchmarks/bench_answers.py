@@ -76,7 +76,9 @@ question's scored units and feature rows; `--replay F.pkl` rebuilds the passages
 them with the current code (`replay`; a refusal or a summary keeps its live outcome), and
 `--replay F.pkl --weight-grid NAME=W1,W2,...` chooses one signal's weight with each corpus left
 out (`weight_grid`). A replay takes seconds, so passage rules and weights can be compared before
-a full run.
+a full run. `--replay F.pkl --rank-study` studies the units' ranking as learning to rank
+(`rank_study.py`: recall@1/2/3 of the shipped score and of listwise and pairwise fits on more
+signals, each corpus left out) and the passage's rules chosen with each corpus left out.
 """
 
 from __future__ import annotations
@@ -1479,6 +1481,20 @@ def weight_grid(args: argparse.Namespace) -> None:
     print(f"each corpus left out: {before} -> {after}")
 
 
+def rank_study(args: argparse.Namespace) -> None:
+    """`--replay F.pkl --rank-study`: the units' ranking and the passage's rules, each corpus
+    left out (`rank_study.study`, `rank_study.passage_grid`)."""
+    import pickle
+
+    import rank_study as rs
+
+    cases = pickle.loads(Path(args.replay).read_bytes())
+    rs.study(cases, CORPUS_OF)
+    scored = [replay_scored(case) for case in cases]
+    rs.first_positive_stated(cases, CORPUS_OF, scored)
+    rs.passage_grid(cases, CORPUS_OF, scored)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
@@ -1504,6 +1520,11 @@ def main() -> None:
     parser.add_argument(
         "--weight-grid", default=None, help="with --replay: NAME=W1,W2,... one signal's weight, each corpus left out"
     )
+    parser.add_argument(
+        "--rank-study",
+        action="store_true",
+        help="with --replay: the units' ranking as learning to rank, each corpus left out",
+    )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
         "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"
@@ -1524,6 +1545,8 @@ def main() -> None:
         scorer_transfer(args)
     elif args.diagnose:
         diagnose(args)
+    elif args.replay and args.rank_study:
+        rank_study(args)
     elif args.replay and args.weight_grid:
         weight_grid(args)
     elif args.replay:

@@ -301,9 +301,9 @@ GIVEN_CHUNKS = 2  # es-given: how many chunks of the expected note go first
 GIVEN_TOTAL = 5
 
 
-def given_note_hits(row: dict[str, Any], db: Path, models: Any) -> tuple[list[Any], Any]:
+def given_note_hits(row: dict[str, Any], db: Path, models: Any) -> tuple[list[Any], Any, Any]:
     """es-given: the expected note's best chunks first, then the retrieved excerpts of other
-    files, and the question's vector."""
+    files, the question's vector, and its English rendering (read beside it, as `ask` reads it)."""
     from dataclasses import replace
 
     from locallens.answer import ask
@@ -313,7 +313,7 @@ def given_note_hits(row: dict[str, Any], db: Path, models: Any) -> tuple[list[An
     rest = ask(replace(request, context_only=True), models)
     others = [h for h in rest.sources if h.chunk.relative_path != row["files"][0]]
     hits = list(note.sources)[:GIVEN_CHUNKS] + others[: GIVEN_TOTAL - GIVEN_CHUNKS]
-    return hits, rest.retrieval.query_vector
+    return hits, rest.retrieval.query_vector, getattr(rest.retrieval, "rendering", None)
 
 
 def ask_given(row: dict[str, Any], db: Path, models: Any) -> dict[str, Any]:
@@ -324,7 +324,7 @@ def ask_given(row: dict[str, Any], db: Path, models: Any) -> dict[str, Any]:
     from locallens.retrieval import SentenceEncoder
     from locallens.storage import open_store, parse_db
 
-    hits, vector = given_note_hits(row, db, models)
+    hits, vector, rendering = given_note_hits(row, db, models)
     with open_store(parse_db(db)) as store:
         brain = store.get_brain("default")
         given = AnswerInput(
@@ -335,6 +335,7 @@ def ask_given(row: dict[str, Any], db: Path, models: Any) -> dict[str, Any]:
             models,
             AnswerOptions(),
             brain_term_counts(store, brain),
+            rendering=rendering,
         )
         checked = ExtractiveMode().answer(given).checked
     claims = [
@@ -603,7 +604,7 @@ def question_context(row: dict[str, Any], set_name: str, db: Path, models: Any) 
     rendering = None
     try:
         if set_name == "es-given":
-            hits, vector = given_note_hits(row, db, models)
+            hits, vector, rendering = given_note_hits(row, db, models)
         else:
             result = ask(replace(request_for(row["question"], db, "extractive"), context_only=True), models)
             hits, vector = list(result.sources), result.retrieval.query_vector

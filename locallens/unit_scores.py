@@ -208,10 +208,20 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:which|what) (?:\w+ )?(?:command|option|flag|function|method|module|class|exception|error|"
             r"keyword|statement|operator|builtin|built-in|call|setting|variable|argument|parameter|type|"
-            r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool)s?\b"
+            r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool|directive|constant|field)s?\b"
             r"|\bhow (?:do|can|should) (?:i|you|we)\b|\bhow to\b|\bwhat (?:do i|should i) (?:run|type|call|use)\b"
-            r"|\bqué (?:comando|opción|función|método|módulo|clase|excepción|error|parámetro)\b"
-            r"|\bcómo (?:hago|puedo|se hace|se puede)\b|\bcon qué comando\b",
+            # Apertium renders "¿Cómo configuro...?" as "How I configure...?"
+            r"|\bhow i (?!am\b|was\b)\w+"
+            # The Spanish of the same wordings: the English nouns above in Spanish (one word
+            # between, as "which debugger command"), "¿Cómo + a verb in the first person?" ("¿Cómo
+            # consigo / configuro / dejo...?", as "how do I"), "¿con qué + noun?" ("with which tool").
+            r"|\b(?:qu[eé]|cu[aá]l(?:es)?(?: es| son)? (?:el|la|los|las)) (?:\w+ )?(?:comandos?|órden(?:es)?|opci[oó]n(?:es)?"
+            r"|banderas?|funci[oó]n(?:es)?|m[eé]todos?|m[oó]dulos?|clases?|excepci[oó]n(?:es)?|errores|error|palabras? clave"
+            r"|sentencias?|instrucci[oó]n(?:es)?|operador(?:es)?|llamadas?|ajustes?|par[aá]metros?|variables?|argumentos?"
+            r"|tipos?|atributos?|constantes?|directivas?|herramientas?|prefijos?|sufijos?|decoradore?s?|paquetes?"
+            r"|bibliotecas?|librer[ií]as?|sintaxis|ganchos?|campos?|claves?)\b"
+            r"|\bc[oó]mo (?:me |lo |la |los |las |le |les |se )?(?!\w+amente\b)\w{2,}(?:o|amos|emos|imos)\b"
+            r"|\bc[oó]mo (?:se hace|se puede)\b|\bcon qu[eé] (?!frecuencia\b)\w+",
             re.I,
         ),
     ),
@@ -222,7 +232,9 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bwhat time\b|\bsince (?:which|what|when)\b|"
             r"\b(?:which|what) (?:port|version|date|day|year|rate|limit|percentage|size|number|amount|price|cost|"
             r"threshold|timeout|deadline|temperature|address|ip)\b|\b(?:minimum|maximum|max|min)\b|"
-            r"\bcu[aá]nt[oa]s?\b|\bcu[aá]ndo\b|\bqué (?:puerto|versión|día|fecha|hora|año|límite|tarifa|precio|"
+            # "cuánto / cuándo" asks; unaccented, "cuanto / cuando" is also the conjunction ("cuando
+            # la sintaxis exige...", "en cuanto"), read as a question word only where one opens it.
+            r"\bcuánt[oa]s?\b|\bcuándo\b|\bcon qu[eé] frecuencia\b|(?:^|¿)\s*(?:(?:a|de|en|cada|desde|hasta|por) )?cuan(?:t[oa]s?|do)\b|\bqué (?:puerto|versión|día|fecha|hora|año|límite|tarifa|precio|"
             r"temperatura|dirección)\b|\ba qué hora\b|\bcada cu[aá]nto\b|\bm[ií]nim[oa]\b|\bm[aá]xim[oa]\b",
             re.I,
         ),

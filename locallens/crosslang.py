@@ -284,6 +284,51 @@ _DOC_TERM = re.compile(
 )
 
 
+# How a Spanish question opens, where Apertium renders it word for word ("¿Cada cuánto se ejecuta
+# la tarea?" -> "Each how much executes the task?", "¿Cómo consigo que el servidor use otro puerto?"
+# -> "How I achieve that the server use...", "¿Qué pasa si borro...?" -> "What spends if...?"), with
+# the English a person would write. Chosen from a list of 56 common question openers, each sent
+# through Apertium over a neutral clause ("¿<opener> el servidor / el fichero / la tarea?"): only
+# those it rendered in another sense are here. Not written from any question set. The opener is
+# put in English and the rest of the question translated alone (`_apertium_rendering`).
+QUESTION_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"^\s*¿?\s*(?:{pattern})(?![\w-])\s*", re.IGNORECASE), english)
+    for pattern, english in (
+        (r"cada cu[aá]nto(?: tiempo)?|con qu[eé] frecuencia", "How often"),
+        (r"c[oó]mo (?:hago|consigo|logro)(?: para)? que|c[oó]mo se consigue que", "How do I make"),
+        (r"c[oó]mo puedo (?:hacer|conseguir|lograr) que", "How can I make"),
+        (r"c[oó]mo (?:hago|se hace) para", "How do I"),
+        (r"qu[eé] (?:tengo|hay|debo) que|qu[eé] debo", "What do I have to"),
+        (r"qu[eé] (?:pasa|ocurre|sucede) si", "What happens if"),
+        (r"qu[eé] hace falta para|qu[eé] necesito para", "What do I need to"),
+        (r"hace falta|es necesario", "Do I need to"),
+        (r"c[oó]mo s[eé] si", "How do I know if"),
+        (r"para qu[eé] sirven?", "What is the use of"),
+        (r"qu[eé] diferencia hay entre", "What is the difference between"),
+    )
+)
+# Apertium renders "¿Cómo cambio...?" / "¿Dónde pongo...?" without English's do-support: "How I
+# change the port?", "Where I put the file?".
+_NO_DO = re.compile(r"^(How|Where|When|Why) I (?!(?:am|was|can|could|should|must|will|would|do|did|have to)\b)")
+# Apertium upper-cases the first word it knows of a sentence; a clause translated alone goes after
+# this word, dropped from its English ("And ...").
+_CLAUSE_LEAD = ("Y ", "And ")
+
+
+def question_form(question: str) -> tuple[str, str] | None:
+    """The English of the question's opener (`QUESTION_FORMS`) and the rest of the question, or None."""
+    for pattern, english in QUESTION_FORMS:
+        match = pattern.match(question)
+        if match and question[match.end() :].strip(" ?¿"):
+            return english, question[match.end() :]
+    return None
+
+
+def with_do_support(rendered: str) -> str:
+    """"How I change the port?" -> "How do I change the port?" (`_NO_DO`)."""
+    return _NO_DO.sub(r"\1 do I ", rendered)
+
+
 def with_doc_terms(question: str) -> str:
     """`question` with its documentation words in English (`DOC_TERMS`)."""
     return _DOC_TERM.sub(lambda m: DOC_TERMS[m.group(1).lower()], question)
@@ -451,12 +496,20 @@ def _apertium_rendering(question: str) -> str | None:
     command = _apertium()
     if command is None:
         return None
-    prepared = with_doc_terms(question)
+    form = question_form(question)
+    if form is not None:
+        rest = _translate(command, _CLAUSE_LEAD[0] + with_doc_terms(form[1]))
+        if rest and rest.startswith(_CLAUSE_LEAD[1]):
+            return keep_identifiers(question, f"{form[0]} {rest[len(_CLAUSE_LEAD[1]) :]}")
+    text = _translate(command, with_doc_terms(question))
+    return keep_identifiers(question, with_do_support(text)) if text else None
+
+
+def _translate(command: str, prepared: str) -> str | None:
+    """Apertium's English of `prepared`: through the long-lived pipeline, else one run."""
     translator = _translator()
     text = translator.translate(prepared) if translator is not None else None
-    if not text:
-        text = _translate_once(command, prepared)
-    return keep_identifiers(question, text) if text else None
+    return text or _translate_once(command, prepared)
 
 
 class PendingRendering:

@@ -162,6 +162,22 @@ def test_answer_type_of_questions() -> None:
     assert answer_type("Why is the sky blue?") is None
 
 
+def test_answer_type_of_spanish_wordings_is_the_englishs() -> None:
+    # the English nouns of a code question, in Spanish ("which variable" / "qué variable")
+    assert answer_type("Which variable sets the timeout?") == answer_type("¿Qué variable fija el tiempo?") == "code"
+    assert answer_type("¿Cuál es la directiva que cambia el puerto?") == "code"
+    assert answer_type("¿Con qué herramienta veo la cola?") == "code"
+    # "¿Cómo + a verb in the first person?" is "how do I", and so is Apertium's "How I <verb>"
+    assert answer_type("¿Cómo consigo certificados que se renueven solos?") == "code"
+    assert answer_type("How I achieve that Postfix write his log?") == "code"
+    assert answer_type("¿Cómo funciona la caché?") is None
+    # unaccented "cuando" inside a question is the conjunction, not "when?"
+    assert answer_type("¿Qué sentencia no hace nada cuando la sintaxis exige una?") == "code"
+    assert answer_type("¿Se reinicia el servidor cuando cambia la configuración?") is None
+    assert answer_type("cuando se refresca la copia?") == "number"
+    assert answer_type("¿Con qué frecuencia se refresca la copia?") == "number"
+
+
 # -- the printed passage ---------------------------------------------------------------------
 
 

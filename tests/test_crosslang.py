@@ -327,3 +327,30 @@ def test_a_rendering_is_the_translators_english_of_the_documentation_words_put_f
         translator.close()
     # the stand-in upper-cases: `-V` is not `-v`, so the flag is added back as asked
     assert rendering == Rendering("¿QUÉ COMMAND MUESTRA LA QUEUE DE MAIL CON -V? -v", "apertium")
+
+
+def test_a_question_opener_is_put_in_english_and_the_rest_translated_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: "apertium")
+    sent: list[str] = []
+
+    def translate(command: str, text: str) -> str:  # a stand-in: "Y" becomes "And", the rest kept
+        sent.append(text)
+        return "And " + text[2:] if text.startswith("Y ") else text
+
+    monkeypatch.setattr(crosslang, "_translate", translate)
+    rendering = crosslang.render("¿Cómo consigo que Postfix escriba su registro con -v?")
+    assert rendering == Rendering("How do I make Postfix escriba su log con -v?", "apertium")
+    assert sent == ["Y Postfix escriba su log con -v?"]  # the documentation words first, as always
+    assert crosslang.render("¿Cada cuánto se refresca la copia?") == Rendering("How often se refresca la copia?", "apertium")
+    # an opener alone, or not opening the question, is translated with the rest
+    assert crosslang.question_form("¿Cada cuánto?") is None
+    assert crosslang.question_form("Quiero saber qué pasa si borro el fichero") is None
+    assert crosslang.render("¿Qué pasa?").text == "¿Qué pasa?"
+
+
+def test_a_rendering_gets_englishs_do_support() -> None:
+    assert crosslang.with_do_support("How I change the port?") == "How do I change the port?"
+    assert crosslang.with_do_support("Where I put the file?") == "Where do I put the file?"
+    for kept in ("How I am told?", "How can I change it?", "How do I change it?", "What I have?"):
+        assert crosslang.with_do_support(kept) == kept

@@ -75,6 +75,30 @@ def test_a_rendering_ranks_by_how_far_ahead_its_best_chunk_is(notes) -> None:  #
     assert hits[0].score < max(h.score for h in hits)
 
 
+def test_the_questions_own_scores_give_way_to_the_renderings_when_both_are_searched(  # type: ignore[no-untyped-def]
+    notes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The question's best chunk stands a little further ahead of its others than the English
+    rendering's does: the rendering's still goes first (the question's own scores lowered by
+    `QUESTION_SHIFT`); alone, the question is searched exactly as before."""
+    from locallens import retrieval
+
+    shipped = retrieval.QUESTION_SHIFT
+    store, brain = notes
+    spanish = np.array([0.8, 0.0, 0.3, 0.6], dtype=np.float32)  # vpn-es first
+    spanish /= np.linalg.norm(spanish)
+    english = np.array([0.0, 0.7, 0.3, 0.6], dtype=np.float32)  # staging first
+    english /= np.linalg.norm(english)
+
+    def first(shift: float, also: list[tuple[str, np.ndarray]]) -> str:
+        monkeypatch.setattr(retrieval, "QUESTION_SHIFT", shift)
+        return hybrid_search(store, brain, "¿Qué?", spanish, 1, also=also)[0].chunk.relative_path
+
+    assert first(0.0, [("What?", english)]) == "vpn-es.md"
+    assert first(shipped, [("What?", english)]) == "staging.md"
+    assert first(shipped, []) == first(0.0, []) == "vpn-es.md"
+
+
 def test_only_spanish_questions_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
     assert crosslang.wants_rendering(QUESTION)

@@ -92,7 +92,9 @@ def _deficits(found: Any, es_question: str, en_question: str, en_vector: Any, an
 
     scored = found.scored
     units = scored.units
-    positive = [i for i, u in enumerate(units) if contains_answer(" ".join(p.text for p in _passage(u, units)), answers)]
+    positive = [
+        i for i, u in enumerate(units) if contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
+    ]
     if not positive:
         return ["in no unit"]
     i = max(positive, key=lambda k: float(scored.scores[k]))
@@ -106,7 +108,9 @@ def _deficits(found: Any, es_question: str, en_question: str, en_vector: Any, an
         )
     rows = [features(t, units, cos, paths, retrieval)[i] for t, cos in readings]
     best = max(rows, key=lambda r: float(r @ w))
-    en = features(question_terms(en_question, found.counts), units, scored.vectors @ _unit(en_vector), paths, retrieval)[i]
+    en = features(
+        question_terms(en_question, found.counts), units, scored.vectors @ _unit(en_vector), paths, retrieval
+    )[i]
     gap = w * (en - best)
     order = np.argsort(-gap)
     return [f"{FEATURES[k]} {gap[k]:+.2f}" for k in order[:3] if gap[k] > 0.05] or ["none"]
@@ -164,8 +168,11 @@ def main() -> None:
                 "rendering": rendering.text if rendering else None,
                 "via": rendering.via if rendering else None,
                 "en": en_row["question"],
-                "wants": [answer_type(es_row["question"]), answer_type(rendering.text) if rendering else None,
-                          answer_type(en_row["question"])],
+                "wants": [
+                    answer_type(es_row["question"]),
+                    answer_type(rendering.text) if rendering else None,
+                    answer_type(en_row["question"]),
+                ],
                 "es_stated": es["stated"],
                 "en_stated": en["stated"],
                 "es_refused": es["refused"],

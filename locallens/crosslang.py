@@ -325,7 +325,7 @@ def question_form(question: str) -> tuple[str, str] | None:
 
 
 def with_do_support(rendered: str) -> str:
-    """"How I change the port?" -> "How do I change the port?" (`_NO_DO`)."""
+    """ "How I change the port?" -> "How do I change the port?" (`_NO_DO`)."""
     return _NO_DO.sub(r"\1 do I ", rendered)
 
 

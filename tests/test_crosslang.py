@@ -366,7 +366,9 @@ def test_a_question_opener_is_put_in_english_and_the_rest_translated_alone(monke
     rendering = crosslang.render("¿Cómo consigo que Postfix escriba su registro con -v?")
     assert rendering == Rendering("How do I make Postfix escriba su log con -v?", "apertium")
     assert sent == ["Y Postfix escriba su log con -v?"]  # the documentation words first, as always
-    assert crosslang.render("¿Cada cuánto se refresca la copia?") == Rendering("How often se refresca la copia?", "apertium")
+    assert crosslang.render("¿Cada cuánto se refresca la copia?") == Rendering(
+        "How often se refresca la copia?", "apertium"
+    )
     # an opener alone, or not opening the question, is translated with the rest
     assert crosslang.question_form("¿Cada cuánto?") is None
     assert crosslang.question_form("Quiero saber qué pasa si borro el fichero") is None

@@ -214,14 +214,14 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bhow i (?!am\b|was\b)\w+"
             # The Spanish of the same wordings: the English nouns above in Spanish (one word
             # between, as "which debugger command"), "¿Cómo + a verb in the first person?" ("¿Cómo
-            # consigo / configuro / dejo...?", as "how do I"), "¿con qué + noun?" ("with which tool").
-            r"|\b(?:qu[eé]|cu[aá]l(?:es)?(?: es| son)? (?:el|la|los|las)) (?:\w+ )?(?:comandos?|órden(?:es)?|opci[oó]n(?:es)?"
+            # consigo / configuro / dejo...?", as "how do I"); "¿con qué herramienta?" is "qué herramienta".
+            r"|\b(?:qu[eé]|cu[aá]l(?:es)?(?: es| son)? (?:el|la|los|las)) (?:\w+ )?(?:comandos?|[oó]rden(?:es)?|opci[oó]n(?:es)?"
             r"|banderas?|funci[oó]n(?:es)?|m[eé]todos?|m[oó]dulos?|clases?|excepci[oó]n(?:es)?|errores|error|palabras? clave"
             r"|sentencias?|instrucci[oó]n(?:es)?|operador(?:es)?|llamadas?|ajustes?|par[aá]metros?|variables?|argumentos?"
             r"|tipos?|atributos?|constantes?|directivas?|herramientas?|prefijos?|sufijos?|decoradore?s?|paquetes?"
-            r"|bibliotecas?|librer[ií]as?|sintaxis|ganchos?|campos?|claves?)\b"
+            r"|bibliotecas?|librer[ií]as?|sintaxis|ganchos?|campos?|nombres?)\b"
             r"|\bc[oó]mo (?:me |lo |la |los |las |le |les |se )?(?!\w+amente\b)\w{2,}(?:o|amos|emos|imos)\b"
-            r"|\bc[oó]mo (?:se hace|se puede)\b|\bcon qu[eé] (?!frecuencia\b)\w+",
+            r"|\bc[oó]mo (?:se hace|se puede)\b",
             re.I,
         ),
     ),

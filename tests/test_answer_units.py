@@ -176,6 +176,7 @@ def test_answer_type_of_spanish_wordings_is_the_englishs() -> None:
     assert answer_type("¿Se reinicia el servidor cuando cambia la configuración?") is None
     assert answer_type("cuando se refresca la copia?") == "number"
     assert answer_type("¿Con qué frecuencia se refresca la copia?") == "number"
+    assert answer_type("¿Con qué antelación pido las vacaciones?") is None  # "how far ahead": no code
 
 
 # -- the printed passage ---------------------------------------------------------------------

@@ -61,6 +61,7 @@ from locallens.unit_scores import (
     key_terms,
     key_words,
     question_terms,
+    unit_keys,
     word_salience,
 )
 from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM, ROW, SENTENCE, Unit, answer_units
@@ -213,12 +214,13 @@ def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
     """The share of the question's key terms that the excerpts hold. Asked across languages
     (`_across`), a word no excerpt holds counts only if a translation would keep it
     (`missing_words`): the English excerpt may say it in English."""
-    if not question.terms:
+    terms = key_terms(question.text, refined=True)  # the refusal's keys (`unit_scores._key`)
+    if not terms:
         return 1.0
-    held = len(question.terms & _held(hits))
+    held = len(terms & _held(hits))
     if not _across(question.text, hits):
-        return held / len(question.terms)
-    missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w)} & question.terms)
+        return held / len(terms)
+    missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w, refined=True)} & terms)
     return held / max(1, held + missing)
 
 
@@ -234,10 +236,16 @@ def _across(question: str, hits: Sequence[Hit]) -> bool:
 
 def _held(hits: Sequence[Hit]) -> frozenset[str]:
     """The key terms of the excerpts and of their files' paths, a path read word by word
-    (`manual-almacen-zaragoza.md` holds "zaragoza")."""
-    return key_terms(
-        "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
-    )
+    (`manual-almacen-zaragoza.md` holds "zaragoza"), with the words their CamelCase identifiers
+    join (`unit_keys`: `KeepAliveTimeout` holds "keep", "alive" and "timeout") and their
+    two-letter words, which a question may write in capitals ("IP" where they write
+    `Require ip`)."""
+    text = "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
+    short = {w for w in _SHORT_WORD.findall(text.lower()) if key_terms(w.upper())}
+    return unit_keys(text, refined=True) | short
+
+
+_SHORT_WORD = re.compile(r"(?<![\w.-])[^\W\d_]{2}(?![\w-])")
 
 
 def _path_words(path: str) -> str:
@@ -258,17 +266,22 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     across = _across(question, hits)
     first = next(iter(_WORD.findall(question)), "")
     out = []
-    for key, word in key_words(question).items():
+    for key, word in key_words(question, refined=True).items():
         if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
-        part_keys = [k for part in parts for k in key_terms(part)]
+        part_keys = [k for part in parts for k in key_terms(part, refined=True)]
         if part_keys and all(k in held for k in part_keys):
             continue
         if across and not (_untranslated(word, first) or word in BRIDGED):
             continue
+        if "-" in word and key_terms(word, refined=True) - {key}:
+            # A hyphenated word ("Apache-style", "keep-alive"): its parts the excerpts do not
+            # hold are what is missing ("Apache"), each named and weighed as a word.
+            out.extend(p for p in word.split("-") if (k := key_terms(p, refined=True)) and not k <= held)
+            continue
         out.append(word)
-    return out
+    return list(dict.fromkeys(out))
 
 
 _LANGUAGE_SAMPLE = 1000  # an excerpt's language is guessed from its start
@@ -279,7 +292,9 @@ _KIND_WORDS = (
     "error errors keyword statement operator attribute attributes argument arguments parameter parameters "
     "setting settings variable variables syntax comando opción función método excepción parámetro"
 )
-_KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(word))
+_KIND_KEYS = frozenset(
+    key for word in _KIND_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
+)
 # Words of a question's form rather than its subject: adverbs, prepositions and pronouns a user
 # writes around the subject ("instead of the screen", "without sorting", "whether it is"); the
 # excerpts seldom repeat them, so their absence tells nothing.
@@ -289,7 +304,9 @@ _FORM_WORDS = (
     "own right just really actually basically simply quite rather etc able way "
     "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
 )
-_FORM_KEYS = frozenset(key for word in _FORM_WORDS.split() for key in key_terms(word))
+_FORM_KEYS = frozenset(
+    key for word in _FORM_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
+)
 # The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.
 _EXAMPLE = re.compile(
     r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
@@ -412,19 +429,19 @@ def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_cou
     if not typed:
         return 1.0
     held = _held(hits)
-    words = [w for k, w in key_words(question).items() if k in held]
+    words = [w for k, w in key_words(question, refined=True).items() if k in held]
     if not words:
         return 0.0
     salience = word_salience(words, term_counts)
     subject = max(words, key=lambda w: salience[w])
-    subject_keys = key_terms(subject)
+    subject_keys = key_terms(subject, refined=True)
     paths = [h.chunk.relative_path for h in hits]
     for i in typed:
         unit = units[i]
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
-        if subject_keys <= key_terms(" ".join(around)):
+        if subject_keys <= unit_keys(" ".join(around), refined=True):
             return 0.0
     return salience[subject]
 
@@ -508,7 +525,7 @@ def unknown_words(
         for w in _WORD.findall(span)
     }
     words = []
-    for key, word in key_words(question).items():
+    for key, word in key_words(question, refined=True).items():
         if key in _KIND_KEYS or key in _FORM_KEYS or word in left_out or _NUMBER.fullmatch(word):
             continue
         bare = _POSSESSIVE.sub("", word.lower())
@@ -596,7 +613,7 @@ def fact_unstated(
     own = question_language(question)
     languages = [question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits]
     first = next(iter(_WORD.findall(question)), "")
-    words = key_words(question)
+    words = key_words(question, refined=True)
     kept = {k: w for k, w in words.items() if _untranslated(w, first) or w in BRIDGED}
     if not words:
         return 0.0
@@ -621,7 +638,7 @@ def fact_unstated(
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1]), *_near(units, i)]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
-        keys = key_terms(" ".join(around))
+        keys = unit_keys(" ".join(around), refined=True)
         best = max(best, sum(weight[w] for k, w in counted.items() if k in keys) / total)
     return 1.0 - best
 

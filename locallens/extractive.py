@@ -131,7 +131,10 @@ _SPECIFIC = re.compile(
 # Words that name the kind of text, not its topic.
 _GENERIC_WORDS = (
     "note notes doc docs document page file section guide overview summary policy rules procedure process "
-    "guidelines steps instructions nota documento normas reglas procedimiento proceso"
+    "guidelines steps instructions nota documento normas reglas procedimiento proceso "
+    # ... and the comparison a broad question asks for ("the difference between purging and
+    # banning"): its topic is what is compared.
+    "difference differences between compare comparison versus diferencia diferencias entre comparación"
 )
 _GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
 
@@ -269,6 +272,8 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     for key, word in key_words(question, refined=True).items():
         if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue
+        if (number := _number_after(word, question)) and f"{key}{number}" in held:
+            continue  # "RHEL 6" where the excerpts write "RHEL6"
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
         part_keys = [k for part in parts for k in key_terms(part, refined=True)]
         if part_keys and all(k in held for k in part_keys):
@@ -312,6 +317,13 @@ _EXAMPLE = re.compile(
     r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
 )
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
+def _number_after(word: str, question: str) -> str | None:
+    """The version number written after `word` in the question ("6" of "our RHEL 6 servers",
+    "3.12" of "Python 3.12"), lower-cased; None when there is none."""
+    found = re.search(rf"(?<![\w.-]){re.escape(word)}[\s-]+(\d[\w.]*\w|\d)(?![\w.-])", question)
+    return found.group(1).lower() if found else None
 
 
 def _joined(key: str) -> str:
@@ -389,15 +401,21 @@ _FIELD = re.compile(r"^[^\W\d_][\w -]{0,30}:\s+\S")
 
 # A how-to question whose fact phrase is the object of its verb ("how do I measure how long a
 # snippet takes?", "how can I count how many times a word occurs?") asks for a way, not the fact.
+# So does a question for the setting that decides the fact ("which parameter sets how long ...",
+# "¿qué variable fija cuánto tiempo ...?"): its answer is the setting's name.
 _HOW_TO_FACT = re.compile(
-    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often)\b", re.I
+    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often)\b"
+    r"|\b(?:which|what) (?:\w+ )?(?:setting|parameter|option|variable|directive|flag|knob)s?\b.*"
+    r"\bhow (?:long|many|much|often)\b"
+    r"|\bqu[eé] (?:\w+ )?(?:ajuste|par[aá]metro|opci[oó]n|variable|directiva)s?\b.*\bcu[aá]nt[oa]s?\b",
+    re.I,
 )
 
 
 def _refusal_fact(question: str) -> str | None:
     """The kind of fact the refusal holds the excerpts to (`asked_fact`), none for a how-to
     question whose fact phrase is the object of its verb (`_HOW_TO_FACT`)."""
-    return None if _HOW_TO_FACT.match(question) else asked_fact(question)
+    return None if _HOW_TO_FACT.search(question) else asked_fact(question)
 
 
 def fact_absent(question: str, units: Sequence[Unit]) -> float:

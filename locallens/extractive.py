@@ -286,7 +286,17 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
             out.extend(p for p in word.split("-") if (k := key_terms(p, refined=True)) and not k <= held)
             continue
         out.append(word)
+    # A name with its version after a slash ("HTTP/3") is one name, as "Python 3.12" is: missing
+    # when the excerpts write neither it nor its parts joined ("HTTP/2" and "http2" are not it).
+    text = "\n".join(h.content for h in hits).lower()
+    for name in _SLASHED.findall(question):
+        written = {name.lower(), name.lower().replace("/", "")}
+        if not any(re.search(rf"(?<![\w/]){re.escape(w)}(?![\w/]|\.\d)", text) for w in written):
+            out.append(name)
     return list(dict.fromkeys(out))
+
+
+_SLASHED = re.compile(r"(?<![\w/])[^\W\d_][\w-]*/\d+(?:\.\d+)*(?![\w/]|\.\d)")
 
 
 _LANGUAGE_SAMPLE = 1000  # an excerpt's language is guessed from its start

@@ -288,8 +288,10 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
         out.append(word)
     # A name with its version after a slash ("HTTP/3") is one name, as "Python 3.12" is: missing
     # when the excerpts write neither it nor its parts joined ("HTTP/2" and "http2" are not it).
+    # Its parts are not words of their own.
     text = "\n".join(h.content for h in hits).lower()
     for name in _SLASHED.findall(question):
+        out = [w for w in out if w not in name.split("/")]
         written = {name.lower(), name.lower().replace("/", "")}
         if not any(re.search(rf"(?<![\w/]){re.escape(w)}(?![\w/]|\.\d)", text) for w in written):
             out.append(name)

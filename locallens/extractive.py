@@ -317,7 +317,7 @@ _KIND_KEYS = frozenset(
 # excerpts seldom repeat them, so their absence tells nothing.
 _FORM_WORDS = (
     "instead without whether inside within once later back out over through during like else even still "
-    "already again ever never always something anything nothing everything someone anyone whole few several "
+    "since until already again ever never always something anything nothing everything someone anyone whole few several "
     "own right just really actually basically simply quite rather etc able way "
     "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
 )
@@ -643,7 +643,9 @@ def fact_unstated(
     own = question_language(question)
     languages = [question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits]
     first = next(iter(_WORD.findall(question)), "")
-    words = key_words(question, refined=True)
+    # The words of the question's form ("still", "never", "since") and of the kind of answer
+    # ("setting") are not its subject, as in `missing_words`.
+    words = {k: w for k, w in key_words(question, refined=True).items() if k not in _FORM_KEYS | _KIND_KEYS}
     kept = {k: w for k, w in words.items() if _untranslated(w, first) or w in BRIDGED}
     if not words:
         return 0.0

@@ -263,6 +263,12 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # "In which Varnish release ...", "Which PostgreSQL version ...", "¿Qué versión de ...?": a
+    # version number (the last kind: "which version ... and on which port?" asks for the port).
+    (
+        "version",
+        re.compile(r"\b(?:which|what) (?:\w+ )?(?:version|release)s?\b|\bqu[eé] (?:\w+ )?versi[oó]n(?:es)?\b", re.I),
+    ),
 )
 _MONTHS = (
     r"January|February|March|April|June|July|August|September|October|November|December|"
@@ -297,6 +303,8 @@ _CARRIES: dict[str, re.Pattern[str]] = {
         rf"|\b(?:{_MONTHS})\b|\b(?:{_WEEKDAYS})\b|\b\d{{1,2}}:\d\d\b",
         re.I,
     ),
+    # "16.2", "v2.4.1", "version 6" (not an address: "127.0.0.1")
+    "version": re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:version|release|versi[oó]n) v?\d+\b", re.I),
     "duration": re.compile(
         rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
         r"|\b(?:forever|indefinitely|para siempre)\b",
@@ -308,7 +316,7 @@ ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
 
 def asked_fact(question: str) -> str | None:
     """The kind of fact the question asks for, when its wording leaves no doubt: "phone", "port",
-    "price", "date", "duration", or None ("When was Python 3.12 released?" -> "date";
+    "price", "date", "duration", "version", or None ("When was Python 3.12 released?" -> "date";
     "¿Cuál es el teléfono de soporte de Stripe?" -> "phone"; "When is the else block skipped?" ->
     None)."""
     for name, pattern in _ASKS:
@@ -319,7 +327,7 @@ def asked_fact(question: str) -> str | None:
 
 def carries_fact(text: str, kind: str) -> bool:
     """Whether `text` holds a value of the kind `asked_fact` names (a phone number, a port, an
-    amount of money, a date or a time of day, a duration)."""
+    amount of money, a date or a time of day, a duration, a version number)."""
     pattern = _CARRIES.get(kind)
     return bool(pattern and pattern.search(text))
 

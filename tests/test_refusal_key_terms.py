@@ -149,3 +149,30 @@ def test_coverage_and_the_refusal_read_the_refined_keys() -> None:
 
     checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=counts)
     assert not checked.refused and "ban req.url" in checked.answer
+
+
+def test_a_version_asked_is_a_fact_the_excerpts_may_not_state() -> None:
+    from locallens.unit_scores import asked_fact, carries_fact
+
+    assert asked_fact("In which Varnish release will the persistent storage backend be removed?") == "version"
+    assert asked_fact("¿Qué versión de PostgreSQL usa staging?") == "version"
+    # A port asked beside the version is the fact the refusal holds the excerpts to.
+    assert asked_fact("Which PostgreSQL version does staging run, and on which port?") == "port"
+    assert carries_fact("Changed in version 3.7: dictionary order is guaranteed.", "version")
+    assert carries_fact("It runs PostgreSQL 16.2.", "version")
+    assert not carries_fact("It listens on 127.0.0.1 at 09:30.", "version")
+    hits = [hit("The persistent storage backend will likely be removed from a future version of Varnish.")]
+    question = "In which Varnish release will the persistent storage backend be removed?"
+    assert extractive_answer(question, hits, fake_vector(question), fake_encode).refused
+    hits = [hit("The persistent storage backend was removed in Varnish 7.3.")]
+    assert not extractive_answer(question, hits, fake_vector(question), fake_encode).refused
+
+
+def test_the_questions_form_words_are_not_the_subject_of_the_fact_asked() -> None:
+    from locallens.extractive import fact_unstated
+    from locallens.units import answer_units
+
+    hits = [hit("Changed in version 3.7: Dictionary order is guaranteed to be insertion order.", "stdtypes.txt")]
+    units = answer_units(hits)
+    # "Since" asks the question; it is not what the version is stated about.
+    assert fact_unstated("Since which version is dictionary insertion order guaranteed?", hits, units) == 0.0

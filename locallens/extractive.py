@@ -242,7 +242,9 @@ def _held(hits: Sequence[Hit]) -> frozenset[str]:
     (`manual-almacen-zaragoza.md` holds "zaragoza"), with the words their CamelCase identifiers
     join (`unit_keys`: `KeepAliveTimeout` holds "keep", "alive" and "timeout") and their
     two-letter words, which a question may write in capitals ("IP" where they write
-    `Require ip`)."""
+    `Require ip`). Read by the refusal's refined keys (`key_terms(..., refined=True)`: plurals,
+    hyphenated words, possessives; measured in
+    docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
     text = "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
     short = {w for w in _SHORT_WORD.findall(text.lower()) if key_terms(w.upper())}
     return unit_keys(text, refined=True) | short
@@ -268,7 +270,7 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     held = _held(hits)
     across = _across(question, hits)
     first = next(iter(_WORD.findall(question)), "")
-    out = []
+    out: list[str] = []
     for key, word in key_words(question, refined=True).items():
         if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue

@@ -368,7 +368,9 @@ def _key(token: str, refined: bool = False) -> str | None:
 
     `refined` (the refusal's keys, `key_terms`): a possessive is its word's (`ISP's` as `ISP`),
     a hyphenated word is keyed without its hyphens (`keep-alive` meets `KeepAlive`), and a plural
-    of four or five letters as its singular (`_singular`)."""
+    of four or five letters as its singular (`_singular`). The unit scorer keeps the plain keys
+    its weights were fitted on: on them too, 3 fewer answers stated on the development sets
+    (docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
     lowered = token.lower()
     if lowered in _STOP or _CONTRACTION.search(lowered) or (lowered[:-2] in _STOP and lowered[-2:] in ("'s", "’s")):
         return None

@@ -36,6 +36,10 @@ is in no document, the right answer being the refusal):
   `corpora.py --sqlite`): written before anything was measured on them, a second held-out corpus
   like varnish (in no fit: not in `FIT_SETS`, `TRANSFER_SETS` or `REFUSAL_SETS`); out of the
   default `--sets`.
+- rsyslog, rsyslog-es: benchmarks/data/rsyslog_questions.jsonl (40 + 8, 6 of the 40 broad) and
+  rsyslog_es_over_en.jsonl (8 + 2, Spanish) over the rsyslog documentation (Debian `rsyslog-doc`,
+  `corpora.py --rsyslog`): written before anything was measured on them, a third held-out corpus
+  like sqlite (in no fit); out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -72,7 +76,9 @@ question's scored units and feature rows; `--replay F.pkl` rebuilds the passages
 them with the current code (`replay`; a refusal or a summary keeps its live outcome), and
 `--replay F.pkl --weight-grid NAME=W1,W2,...` chooses one signal's weight with each corpus left
 out (`weight_grid`). A replay takes seconds, so passage rules and weights can be compared before
-a full run.
+a full run. `--replay F.pkl --rank-study` studies the units' ranking as learning to rank
+(`rank_study.py`: recall@1/2/3 of the shipped score and of listwise and pairwise fits on more
+signals, each corpus left out) and the passage's rules chosen with each corpus left out.
 """
 
 from __future__ import annotations
@@ -98,6 +104,7 @@ from corpora import (
     write_borg_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,
+    write_rsyslog_corpus,
     write_sqlite_corpus,
     write_stdlib_corpus,
     write_varnish_corpus,
@@ -124,6 +131,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "apache-es": ("apache", [DATA / "apache_es_over_en.jsonl"]),
     "sqlite": ("sqlite", [DATA / "sqlite_questions.jsonl"]),
     "sqlite-es": ("sqlite", [DATA / "sqlite_es_over_en.jsonl"]),
+    "rsyslog": ("rsyslog", [DATA / "rsyslog_questions.jsonl"]),
+    "rsyslog-es": ("rsyslog", [DATA / "rsyslog_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -160,6 +169,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_apache_corpus(workdir / "apache-corpus")
     if corpus == "sqlite":
         return write_sqlite_corpus(workdir / "sqlite-corpus")
+    if corpus == "rsyslog":
+        return write_rsyslog_corpus(workdir / "rsyslog-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 
@@ -1608,6 +1619,20 @@ def weight_grid(args: argparse.Namespace) -> None:
     print(f"each corpus left out: {before} -> {after}")
 
 
+def rank_study(args: argparse.Namespace) -> None:
+    """`--replay F.pkl --rank-study`: the units' ranking and the passage's rules, each corpus
+    left out (`rank_study.study`, `rank_study.passage_grid`)."""
+    import pickle
+
+    import rank_study as rs
+
+    cases = pickle.loads(Path(args.replay).read_bytes())
+    rs.study(cases, CORPUS_OF)
+    scored = [replay_scored(case) for case in cases]
+    rs.first_positive_stated(cases, CORPUS_OF, scored)
+    rs.passage_grid(cases, CORPUS_OF, scored)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default="sample,broad,es,es-given,pydoc,stdlib,borg")
@@ -1638,6 +1663,11 @@ def main() -> None:
     parser.add_argument(
         "--weight-grid", default=None, help="with --replay: NAME=W1,W2,... one signal's weight, each corpus left out"
     )
+    parser.add_argument(
+        "--rank-study",
+        action="store_true",
+        help="with --replay: the units' ranking as learning to rank, each corpus left out",
+    )
     parser.add_argument("--timing", type=int, default=0, help="time N sample questions cold and warm per mode")
     parser.add_argument(
         "--subset", type=int, default=0, help="ask only the first N answerable questions of a set (and all others)"
@@ -1660,6 +1690,8 @@ def main() -> None:
         diagnose(args)
     elif args.refusals:
         refusals(args)
+    elif args.replay and args.rank_study:
+        rank_study(args)
     elif args.replay and args.weight_grid:
         weight_grid(args)
     elif args.replay:

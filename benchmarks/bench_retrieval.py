@@ -30,6 +30,10 @@ offline from the same two rankings, so no setting costs a second index:
   (`corpora.py --sqlite`), with `benchmarks/data/sqlite_questions.jsonl` and its Spanish questions
   `sqlite_es_over_en.jsonl` (one index); scored like stdlib. Held out like varnish: written before
   any measurement, for judging a change once it is made; outside the default `--corpora`.
+- rsyslog, rsyslog-es: the rsyslog documentation from Debian's `rsyslog-doc` package
+  (`corpora.py --rsyslog`), with `benchmarks/data/rsyslog_questions.jsonl` and its Spanish
+  questions `rsyslog_es_over_en.jsonl` (one index); scored like stdlib. Held out like sqlite;
+  outside the default `--corpora`.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -89,6 +93,8 @@ APACHE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_questions.jsonl"
 APACHE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "apache_es_over_en.jsonl"
 SQLITE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_questions.jsonl"
 SQLITE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_es_over_en.jsonl"
+RSYSLOG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_questions.jsonl"
+RSYSLOG_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -238,6 +244,14 @@ def load_sqlite(work: Path, questions: Path = SQLITE_QUESTIONS, name: str = "sql
 
     corpus = load_docs(name, write_sqlite_corpus(work / "sqlite-docs"), questions)
     return dataclasses.replace(corpus, index="sqlite")
+
+
+def load_rsyslog(work: Path, questions: Path = RSYSLOG_QUESTIONS, name: str = "rsyslog") -> Corpus:
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import write_rsyslog_corpus
+
+    corpus = load_docs(name, write_rsyslog_corpus(work / "rsyslog-docs"), questions)
+    return dataclasses.replace(corpus, index="rsyslog")
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -699,6 +713,8 @@ def main() -> None:
         "apache-es": lambda: load_apache(args.work, APACHE_ES_QUESTIONS, "apache-es"),
         "sqlite": lambda: load_sqlite(args.work),
         "sqlite-es": lambda: load_sqlite(args.work, SQLITE_ES_QUESTIONS, "sqlite-es"),
+        "rsyslog": lambda: load_rsyslog(args.work),
+        "rsyslog-es": lambda: load_rsyslog(args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

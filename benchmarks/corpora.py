@@ -39,9 +39,18 @@
   3.0-3.5, the developer-only pages (testing, the bytecode engine) and pages under 1 KB of text.
   `benchmarks/data/sqlite_questions.jsonl` and `sqlite_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it: a second held-out corpus (nothing is tuned on it).
+- `write_rsyslog_corpus` writes the rsyslog documentation as Debian's `rsyslog-doc` package ships it
+  (HTML): the configuration reference and its modules, RainerScript and its functions, the
+  concepts, tutorials, troubleshooting and white papers, one plain-text file per page
+  (`configuration-modules-omfile.txt`, `tutorials-tls.txt`, ...; 155 pages, 1.05 MB); left out: the
+  front matter, upgrade notes, developer guide, historical pages, proposals, the legacy
+  `$Directive` pages and pages under 1 KB of text. `benchmarks/data/rsyslog_questions.jsonl` and
+  `rsyslog_es_over_en.jsonl` hold questions about it, written before anything was measured on it:
+  a third held-out corpus.
 
 The first two need no download.
-Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite]
+Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
+       | --rsyslog]
 """
 
 from __future__ import annotations
@@ -498,6 +507,63 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     return _write_pages(deb, SQLITE_HTML, dest, pages, sqlite_page_text)
 
 
+RSYSLOG_PACKAGE = "rsyslog-doc"
+RSYSLOG_HTML = "usr/share/doc/rsyslog-doc/html"
+# The user documentation: the configuration reference (its pages, the modules, the global()
+# parameters), RainerScript and its functions, the concepts, tutorials, troubleshooting, white
+# papers, FAQ, examples, containers and installation. Left out: the front matter at the top
+# (licence, history, support, how to help), the upgrade notes (compatibility/), the developer
+# guide, the historical pages, the restructuring proposals and the legacy `$Directive` pages
+# (configuration/action, global/options, input_directives, ruleset: `rsconf1_*.html`).
+_RSYSLOG_FOLDERS = (
+    *("configuration", "configuration/modules", "configuration/global", "rainerscript"),
+    *("rainerscript/functions", "concepts", "tutorials", "troubleshooting", "whitepapers"),
+    *("faq", "examples", "containers", "installation"),
+)
+# A page with less text than this is a stub (a folder's table of contents, a one-line function).
+RSYSLOG_MIN_CHARS = 1024
+# What every rsyslog page repeats: the two "See also" boxes at its end (where to ask for help, how
+# to contribute) and the copyright line; and a folder's table of contents (the next pages' titles).
+_RSYSLOG_CHROME = re.compile(
+    r'<div class="admonition seealso">\s*<p class="admonition-title">See also</p>\s*'
+    r"<p>(?:Help with configuring/using|Contributing to) .*?</div>"
+    r'|<p>Copyright \d{4}(?:-\d{4})? <a .*?</p>|<div class="toctree-wrapper compound">.*?</div>',
+    re.S,
+)
+
+
+def rsyslog_page_text(page: str) -> str:
+    """The text of one page of the rsyslog documentation (its body, without navigation, sidebar,
+    tables of contents and the help, contributing and copyright lines every page ends with)."""
+    return _html_text(
+        page, '<div class="body" role="main">', '<div class="sphinxsidebar"', lambda html: _RSYSLOG_CHROME.sub("", html)
+    )
+
+
+def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the rsyslog documentation as `dest/<page>.txt` (`configuration/modules/omfile.html`
+    -> `configuration-modules-omfile.txt`, `tutorials/tls.html` -> `tutorials-tls.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
+    less than `RSYSLOG_MIN_CHARS` of text are left out.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        return [
+            page
+            for folder in _RSYSLOG_FOLDERS
+            for page in (root / folder).glob("*.html")
+            if not page.name.startswith("rsconf1_")
+            and len(rsyslog_page_text(page.read_text(encoding="utf-8"))) >= RSYSLOG_MIN_CHARS
+        ]
+
+    deb = deb or _debian_package(RSYSLOG_PACKAGE, dest.parent)
+    return _write_pages(deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text)
+
+
 def _read_page(page: pathlib.Path) -> str:
     """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
     if page.suffix == ".gz":
@@ -551,8 +617,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sqlite", action="store_true", help="the SQLite documentation from Debian's sqlite3-doc package"
     )
+    parser.add_argument(
+        "--rsyslog", action="store_true", help="the rsyslog documentation from Debian's rsyslog-doc package"
+    )
     args = parser.parse_args(argv)
-    if args.sqlite:
+    if args.rsyslog:
+        out = write_rsyslog_corpus(args.dest)
+    elif args.sqlite:
         out = write_sqlite_corpus(args.dest)
     elif args.apache:
         out = write_apache_corpus(args.dest)
@@ -566,7 +637,7 @@ def main(argv: list[str] | None = None) -> None:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
     print(
-        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache or args.sqlite) else 'pages'} to {out}"
+        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache or args.sqlite or args.rsyslog) else 'pages'} to {out}"
     )
 
 

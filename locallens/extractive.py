@@ -61,6 +61,7 @@ from locallens.unit_scores import (
     key_terms,
     key_words,
     question_terms,
+    refusal_linear,
     unit_keys,
     word_salience,
 )
@@ -162,6 +163,13 @@ class Scored:
     scores: np.ndarray  # probability that the unit states the answer
     cosines: np.ndarray
     vectors: np.ndarray
+    # Each unit's linear score as the refusal reads it (`unit_scores.refusal_linear`; a unit the
+    # scoring left out at the logit of a 0 score); None: read from `scores`.
+    evidence: np.ndarray | None = None
+
+
+# The linear score `best_unit` reads off a unit scored 0 (the logit of 1e-12, without `BIAS`).
+_ZEROED_LINEAR = float(np.log(1e-12)) - BIAS
 
 
 def score_units(
@@ -189,6 +197,7 @@ def score_units(
         [h.score for h in hits],
     )
     scores = combine(rows)
+    evidence = refusal_linear(rows)
     for i, unit in enumerate(units):
         if (
             unit.kind == HEADING
@@ -199,7 +208,8 @@ def score_units(
             # A title, a header row, a unit too long to print as an answer, or the tail of a
             # sentence the chunk's start cut (the chunk before holds it whole).
             scores[i] = 0.0
-    return Scored(units, scores, cosines, vectors)
+            evidence[i] = _ZEROED_LINEAR
+    return Scored(units, scores, cosines, vectors, evidence)
 
 
 # A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
@@ -724,7 +734,11 @@ def evidence_features(
     scores = [h.score for h in hits]
     signals = {
         "best_unit": lambda: (
-            float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS)) if scored.units else 0.0
+            0.0
+            if not scored.units
+            else float(np.max(scored.evidence))
+            if scored.evidence is not None
+            else float(np.max(np.log(scored.scores / (1 - scored.scores + 1e-12) + 1e-12) - BIAS))
         ),
         "term_coverage": lambda: term_coverage(question_terms(question), hits),
         "top_score": lambda: scores[0] if scores else 0.0,
@@ -769,11 +783,15 @@ def _asks_fact(question: str) -> bool:
 def with_rendering(scored: Scored, rendered: Scored) -> Scored:
     """A Spanish question over English excerpts read in English too: each unit keeps the better
     of its scores (and cosines) against the question and against its English rendering."""
+    evidence = None
+    if scored.evidence is not None and rendered.evidence is not None:
+        evidence = np.maximum(scored.evidence, rendered.evidence)
     return Scored(
         scored.units,
         np.maximum(scored.scores, rendered.scores),
         np.maximum(scored.cosines, rendered.cosines),
         scored.vectors,
+        evidence,
     )
 
 
@@ -948,13 +966,20 @@ def _tokens(unit: Unit) -> int:
 
 
 def passage_units(
-    scored: Scored, *, passage_tokens: int = DEFAULT_PASSAGE_TOKENS, other_excerpts: bool = True
+    scored: Scored,
+    *,
+    passage_tokens: int = DEFAULT_PASSAGE_TOKENS,
+    other_excerpts: bool = True,
+    max_answering: int = MAX_ANSWERING,
+    margin: float = MARGIN,
+    other_margin: float = OTHER_MARGIN,
 ) -> list[tuple[Unit, bool]]:
     """The units of the printed passage, each with whether it is an answering unit: the best unit
-    with what belongs to it, the next best while they score within `MARGIN` of it (at most
-    `MAX_ANSWERING`), and, when `other_excerpts`, one more from an excerpt not printed yet that
-    scores within `OTHER_MARGIN` of the best: the answer is often in the second excerpt's unit
-    when the first excerpt's best one restates the question. All within `passage_tokens`."""
+    with what belongs to it, the next best while they score within `margin` of it (at most
+    `max_answering`), and, when `other_excerpts`, one more from an excerpt not printed yet that
+    scores within `other_margin` of the best: the answer is often in the second excerpt's unit
+    when the first excerpt's best one restates the question. All within `passage_tokens`.
+    (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.)"""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
@@ -967,9 +992,9 @@ def passage_units(
         score = float(scored.scores[i])
         unit = scored.units[int(i)]
         new_excerpt = other_excerpts and unit.excerpt not in excerpts
-        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (OTHER_MARGIN if new_excerpt else MARGIN)):
+        if rank and (score < MIN_ANSWER_SCORE or score < best_score - (other_margin if new_excerpt else margin)):
             continue
-        if (unit.excerpt, unit.index) in taken or (answering >= MAX_ANSWERING and not new_excerpt):
+        if (unit.excerpt, unit.index) in taken or (answering >= max_answering and not new_excerpt):
             continue
         group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
         group = [u for u in group if _text_key(u) not in seen_text]
@@ -995,7 +1020,7 @@ def passage_units(
         excerpts.add(unit.excerpt)
         used += cost
         answering += 1
-        if answering > MAX_ANSWERING:
+        if answering > max_answering:
             break
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
 

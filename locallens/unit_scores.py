@@ -29,6 +29,13 @@ The signals of one unit (`FEATURES`, each in 0..1):
   256". Its weight (2.0) is not fitted with the others: the twelve weights stay as fitted, and
   this one was chosen on the development sets with each corpus left out in turn (2.0 won on five
   of six folds; docs/benchmarks.md#the-answering-unit-among-the-five-excerpts).
+- `typed_terms`: `terms` when the unit holds the kind of answer asked (`type_match`), else 0: a
+  unit that names the question's subject AND carries a command, a value or a name ("To limit
+  upload bandwidth, use the --remote-ratelimit option" for "can I throttle how fast borg
+  uploads?") over one that only names the subject or only carries some identifier. Its weight
+  (0.25) is not fitted with the others either: it was chosen on the fourteen development sets
+  with each of the seven corpora left out in turn (0.25 on every fold; `bench_answers.py --replay
+  F --rank-study`, docs/benchmarks.md#ranking-the-units-as-learning-to-rank).
 
 A unit's key terms include the words its CamelCase identifiers join (`unit_keys`:
 "SSLSessionCacheTimeout" holds `ssl`, `session`, `cache`, `timeout`), so that a reference's
@@ -73,9 +80,10 @@ FEATURES: tuple[str, ...] = (
     "new_identifier",
     "retrieval_share",
     "default_stated",
+    "typed_terms",
 )
-# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring); `default_stated`
-# chosen with each corpus left out (`bench_answers.py --replay F --weight-grid`).
+# Fitted by `benchmarks/bench_answers.py --fit` (see the module docstring); `default_stated` and
+# `typed_terms` chosen with each corpus left out (`bench_answers.py --replay F --weight-grid`).
 WEIGHTS: dict[str, float] = {
     "cosine": 1.82,
     "context_cosine": -0.01,
@@ -90,6 +98,7 @@ WEIGHTS: dict[str, float] = {
     "new_identifier": 0.4,
     "retrieval_share": 0.62,
     "default_stated": 2.0,
+    "typed_terms": 0.25,
 }
 # The conditional logit ranks a question's units and has no bias: this one keeps the best unit's
 # probability where it was before the last three signals came (their mean +0.9 on the best unit).
@@ -590,10 +599,11 @@ def features(
         )
         share = retrieval[unit.excerpt - 1] / top if retrieval and top > 0 else 1.0
         default_stated = asks_default_ and bool(_SAYS_DEFAULT.search(f"{unit.text} {unit.term}"))
+        terms = len(own & question.terms) / n_terms
         rows[i] = (
             float(cosines[i]),
             max(linked_cos, default=0.0),
-            len(own & question.terms) / n_terms,
+            terms,
             len((context - own) & question.terms) / n_terms,
             1.0 if wants and typed else 0.0,
             1.0 if wants and not typed else 0.0,
@@ -604,8 +614,21 @@ def features(
             1.0 if new_identifier else 0.0,
             share,
             1.0 if default_stated else 0.0,
+            terms if wants and typed else 0.0,
         )
     return rows
+
+
+# Signals only the ranking reads: the refusal's `best_unit` (`extractive.evidence_features`) reads
+# the linear score without them (`refusal_linear`), the score its weights were fitted on. With
+# `typed_terms` in it, one of sample's twelve near misses was answered (8 -> 7 refused).
+RANKING_ONLY: tuple[str, ...] = ("typed_terms",)
+
+
+def refusal_linear(rows: np.ndarray) -> np.ndarray:
+    """Each unit's linear score (before the logistic, without `BIAS`) without `RANKING_ONLY`."""
+    w = np.array([0.0 if name in RANKING_ONLY else WEIGHTS[name] for name in FEATURES], dtype=np.float64)
+    return rows @ w
 
 
 def combine(rows: np.ndarray, weights: dict[str, float] | None = None, bias: float | None = None) -> np.ndarray:

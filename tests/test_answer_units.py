@@ -48,6 +48,7 @@ from locallens.unit_scores import (
     asks_name,
     carries_fact,
     carries_name,
+    combine,
     features,
     key_terms,
     question_terms,
@@ -668,6 +669,55 @@ def test_a_code_question_prefers_a_unit_naming_a_new_identifier() -> None:
     assert not rows[:, column].any()
 
 
+def test_a_unit_with_the_question_s_words_and_the_asked_kind_of_answer_gets_typed_terms() -> None:
+    units = answer_units(
+        [
+            hit(
+                "Borg can limit how much bandwidth an upload uses.\n\n"
+                "To limit upload bandwidth, use the --remote-ratelimit option.\n\n"
+                "Use the --progress option to see what happens."
+            )
+        ]
+    )
+    terms = question_terms("Which option limits the upload bandwidth of borg?")
+    rows = features(terms, units, np.zeros(len(units)), ["notes/a.md"], [0.5])
+    column = list(FEATURES).index("typed_terms")
+    share = list(FEATURES).index("terms")
+    # The key terms' share, only where the unit holds the kind of answer asked (here: code).
+    assert rows[0, column] == 0.0 < rows[0, share]  # the subject without an option
+    assert rows[1, column] == rows[1, share] > rows[2, column] > 0.0  # the subject and an option
+    without = rows.copy()
+    without[:, column] = 0.0
+    assert combine(rows)[1] > combine(without)[1] and combine(rows)[0] == combine(without)[0]
+    # Not asked for a kind of answer: no such signal.
+    plain = features(question_terms("Why does borg limit upload bandwidth?"), units, np.zeros(3), ["a.md"], [0.5])
+    assert not plain[:, column].any()
+
+
+def test_the_refusal_reads_the_unit_score_without_the_ranking_only_signals(monkeypatch: pytest.MonkeyPatch) -> None:
+    from locallens import unit_scores
+    from locallens.extractive import score_units, with_rendering
+
+    hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
+    question = "Which shipctl command restores the previous image of dispatch-api?"
+    scored = score_units(question, hits, fake_vector(question), fake_encode)
+    best_unit = evidence_features(question, hits, scored, names=["best_unit"])["best_unit"]
+    assert scored.evidence is not None
+    assert best_unit == pytest.approx(float(scored.evidence.max()))
+    # A ranking-only signal's weight moves the units' scores, not the refusal's evidence.
+    monkeypatch.setitem(unit_scores.WEIGHTS, "typed_terms", 5.0)
+    heavier = score_units(question, hits, fake_vector(question), fake_encode)
+    assert heavier.scores.max() > scored.scores.max()
+    assert evidence_features(question, hits, heavier, names=["best_unit"])["best_unit"] == pytest.approx(best_unit)
+    # Read across two readings, the better of each unit's evidence; without it, from the scores.
+    both = with_rendering(scored, heavier)
+    assert both.evidence is not None and np.allclose(both.evidence, np.maximum(scored.evidence, heavier.evidence))
+    bare = Scored(heavier.units, heavier.scores, heavier.cosines, heavier.vectors)
+    p = float(heavier.scores.max())
+    logit = math.log(p / (1 - p)) - unit_scores.BIAS
+    assert evidence_features(question, hits, bare, names=["best_unit"])["best_unit"] == pytest.approx(logit, abs=1e-6)
+
+
 def _scored(units: list, scores: list[float]) -> Scored:
     n = len(units)
     return Scored(units, np.array(scores), np.zeros(n), np.zeros((n, 3)))
@@ -1132,3 +1182,16 @@ def test_a_table_row_whose_header_does_not_fit_is_printed_alone() -> None:
     assert [u.text for u, _ in passage_units(scored, passage_tokens=with_header - 1)] == [note[0].text, row.text]
     # No room for the row either: not printed.
     assert [u.text for u, _ in passage_units(scored, passage_tokens=_tokens(note[0]) + 1)] == [note[0].text]
+
+
+def test_the_passage_rules_can_be_given_for_a_replay() -> None:
+    units = excerpt_units("Backups run nightly at two. Backups are kept for 35 days. Restores are tested monthly.", 1)
+    scored = _scored(units, [0.9, 0.8, 0.7])
+
+    def answering(**rules: float) -> list[str]:
+        return [u.text for u, a in passage_units(scored, **rules) if a]  # type: ignore[arg-type]
+
+    assert answering() == [units[0].text, units[1].text]  # within MARGIN, at most MAX_ANSWERING
+    assert answering(max_answering=1) == [units[0].text]
+    assert answering(margin=0.05) == [units[0].text]
+    assert answering(max_answering=3, margin=0.25) == [u.text for u in units]

@@ -1,4 +1,5 @@
-"""The benchmark corpora's own code: the BorgBackup, Varnish, Postfix and Apache page text and the question sets' shape."""
+"""The benchmark corpora's own code: the BorgBackup, Varnish, Postfix, Apache, SQLite and rsyslog page text and
+the question sets' shape."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from corpora import (  # noqa: E402
     apache_page_text,
     borg_page_text,
     postfix_page_text,
+    rsyslog_page_text,
     sqlite_page_text,
     varnish_page_text,
 )
@@ -187,6 +189,48 @@ def test_sqlite_page_text_keeps_the_content_only() -> None:
     assert text.endswith("\n") and "\n\n\n" not in text
 
 
+RSYSLOG_PAGE = """<html><body>
+<div class="related" role="navigation"><ul><li><a href="../../index.html">rsyslog 8.2302.0 documentation</a></li></ul></div>
+<div class="document"><div class="documentwrapper"><div class="bodywrapper">
+<div class="body" role="main">
+<section id="omfile"><h1>omfile: File Output Module<a class="headerlink" href="#omfile" title="Permalink">¶</a></h1>
+<div class="toctree-wrapper compound"><ul><li class="toctree-l1"><a href="imfile.html">imfile</a></li></ul></div>
+<p>The omfile plug-in provides the core functionality of writing
+messages to files.</p>
+<table class="docutils"><tbody><tr><td><p>word</p></td><td><p>RSYSLOG_FileFormat</p></td></tr></tbody></table>
+<div class="admonition note"><p class="admonition-title">Note</p><p>Parameter names are case-insensitive.</p></div>
+<div class="admonition seealso">
+<p class="admonition-title">See also</p>
+<p>Help with configuring/using <code class="docutils literal notranslate"><span class="pre">Rsyslog</span></code>:</p>
+<ul class="simple"><li><p><a href="http://lists.adiscon.net/">Mailing list</a> - best route for general questions</p></li></ul>
+</div>
+<div class="admonition seealso">
+<p class="admonition-title">See also</p>
+<p>Contributing to <code class="docutils literal notranslate"><span class="pre">Rsyslog</span></code>:</p>
+<ul class="simple"><li><p>Source project: <a href="https://github.com/rsyslog/rsyslog">rsyslog project README</a>.</p></li></ul>
+</div>
+<p>Copyright 2008-2020 <a class="reference external" href="https://rainer.gerhards.net/">Rainer Gerhards</a>
+and Others.</p>
+</section></div></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Previous topic</h3><p>omelasticsearch</p></div>
+</div>
+<div class="footer" role="contentinfo">&#169; Copyright 2008-2023, Rainer Gerhards and Others.</div>
+</body></html>"""
+
+
+def test_rsyslog_page_text_keeps_the_content_only() -> None:
+    text = rsyslog_page_text(RSYSLOG_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "omfile: File Output Module"  # no navigation bar, no pilcrow
+    assert "imfile" not in text  # the folder's table of contents left out
+    assert "writing messages to files." in text and "word  RSYSLOG_FileFormat" in lines
+    assert "Note" in lines and "Parameter names are case-insensitive." in lines  # other boxes kept
+    # the help and contributing boxes, the copyright line and the sidebar every page repeats
+    assert "See also" not in text and "Mailing list" not in text and "Contributing" not in text
+    assert "Copyright" not in text and "Previous topic" not in text
+    assert text.endswith("\n") and "\n\n\n" not in text
+
+
 @pytest.mark.parametrize(
     ("name", "total", "answerable_count", "broad"),
     [
@@ -198,6 +242,8 @@ def test_sqlite_page_text_keeps_the_content_only() -> None:
         ("apache_es_over_en", 10, 8, 0),
         ("sqlite_questions", 48, 40, 6),
         ("sqlite_es_over_en", 10, 8, 0),
+        ("rsyslog_questions", 48, 40, 6),
+        ("rsyslog_es_over_en", 10, 8, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:

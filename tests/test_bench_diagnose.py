@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_answers import replay_scored, why_not_printed  # noqa: E402
+from rank_study import RankCase  # noqa: E402
 
 FIRST = " ".join(f"Backups of service number {n} run every night at two." for n in range(10))
 SECOND = "Backups of the billing service are kept for 35 days."
@@ -54,3 +55,42 @@ def test_replay_scores_cached_rows_as_the_scorer_does_and_keeps_left_out_units_a
     # Other weights.
     weights = {**WEIGHTS, "cosine": 0.0}
     assert replay_scored({**case, "x": [x]}, weights).scores[0] == combine(x, weights)[0]
+
+
+def _case(corpus: str, x: np.ndarray, y: list[bool], keys: list[str] | None = None) -> RankCase:
+    n = len(y)
+    return RankCase(corpus, [x], np.ones(n, dtype=bool), np.array(y), keys or [f"{corpus}{k}" for k in range(n)])
+
+
+def test_recall_at_k_counts_a_positive_among_the_k_best_distinct_texts() -> None:
+    from rank_study import recall_at
+
+    x = np.array([[0.9], [0.8], [0.7], [0.1]])
+    # The second best repeats the best's text (overlapping chunks): the positive is 2nd distinct.
+    case = _case("a", x, [False, False, True, False], keys=["same", "same", "other", "last"])
+    assert list(recall_at([case], np.array([1.0]), [0])) == [0, 1, 1]
+    # A unit the scoring left out is never counted, however it scores.
+    case.ok[2] = False
+    case.y[2] = False
+    assert list(recall_at([case], np.array([1.0]), [0])) == [0, 0, 0]
+    # Questions without a positive are not counted at all.
+    assert list(recall_at([_case("b", x, [False] * 4)], np.array([1.0]), [0])) == [0, 0, 0]
+
+
+def test_the_listwise_and_pairwise_fits_learn_the_signal_that_marks_the_positive() -> None:
+    from rank_study import fit_listwise, fit_pairwise, loco, recall_at
+
+    rng = np.random.default_rng(1)
+    cases = []
+    for k in range(40):
+        noise = rng.random((6, 1))
+        marker = np.zeros((6, 1))
+        marker[k % 6] = 1.0
+        # Column 0 is noise, column 1 marks the positive.
+        cases.append(_case("abc"[k % 3], np.hstack([noise, marker]), [j == k % 6 for j in range(6)]))
+    for fit in (fit_listwise, fit_pairwise):
+        w = fit(cases, [0, 1])
+        assert w[1] > abs(w[0])
+        assert recall_at(cases, w, [0, 1])[0] == 40
+        total, per = loco(cases, [0, 1], fit)
+        assert total[0] == 40 and set(per) == {"a", "b", "c"}

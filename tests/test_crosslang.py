@@ -294,6 +294,15 @@ def test_documentation_words_are_put_in_english_before_translation() -> None:
     # whole words only: "colar" and "cola-de-trabajo" are not "cola"
     assert crosslang.with_doc_terms("colar la cola-de-trabajo") == "colar la cola-de-trabajo"
     assert crosslang.with_doc_terms("¿Qué excepción se lanza?") == "¿Qué excepción is raised?"
+    # general documentation words, the longest phrase first: "tiempo de espera" is one word
+    assert (
+        crosslang.with_doc_terms("¿Qué tiempo de espera tiene la Caché para las cabeceras en el sistema de archivos?")
+        == "¿Qué timeout tiene la cache para las headers en el file system?"
+    )
+    assert (
+        crosslang.with_doc_terms("¿Cómo reanudo la copia en segundo plano?")
+        == "¿Cómo resume la copia in the background?"
+    )
 
 
 def test_identifiers_the_translation_lost_are_added_back() -> None:

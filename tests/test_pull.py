@@ -235,13 +235,21 @@ def test_models_and_doctor_say_where_things_come_from(tmp_path: Path, monkeypatc
 def _pull_in_a_process(*args: str) -> subprocess.Popen[str]:
     """`locallens pull ARGS` in a process of its own (this test's environment: fake hub, cache)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "locallens", "pull", *args, "--quiet"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A suite started as a background job of a shell without job control (`make test &` in a
+    # script, CI runners) has SIGINT ignored, and a child inherits that: its Ctrl-C would do
+    # nothing, as it rightly does for any command started that way. The child of a terminal's
+    # shell has the default, which a handler here gives it (a handler resets to the default on exec).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "locallens", "pull", *args, "--quiet"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _wait_for(path_glob: Callable[[], list[Path]], size: int, process: subprocess.Popen[str]) -> Path:

@@ -1394,7 +1394,7 @@ def why_refused(
             out["rule"] = f"weights ({min(pulls, key=lambda n: pulls[n])})"
         else:
             out["rule"] = "answered"
-    words = key_words(question)
+    words = key_words(question, refined=True)  # as the refusal reads them
     salience = word_salience(list(words.values()), counts)
     held = ex._held(hits)
     out["key_words"] = [f"{w}{'' if k in held else '*'} {salience[w]:.2f}" for k, w in words.items()]

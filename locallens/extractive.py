@@ -255,7 +255,14 @@ def _held(hits: Sequence[Hit]) -> frozenset[str]:
     `Require ip`). Read by the refusal's refined keys (`key_terms(..., refined=True)`: plurals,
     hyphenated words, possessives; measured in
     docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
-    text = "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
+    return _held_in(
+        "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
+    )
+
+
+@lru_cache(maxsize=16)
+def _held_in(text: str) -> frozenset[str]:
+    """`_held` of the excerpts' text, read once per question (the refusal asks it four times)."""
     short = {w for w in _SHORT_WORD.findall(text.lower()) if key_terms(w.upper())}
     return unit_keys(text, refined=True) | short
 
@@ -301,8 +308,9 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     # A name with its version after a slash ("HTTP/3") is one name, as "Python 3.12" is: missing
     # when the excerpts write neither it nor its parts joined ("HTTP/2" and "http2" are not it).
     # Its parts are not words of their own.
-    text = "\n".join(h.content for h in hits).lower()
-    for name in _SLASHED.findall(question):
+    slashed = _SLASHED.findall(question)
+    text = "\n".join(h.content for h in hits).lower() if slashed else ""
+    for name in slashed:
         out = [w for w in out if w not in name.split("/")]
         written = {name.lower(), name.lower().replace("/", "")}
         if not any(re.search(rf"(?<![\w/]){re.escape(w)}(?![\w/]|\.\d)", text) for w in written):

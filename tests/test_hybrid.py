@@ -301,3 +301,18 @@ def test_best_chunks_keeps_each_files_places_and_reads_each_chunk_once(chunks: l
     assert [h.chunk.relative_path for h in out] == [h.chunk.relative_path for h in chosen]
     assert len({_key_of(h) for h in out}) == len(out)
     assert all(h in order for h in out)
+
+
+def test_the_nearest_chunks_file_is_among_the_first_five() -> None:
+    from locallens.retrieval import keep_nearest
+
+    chosen = [_chunk_hit(f"{name}.md", 0, name) for name in "abcdefg"]
+    nearest = _chunk_hit("n.md", 3, "the embedder's nearest")
+    out = keep_nearest(chosen, nearest)
+    assert [h.chunk.relative_path for h in out] == ["a.md", "b.md", "c.md", "d.md", "n.md", "e.md", "f.md"]
+    # already among the first five (by its file), or among the later results: moved up, read once
+    assert keep_nearest([*chosen[:4], _chunk_hit("n.md", 0, "n"), *chosen[4:6]], nearest)[4].chunk.chunk_index == 0
+    later = [*chosen[:6], nearest]
+    assert keep_nearest(later, nearest) == [*chosen[:4], nearest, *chosen[4:6]]
+    # fewer results than five places: left as they are
+    assert keep_nearest(chosen[:3], nearest) == chosen[:3]

@@ -45,7 +45,9 @@ Spanish question's English rendering); `hybrid_ask capN` (at most N chunks of on
 of `ask`'s results re-sorted by cosine, then capped again).
 
 Metrics: hit@5 (an expected document among the first 5 distinct documents), MRR@10, nDCG@10, the
-expected document among the first 5 chunks and the files they come from, and the index time
+expected document among the first 5 chunks and the files they come from, `answer@5` (for `ask` and
+the naive baseline, over the questions that name expected answer strings: one of the first 5
+chunks, the excerpts `ask` reads, holds one, as `bench_answers.py` judges a stated answer), and the index time
 (embedding included, model load excluded). Figures are printed as one table and appended as JSON
 lines to `--out`. With both `headers` and `naive` among the configs, a second table puts the
 default search (`ask`) beside the naive dense baseline (`naive`'s vector search), with the warm
@@ -136,6 +138,7 @@ class Query:
     qid: str
     text: str
     relevant: dict[str, int]  # document id (or file name) -> grade
+    answers: list[str] = dataclasses.field(default_factory=list)  # expected answer strings, if any
 
 
 @dataclasses.dataclass
@@ -181,7 +184,9 @@ def load_docs(name: str, folder: Path, questions: Path) -> Corpus:
             missing = [f for f in item["files"] if f not in names]
             if missing:
                 raise SystemExit(f"{questions}:{number}: expected files not in the corpus: {missing}")
-            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
+            queries.append(
+                Query(str(number), item["question"], {f: 1 for f in item["files"]}, item.get("answers") or [])
+            )
     return Corpus(name, folder, names, queries, DOCS_CHUNKS)
 
 
@@ -264,7 +269,9 @@ def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Cor
     for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines()):
         item = json.loads(line) if line.strip() else {}
         if item.get("files"):
-            queries.append(Query(str(number), item["question"], {f: 1 for f in item["files"]}))
+            queries.append(
+                Query(str(number), item["question"], {f: 1 for f in item["files"]}, item.get("answers") or [])
+            )
     return Corpus(name, folder, names, queries, DOCS_CHUNKS, index="sample")
 
 
@@ -347,8 +354,11 @@ def derive_mean(source: Path, db: Path) -> None:
 Ranking = list[tuple[int, str, float, float]]  # (chunk row id, file, score, cosine), best first
 
 
-def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Ranking]]:
-    """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance)."""
+def rankings(
+    corpus: Corpus, db: Path, qvecs: Any, first: list[list[str]] | None = None
+) -> list[tuple[Ranking, Ranking]]:
+    """Per query: the dense ranking (scored by cosine) and the keyword one (by keyword relevance);
+    `first`, when given, gets each query's first 5 dense chunks' contents (for `answer@5`)."""
     from locallens.storage.sqlite import Store
 
     out = []
@@ -360,6 +370,8 @@ def rankings(corpus: Corpus, db: Path, qvecs: Any) -> list[tuple[Ranking, Rankin
         path = {r[0]: r[2] for r in rows}
         for query, qvec in zip(corpus.queries, qvecs, strict=True):
             dense = store.knn(brain, qvec, deep)
+            if first is not None:
+                first.append([h.content for h in dense[:5]])
             keyword = store.keyword_scores(brain, query.text, deep)
             cosine = {i: h.score for i, h in store.hits_by_id(brain, qvec, [i for i, _ in keyword]).items()}
             out.append(
@@ -408,10 +420,19 @@ def cap_per_file(files: list[str], cap: int, others: int | None = None) -> list[
     return head + tail
 
 
-def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
-    from locallens.evaluation.metrics import dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
+def score(corpus: Corpus, ranked_files: list[list[str]], texts: list[list[str]] | None = None) -> dict[str, float]:
+    """hit@5, MRR@10 and nDCG@10 by file, the expected file among the first 5 chunks, the files
+    those come from; with `texts` (each query's first 5 chunks' contents), `answer@5`: the share of
+    the queries with expected answer strings one of whose first 5 chunks holds one (`contains_answer`,
+    as `bench_answers.py` judges a stated answer), and `answered` how many such queries there are."""
+    from locallens.evaluation.metrics import contains_answer, dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
 
     hits, mrrs, ndcgs, top5, spread = [], [], [], [], []
+    held = [
+        any(contains_answer(t, q.answers) for t in chunks[:5])
+        for q, chunks in zip(corpus.queries, texts or [[] for _ in corpus.queries], strict=True)
+        if texts is not None and q.answers
+    ]
     for query, files in zip(corpus.queries, ranked_files, strict=True):
         docs = [d for d in dedupe(corpus.names.get(f, f) for f in files)]
         relevant = {d: g for d, g in query.relevant.items() if g > 0}
@@ -428,7 +449,7 @@ def score(corpus: Corpus, ranked_files: list[list[str]]) -> dict[str, float]:
         "ndcg@10": mean(ndcgs) or 0.0,
         "hit@5chunks": mean(top5) or 0.0,
         "files@5": mean(spread) or 0.0,
-    }
+    } | ({"answer@5": sum(held) / len(held), "answered": len(held)} if held else {})
 
 
 def renderings(corpus: Corpus, embedder: Any) -> list[list[tuple[str, Any]]]:
@@ -504,9 +525,10 @@ def evaluate(
     from locallens.retrieval import search
     from locallens.storage.sqlite import Store
 
-    ranks = rankings(corpus, db, qvecs)
+    dense_texts: list[list[str]] = []
+    ranks = rankings(corpus, db, qvecs, dense_texts)
     result: dict[str, Any] = {
-        "vector": score(corpus, [[p for _, p, _, _ in d[: corpus.depth]] for d, _ in ranks]),
+        "vector": score(corpus, [[p for _, p, _, _ in d[: corpus.depth]] for d, _ in ranks], dense_texts),
         "keyword": score(corpus, [[p for _, p, _, _ in kw[: corpus.depth]] for _, kw in ranks]),
     }
     with Store(db, create=False) as store:
@@ -538,7 +560,11 @@ def evaluate(
         corpus, [cap_per_file(r, default_cap, other_cap) if default_cap else r for r in ask_ranked]
     )
     ask_hits, ask_ms = ask_search(corpus, db, qvecs, rendered or [[] for _ in corpus.queries])
-    result["ask"] = score(corpus, [[h.chunk.relative_path for h in hits] for hits in ask_hits]) | {"ms": ask_ms}
+    result["ask"] = score(
+        corpus,
+        [[h.chunk.relative_path for h in hits] for hits in ask_hits],
+        [[h.content for h in hits[:5]] for hits in ask_hits],
+    ) | {"ms": ask_ms}
     result["vector"]["ms"] = knn_ms(db, qvecs, corpus.depth)
     for cap in CAPS:
         result[f"hybrid_ask cap{cap}"] = score(corpus, [cap_per_file(r, cap) for r in ask_ranked])
@@ -757,13 +783,14 @@ def print_baseline(rows: list[dict[str, Any]]) -> None:
         return
     print()
     print("Default search (hybrid, as `ask`) beside the naive dense baseline (no overlap, no headers, vector):")
-    print("| corpus | search | hit@5 chunks | hit@5 | MRR@10 | files in top 5 | ms per search (warm) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| corpus | search | answer@5 | hit@5 chunks | hit@5 | MRR@10 | files in top 5 | ms per search (warm) |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in both:
         for label, m in (("default", default[name]["ask"]), ("naive", naive[name]["vector"])):
             ms = f"{m['ms']:.1f}" if "ms" in m else "not measured"
+            held = f"{m['answer@5']:.3f} ({m['answered']})" if "answer@5" in m else "-"
             print(
-                f"| {name} | {label} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
+                f"| {name} | {label} | {held} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
                 f"{m['files@5']:.2f} | {ms} |"
             )
         if default[name]["ask"]["hit@5"] < naive[name]["vector"]["hit@5"]:

@@ -62,6 +62,7 @@ from locallens.unit_scores import (
     key_words,
     question_terms,
     refusal_linear,
+    unit_keys,
     word_salience,
 )
 from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM, ROW, SENTENCE, Unit, answer_units
@@ -131,7 +132,10 @@ _SPECIFIC = re.compile(
 # Words that name the kind of text, not its topic.
 _GENERIC_WORDS = (
     "note notes doc docs document page file section guide overview summary policy rules procedure process "
-    "guidelines steps instructions nota documento normas reglas procedimiento proceso"
+    "guidelines steps instructions nota documento normas reglas procedimiento proceso "
+    # ... and the comparison a broad question asks for ("the difference between purging and
+    # banning"): its topic is what is compared.
+    "difference differences between compare comparison versus diferencia diferencias entre comparación"
 )
 _GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
 
@@ -223,12 +227,13 @@ def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
     """The share of the question's key terms that the excerpts hold. Asked across languages
     (`_across`), a word no excerpt holds counts only if a translation would keep it
     (`missing_words`): the English excerpt may say it in English."""
-    if not question.terms:
+    terms = key_terms(question.text, refined=True)  # the refusal's keys (`unit_scores._key`)
+    if not terms:
         return 1.0
-    held = len(question.terms & _held(hits))
+    held = len(terms & _held(hits))
     if not _across(question.text, hits):
-        return held / len(question.terms)
-    missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w)} & question.terms)
+        return held / len(terms)
+    missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w, refined=True)} & terms)
     return held / max(1, held + missing)
 
 
@@ -244,10 +249,25 @@ def _across(question: str, hits: Sequence[Hit]) -> bool:
 
 def _held(hits: Sequence[Hit]) -> frozenset[str]:
     """The key terms of the excerpts and of their files' paths, a path read word by word
-    (`manual-almacen-zaragoza.md` holds "zaragoza")."""
-    return key_terms(
+    (`manual-almacen-zaragoza.md` holds "zaragoza"), with the words their CamelCase identifiers
+    join (`unit_keys`: `KeepAliveTimeout` holds "keep", "alive" and "timeout") and their
+    two-letter words, which a question may write in capitals ("IP" where they write
+    `Require ip`). Read by the refusal's refined keys (`key_terms(..., refined=True)`: plurals,
+    hyphenated words, possessives; measured in
+    docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
+    return _held_in(
         "\n".join(f"{h.content} {h.chunk.relative_path} {_path_words(h.chunk.relative_path)}" for h in hits)
     )
+
+
+@lru_cache(maxsize=16)
+def _held_in(text: str) -> frozenset[str]:
+    """`_held` of the excerpts' text, read once per question (the refusal asks it four times)."""
+    short = {w for w in _SHORT_WORD.findall(text.lower()) if key_terms(w.upper())}
+    return unit_keys(text, refined=True) | short
+
+
+_SHORT_WORD = re.compile(r"(?<![\w.-])[^\W\d_]{2}(?![\w-])")
 
 
 def _path_words(path: str) -> str:
@@ -267,18 +287,38 @@ def missing_words(question: str, hits: Sequence[Hit]) -> list[str]:
     held = _held(hits)
     across = _across(question, hits)
     first = next(iter(_WORD.findall(question)), "")
-    out = []
-    for key, word in key_words(question).items():
+    out: list[str] = []
+    for key, word in key_words(question, refined=True).items():
         if key in held or key in _KIND_KEYS or key in _FORM_KEYS or _joined(key) in held:
             continue
+        if (number := _number_after(word, question)) and f"{key}{number}" in held:
+            continue  # "RHEL 6" where the excerpts write "RHEL6"
         parts = [part for part in re.split(r"[._]+", word) if part] if ("_" in word or "." in word) else []
-        part_keys = [k for part in parts for k in key_terms(part)]
+        part_keys = [k for part in parts for k in key_terms(part, refined=True)]
         if part_keys and all(k in held for k in part_keys):
             continue
         if across and not (_untranslated(word, first) or word in BRIDGED):
             continue
+        if "-" in word and key_terms(word, refined=True) - {key}:
+            # A hyphenated word ("Apache-style", "keep-alive"): its parts the excerpts do not
+            # hold are what is missing ("Apache"), each named and weighed as a word.
+            out.extend(p for p in word.split("-") if (k := key_terms(p, refined=True)) and not k <= held)
+            continue
         out.append(word)
-    return out
+    # A name with its version after a slash ("HTTP/3") is one name, as "Python 3.12" is: missing
+    # when the excerpts write neither it nor its parts joined ("HTTP/2" and "http2" are not it).
+    # Its parts are not words of their own.
+    slashed = _SLASHED.findall(question)
+    text = "\n".join(h.content for h in hits).lower() if slashed else ""
+    for name in slashed:
+        out = [w for w in out if w not in name.split("/")]
+        written = {name.lower(), name.lower().replace("/", "")}
+        if not any(re.search(rf"(?<![\w/]){re.escape(w)}(?![\w/]|\.\d)", text) for w in written):
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+_SLASHED = re.compile(r"(?<![\w/])[^\W\d_][\w-]*/\d+(?:\.\d+)*(?![\w/]|\.\d)")
 
 
 _LANGUAGE_SAMPLE = 1000  # an excerpt's language is guessed from its start
@@ -289,22 +329,33 @@ _KIND_WORDS = (
     "error errors keyword statement operator attribute attributes argument arguments parameter parameters "
     "setting settings variable variables syntax comando opción función método excepción parámetro"
 )
-_KIND_KEYS = frozenset(key for word in _KIND_WORDS.split() for key in key_terms(word))
+_KIND_KEYS = frozenset(
+    key for word in _KIND_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
+)
 # Words of a question's form rather than its subject: adverbs, prepositions and pronouns a user
 # writes around the subject ("instead of the screen", "without sorting", "whether it is"); the
 # excerpts seldom repeat them, so their absence tells nothing.
 _FORM_WORDS = (
     "instead without whether inside within once later back out over through during like else even still "
-    "already again ever never always something anything nothing everything someone anyone whole few several "
+    "since until already again ever never always something anything nothing everything someone anyone whole few several "
     "own right just really actually basically simply quite rather etc able way "
     "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
 )
-_FORM_KEYS = frozenset(key for word in _FORM_WORDS.split() for key in key_terms(word))
+_FORM_KEYS = frozenset(
+    key for word in _FORM_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
+)
 # The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.
 _EXAMPLE = re.compile(
     r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I
 )
 _WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
+def _number_after(word: str, question: str) -> str | None:
+    """The version number written after `word` in the question ("6" of "our RHEL 6 servers",
+    "3.12" of "Python 3.12"), lower-cased; None when there is none."""
+    found = re.search(rf"(?<![\w.-]){re.escape(word)}[\s-]+(\d[\w.]*\w|\d)(?![\w.-])", question)
+    return found.group(1).lower() if found else None
 
 
 def _joined(key: str) -> str:
@@ -382,15 +433,21 @@ _FIELD = re.compile(r"^[^\W\d_][\w -]{0,30}:\s+\S")
 
 # A how-to question whose fact phrase is the object of its verb ("how do I measure how long a
 # snippet takes?", "how can I count how many times a word occurs?") asks for a way, not the fact.
+# So does a question for the setting that decides the fact ("which parameter sets how long ...",
+# "¿qué variable fija cuánto tiempo ...?"): its answer is the setting's name.
 _HOW_TO_FACT = re.compile(
-    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often)\b", re.I
+    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often)\b"
+    r"|\b(?:which|what) (?:\w+ )?(?:setting|parameter|option|variable|directive|flag|knob)s?\b.*"
+    r"\bhow (?:long|many|much|often)\b"
+    r"|\bqu[eé] (?:\w+ )?(?:ajuste|par[aá]metro|opci[oó]n|variable|directiva)s?\b.*\bcu[aá]nt[oa]s?\b",
+    re.I,
 )
 
 
 def _refusal_fact(question: str) -> str | None:
     """The kind of fact the refusal holds the excerpts to (`asked_fact`), none for a how-to
     question whose fact phrase is the object of its verb (`_HOW_TO_FACT`)."""
-    return None if _HOW_TO_FACT.match(question) else asked_fact(question)
+    return None if _HOW_TO_FACT.search(question) else asked_fact(question)
 
 
 def fact_absent(question: str, units: Sequence[Unit]) -> float:
@@ -422,19 +479,19 @@ def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_cou
     if not typed:
         return 1.0
     held = _held(hits)
-    words = [w for k, w in key_words(question).items() if k in held]
+    words = [w for k, w in key_words(question, refined=True).items() if k in held]
     if not words:
         return 0.0
     salience = word_salience(words, term_counts)
     subject = max(words, key=lambda w: salience[w])
-    subject_keys = key_terms(subject)
+    subject_keys = key_terms(subject, refined=True)
     paths = [h.chunk.relative_path for h in hits]
     for i in typed:
         unit = units[i]
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1])]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
-        if subject_keys <= key_terms(" ".join(around)):
+        if subject_keys <= unit_keys(" ".join(around), refined=True):
             return 0.0
     return salience[subject]
 
@@ -518,7 +575,7 @@ def unknown_words(
         for w in _WORD.findall(span)
     }
     words = []
-    for key, word in key_words(question).items():
+    for key, word in key_words(question, refined=True).items():
         if key in _KIND_KEYS or key in _FORM_KEYS or word in left_out or _NUMBER.fullmatch(word):
             continue
         bare = _POSSESSIVE.sub("", word.lower())
@@ -606,7 +663,9 @@ def fact_unstated(
     own = question_language(question)
     languages = [question_language(h.content[:_LANGUAGE_SAMPLE]) for h in hits]
     first = next(iter(_WORD.findall(question)), "")
-    words = key_words(question)
+    # The words of the question's form ("still", "never", "since") and of the kind of answer
+    # ("setting") are not its subject, as in `missing_words`.
+    words = {k: w for k, w in key_words(question, refined=True).items() if k not in _FORM_KEYS | _KIND_KEYS}
     kept = {k: w for k, w in words.items() if _untranslated(w, first) or w in BRIDGED}
     if not words:
         return 0.0
@@ -631,7 +690,7 @@ def fact_unstated(
         around = [unit.text, *context_of(unit, units, paths[unit.excerpt - 1]), *_near(units, i)]
         if i and units[i - 1].excerpt == unit.excerpt:
             around.append(units[i - 1].text)
-        keys = key_terms(" ".join(around))
+        keys = unit_keys(" ".join(around), refined=True)
         best = max(best, sum(weight[w] for k, w in counted.items() if k in keys) / total)
     return 1.0 - best
 

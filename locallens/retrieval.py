@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -31,7 +31,7 @@ from locallens.config import (
     env_flag,
     number_problem,
 )
-from locallens.domain import Hit, RetrievalResult
+from locallens.domain import Chunk, Hit, RetrievalResult
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
 from locallens.progress import Progress
@@ -141,6 +141,19 @@ IDENTIFIER_VECTOR_WEIGHT = 0.5
 # chunks that share a header, the neighbours of a file's best chunk score nearly as high and
 # filled the top 5 with one or two files (docs/decisions.md#diversity).
 MAX_CHUNKS_PER_FILE = 2
+# Which chunk of a file is read: the files of the k results, and how many places each has, are
+# the fused ranking's (`diversify`), but each file's places go to its candidates with the best
+# fused score + CHUNK_COVERAGE_WEIGHT x their key-term coverage (`term_coverage`: the share of
+# the question's key terms, weighted by rarity, that the chunk holds; the words of the file's title
+# count as held by every chunk of it, as its header is embedded with every chunk). Of two chunks of
+# a page, the one holding "zstd" and "level" beats the one that only shares the page's topic.
+# Measured on the 14 development sets (docs/decisions.md#which-chunk-of-a-file): 249 -> 252 stated
+# of 382 by `ask --extractive`, no set losing, refusals unchanged; weights 0.25 / 0.5 / 0.75 / 1.0.
+# Ranking every candidate by it (not only within its file) brought other files' chunks that share
+# a near miss's words and lost refusals.
+CHUNK_COVERAGE_WEIGHT = 0.5
+# A word in this many chunks is common anyway: its count stops there (as the answer stage's).
+COVERAGE_COUNT_CAP = 1000
 _WORD = re.compile(r"\w+")
 
 Key = TypeVar("Key", int, tuple[str, int, str])  # a chunk: its row id, or (path, index, checksum)
@@ -193,6 +206,93 @@ def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) 
     return (head + held)[:k]
 
 
+def term_coverage(store: IndexStore, brain: Brain, texts: Sequence[str]) -> Callable[[str, frozenset[str]], float]:
+    """A chunk's key-term coverage: the share of a question's key terms (`unit_scores.question_terms`,
+    each weighted by its salience in `brain`) that the chunk's text, or the terms given with it,
+    hold; the best over `texts` (the question and its renderings); 0 for a question without any."""
+    from locallens.unit_scores import question_terms, unit_keys
+
+    def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return store.term_counts(brain, words, COVERAGE_COUNT_CAP)
+
+    weighted = []
+    for text in texts:
+        terms = question_terms(text, counts)
+        salience = terms.salience or {}
+        weights = {t: salience.get(t, 1.0) for t in terms.terms}
+        if (total := sum(weights.values())) > 0:
+            weighted.append((weights, total))
+
+    def coverage(content: str, shared: frozenset[str] = frozenset()) -> float:
+        if not weighted:
+            return 0.0
+        keys = unit_keys(content) | shared
+        return max(sum(w for t, w in weights.items() if t in keys) / total for weights, total in weighted)
+
+    return coverage
+
+
+def title_terms(store: IndexStore, brain: Brain, chunk: Chunk) -> frozenset[str]:
+    """The key terms of the first line of `chunk`'s file (its first chunk's: the title)."""
+    from locallens.unit_scores import unit_keys
+
+    # A chunk's id is its document's checksum's start and its index (docs/behaviour.md#chunk-ids).
+    first = chunk if chunk.chunk_index == 0 else store.chunk_by_id(brain, f"{chunk.checksum[:12]}-0")
+    return unit_keys(first.content.strip().split("\n", 1)[0]) if first is not None else frozenset()
+
+
+# The nearest chunk: the candidate with the highest cosine similarity always has its file among
+# the first NEAREST_PLACE results; when the fusion and the cap left that file out, the chunk takes
+# place NEAREST_PLACE and the results from there move down one (`keep_nearest`). A chunk matching
+# none of the question's keywords while the others match its common words ("Varnish", "log")
+# scored below five other files although the embedder put it first: Varnish's varnishncsa page
+# for "which program writes Apache-style access logs?". Measured on the 12 development corpora
+# (docs/decisions.md#the-nearest-chunk): hit@5 by file stdlib 0.964 -> 0.982, Varnish 0.900 ->
+# 0.925 (the naive baseline's), no corpus lower; answers unchanged but one false refusal fewer.
+NEAREST_PLACE = 5
+
+
+def keep_nearest(chosen: Sequence[Hit], nearest: Hit, place: int = NEAREST_PLACE) -> list[Hit]:
+    """`chosen` (best first) with `nearest` at `place` (1-based) when none of the first `place`
+    is of its file; unchanged when they hold its file, or there are fewer than `place` results."""
+    if len(chosen) < place or nearest.chunk.relative_path in {h.chunk.relative_path for h in chosen[:place]}:
+        return list(chosen)
+    rest = [h for h in chosen if _key(h) != _key(nearest)]
+    return [*rest[: place - 1], nearest, *rest[place - 1 :]][: len(chosen)]
+
+
+def best_chunks(
+    store: IndexStore,
+    brain: Brain,
+    chosen: Sequence[Hit],
+    order: Sequence[Hit],
+    fused: Mapping[tuple[str, int, str], float],
+    texts: Sequence[str],
+) -> list[Hit]:
+    """`chosen` (the results, best first) with each place given to the chunk of its file, among
+    `order` (every candidate, best first), with the best fused score (`fused`, by `_key`) +
+    CHUNK_COVERAGE_WEIGHT x its key-term coverage of `texts` (`term_coverage`, the file's title
+    terms held by each of its chunks). The files, and their places, stay those of `chosen`."""
+    coverage = term_coverage(store, brain, texts)
+    titles: dict[str, frozenset[str]] = {}
+    for hit in chosen:
+        if hit.chunk.relative_path not in titles:
+            titles[hit.chunk.relative_path] = title_terms(store, brain, hit.chunk)
+    score = {
+        _key(h): fused[_key(h)] + CHUNK_COVERAGE_WEIGHT * coverage(h.content, titles[h.chunk.relative_path])
+        for h in order
+        if h.chunk.relative_path in titles
+    }
+    used: set[tuple[str, int, str]] = set()
+    out = []
+    for hit in chosen:
+        same = [h for h in order if h.chunk.relative_path == hit.chunk.relative_path and _key(h) not in used]
+        pick = max(same, key=lambda h: score[_key(h)])  # the first of equals: the fused order's
+        used.add(_key(pick))
+        out.append(pick)
+    return out
+
+
 def identifiers_only(query: str) -> bool:
     """Whether every word of `query` is an identifier: has a digit, or inner punctuation."""
     tokens = [t for t in query.split() if _WORD.search(t)]
@@ -233,7 +333,9 @@ def hybrid_search(
     path_glob: str | None = None,
     also: QueryVariants = (),
 ) -> list[Hit]:
-    """Vector and keyword (BM25 over stemmed words) rankings fused by standardised score; best `k`.
+    """Vector and keyword (BM25 over stemmed words) rankings fused by standardised score; best `k`,
+    the nearest chunk's file among the first 5 (`keep_nearest`), each file's places given to its
+    chunks that best hold the question's terms (`best_chunks`).
 
     Embeddings miss exact tokens (error codes, IPs, policy numbers); BM25 misses paraphrase.
     Every hit keeps its cosine similarity as `score`, so --min-score means the same as in plain
@@ -251,7 +353,15 @@ def hybrid_search(
             value = value - (QUESTION_SHIFT if also and n == 0 else 0.0)
             best[kk] = max(value, best.get(kk, value))
     order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
-    return diversify([hits[kk] for kk in order], k)
+    chosen = diversify([hits[kk] for kk in order], k)
+    nearest = max(order, key=lambda kk: (hits[kk].score, kk)) if order else None
+    if nearest is not None:
+        chosen = keep_nearest(chosen, hits[nearest])
+    if not CHUNK_COVERAGE_WEIGHT or not chosen:
+        return chosen
+    ranked = [hits[kk] for kk in order]
+    fused = {kk: best[kk] for kk in order}
+    return best_chunks(store, brain, chosen, ranked, fused, [query, *(text for text, _ in also)])
 
 
 def _fused_for(

@@ -284,6 +284,12 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # "In which Varnish release ...", "Which PostgreSQL version ...", "¿Qué versión de ...?": a
+    # version number (the last kind: "which version ... and on which port?" asks for the port).
+    (
+        "version",
+        re.compile(r"\b(?:which|what) (?:\w+ )?(?:version|release)s?\b|\bqu[eé] (?:\w+ )?versi[oó]n(?:es)?\b", re.I),
+    ),
 )
 _MONTHS = (
     r"January|February|March|April|June|July|August|September|October|November|December|"
@@ -318,6 +324,8 @@ _CARRIES: dict[str, re.Pattern[str]] = {
         rf"|\b(?:{_MONTHS})\b|\b(?:{_WEEKDAYS})\b|\b\d{{1,2}}:\d\d\b",
         re.I,
     ),
+    # "16.2", "v2.4.1", "version 6" (not an address: "127.0.0.1")
+    "version": re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:version|release|versi[oó]n) v?\d+\b", re.I),
     "duration": re.compile(
         rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
         r"|\b(?:forever|indefinitely|para siempre)\b",
@@ -329,7 +337,7 @@ ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
 
 def asked_fact(question: str) -> str | None:
     """The kind of fact the question asks for, when its wording leaves no doubt: "phone", "port",
-    "price", "date", "duration", or None ("When was Python 3.12 released?" -> "date";
+    "price", "date", "duration", "version", or None ("When was Python 3.12 released?" -> "date";
     "¿Cuál es el teléfono de soporte de Stripe?" -> "phone"; "When is the else block skipped?" ->
     None)."""
     for name, pattern in _ASKS:
@@ -340,7 +348,7 @@ def asked_fact(question: str) -> str | None:
 
 def carries_fact(text: str, kind: str) -> bool:
     """Whether `text` holds a value of the kind `asked_fact` names (a phone number, a port, an
-    amount of money, a date or a time of day, a duration)."""
+    amount of money, a date or a time of day, a duration, a version number)."""
     pattern = _CARRIES.get(kind)
     return bool(pattern and pattern.search(text))
 
@@ -375,20 +383,47 @@ def _fold(word: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _key(token: str) -> str | None:
+def _key(token: str, refined: bool = False) -> str | None:
     """The key a token is compared by: five letters of a word (so `minutes` and `minutos`,
-    `version` and `versión`, `required` and `requires` meet), a number or identifier whole."""
+    `version` and `versión`, `required` and `requires` meet), a number or identifier whole.
+
+    `refined` (the refusal's keys, `key_terms`): a possessive is its word's (`ISP's` as `ISP`),
+    a hyphenated word is keyed without its hyphens (`keep-alive` meets `KeepAlive`), and a plural
+    of four or five letters as its singular (`_singular`). The unit scorer keeps the plain keys
+    its weights were fitted on: on them too, 3 fewer answers stated on the development sets
+    (docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
     lowered = token.lower()
     if lowered in _STOP or _CONTRACTION.search(lowered) or (lowered[:-2] in _STOP and lowered[-2:] in ("'s", "’s")):
         return None
+    if refined:
+        lowered, token = POSSESSIVE.sub("", lowered), POSSESSIVE.sub("", token)
     if lowered in _BRIDGE:  # the English word's key
-        return _BRIDGE[lowered][:5]
+        english = _BRIDGE[lowered]
+        return _singular(english, english)[:5] if refined else english[:5]
     if _DIGIT.search(token) or "_" in token or "." in token.strip("."):
         return lowered.strip(".'’-")
     folded = _fold(lowered).strip("'’-.")
+    if refined:
+        folded = _singular(token, folded.replace("-", ""))
     if len(folded) < 3 and not token.isupper():
         return None
     return folded[:5]
+
+
+# A possessive ("ISP's", "Varnish's"): compared, counted and named by its word (`refined` keys).
+POSSESSIVE = re.compile(r"['’]s$", re.I)
+# Endings of a singular word of four or five letters ("class", "status", "axis", "alias").
+_NOT_PLURAL = ("ss", "us", "is", "as")
+
+
+def _singular(token: str, folded: str) -> str:
+    """A plural of four or five letters without its "s" ("files", "ports", "logs", "PNGs", "APIs"
+    as "file", "port", "log", "png", "api"), down to three letters: their first five letters never
+    met their singular's; a longer word's five first letters drop its "s" anyway."""
+    acronym = len(token) > 3 and token.endswith("s") and token[:-1].isupper()
+    if folded.endswith("s") and 4 <= len(folded) <= 5 and (acronym or not folded.endswith(_NOT_PLURAL)):
+        return folded[:-1]
+    return folded
 
 
 def bridged_word(word: str) -> str | None:
@@ -396,16 +431,24 @@ def bridged_word(word: str) -> str | None:
     return _BRIDGE.get(word.lower())
 
 
-def key_terms(text: str) -> frozenset[str]:
-    """The key terms of `text`: keys of its content words, numbers and identifiers (`_key`)."""
+# A word with a hyphen between letters and no digit ("keep-alive", "Apache-style", "on-call"; not
+# "sha-256" or "utf-8", compared whole): with `refined` keys, its parts are key terms too.
+_HYPHENATED = re.compile(r"^\D*[^\W\d_]-[^\W\d_]\D*$")
+
+
+def key_terms(text: str, *, refined: bool = False) -> frozenset[str]:
+    """The key terms of `text`: keys of its content words, numbers and identifiers (`_key`); an
+    identifier's parts too (`shutil.rmtree` holds `rmtree`), and with `refined` keys a hyphenated
+    word's (`keep-alive` holds `keep` and `alive`)."""
     keys = set()
     for token in _TOKEN.findall(text):
-        key = _key(token)
+        key = _key(token, refined)
         if key:
             keys.add(key)
-        if "_" in token or "." in token:  # `shutil.rmtree` also holds `rmtree`
-            for part in re.split(r"[._]+", token):
-                part_key = _key(part) if part else None
+        hyphenated = refined and bool(_HYPHENATED.match(token))
+        if "_" in token or "." in token or hyphenated:
+            for part in re.split(r"[._-]+" if hyphenated else r"[._]+", token):
+                part_key = _key(part, refined) if part else None
                 if part_key:
                     keys.add(part_key)
     return frozenset(keys)
@@ -417,25 +460,33 @@ _CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z][A-Za-z]*|\b[A-Z]{2,}[a-z][A-Za-z]*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 
 
-def unit_keys(text: str) -> frozenset[str]:
+def unit_keys(text: str, *, refined: bool = False) -> frozenset[str]:
     """The key terms of a unit's text (`key_terms`), with the keys of the words its CamelCase
     identifiers join: "Default: CacheMaxFileSize 1000000" holds `cache`, `file` and `size`."""
-    keys = key_terms(text)
+    keys = key_terms(text, refined=refined)
     parts = [" ".join(_CAMEL_PART.findall(ident)) for ident in _CAMEL.findall(text)]
-    return keys | key_terms(" ".join(parts)) if parts else keys
+    return keys | key_terms(" ".join(parts), refined=refined) if parts else keys
 
 
-def key_words(text: str) -> dict[str, str]:
+def key_words(text: str, *, refined: bool = False) -> dict[str, str]:
     """The key terms of `text` (`key_terms`), each with the word it came from: the word a store's
-    keyword index can count (a Spanish word bridged to English, `_BRIDGE`, by its English key).
+    keyword index can count (a Spanish word bridged to English, `_BRIDGE`, by its English key;
+    with `refined` keys, a possessive by its word, `ISP` of "ISP's", and of two words of one key
+    the capitalised one, a name: "Scheduler" of "schedule ... the Windows Task Scheduler").
     Runs of a script written without spaces are left out: their words are not delimited."""
     out: dict[str, str] = {}
     for token in _TOKEN.findall(text):
         if _NO_SPACE.search(token):
             continue
-        key = _key(token)
-        if key and key not in out:
-            out[key] = _BRIDGE.get(token.lower(), token)
+        key = _key(token, refined)
+        if not key:
+            continue
+        if key not in out:
+            word = POSSESSIVE.sub("", token) if refined else token
+            out[key] = _BRIDGE.get(word.lower(), word)
+        elif refined and token[:1].isupper() and not out[key][:1].isupper():
+            # "schedule ... the Windows Task Scheduler": the key's word is the name.
+            out[key] = POSSESSIVE.sub("", token)
     return out
 
 

@@ -234,3 +234,85 @@ def test_diversify_keeps_the_order_and_caps_a_file_only_while_others_are_left(fi
     for path in set(files):
         mine = [h.chunk.chunk_index for h in out if h.chunk.relative_path == path]
         assert mine == sorted(mine)
+
+
+# -- which chunk of a file ----------------------------------------------------------------------
+
+
+class _Counts:
+    """A store's two reads that `best_chunks` makes: word counts (every word in 1 of 100 chunks)
+    and a chunk by id (a file's first chunk, for its title)."""
+
+    def __init__(self, hits: list[Hit]) -> None:
+        self.chunks = {h.chunk.id: h.chunk for h in hits}
+
+    def term_counts(self, brain: object, words: list[str], cap: int) -> tuple[int, dict[str, int]]:
+        return 100, dict.fromkeys(words, 1)
+
+    def chunk_by_id(self, brain: object, chunk_id: str) -> Chunk | None:
+        return self.chunks.get(chunk_id)
+
+
+def _chunk_hit(path: str, index: int, text: str) -> Hit:
+    return Hit(Chunk(f"{path[:12]}-{index}", "default", path, index, text, path), score=0.5)
+
+
+def _key_of(hit: Hit) -> tuple[str, int, str]:
+    return (hit.chunk.relative_path, hit.chunk.chunk_index, hit.chunk.checksum)
+
+
+def test_a_files_places_go_to_its_chunks_that_hold_the_questions_terms() -> None:
+    from locallens.retrieval import best_chunks
+
+    guide = [
+        _chunk_hit("guide.md", 0, "Cache guide\n\nThe cache keeps pages in memory."),
+        _chunk_hit("guide.md", 1, "The cache is fast and many sites use it."),
+        _chunk_hit("guide.md", 2, "Its default TTL is 120 seconds."),
+    ]
+    other = _chunk_hit("other.md", 0, "Printers are on the second floor.")
+    order = [guide[0], guide[1], guide[2], other]  # the fused ranking
+    fused = {_key_of(h): s for h, s in zip(order, (1.0, 0.9, 0.7, 0.5))}
+    chosen = [guide[0], guide[1], other]  # what the fused ranking gives 3 places to
+    question = "What is the default TTL of the cache?"
+    out = best_chunks(_Counts(order), None, chosen, order, fused, [question])  # type: ignore[arg-type]
+    # guide.md keeps its two places, other.md its one; the chunk holding "default" and "TTL" takes
+    # the first of guide.md's (0.7 + 0.5 x 1 against 1.0 + 0.5 x 1/3: the title's "cache" is held
+    # by every chunk of the file, so it adds to each alike), the fused first the second.
+    assert [(h.chunk.relative_path, h.chunk.chunk_index) for h in out] == [
+        ("guide.md", 2), ("guide.md", 0), ("other.md", 0)
+    ]  # fmt: skip
+    # (Without the title's words held by every chunk, guide.md would keep its first two chunks: the
+    # TTL chunk's 0.7 + 0.5 x 2/3 = 1.03 is below the second's 0.9 + 0.5 x 1/3 = 1.07.)
+    # No key term (only stop words): the fused ranking's choice stands.
+    assert best_chunks(_Counts(order), None, chosen, order, fused, ["What is it?"]) == chosen  # type: ignore[arg-type]
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from(["default ttl", "cache", "port 80", ""])), max_size=12),
+    st.integers(1, 6),
+)
+def test_best_chunks_keeps_each_files_places_and_reads_each_chunk_once(chunks: list[tuple[str, str]], k: int) -> None:
+    from locallens.retrieval import best_chunks, diversify
+
+    order = [_chunk_hit(f"{path}.md", i, text) for i, (path, text) in enumerate(chunks)]
+    fused = {_key_of(h): -i / 10 for i, h in enumerate(order)}
+    chosen = diversify(order, k)
+    out = best_chunks(_Counts(order), None, chosen, order, fused, ["Which port is the default?"])  # type: ignore[arg-type]
+    assert [h.chunk.relative_path for h in out] == [h.chunk.relative_path for h in chosen]
+    assert len({_key_of(h) for h in out}) == len(out)
+    assert all(h in order for h in out)
+
+
+def test_the_nearest_chunks_file_is_among_the_first_five() -> None:
+    from locallens.retrieval import keep_nearest
+
+    chosen = [_chunk_hit(f"{name}.md", 0, name) for name in "abcdefg"]
+    nearest = _chunk_hit("n.md", 3, "the embedder's nearest")
+    out = keep_nearest(chosen, nearest)
+    assert [h.chunk.relative_path for h in out] == ["a.md", "b.md", "c.md", "d.md", "n.md", "e.md", "f.md"]
+    # already among the first five (by its file), or among the later results: moved up, read once
+    assert keep_nearest([*chosen[:4], _chunk_hit("n.md", 0, "n"), *chosen[4:6]], nearest)[4].chunk.chunk_index == 0
+    later = [*chosen[:6], nearest]
+    assert keep_nearest(later, nearest) == [*chosen[:4], nearest, *chosen[4:6]]
+    # fewer results than five places: left as they are
+    assert keep_nearest(chosen[:3], nearest) == chosen[:3]

@@ -871,6 +871,22 @@ def _candidate_evidence(text: str, hits: list[Any], scored: Any, counts: Any) ->
     return out
 
 
+def _route(question: str, hits: Any, scored: Any, counts: Any) -> str:
+    """How `extractive_answer` routes `question`: "summary" (a broad question summarised),
+    "topic" (a broad question no unit covers), "evidence" (the refusal's evidence decides) or
+    "nothing" (no unit to print)."""
+    from locallens import extractive as ex
+
+    topic = ex.is_broad(question)
+    if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
+        topic = None
+    if topic and ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS):
+        return "summary"
+    if topic and not ex._states_topic(topic, scored):
+        return "topic"
+    return "evidence" if scored.units else "nothing"
+
+
 def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict[str, Any]]:
     """Per question of `set_names`: its set and corpus, whether it is answerable and its excerpts
     hold an expected answer, and how `extractive.extractive_answer` decides it (`route`): a
@@ -903,17 +919,8 @@ def _refusal_cases(args: argparse.Namespace, set_names: tuple[str, ...]) -> list
                 hits, scored, counts = found.hits, found.scored, found.counts
                 answers = row.get("answers")
                 case["held"] = bool(answers) and contains_answer("\n".join(h.content for h in hits), answers)
-                # Routed as `extractive_answer` does.
-                topic = ex.is_broad(row["question"])
-                if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
-                    topic = None
-                summary = ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS) if topic else None
-                if summary:
-                    case["route"] = "summary"
-                elif topic and not ex._states_topic(topic, scored):
-                    case["route"] = "topic"
-                elif scored.units:
-                    case["route"] = "evidence"
+                case["route"] = _route(row["question"], hits, scored, counts)
+                if case["route"] == "evidence":
                     readings = ex.evidence_readings(row["question"], hits, found.rendering)
                     evidence = ex.readings_evidence(
                         row["question"], hits, scored, counts, found.rendering, names=ex.EVIDENCE_SIGNALS
@@ -1366,16 +1373,8 @@ def why_refused(
     from locallens.unit_scores import asks_name, key_words, word_salience
 
     out: dict[str, Any] = {"question": question}
-    topic = ex.is_broad(question)
-    if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
-        topic = None
-    summary = ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS) if topic else None
-    if summary:
-        out["route"] = "summary"
-    elif topic and not ex._states_topic(topic, scored):
-        out["route"] = "broad, no unit holds its topic"
-    else:
-        out["route"] = "evidence" if scored.units else "no unit"
+    route = _route(question, hits, scored, counts)
+    out["route"] = {"topic": "broad, no unit holds its topic", "nothing": "no unit"}.get(route, route)
     probability, found = ex.weighed_evidence(question, hits, scored, counts, rendering)
     full = max(
         ex.readings_evidence(question, hits, scored, counts, rendering, names=ex.EVIDENCE_SIGNALS),

@@ -212,51 +212,17 @@ def load_pydoc_es(work: Path) -> Corpus:
     return dataclasses.replace(corpus, index="pydoc")
 
 
-def load_borg(work: Path) -> Corpus:
+def load_debian(kind: str, work: Path, questions: Path, name: str | None = None) -> Corpus:
+    """A corpus `benchmarks/corpora.py` writes from a Debian documentation package (`borg`,
+    `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`: its `write_KIND_corpus`), asked
+    `questions` under `name` (`KIND-es` for the Spanish set); the index is the corpus's, shared by
+    its English and Spanish sets."""
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_borg_corpus
+    import corpora
 
-    return load_docs("borg", write_borg_corpus(work / "borg-docs"), BORG_QUESTIONS)
-
-
-def load_varnish(work: Path, questions: Path = VARNISH_QUESTIONS, name: str = "varnish") -> Corpus:
-    sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_varnish_corpus
-
-    corpus = load_docs(name, write_varnish_corpus(work / "varnish-docs"), questions)
-    return dataclasses.replace(corpus, index="varnish")
-
-
-def load_postfix(work: Path, questions: Path = POSTFIX_QUESTIONS, name: str = "postfix") -> Corpus:
-    sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_postfix_corpus
-
-    corpus = load_docs(name, write_postfix_corpus(work / "postfix-docs"), questions)
-    return dataclasses.replace(corpus, index="postfix")
-
-
-def load_apache(work: Path, questions: Path = APACHE_QUESTIONS, name: str = "apache") -> Corpus:
-    sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_apache_corpus
-
-    corpus = load_docs(name, write_apache_corpus(work / "apache-docs"), questions)
-    return dataclasses.replace(corpus, index="apache")
-
-
-def load_sqlite(work: Path, questions: Path = SQLITE_QUESTIONS, name: str = "sqlite") -> Corpus:
-    sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_sqlite_corpus
-
-    corpus = load_docs(name, write_sqlite_corpus(work / "sqlite-docs"), questions)
-    return dataclasses.replace(corpus, index="sqlite")
-
-
-def load_rsyslog(work: Path, questions: Path = RSYSLOG_QUESTIONS, name: str = "rsyslog") -> Corpus:
-    sys.path.insert(0, str(c.ROOT / "benchmarks"))
-    from corpora import write_rsyslog_corpus
-
-    corpus = load_docs(name, write_rsyslog_corpus(work / "rsyslog-docs"), questions)
-    return dataclasses.replace(corpus, index="rsyslog")
+    write = getattr(corpora, f"write_{kind}_corpus")
+    corpus = load_docs(name or kind, write(work / f"{kind}-docs"), questions)
+    return dataclasses.replace(corpus, index=kind)
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -730,17 +696,17 @@ def main() -> None:
         "scifact": lambda: load_scifact(args.scifact, args.work),
         "stdlib": lambda: load_stdlib(args.work),
         "pydoc": lambda: load_pydoc(args.work),
-        "borg": lambda: load_borg(args.work),
-        "varnish": lambda: load_varnish(args.work),
-        "varnish-es": lambda: load_varnish(args.work, VARNISH_ES_QUESTIONS, "varnish-es"),
-        "postfix": lambda: load_postfix(args.work),
-        "postfix-es": lambda: load_postfix(args.work, POSTFIX_ES_QUESTIONS, "postfix-es"),
-        "apache": lambda: load_apache(args.work),
-        "apache-es": lambda: load_apache(args.work, APACHE_ES_QUESTIONS, "apache-es"),
-        "sqlite": lambda: load_sqlite(args.work),
-        "sqlite-es": lambda: load_sqlite(args.work, SQLITE_ES_QUESTIONS, "sqlite-es"),
-        "rsyslog": lambda: load_rsyslog(args.work),
-        "rsyslog-es": lambda: load_rsyslog(args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es"),
+        "borg": lambda: load_debian("borg", args.work, BORG_QUESTIONS),
+        "varnish": lambda: load_debian("varnish", args.work, VARNISH_QUESTIONS),
+        "varnish-es": lambda: load_debian("varnish", args.work, VARNISH_ES_QUESTIONS, "varnish-es"),
+        "postfix": lambda: load_debian("postfix", args.work, POSTFIX_QUESTIONS),
+        "postfix-es": lambda: load_debian("postfix", args.work, POSTFIX_ES_QUESTIONS, "postfix-es"),
+        "apache": lambda: load_debian("apache", args.work, APACHE_QUESTIONS),
+        "apache-es": lambda: load_debian("apache", args.work, APACHE_ES_QUESTIONS, "apache-es"),
+        "sqlite": lambda: load_debian("sqlite", args.work, SQLITE_QUESTIONS),
+        "sqlite-es": lambda: load_debian("sqlite", args.work, SQLITE_ES_QUESTIONS, "sqlite-es"),
+        "rsyslog": lambda: load_debian("rsyslog", args.work, RSYSLOG_QUESTIONS),
+        "rsyslog-es": lambda: load_debian("rsyslog", args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

@@ -49,6 +49,7 @@ from locallens.trim import unit_rows
 from locallens.unit_scores import (
     BIAS,
     BRIDGED,
+    POSSESSIVE,
     QuestionTerms,
     asked_fact,
     asks_name,
@@ -578,7 +579,7 @@ def unknown_words(
     for key, word in key_words(question, refined=True).items():
         if key in _KIND_KEYS or key in _FORM_KEYS or word in left_out or _NUMBER.fullmatch(word):
             continue
-        bare = _POSSESSIVE.sub("", word.lower())
+        bare = POSSESSIVE.sub("", word.lower())
         parts = [part for part in re.split(r"[._]+", bare) if part]
         if bare in written or _joined(bare) in written or (len(parts) > 1 and all(p in written for p in parts)):
             continue
@@ -635,7 +636,6 @@ def _written(hits: Sequence[Hit]) -> frozenset[str]:
 
 
 _TOKEN = re.compile(r"[\w.+-]+")
-_POSSESSIVE = re.compile(r"['’]s$")
 _NUMBER = re.compile(r"[\d.,]+")
 
 

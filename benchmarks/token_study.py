@@ -26,7 +26,11 @@ signal, less its median over all units, added to each unit's logit; the passage 
 `bench_answers.replay` does), and recall@1/2/3 of a unit that states the answer
 (`recall_grid`: the signal added to the shipped linear score). The shipped signals themselves,
 added once more, are the control: how much a weight moved away from the shipped ones loses on
-these sets, on which those were chosen. Token states are cached (`--states`, default
+these sets, on which those were chosen. Then the same with the ranking alone changed (the
+shipped scores' values given to the new order: the passage's margins see the same spread),
+how often each signal orders the answering unit above the shipped best where that one does not
+answer, every weight refitted with the signal beside the shipped ones (`refits`), and what the
+token states would cost at question time. Token states are cached (`--states`, default
 `/tmp/units-token-states.pkl`): about two minutes for the 14 development sets' 10,700 texts.
 """
 
@@ -66,7 +70,29 @@ DEFAULT_STATES = Path("/tmp/units-token-states.pkl")
 
 # The question's words that ask (English and Spanish), whose token states stand for the answer's slot.
 _WH = frozenset(
-    "what which how when where who whom whose why many much long often qué cuál cómo cuándo dónde quién cuánto cuántos".split()
+    [
+        "what",
+        "which",
+        "how",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "many",
+        "much",
+        "long",
+        "often",
+        "qué",
+        "cuál",
+        "cómo",
+        "cuándo",
+        "dónde",
+        "quién",
+        "cuánto",
+        "cuántos",
+    ]
 )
 
 # -- the question as a statement -------------------------------------------------------------------
@@ -277,6 +303,131 @@ def stated_grid(
         )
 
 
+def _reordered(case: dict[str, Any], linear: list[np.ndarray], extra: list[np.ndarray], w: float) -> bool:
+    """`_stated` with the ranking alone changed: the units in the order of the shipped linear
+    score plus `w` x `extra`, given the shipped scores' values in their order (so that the
+    passage's margins see the same spread of scores as before)."""
+    if case["refused"] or case["summary"]:
+        return not case["refused"] and contains_answer(case["answer"], case["answers"])
+    zeroed = np.asarray(case["zeroed"])
+    old = np.max([1.0 / (1.0 + np.exp(-(lin + BIAS))) for lin in linear], axis=0)
+    new = np.max([lin + w * e for lin, e in zip(linear, extra)], axis=0)
+    old[zeroed], new[zeroed] = 0.0, -np.inf
+    scores = np.empty_like(old)
+    scores[np.argsort(-new, kind="stable")] = np.sort(old)[::-1]
+    n = len(case["units"])
+    chosen = passage_units(
+        Scored(case["units"], scores, np.zeros(n), np.zeros((n, 1))), other_excerpts=not is_broad(case["question"])
+    )
+    return contains_answer("\n".join(_printed(u) for u, _ in chosen), case["answers"])
+
+
+def reordered_grid(
+    cases: list[dict[str, Any]],
+    linear: list[list[np.ndarray]],
+    extra: dict[str, list[list[np.ndarray]]],
+    corpus_of: dict[str, str],
+) -> None:
+    """Stated with the ranking alone changed (`_reordered`), each corpus left out."""
+    corpora = list(dict.fromkeys(corpus_of[c["set"]] for c in cases))
+    print(
+        "\nstated with the ranking alone changed (the shipped scores' values in the new order); each corpus left out:"
+    )
+    for name, values in extra.items():
+        table: dict[float, dict[str, int]] = {}
+        for w in STATED_GRID:
+            per = dict.fromkeys(corpora, 0)
+            for case, lin, vs in zip(cases, linear, values):
+                per[corpus_of[case["set"]]] += _reordered(case, lin, vs, w)
+            table[w] = per
+        left_out, picks = _loco(table, corpora, float)
+        print(
+            f"  {name:<16}"
+            + " ".join(f"{w:g}:{sum(table[w].values())}" for w in STATED_GRID)
+            + f" | left out {sum(table[0.0].values())} -> {left_out} (weights {', '.join(f'{p:g}' for p in picks)})",
+            flush=True,
+        )
+
+
+def hard_cases(
+    cases: list[dict[str, Any]], linear: list[list[np.ndarray]], extra: dict[str, list[list[np.ndarray]]]
+) -> None:
+    """On the questions whose shipped best unit does not state the answer while another unit does:
+    how often each signal puts that unit (the best-scored one that states it) above the best."""
+    hard = []
+    for k, case in enumerate(cases):
+        units = case["units"]
+        if not units or case["refused"] or case["summary"]:
+            continue
+        ok = ~np.asarray(case["zeroed"])
+        y = np.array([contains_answer(" ".join(p.text for p in _passage(u, units)), case["answers"]) for u in units])
+        s = np.where(ok, linear[k][0], -np.inf)
+        top = int(np.argmax(s))
+        if (y & ok).any() and not y[top]:
+            hard.append((k, top, max(np.flatnonzero(y & ok), key=lambda i: s[i])))
+    print(f"\n{len(hard)} questions whose best unit does not state the answer while another does: the signal")
+    print("  puts the unit that states it above / level with / below the best (the question's own reading)")
+    for name, values in extra.items():
+        diffs = np.array([values[k][0][pos] - values[k][0][top] for k, top, pos in hard])
+        print(
+            f"  {name:<16} {int((diffs > 1e-9).sum()):>4} {int((abs(diffs) <= 1e-9).sum()):>4} {int((diffs < -1e-9).sum()):>4}"
+        )
+
+
+def refits(
+    cases: list[dict[str, Any]],
+    rows: list[list[np.ndarray]],
+    extra: dict[str, list[list[np.ndarray]]],
+    corpus_of: dict[str, str],
+) -> None:
+    """recall@1/2/3 of the shipped signals refitted with each signal beside them, listwise and
+    pairwise (`rank_study.fit_listwise`, `fit_pairwise`), each corpus left out of its fit: a
+    judgement that does not favour the shipped weights, which were chosen on these sets."""
+    import rank_study as rs
+
+    base = [rs.rank_cases([c], corpus_of)[0] if c["units"] else None for c in cases]
+    width = len(FEATURES)
+    print("\nrecall@1/2/3, the shipped signals refitted with the signal beside them; each corpus left out:")
+    for name in ("", *extra):
+        ranked = []
+        for k, r in enumerate(base):
+            if r is None:
+                continue
+            new = [np.column_stack([x, v]) for x, v in zip(rows[k], extra[name][k])] if name else rows[k]
+            ranked.append(rs.RankCase(r.corpus, new, r.ok, r.y, r.keys))
+        cols = list(range(width + (1 if name else 0)))
+        cells = []
+        for fit in (rs.fit_listwise, rs.fit_pairwise):
+            total, _ = rs.loco(ranked, cols, fit)
+            cells.append("/".join(str(int(h)) for h in total))
+        print(f"  {name or 'shipped signals':<16} listwise {cells[0]:<12} pairwise {cells[1]}", flush=True)
+
+
+def cost(cases: list[dict[str, Any]], bert: Any) -> None:
+    """The token states' cost at question time: a forward pass over a question's units (a unit's
+    token states are not in the brain's sentence cache, which holds one vector per sentence)."""
+    import statistics
+    import time
+
+    bert.encode(["warm"])
+    sample = [c for c in cases[::10] if c["units"]]
+    print(f"\ntoken states at question time, {len(sample)} questions (median / max ms):")
+    for k in (None, 8, 3):
+        times = []
+        for case in sample:
+            ids = bert.token_ids([u.text for u in case["units"]][:k])
+            started = time.perf_counter()
+            bert.token_states(ids)
+            times.append((time.perf_counter() - started) * 1000)
+        print(f"  {'every unit' if k is None else f'{k} units'}: {statistics.median(times):.0f} / {max(times):.0f}")
+    times = []
+    for case in sample:
+        started = time.perf_counter()
+        bert.encode([statement(case["question"]) or case["question"]])
+        times.append((time.perf_counter() - started) * 1000)
+    print(f"  one statement's vector: {statistics.median(times):.1f} / {max(times):.1f}")
+
+
 def _recall(
     case: dict[str, Any], linear: list[np.ndarray], extra: list[np.ndarray], w: float, y: np.ndarray
 ) -> np.ndarray:
@@ -349,3 +500,7 @@ def study(cases: list[dict[str, Any]], corpus_of: dict[str, str], replay_feature
         extra[name] = [[f[name] for f in fs] for fs in per_case]
     stated_grid(cases, linear, extra, corpus_of)
     recall_grid(cases, linear, extra, corpus_of)
+    reordered_grid(cases, linear, extra, corpus_of)
+    hard_cases(cases, linear, extra)
+    refits(cases, rows, {name: extra[name] for name in SIGNALS}, corpus_of)
+    cost(cases, bert)

@@ -345,7 +345,8 @@ class NumpyBert:
 
     def token_states(self, ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
         """Each sequence's last-layer token states, (len(seq), dim) before pooling (specials
-        included): the vectors `forward` averages. For comparing texts token by token."""
+        included): the vectors `forward` averages. For comparing texts token by token
+        (`benchmarks/token_study.py`: late interaction between a question and answer units)."""
         out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(ids)
         with one_blas_thread() if sum(len(seq) for seq in ids) <= ONE_THREAD_TOKENS else contextlib.nullcontext():
             for batch in token_batches([len(seq) for seq in ids], 32 * self.max_seq_length):

@@ -385,6 +385,8 @@ def refits(
     judgement that does not favour the shipped weights, which were chosen on these sets."""
     import rank_study as rs
 
+    if len({corpus_of[c["set"]] for c in cases}) < 2:
+        return  # nothing to fit on with the only corpus left out
     base = [rs.rank_cases([c], corpus_of)[0] if c["units"] else None for c in cases]
     width = len(FEATURES)
     print("\nrecall@1/2/3, the shipped signals refitted with the signal beside them; each corpus left out:")

@@ -821,7 +821,8 @@ def scorer_transfer(args: argparse.Namespace, examples: list[dict[str, Any]] | N
 
 # The sets the refusal is fitted on and judged by. Each set belongs to its corpus (`SETS`), and
 # every corpus is left out in turn (`refusal_loco`): fitted on the others, judged on it. Sets
-# whose data is missing are skipped; varnish is never among them.
+# whose data is missing are skipped. Varnish (a held-out corpus until the fifth 2026-12-04 round)
+# and zsh joined them in that round; the shipped weights were fitted before (decisions.md).
 REFUSAL_SETS = (
     "sample",
     "broad",
@@ -835,8 +836,12 @@ REFUSAL_SETS = (
     "postfix-es",
     "apache",
     "apache-es",
+    "varnish",
+    "varnish-es",
+    "zsh",
+    "zsh-es",
 )
-SPANISH_SETS = frozenset({"es", "es-given", "pydoc-es", "postfix-es", "apache-es"})
+SPANISH_SETS = frozenset({"es", "es-given", "pydoc-es", "postfix-es", "apache-es", "varnish-es", "zsh-es"})
 # Answerable questions the fit leaves out: es's, whose excerpts mostly hold no answer (Spanish
 # notes, the English one not retrieved: neither refusing nor answering them says what the
 # refusal should do; es-given asks them with their note). They are still counted when judged.

@@ -277,10 +277,156 @@ DOC_TERMS: dict[str, str] = {
     "sobrescribe": "overwrites",
     "desmonto": "unmount",
     "desmonta": "unmounts",
+    # Shell, terminal and editor vocabulary (fifth 2026-12-04 round), by the same method: 218
+    # words and phrases of shells, terminals, line editors and job control, chosen from general
+    # knowledge (benchmarks/data/apertium_probe_words.txt, `benchmarks/apertium_probe.py`), each
+    # sent through Apertium in a neutral sentence ("El historial está aquí.", "Quiero cargar
+    # ahora.", "El fichero anterior está aquí."); those it rendered in another sense or left in
+    # Spanish are here ("historial" -> "record", "salida" -> "start", "búsqueda" -> "research",
+    # "pestaña" -> "eyelash", "cargar" -> "upload", "modo" -> "way", "anterior" -> "anterior",
+    # "oculto" -> "unseen", "devolver" -> "give", "anidar" -> "shelter", "espacio en blanco" ->
+    # "space in target"). Words with two documentation senses were left out ("entrada": input or
+    # entry; "esperar": wait or expect; "equipo", "tema", "llave", "núcleo", "guion"). An English
+    # word that is also a Spanish word form is translated again: "load" is the imperative of
+    # "loar" (rendered "praise"), so "cargar" is put as "loads".
+    "historial": "history",
+    "historiales": "histories",
+    "subcarpeta": "subfolder",
+    "subcarpetas": "subfolders",
+    "ruta": "path",
+    "rutas": "paths",
+    "órdenes": "commands",
+    "pestaña": "tab",
+    "pestañas": "tabs",
+    "barra invertida": "backslash",
+    "comilla": "quote",
+    "comillas": "quotes",
+    "corchete": "bracket",
+    "corchetes": "brackets",
+    "modificador": "modifier",
+    "modificadores": "modifiers",
+    "inicio de sesión": "login",
+    "cierre de sesión": "logout",
+    "salida": "output",
+    "salidas": "outputs",
+    "código de salida": "exit code",
+    "códigos de salida": "exit codes",
+    "estado de salida": "exit status",
+    "autocompletado": "autocompletion",
+    "autocompletar": "autocomplete",
+    "búsqueda": "search",
+    "búsquedas": "searches",
+    "editor de línea": "line editor",
+    "modo": "mode",
+    "modos": "modes",
+    "de modo que": "so that",
+    "de este modo": "this way",
+    "de ese modo": "that way",
+    "del mismo modo": "likewise",
+    "de todos modos": "anyway",
+    "directorio de trabajo": "working directory",
+    "directorio personal": "home directory",
+    "carpeta personal": "home folder",
+    "tabla hash": "hash table",
+    "espacio en blanco": "whitespace",
+    "espacios en blanco": "whitespace",
+    "separador": "separator",
+    "separadores": "separators",
+    "combinación de teclas": "key combination",
+    "combinaciones de teclas": "key combinations",
+    "cargar": "loads",
+    "cargo": "loads",
+    "carga": "loads",
+    "cargan": "loads",
+    "cargado": "loaded",
+    "cargada": "loaded",
+    "cargados": "loaded",
+    "cargadas": "loaded",
+    "recargar": "reload",
+    "recarga": "reloads",
+    "teclear": "type",
+    "tecleo": "type",
+    "teclea": "types",
+    "tecleado": "typed",
+    "presionar": "press",
+    "presiono": "press",
+    "presiona": "presses",
+    "entrecomillar": "quote",
+    "recortar": "trim",
+    "anidar": "nest",
+    "anidado": "nested",
+    "anidada": "nested",
+    "anidados": "nested",
+    "anidadas": "nested",
+    "devolver": "return",
+    "devuelve": "returns",
+    "devuelven": "return",
+    "devuelto": "returned",
+    "coincide": "matches",
+    "coinciden": "match",
+    "coincidir": "match",
+    "anterior": "previous",
+    "anteriores": "previous",
+    "oculto": "hidden",
+    "oculta": "hidden",
+    "ocultos": "hidden",
+    "ocultas": "hidden",
 }
 _DOC_TERM = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
     re.IGNORECASE,
+)
+# An infinitive of `DOC_TERMS` with an object pronoun joined to it ("teclearla", "cargarlos"):
+# Apertium does not know the joined word when it does not know the verb.
+_CLITIC_OBJECT = {"lo": "it", "la": "it", "le": "it", "los": "them", "las": "them", "les": "them"}
+_DOC_VERB_CLITIC = re.compile(
+    r"(?<![\w-])("
+    + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(r"\w+[aei]r", t))
+    + r")(los|las|les|lo|la|le)(?![\w-])",
+    re.IGNORECASE,
+)
+
+# Spanish constructions Apertium renders word for word, with what it should read: "La opción hace
+# que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
+# -> "in place to erase it", "tan pronto como" -> "so prompt as", "deja de guardar" -> "leaves to
+# save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry". Chosen from a list of 30 common
+# constructions sent through Apertium in a neutral sentence ("El servidor guarda el fichero en
+# lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered in another sense are
+# here. The replacement is English, or a Spanish synonym Apertium renders right ("en vez de").
+CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"hace que", "makes"),
+        (r"hacen que|hacer que|haga que|hagan que", "make"),
+        (r"no coincide", "does not match"),
+        (r"no coinciden", "do not match"),
+        (r"permite que|deja que", "lets"),
+        (r"permiten que|permitir que|dejan que|dejar que", "let"),
+        (r"en lugar de", "en vez de"),
+        # "evitar" -> "avert": its synonym "impedir" is rendered "prevent".
+        (r"evita", "impide"),
+        (r"evitan", "impiden"),
+        (r"evitar", "impedir"),
+        (r"evito", "impido"),
+        # "¿Cuánto tarda / dura / espera...?" -> "How much takes / hard / expects...?"
+        (r"cu[aá]nto(?: tiempo)? tardan?", "how long takes"),
+        (r"cu[aá]nto(?: tiempo)? duran?", "how long lasts"),
+        (r"cu[aá]nto(?: tiempo)? esperan?", "how long waits"),
+        (r"tan pronto como|en cuanto(?! a\b)", "as soon as"),
+        (r"deja de", "stops"),
+        (r"dejan de|dejar de|dejo de", "stop"),
+        (r"de golpe|de una vez", "in one go"),
+        # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
+        # alfabético"): a feminine determiner reads it as a command (its plural is in DOC_TERMS).
+        (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 command"),
+        (r"pone en marcha", "starts"),
+        (r"poner en marcha|pongo en marcha|ponen en marcha", "start"),
+        (r"lleva a cabo|llevan a cabo|llevar a cabo", "carry out"),
+        (r"tiene en cuenta|tienen en cuenta|tener en cuenta|tengo en cuenta", "take into account"),
+        (r"da de baja|dar de baja|doy de baja", "remove"),
+        (r"da de alta|dar de alta|doy de alta", "add"),
+        (r"echar un vistazo a|echo un vistazo a", "look at"),
+    )
 )
 
 
@@ -305,6 +451,11 @@ QUESTION_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"c[oó]mo s[eé] si", "How do I know if"),
         (r"para qu[eé] sirven?", "What is the use of"),
         (r"qu[eé] diferencia hay entre", "What is the difference between"),
+        # fifth round: "cuánto" with a verb of time ("¿Cuánto tarda / dura / espera...?" -> "How
+        # much takes / hard / expects"), from the construction probe (`CONSTRUCTIONS`)
+        (r"cu[aá]nto(?: tiempo)? tardan?", "How long takes"),
+        (r"cu[aá]nto(?: tiempo)? duran?", "How long lasts"),
+        (r"cu[aá]nto(?: tiempo)? esperan?", "How long waits"),
     )
 )
 # Apertium renders "¿Cómo cambio...?" / "¿Dónde pongo...?" without English's do-support: "How I
@@ -330,7 +481,13 @@ def with_do_support(rendered: str) -> str:
 
 
 def with_doc_terms(question: str) -> str:
-    """`question` with its documentation words in English (`DOC_TERMS`)."""
+    """`question` with its constructions as Apertium should read them (`CONSTRUCTIONS`) and its
+    documentation words in English (`DOC_TERMS`, an infinitive's joined object pronoun too)."""
+    for pattern, replacement in CONSTRUCTIONS:
+        question = pattern.sub(replacement, question)
+    question = _DOC_VERB_CLITIC.sub(
+        lambda m: f"{DOC_TERMS[m.group(1).lower()]} {_CLITIC_OBJECT[m.group(2).lower()]}", question
+    )
     return _DOC_TERM.sub(lambda m: DOC_TERMS[m.group(1).lower()], question)
 
 

@@ -288,7 +288,7 @@ DOC_TERMS: dict[str, str] = {
     # "space in target"). Words with two documentation senses were left out ("entrada": input or
     # entry; "esperar": wait or expect; "equipo", "tema", "llave", "núcleo", "guion"). An English
     # word that is also a Spanish word form is translated again: "load" is the imperative of
-    # "loar" (rendered "praise"), so "cargar" is put as "loads".
+    # "loar" (rendered "praise"), so "cargar" is put as "loads"; "as soon as" came out "ace soon ace".
     "historial": "history",
     "historiales": "histories",
     "subcarpeta": "subfolder",
@@ -319,11 +319,6 @@ DOC_TERMS: dict[str, str] = {
     "editor de línea": "line editor",
     "modo": "mode",
     "modos": "modes",
-    "de modo que": "so that",
-    "de este modo": "this way",
-    "de ese modo": "that way",
-    "del mismo modo": "likewise",
-    "de todos modos": "anyway",
     "directorio de trabajo": "working directory",
     "directorio personal": "home directory",
     "carpeta personal": "home folder",
@@ -365,6 +360,10 @@ DOC_TERMS: dict[str, str] = {
     "coincide": "matches",
     "coinciden": "match",
     "coincidir": "match",
+    "asociativo": "associative",
+    "asociativa": "associative",
+    "asociativos": "associative",
+    "asociativas": "associative",
     "anterior": "previous",
     "anteriores": "previous",
     "oculto": "hidden",
@@ -403,6 +402,19 @@ CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"permite que|deja que", "lets"),
         (r"permiten que|permitir que|dejan que|dejar que", "let"),
         (r"en lugar de", "en vez de"),
+        # a negation's "nada" -> "at all" ("no hace nada" -> "does not do at all")
+        (r"(no(?: \w+){1,2}) nada", r"\1 anything"),
+        # "entrar en" -> "go in in"
+        (r"entrar en", "go into"),
+        (r"entro en", "I go into"),
+        (r"entra en", "goes into"),
+        (r"entran en", "go into"),
+        # "modo" is "mode" (DOC_TERMS); its phrases are put as their synonyms with "forma".
+        (r"de modo que", "de forma que"),
+        (r"de este modo", "de esta forma"),
+        (r"de ese modo", "de esa forma"),
+        (r"del mismo modo", "de la misma forma"),
+        (r"de todos modos", "de todas formas"),
         # "evitar" -> "avert": its synonym "impedir" is rendered "prevent".
         (r"evita", "impide"),
         (r"evitan", "impiden"),
@@ -412,13 +424,14 @@ CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"cu[aá]nto(?: tiempo)? tardan?", "how long takes"),
         (r"cu[aá]nto(?: tiempo)? duran?", "how long lasts"),
         (r"cu[aá]nto(?: tiempo)? esperan?", "how long waits"),
-        (r"tan pronto como|en cuanto(?! a\b)", "as soon as"),
         (r"deja de", "stops"),
         (r"dejan de|dejar de|dejo de", "stop"),
         (r"de golpe|de una vez", "in one go"),
         # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
         # alfabético"): a feminine determiner reads it as a command (its plural is in DOC_TERMS).
         (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 command"),
+        # and so does "con" (an instrument: "¿Con qué orden veo...?", "with which command")
+        (r"con qu[eé] orden", "con qué comando"),
         (r"pone en marcha", "starts"),
         (r"poner en marcha|pongo en marcha|ponen en marcha", "start"),
         (r"lleva a cabo|llevan a cabo|llevar a cabo", "carry out"),

@@ -80,13 +80,13 @@ DOC_TERMS: dict[str, str] = {
     "comandos": "commands",
     "pila": "stack",
     "traza": "trace",
-    "trazas": "traces",
+    "trazas": "trace",
     "cadena": "string",
     "cadenas": "strings",
     "gestor": "manager",
     "gestores": "managers",
     "se lanza": "is raised",
-    "se lanzan": "are raised",
+    "se lanzan": "get raised",
     "lanza": "raises",
     "lanzan": "raise",
     "lanzar": "raise",
@@ -184,7 +184,7 @@ DOC_TERMS: dict[str, str] = {
     "tiempos de espera": "timeouts",
     "caducidad": "expiry",
     "caducar": "expire",
-    "caduca": "expires",
+    "caduca": "expire",
     "caducan": "expire",
     "salida estándar": "standard output",
     "entrada estándar": "standard input",
@@ -193,8 +193,8 @@ DOC_TERMS: dict[str, str] = {
     "analizador": "parser",
     "cadena de texto": "string",
     "cadenas de texto": "strings",
-    "expresión regular": "regular expression",
-    "expresiones regulares": "regular expressions",
+    "expresión regular": "regex",
+    "expresiones regulares": "regexes",
     "coincidencia": "match",
     "coincidencias": "matches",
     "comodín": "wildcard",
@@ -221,10 +221,10 @@ DOC_TERMS: dict[str, str] = {
     "redes": "networks",
     "cortafuegos": "firewall",
     "proxy inverso": "reverse proxy",
-    "balanceo de carga": "load balancing",
-    "equilibrio de carga": "load balancing",
-    "réplica": "replica",
-    "réplicas": "replicas",
+    "balanceo de carga": "loads balancing",
+    "equilibrio de carga": "loads balancing",
+    "réplica": "replication",
+    "réplicas": "replication",
     "clúster": "cluster",
     "purgar": "purge",
     "vaciar": "empty",
@@ -387,11 +387,32 @@ _DOC_VERB_CLITIC = re.compile(
 
 # Spanish constructions Apertium renders word for word, with what it should read: "La opción hace
 # que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
-# -> "in place to erase it", "tan pronto como" -> "so prompt as", "deja de guardar" -> "leaves to
-# save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry". Chosen from a list of 30 common
-# constructions sent through Apertium in a neutral sentence ("El servidor guarda el fichero en
-# lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered in another sense are
-# here. The replacement is English, or a Spanish synonym Apertium renders right ("en vez de").
+# -> "in place to erase it", "no hace nada" -> "does not do at all", "entrar en" -> "go in in",
+# "deja de guardar" -> "leaves to save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry".
+# Chosen from ~60 common constructions sent through Apertium in a neutral sentence ("El servidor
+# guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered
+# in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
+SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"en lugar de", "en vez de"),
+        # "modo" is "mode" (DOC_TERMS); its phrases are put as their synonyms with "forma"
+        (r"de modo que", "de forma que"),
+        (r"de este modo", "de esta forma"),
+        (r"de ese modo", "de esa forma"),
+        (r"del mismo modo", "de la misma forma"),
+        (r"de todos modos", "de todas formas"),
+        # "evitar" -> "avert": its synonym "impedir" is rendered "prevent"
+        (r"evita", "impide"),
+        (r"evitan", "impiden"),
+        (r"evitar", "impedir"),
+        (r"evito", "impido"),
+        # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
+        # alfabético"); with "con" it is an instrument ("¿Con qué orden veo...?"): a command
+        (r"(con qu[eé]) orden", r"\1 comando"),
+        (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 comando"),
+    )
+)
 CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
     for pattern, replacement in (
@@ -401,37 +422,17 @@ CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"no coinciden", "do not match"),
         (r"permite que|deja que", "lets"),
         (r"permiten que|permitir que|dejan que|dejar que", "let"),
-        (r"en lugar de", "en vez de"),
-        # a negation's "nada" -> "at all" ("no hace nada" -> "does not do at all")
+        (r"deja de", "stops"),
+        (r"dejan de|dejar de|dejo de", "stop"),
+        # a negation's "nada" -> "at all"
         (r"(no(?: \w+){1,2}) nada", r"\1 anything"),
-        # "entrar en" -> "go in in"
-        (r"entrar en", "go into"),
+        (r"entrar en|entran en", "go into"),
         (r"entro en", "I go into"),
         (r"entra en", "goes into"),
-        (r"entran en", "go into"),
-        # "modo" is "mode" (DOC_TERMS); its phrases are put as their synonyms with "forma".
-        (r"de modo que", "de forma que"),
-        (r"de este modo", "de esta forma"),
-        (r"de ese modo", "de esa forma"),
-        (r"del mismo modo", "de la misma forma"),
-        (r"de todos modos", "de todas formas"),
-        # "evitar" -> "avert": its synonym "impedir" is rendered "prevent".
-        (r"evita", "impide"),
-        (r"evitan", "impiden"),
-        (r"evitar", "impedir"),
-        (r"evito", "impido"),
-        # "¿Cuánto tarda / dura / espera...?" -> "How much takes / hard / expects...?"
         (r"cu[aá]nto(?: tiempo)? tardan?", "how long takes"),
         (r"cu[aá]nto(?: tiempo)? duran?", "how long lasts"),
         (r"cu[aá]nto(?: tiempo)? esperan?", "how long waits"),
-        (r"deja de", "stops"),
-        (r"dejan de|dejar de|dejo de", "stop"),
         (r"de golpe|de una vez", "in one go"),
-        # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
-        # alfabético"): a feminine determiner reads it as a command (its plural is in DOC_TERMS).
-        (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 command"),
-        # and so does "con" (an instrument: "¿Con qué orden veo...?", "with which command")
-        (r"con qu[eé] orden", "con qué comando"),
         (r"pone en marcha", "starts"),
         (r"poner en marcha|pongo en marcha|ponen en marcha", "start"),
         (r"lleva a cabo|llevan a cabo|llevar a cabo", "carry out"),
@@ -494,9 +495,9 @@ def with_do_support(rendered: str) -> str:
 
 
 def with_doc_terms(question: str) -> str:
-    """`question` with its constructions as Apertium should read them (`CONSTRUCTIONS`) and its
+    """`question` with its constructions as Apertium should read them (`SYNONYMS`, `CONSTRUCTIONS`) and its
     documentation words in English (`DOC_TERMS`, an infinitive's joined object pronoun too)."""
-    for pattern, replacement in CONSTRUCTIONS:
+    for pattern, replacement in (*SYNONYMS, *CONSTRUCTIONS):
         question = pattern.sub(replacement, question)
     question = _DOC_VERB_CLITIC.sub(
         lambda m: f"{DOC_TERMS[m.group(1).lower()]} {_CLITIC_OBJECT[m.group(2).lower()]}", question

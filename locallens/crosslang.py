@@ -277,8 +277,8 @@ DOC_TERMS: dict[str, str] = {
     "sobrescribe": "overwrites",
     "desmonto": "unmount",
     "desmonta": "unmounts",
-    # Shell, terminal and editor vocabulary (fifth 2026-12-04 round), by the same method: 218
-    # words and phrases of shells, terminals, line editors and job control, chosen from general
+    # Shell, terminal and editor vocabulary (fifth 2026-12-04 round), by the same method: 282
+    # words and phrases of shells, terminals, line editors, job control and configuration, chosen from general
     # knowledge (benchmarks/data/apertium_probe_words.txt, `benchmarks/apertium_probe.py`), each
     # sent through Apertium in a neutral sentence ("El historial está aquí.", "Quiero cargar
     # ahora.", "El fichero anterior está aquí."); those it rendered in another sense or left in
@@ -411,7 +411,7 @@ _DOC_VERB_CLITIC = re.compile(
 # que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
 # -> "in place to erase it", "no hace nada" -> "does not do at all", "entrar en" -> "go in in",
 # "deja de guardar" -> "leaves to save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry".
-# Chosen from ~60 common constructions sent through Apertium in a neutral sentence ("El servidor
+# Chosen from 63 neutral sentences of common constructions sent through Apertium in a neutral sentence ("El servidor
 # guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered
 # in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
 SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(

@@ -687,6 +687,83 @@ def _translate_once(command: str, text: str) -> str | None:
     return " ".join(done.stdout.split()) if done.returncode == 0 else None
 
 
+# A finite verb of the third person in Apertium's analysis ("pasar<vblex><pri><p3><sg>"), and the
+# readings that go on a noun phrase ("función de VCL", "constante integrada").
+_FINITE_P3 = re.compile(r"^(?!ser<|estar<|haber<)[^<]+<(?:vblex|vbmod)><(?:pri|pii|ifi|fti|cni)><p3>")
+_NOUN_PHRASE = ("<n>", "<np>", "<adj>", "<num>", "<vblex><pp>")
+_LEXICAL_UNIT = re.compile(r"\^([^/$]*)/([^$]*)\$")
+
+
+def relative_form(question: str, analysed: list[tuple[str, list[str]]]) -> str | None:
+    """ "¿Qué opción activa el soporte?" as "¿Cuál es la opción que activa el soporte?", or None.
+
+    After "¿Qué <noun>" Apertium's tagger reads an ambiguous verb as an adjective or a noun
+    ("activa" -> "Which active option", "pasa" -> "raisin", "vale" -> "voucher", "directiva indica"
+    -> "managerial indicates"); in a relative clause it reads it as the verb ("Which is the option
+    that actuates the support"). `analysed` is Apertium's morphological analysis of the question:
+    each word with its readings ("activar<vblex><pri><p3><sg>", "*Host" for a word it does not
+    know). The noun's gender and number give the article; the verb is the first word after the
+    noun phrase (adjectives, participles, names, "de" and its noun, at most four words) that can
+    be a finite verb of the third person."""
+    words = [(surface, readings) for surface, readings in analysed if surface not in ("¿", "¡")]
+    if len(words) < 3 or words[0][0].lower() not in ("qué", "que"):
+        return None
+    noun = next((r for r in words[1][1] if "<n>" in r), None)
+    if noun is None:
+        return None
+    verb = None
+    for surface, readings in words[2:6]:
+        if any(_FINITE_P3.match(r) for r in readings):
+            verb = surface
+            break
+        if (
+            surface.lower() != "de"
+            and not any(t in r for r in readings for t in _NOUN_PHRASE)
+            and readings != [f"*{surface}"]
+        ):
+            return None
+    opener = re.match(r"^\s*¿?\s*(qu[eé])\s+", question, re.IGNORECASE)
+    if verb is None or opener is None:
+        return None
+    noun_at = re.search(rf"(?<!\w){re.escape(words[1][0])}(?!\w)", question[opener.end() :])
+    if noun_at is None:
+        return None
+    after_noun = opener.end() + noun_at.end()
+    verb_at = re.search(rf"(?<!\w){re.escape(verb)}(?!\w)", question[after_noun:])
+    if verb_at is None:
+        return None
+    at = after_noun + verb_at.start()
+    plural, feminine = "<pl>" in noun, "<f>" in noun
+    article = {(False, False): "el", (False, True): "la", (True, False): "los", (True, True): "las"}
+    lead = "Cuáles son" if plural else "Cuál es"
+    return (
+        f"{question[: opener.start(1)]}{lead} {article[plural, feminine]} "
+        f"{question[opener.end() : at]}que {question[at:]}"
+    )
+
+
+def _analysis(command: str, question: str) -> list[tuple[str, list[str]]] | None:
+    """Apertium's morphological analysis of `question` (the first stage of its Spanish-English
+    mode, as its own long-lived pipeline), or None."""
+    analyser = _analyser_of(command)
+    out = analyser.translate(question) if analyser is not None else None
+    if not out:
+        return None
+    return [(m.group(1), m.group(2).split("/")) for m in _LEXICAL_UNIT.finditer(out)]
+
+
+@lru_cache(maxsize=4)
+def _analyser_of(command: str) -> Translator | None:
+    pipeline = null_flush_pipeline(
+        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
+    )
+    if pipeline is None:
+        return None
+    analyser = Translator(["bash", "-c", pipeline[2].split(" | ")[0]])
+    atexit.register(analyser.close)
+    return analyser
+
+
 def _apertium_rendering(question: str) -> str | None:
     """Apertium's English of `question`, its documentation words first put in English
     (`with_doc_terms`) and the identifiers it lost added back (`keep_identifiers`); None when
@@ -699,7 +776,9 @@ def _apertium_rendering(question: str) -> str | None:
         rest = _translate(command, _CLAUSE_LEAD[0] + with_doc_terms(form[1]))
         if rest and rest.startswith(_CLAUSE_LEAD[1]):
             return keep_identifiers(question, f"{form[0]} {rest[len(_CLAUSE_LEAD[1]) :]}")
-    text = _translate(command, with_doc_terms(question))
+    analysed = _analysis(command, question)
+    relative = relative_form(question, analysed) if analysed else None
+    text = _translate(command, with_doc_terms(relative or question))
     return keep_identifiers(question, with_do_support(text)) if text else None
 
 

@@ -436,3 +436,41 @@ def test_every_english_word_put_before_translation_comes_out_of_apertium_as_it_w
         if not all(word in words(out) for word in words(value)):
             lost[value] = out
     assert lost == {}
+
+
+def test_a_verb_after_que_and_its_noun_is_put_in_a_relative_clause() -> None:
+    # Apertium's analysis as `_analysis` gives it: each word with its readings
+    analysed = [
+        ("¿", ["¿<lquest>"]),
+        ("Qué", ["Qué<prn><itg><m><sg>", "Qué<det><itg><mf><sp>"]),
+        ("función", ["función<n><f><sg>"]),
+        ("de", ["de<pr>"]),
+        ("VCL", ["*VCL"]),
+        ("pasa", ["pasa<n><f><sg>", "pasar<vblex><pri><p3><sg>"]),
+        ("la", ["el<det><def><f><sg>"]),
+        ("cabecera", ["*cabecera"]),
+        ("?", ["?<sent>"]),
+    ]
+    question = "¿Qué función de VCL pasa la cabecera?"
+    assert crosslang.relative_form(question, analysed) == "¿Cuál es la función de VCL que pasa la cabecera?"
+    plural = [
+        ("¿", ["¿<lquest>"]),
+        ("Qué", ["Qué<prn><itg><m><sg>"]),
+        ("puertos", ["puerto<n><m><pl>"]),
+        ("usan", ["usar<vblex><pri><p3><pl>"]),
+    ]
+    assert crosslang.relative_form("¿Qué puertos usan?", plural) == "¿Cuáles son los puertos que usan?"
+    # no noun after "qué", a determiner before any verb, "ser": left as it is
+    no_noun = [("¿", ["¿<lquest>"]), ("Qué", ["Qué<prn><itg><m><sg>"]), ("es", ["ser<vbser><pri><p3><sg>"])]
+    assert crosslang.relative_form("¿Qué es?", no_noun) is None
+    determiner = [*analysed[:3], ("la", ["el<det><def><f><sg>"]), ("lista", ["lista<n><f><sg>"]), analysed[5]]
+    assert crosslang.relative_form("¿Qué función la lista pasa?", determiner) is None
+    is_ = [analysed[0], analysed[1], analysed[2], ("es", ["ser<vbser><pri><p3><sg>"])]
+    assert crosslang.relative_form("¿Qué función es?", is_) is None
+    assert crosslang.relative_form("¿Dónde está?", [("¿", []), ("Dónde", ["dónde<adv><itg>"])]) is None
+
+
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_apertium_reads_the_verb_after_que_and_its_noun_as_a_verb() -> None:
+    rendered = crosslang._apertium_rendering("¿Qué opción activa el soporte de HTTP/2?")
+    assert rendered is not None and "active option" not in rendered and "option that" in rendered

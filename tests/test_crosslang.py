@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from locallens import crosslang
 from locallens.domain import Rendering
@@ -474,3 +476,22 @@ def test_a_verb_after_que_and_its_noun_is_put_in_a_relative_clause() -> None:
 def test_apertium_reads_the_verb_after_que_and_its_noun_as_a_verb() -> None:
     rendered = crosslang._apertium_rendering("¿Qué opción activa el soporte de HTTP/2?")
     assert rendered is not None and "active option" not in rendered and "option that" in rendered
+
+
+_WORDS = st.sampled_from(["¿", "Qué", "qué", "opción", "de", "VCL", "activa", "la", "es", "?", "a(", "[x]", ""])
+_READINGS = st.lists(
+    st.sampled_from(
+        ["x<n><f><sg>", "x<n><m><pl>", "x<vblex><pri><p3><sg>", "ser<vbser><pri><p3><sg>", "x<adj>", "x<pr>", "*x"]
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _READINGS), max_size=8), st.text(max_size=60))
+def test_the_relative_form_and_the_documentation_words_take_any_text(analysed, text) -> None:  # type: ignore[no-untyped-def]
+    question = " ".join(surface for surface, _ in analysed) + text
+    relative = crosslang.relative_form(question, analysed)
+    # a relative form keeps every word of the question after the opener, and adds "que"
+    assert relative is None or (" que " in relative and relative.startswith(question[: question.lower().find("qu")]))
+    assert isinstance(crosslang.with_doc_terms(question), str)

@@ -45,7 +45,10 @@ is in no document, the right answer being the refusal):
   zsh_es_over_en.jsonl (8 + 2, Spanish) over the Z shell manual and FAQ (Debian `zsh-doc`,
   `corpora.py --zsh`): long reference pages (a chapter each, most of them definition lists of
   options, parameters, builtins and their flags), written before anything was measured on them;
-  a development corpus, out of the default `--sets`.
+  a development corpus, out of the default `--sets`. zsh-es2: zsh_es2_over_en.jsonl (20 + 2),
+  Spanish questions in a Spanish speaker's words (carpeta, fichero, historial, comodín, orden,
+  tecla, atajo) over the same corpus, written with their English (zsh_es2_gold_en.jsonl) before
+  anything was run on them: Spanish on a corpus its handling was not fitted to.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -144,6 +147,7 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "rsyslog-es": ("rsyslog", [DATA / "rsyslog_es_over_en.jsonl"]),
     "zsh": ("zsh", [DATA / "zsh_questions.jsonl"]),
     "zsh-es": ("zsh", [DATA / "zsh_es_over_en.jsonl"]),
+    "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);

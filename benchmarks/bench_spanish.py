@@ -16,7 +16,8 @@ does not is put at the stage where it was lost:
 
 Per question: the Spanish question, Apertium's rendering, the person's English, and the answer
 type (`unit_scores.answer_type`) of each. Sets: es, es-given, pydoc-es, postfix-es, apache-es,
-varnish-es (each with its gold English; es-given with the expected note's chunks first).
+varnish-es, zsh-es, zsh-es2 (each with its gold English; es-given with the expected note's
+chunks first).
 
     python benchmarks/bench_spanish.py --workdir W [--sets es,pydoc-es] [--save F.jsonl]
 """
@@ -38,6 +39,8 @@ GOLD = {
     "postfix-es": "postfix_es_gold_en.jsonl",
     "apache-es": "apache_es_gold_en.jsonl",
     "varnish-es": "varnish_es_gold_en.jsonl",
+    "zsh-es": "zsh_es_gold_en.jsonl",
+    "zsh-es2": "zsh_es2_gold_en.jsonl",
 }
 STAGES = ("retrieval", "refusal", "unit selection")
 

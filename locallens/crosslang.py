@@ -80,13 +80,13 @@ DOC_TERMS: dict[str, str] = {
     "comandos": "commands",
     "pila": "stack",
     "traza": "trace",
-    "trazas": "traces",
+    "trazas": "trace",
     "cadena": "string",
     "cadenas": "strings",
     "gestor": "manager",
     "gestores": "managers",
     "se lanza": "is raised",
-    "se lanzan": "are raised",
+    "se lanzan": "get raised",
     "lanza": "raises",
     "lanzan": "raise",
     "lanzar": "raise",
@@ -184,7 +184,7 @@ DOC_TERMS: dict[str, str] = {
     "tiempos de espera": "timeouts",
     "caducidad": "expiry",
     "caducar": "expire",
-    "caduca": "expires",
+    "caduca": "expire",
     "caducan": "expire",
     "salida estándar": "standard output",
     "entrada estándar": "standard input",
@@ -193,8 +193,8 @@ DOC_TERMS: dict[str, str] = {
     "analizador": "parser",
     "cadena de texto": "string",
     "cadenas de texto": "strings",
-    "expresión regular": "regular expression",
-    "expresiones regulares": "regular expressions",
+    "expresión regular": "regex",
+    "expresiones regulares": "regexes",
     "coincidencia": "match",
     "coincidencias": "matches",
     "comodín": "wildcard",
@@ -221,10 +221,10 @@ DOC_TERMS: dict[str, str] = {
     "redes": "networks",
     "cortafuegos": "firewall",
     "proxy inverso": "reverse proxy",
-    "balanceo de carga": "load balancing",
-    "equilibrio de carga": "load balancing",
-    "réplica": "replica",
-    "réplicas": "replicas",
+    "balanceo de carga": "loads balancing",
+    "equilibrio de carga": "loads balancing",
+    "réplica": "replication",
+    "réplicas": "replication",
     "clúster": "cluster",
     "purgar": "purge",
     "vaciar": "empty",
@@ -277,10 +277,197 @@ DOC_TERMS: dict[str, str] = {
     "sobrescribe": "overwrites",
     "desmonto": "unmount",
     "desmonta": "unmounts",
+    # Shell, terminal and editor vocabulary (fifth 2026-12-04 round), by the same method: 282
+    # words and phrases of shells, terminals, line editors, job control and configuration, chosen from general
+    # knowledge (benchmarks/data/apertium_probe_words.txt, `benchmarks/apertium_probe.py`), each
+    # sent through Apertium in a neutral sentence ("El historial está aquí.", "Quiero cargar
+    # ahora.", "El fichero anterior está aquí."); those it rendered in another sense or left in
+    # Spanish are here ("historial" -> "record", "salida" -> "start", "búsqueda" -> "research",
+    # "pestaña" -> "eyelash", "cargar" -> "upload", "modo" -> "way", "anterior" -> "anterior",
+    # "oculto" -> "unseen", "devolver" -> "give", "anidar" -> "shelter", "espacio en blanco" ->
+    # "space in target"). Words with two documentation senses were left out ("entrada": input or
+    # entry; "esperar": wait or expect; "equipo", "tema", "llave", "núcleo", "guion"). An English
+    # word that is also a Spanish word form is translated again: "load" is the imperative of
+    # "loar" (rendered "praise"), so "cargar" is put as "loads"; "as soon as" came out "ace soon ace".
+    "historial": "history",
+    "historiales": "histories",
+    "subcarpeta": "subfolder",
+    "subcarpetas": "subfolders",
+    "ruta": "path",
+    "rutas": "paths",
+    "órdenes": "commands",
+    "pestaña": "tab",
+    "pestañas": "tabs",
+    "barra invertida": "backslash",
+    "comilla": "quote",
+    "comillas": "quotes",
+    "corchete": "bracket",
+    "corchetes": "brackets",
+    "modificador": "modifier",
+    "modificadores": "modifiers",
+    "inicio de sesión": "login",
+    "cierre de sesión": "logout",
+    "salida": "output",
+    "salidas": "outputs",
+    "código de salida": "exit code",
+    "códigos de salida": "exit codes",
+    "estado de salida": "exit status",
+    "autocompletado": "autocompletion",
+    "autocompletar": "autocomplete",
+    "búsqueda": "search",
+    "búsquedas": "searches",
+    "editor de línea": "line editor",
+    "modo": "mode",
+    "modos": "modes",
+    "directorio de trabajo": "working directory",
+    "directorio personal": "home directory",
+    "carpeta personal": "home folder",
+    "tabla hash": "hash table",
+    "espacio en blanco": "whitespace",
+    "espacios en blanco": "whitespace",
+    "separador": "separator",
+    "separadores": "separators",
+    "combinación de teclas": "key combination",
+    "combinaciones de teclas": "key combinations",
+    "cargar": "loads",
+    "cargo": "loads",
+    "carga": "loads",
+    "cargan": "loads",
+    "cargado": "loaded",
+    "cargada": "loaded",
+    "cargados": "loaded",
+    "cargadas": "loaded",
+    "recargar": "reload",
+    "recarga": "reloads",
+    "teclear": "type",
+    "tecleo": "type",
+    "teclea": "types",
+    "tecleado": "typed",
+    "presionar": "press",
+    "presiono": "press",
+    "presiona": "presses",
+    "entrecomillar": "quote",
+    "recortar": "trim",
+    "anidar": "nest",
+    "anidado": "nested",
+    "anidada": "nested",
+    "anidados": "nested",
+    "anidadas": "nested",
+    "devolver": "return",
+    "devuelve": "returns",
+    "devuelven": "return",
+    "devuelto": "returned",
+    "coincide": "matches",
+    "coinciden": "match",
+    "coincidir": "match",
+    # and configuration, web and mail vocabulary, by the same probe ("política" -> "politics",
+    # "destino" -> "fate", "solicitud" -> "application", "punto de montaje" -> "point of setting",
+    # "punto final" -> "full stop", "reenviar" and "denegar" left in Spanish)
+    "política": "policy",
+    "políticas": "policies",
+    "destino": "destination",
+    "destinos": "destinations",
+    "solicitud": "request",
+    "solicitudes": "requests",
+    "reenviar": "forward",
+    "reenvía": "forwards",
+    "reenvío": "forward",
+    "reenvíos": "forwards",
+    "denegar": "deny",
+    "deniega": "denies",
+    "punto de montaje": "mount point",
+    "puntos de montaje": "mount points",
+    "punto final": "endpoint",
+    "puntos finales": "endpoints",
+    "host virtual": "virtual host",
+    "hosts virtuales": "virtual hosts",
+    "carga útil": "payload",
+    "asociativo": "associative",
+    "asociativa": "associative",
+    "asociativos": "associative",
+    "asociativas": "associative",
+    "anterior": "previous",
+    "anteriores": "previous",
+    "oculto": "hidden",
+    "oculta": "hidden",
+    "ocultos": "hidden",
+    "ocultas": "hidden",
 }
 _DOC_TERM = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
     re.IGNORECASE,
+)
+# An infinitive of `DOC_TERMS` with an object pronoun joined to it ("teclearla", "cargarlos"):
+# Apertium does not know the joined word when it does not know the verb.
+_CLITIC_OBJECT = {"lo": "it", "la": "it", "le": "it", "los": "them", "las": "them", "les": "them"}
+_DOC_VERB_CLITIC = re.compile(
+    r"(?<![\w-])("
+    + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(r"\w+[aei]r", t))
+    + r")(los|las|les|lo|la|le)(?![\w-])",
+    re.IGNORECASE,
+)
+
+# Spanish constructions Apertium renders word for word, with what it should read: "La opción hace
+# que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
+# -> "in place to erase it", "no hace nada" -> "does not do at all", "entrar en" -> "go in in",
+# "deja de guardar" -> "leaves to save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry".
+# Chosen from 63 neutral sentences of common constructions sent through Apertium in a neutral sentence ("El servidor
+# guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered
+# in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
+SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"en lugar de", "en vez de"),
+        # "modo" is "mode" (DOC_TERMS); its phrases are put as their synonyms with "forma"
+        (r"de modo que", "de forma que"),
+        (r"de este modo", "de esta forma"),
+        (r"de ese modo", "de esa forma"),
+        (r"del mismo modo", "de la misma forma"),
+        (r"de todos modos", "de todas formas"),
+        # "evitar" -> "avert": its synonym "impedir" is rendered "prevent"
+        (r"evita", "impide"),
+        (r"evitan", "impiden"),
+        (r"evitar", "impedir"),
+        (r"evito", "impido"),
+        # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
+        # alfabético"); with "con" it is an instrument ("¿Con qué orden veo...?"): a command
+        (r"(con qu[eé]) orden", r"\1 comando"),
+        (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 comando"),
+    )
+)
+CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (r"hace que", "makes"),
+        (r"hacen que|hacer que|haga que|hagan que", "make"),
+        (r"no coincide", "does not match"),
+        (r"no coinciden", "do not match"),
+        (r"permite que|deja que", "lets"),
+        (r"permiten que|permitir que|dejan que|dejar que", "let"),
+        (r"deja de", "stops"),
+        (r"dejan de|dejar de|dejo de", "stop"),
+        # a negation's "nada" -> "at all"
+        (r"(no(?: \w+){1,2}) nada", r"\1 anything"),
+        (r"entrar en|entran en", "go into"),
+        (r"entro en", "I go into"),
+        (r"entra en", "goes into"),
+        (r"cu[aá]nto(?: tiempo)? tardan?", "how long takes"),
+        (r"cu[aá]nto(?: tiempo)? duran?", "how long lasts"),
+        (r"cu[aá]nto(?: tiempo)? esperan?", "how long waits"),
+        (r"de golpe|de una vez", "in one go"),
+        # "enseñar" is "teach" before "a" + a verb, else "show" ("¿Qué comando me enseña...?")
+        (r"me enseña(?! a\b)", "shows me"),
+        (r"me enseñan(?! a\b)", "show me"),
+        (r"enseña(?! a\b)", "shows"),
+        (r"enseñan(?! a\b)|enseñar(?! a\b)|enseño(?! a\b)", "show"),
+        (r"pone en marcha", "starts"),
+        (r"poner en marcha|pongo en marcha|ponen en marcha", "start"),
+        (r"lleva a cabo|llevan a cabo|llevar a cabo", "carry out"),
+        (r"tiene en cuenta|tienen en cuenta|tener en cuenta|tengo en cuenta", "take into account"),
+        (r"da de baja|dar de baja|doy de baja", "remove"),
+        (r"da de alta|dar de alta|doy de alta", "add"),
+        (r"echar un vistazo a|echo un vistazo a", "look at"),
+    )
 )
 
 
@@ -305,6 +492,11 @@ QUESTION_FORMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"c[oó]mo s[eé] si", "How do I know if"),
         (r"para qu[eé] sirven?", "What is the use of"),
         (r"qu[eé] diferencia hay entre", "What is the difference between"),
+        # fifth round: "cuánto" with a verb of time ("¿Cuánto tarda / dura / espera...?" -> "How
+        # much takes / hard / expects"), from the construction probe (`CONSTRUCTIONS`)
+        (r"cu[aá]nto(?: tiempo)? tardan?", "How long takes"),
+        (r"cu[aá]nto(?: tiempo)? duran?", "How long lasts"),
+        (r"cu[aá]nto(?: tiempo)? esperan?", "How long waits"),
     )
 )
 # Apertium renders "¿Cómo cambio...?" / "¿Dónde pongo...?" without English's do-support: "How I
@@ -330,7 +522,13 @@ def with_do_support(rendered: str) -> str:
 
 
 def with_doc_terms(question: str) -> str:
-    """`question` with its documentation words in English (`DOC_TERMS`)."""
+    """`question` with its constructions as Apertium should read them (`SYNONYMS`, `CONSTRUCTIONS`) and its
+    documentation words in English (`DOC_TERMS`, an infinitive's joined object pronoun too)."""
+    for pattern, replacement in (*SYNONYMS, *CONSTRUCTIONS):
+        question = pattern.sub(replacement, question)
+    question = _DOC_VERB_CLITIC.sub(
+        lambda m: f"{DOC_TERMS[m.group(1).lower()]} {_CLITIC_OBJECT[m.group(2).lower()]}", question
+    )
     return _DOC_TERM.sub(lambda m: DOC_TERMS[m.group(1).lower()], question)
 
 
@@ -489,6 +687,83 @@ def _translate_once(command: str, text: str) -> str | None:
     return " ".join(done.stdout.split()) if done.returncode == 0 else None
 
 
+# A finite verb of the third person in Apertium's analysis ("pasar<vblex><pri><p3><sg>"), and the
+# readings that go on a noun phrase ("función de VCL", "constante integrada").
+_FINITE_P3 = re.compile(r"^(?!ser<|estar<|haber<)[^<]+<(?:vblex|vbmod)><(?:pri|pii|ifi|fti|cni)><p3>")
+_NOUN_PHRASE = ("<n>", "<np>", "<adj>", "<num>", "<vblex><pp>")
+_LEXICAL_UNIT = re.compile(r"\^([^/$]*)/([^$]*)\$")
+
+
+def relative_form(question: str, analysed: list[tuple[str, list[str]]]) -> str | None:
+    """ "¿Qué opción activa el soporte?" as "¿Cuál es la opción que activa el soporte?", or None.
+
+    After "¿Qué <noun>" Apertium's tagger reads an ambiguous verb as an adjective or a noun
+    ("activa" -> "Which active option", "pasa" -> "raisin", "vale" -> "voucher", "directiva indica"
+    -> "managerial indicates"); in a relative clause it reads it as the verb ("Which is the option
+    that actuates the support"). `analysed` is Apertium's morphological analysis of the question:
+    each word with its readings ("activar<vblex><pri><p3><sg>", "*Host" for a word it does not
+    know). The noun's gender and number give the article; the verb is the first word after the
+    noun phrase (adjectives, participles, names, "de" and its noun, at most four words) that can
+    be a finite verb of the third person."""
+    words = [(surface, readings) for surface, readings in analysed if surface not in ("¿", "¡")]
+    if len(words) < 3 or words[0][0].lower() not in ("qué", "que"):
+        return None
+    noun = next((r for r in words[1][1] if "<n>" in r), None)
+    if noun is None:
+        return None
+    verb = None
+    for surface, readings in words[2:6]:
+        if any(_FINITE_P3.match(r) for r in readings):
+            verb = surface
+            break
+        if (
+            surface.lower() != "de"
+            and not any(t in r for r in readings for t in _NOUN_PHRASE)
+            and readings != [f"*{surface}"]
+        ):
+            return None
+    opener = re.match(r"^\s*¿?\s*(qu[eé])\s+", question, re.IGNORECASE)
+    if verb is None or opener is None:
+        return None
+    noun_at = re.search(rf"(?<!\w){re.escape(words[1][0])}(?!\w)", question[opener.end() :])
+    if noun_at is None:
+        return None
+    after_noun = opener.end() + noun_at.end()
+    verb_at = re.search(rf"(?<!\w){re.escape(verb)}(?!\w)", question[after_noun:])
+    if verb_at is None:
+        return None
+    at = after_noun + verb_at.start()
+    plural, feminine = "<pl>" in noun, "<f>" in noun
+    article = {(False, False): "el", (False, True): "la", (True, False): "los", (True, True): "las"}
+    lead = "Cuáles son" if plural else "Cuál es"
+    return (
+        f"{question[: opener.start(1)]}{lead} {article[plural, feminine]} "
+        f"{question[opener.end() : at]}que {question[at:]}"
+    )
+
+
+def _analysis(command: str, question: str) -> list[tuple[str, list[str]]] | None:
+    """Apertium's morphological analysis of `question` (the first stage of its Spanish-English
+    mode, as its own long-lived pipeline), or None."""
+    analyser = _analyser_of(command)
+    out = analyser.translate(question) if analyser is not None else None
+    if not out:
+        return None
+    return [(m.group(1), m.group(2).split("/")) for m in _LEXICAL_UNIT.finditer(out)]
+
+
+@lru_cache(maxsize=4)
+def _analyser_of(command: str) -> Translator | None:
+    pipeline = null_flush_pipeline(
+        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
+    )
+    if pipeline is None:
+        return None
+    analyser = Translator(["bash", "-c", pipeline[2].split(" | ")[0]])
+    atexit.register(analyser.close)
+    return analyser
+
+
 def _apertium_rendering(question: str) -> str | None:
     """Apertium's English of `question`, its documentation words first put in English
     (`with_doc_terms`) and the identifiers it lost added back (`keep_identifiers`); None when
@@ -501,7 +776,9 @@ def _apertium_rendering(question: str) -> str | None:
         rest = _translate(command, _CLAUSE_LEAD[0] + with_doc_terms(form[1]))
         if rest and rest.startswith(_CLAUSE_LEAD[1]):
             return keep_identifiers(question, f"{form[0]} {rest[len(_CLAUSE_LEAD[1]) :]}")
-    text = _translate(command, with_doc_terms(question))
+    analysed = _analysis(command, question)
+    relative = relative_form(question, analysed) if analysed else None
+    text = _translate(command, with_doc_terms(relative or question))
     return keep_identifiers(question, with_do_support(text)) if text else None
 
 

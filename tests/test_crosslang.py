@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from locallens import crosslang
 from locallens.domain import Rendering
@@ -380,3 +382,116 @@ def test_a_rendering_gets_englishs_do_support() -> None:
     assert crosslang.with_do_support("Where I put the file?") == "Where do I put the file?"
     for kept in ("How I am told?", "How can I change it?", "How do I change it?", "What I have?"):
         assert crosslang.with_do_support(kept) == kept
+
+
+def test_shell_words_and_spanish_constructions_are_put_as_apertium_should_read_them() -> None:
+    w = crosslang.with_doc_terms
+    # shell and terminal words Apertium renders in another sense ("historial" -> "record")
+    assert w("¿Dónde se guarda el historial?") == "¿Dónde se guarda el history?"
+    assert w("la salida de las órdenes ocultas") == "la output de las commands hidden"
+    # "hacer que" is "make", "permitir que" is "let", a negation's "nada" is "anything"
+    assert w("¿Qué opción hace que la shell salga?") == "¿Qué opción makes la shell salga?"
+    assert w("La opción permite que el prompt cambie") == "La opción lets el prompt cambie"
+    assert w("sirve para no hacer nada") == "sirve para no hacer anything"
+    assert w("¿Cómo entro en una carpeta?") == "¿Cómo I go into una carpeta?"
+    # a Spanish synonym Apertium renders right
+    assert w("en lugar de dar un error") == "en vez de dar un error"
+    assert w("¿Qué opción evita que se guarde?") == "¿Qué opción impide que se guarde?"
+    # "modo" is "mode", its phrases keep their sense
+    assert w("el modo vi, de modo que funcione") == "el mode vi, de forma que funcione"
+    # "orden" is a command when feminine or an instrument, a sequence when masculine
+    assert w("Ejecuta la orden en orden alfabético") == "Ejecuta la command en orden alfabético"
+    assert w("¿Con qué orden veo los ficheros?") == "¿Con qué command veo los ficheros?"
+    # an infinitive's joined object pronoun: "teclearla" is "type it", "cargarlos" "loads them"
+    assert w("nada más teclearla o cargarlos") == "nada más type it o loads them"
+    # whole words: "evitarlo" and "salidas" are not "evitar" and "salida" cut short
+    assert w("evitarlo") == "evitarlo"
+    assert w("las salidas") == "las outputs"
+
+
+def test_cuanto_with_a_verb_of_time_opens_a_how_long_question() -> None:
+    assert crosslang.question_form("¿Cuánto tarda el servidor en arrancar?") == (
+        "How long takes",
+        "el servidor en arrancar?",
+    )
+    assert crosslang.question_form("¿Cuánto tiempo espera la shell?") == ("How long waits", "la shell?")
+    assert crosslang.question_form("¿Cuánto cuesta?") is None
+
+
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_every_english_word_put_before_translation_comes_out_of_apertium_as_it_went_in() -> None:
+    # An English word that is also a Spanish word form is translated again ("load" is the
+    # imperative of "loar", rendered "praise"; "replica" -> "retorts"): every English value of
+    # DOC_TERMS and CONSTRUCTIONS must come out (its first six letters, hyphens aside).
+    command = crosslang._apertium()
+    assert command is not None
+
+    def words(text: str) -> list[str]:
+        return [word[:6] for word in re.findall(r"[a-z]+", text.lower().replace("-", ""))]
+
+    english = set(crosslang.DOC_TERMS.values()) | {
+        r for _, r in crosslang.CONSTRUCTIONS if re.fullmatch(r"[A-Za-z ]+", r)
+    }
+    lost = {}
+    for value in sorted(english):
+        out = crosslang._translate(command, f"Aquí está {value}.") or ""
+        if not all(word in words(out) for word in words(value)):
+            lost[value] = out
+    assert lost == {}
+
+
+def test_a_verb_after_que_and_its_noun_is_put_in_a_relative_clause() -> None:
+    # Apertium's analysis as `_analysis` gives it: each word with its readings
+    analysed = [
+        ("¿", ["¿<lquest>"]),
+        ("Qué", ["Qué<prn><itg><m><sg>", "Qué<det><itg><mf><sp>"]),
+        ("función", ["función<n><f><sg>"]),
+        ("de", ["de<pr>"]),
+        ("VCL", ["*VCL"]),
+        ("pasa", ["pasa<n><f><sg>", "pasar<vblex><pri><p3><sg>"]),
+        ("la", ["el<det><def><f><sg>"]),
+        ("cabecera", ["*cabecera"]),
+        ("?", ["?<sent>"]),
+    ]
+    question = "¿Qué función de VCL pasa la cabecera?"
+    assert crosslang.relative_form(question, analysed) == "¿Cuál es la función de VCL que pasa la cabecera?"
+    plural = [
+        ("¿", ["¿<lquest>"]),
+        ("Qué", ["Qué<prn><itg><m><sg>"]),
+        ("puertos", ["puerto<n><m><pl>"]),
+        ("usan", ["usar<vblex><pri><p3><pl>"]),
+    ]
+    assert crosslang.relative_form("¿Qué puertos usan?", plural) == "¿Cuáles son los puertos que usan?"
+    # no noun after "qué", a determiner before any verb, "ser": left as it is
+    no_noun = [("¿", ["¿<lquest>"]), ("Qué", ["Qué<prn><itg><m><sg>"]), ("es", ["ser<vbser><pri><p3><sg>"])]
+    assert crosslang.relative_form("¿Qué es?", no_noun) is None
+    determiner = [*analysed[:3], ("la", ["el<det><def><f><sg>"]), ("lista", ["lista<n><f><sg>"]), analysed[5]]
+    assert crosslang.relative_form("¿Qué función la lista pasa?", determiner) is None
+    is_ = [analysed[0], analysed[1], analysed[2], ("es", ["ser<vbser><pri><p3><sg>"])]
+    assert crosslang.relative_form("¿Qué función es?", is_) is None
+    assert crosslang.relative_form("¿Dónde está?", [("¿", []), ("Dónde", ["dónde<adv><itg>"])]) is None
+
+
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_apertium_reads_the_verb_after_que_and_its_noun_as_a_verb() -> None:
+    rendered = crosslang._apertium_rendering("¿Qué opción activa el soporte de HTTP/2?")
+    assert rendered is not None and "active option" not in rendered and "option that" in rendered
+
+
+_WORDS = st.sampled_from(["¿", "Qué", "qué", "opción", "de", "VCL", "activa", "la", "es", "?", "a(", "[x]", ""])
+_READINGS = st.lists(
+    st.sampled_from(
+        ["x<n><f><sg>", "x<n><m><pl>", "x<vblex><pri><p3><sg>", "ser<vbser><pri><p3><sg>", "x<adj>", "x<pr>", "*x"]
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_WORDS, _READINGS), max_size=8), st.text(max_size=60))
+def test_the_relative_form_and_the_documentation_words_take_any_text(analysed, text) -> None:  # type: ignore[no-untyped-def]
+    question = " ".join(surface for surface, _ in analysed) + text
+    relative = crosslang.relative_form(question, analysed)
+    # a relative form keeps every word of the question after the opener, and adds "que"
+    assert relative is None or (" que " in relative and relative.startswith(question[: question.lower().find("qu")]))
+    assert isinstance(crosslang.with_doc_terms(question), str)

@@ -558,6 +558,197 @@ def evaluate(
     return result
 
 
+DIAG_DEPTH = 50  # dense and keyword ranks are read to this depth for the diagnosis
+
+
+def diagnose(
+    corpus: Corpus, default_db: Path, naive_db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per question with expected answer strings where the default search's 5 chunks and the naive
+    baseline's disagree on holding one (`contains_answer`): where each found it. A row per such
+    question, printed as a table (`print_diagnosis`):
+
+    - naive: the rank (1-5) of its first chunk holding an answer, that chunk's file's rank among
+      naive's files, the file's chunks among naive's 5, the chunk's tokens;
+    - default: the first fused candidate (as `hybrid_search` ranks them, renderings included)
+      holding an answer: its rank in the fused order (`-` when no candidate holds one), its rank
+      by cosine alone and by BM25 alone (in the whole brain, to DIAG_DEPTH), its tokens, its file's
+      rank among the candidates' files, the chunk's place among its file's candidates, how many
+      of the 5 read are of its file, and a class: `cap` (its file is read, it is the file's 3rd+
+      candidate: the per-file cap held it back), `within` (its file is read, another of its chunks
+      was chosen), `file-out` (its file is not read), `deep` (no candidate holds an answer, a chunk
+      of the expected files does), `none`.
+    """
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.retrieval import _key, hybrid_candidates, search
+    from locallens.storage.sqlite import Store
+    from locallens.tokens import count_tokens
+
+    rows: list[dict[str, Any]] = []
+    with Store(default_db, create=False) as store, Store(naive_db, create=False) as nstore:
+        brain, nbrain = store.get_brain("bench"), nstore.get_brain("bench")
+        for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+            if not q.answers:
+                continue
+            naive = nstore.knn(nbrain, v, 5)
+            read = search(store, brain, q.text, v, 5, hybrid=True, also=r)
+            n_at = next((i for i, h in enumerate(naive) if contains_answer(h.content, q.answers)), None)
+            d_at = next((i for i, h in enumerate(read) if contains_answer(h.content, q.answers)), None)
+            if (n_at is None) == (d_at is None):
+                continue
+            row: dict[str, Any] = {"corpus": corpus.name, "q": q.qid, "question": q.text, "naive": n_at is not None}
+            if n_at is not None:
+                files = list(dict.fromkeys(h.chunk.relative_path for h in naive))
+                nh = naive[n_at]
+                row |= {
+                    "n_rank": n_at + 1,
+                    "n_file": nh.chunk.relative_path,
+                    "n_file_rank": files.index(nh.chunk.relative_path) + 1,
+                    "n_same": sum(h.chunk.relative_path == nh.chunk.relative_path for h in naive),
+                    "n_tokens": count_tokens(nh.content),
+                }
+            hits, fused, order = hybrid_candidates(store, brain, q.text, v, 5, also=r)
+            at = next((i for i, kk in enumerate(order) if contains_answer(hits[kk].content, q.answers)), None)
+            read_files = [h.chunk.relative_path for h in read]
+            if at is None:
+                deep = any(
+                    contains_answer(ch.content, q.answers)
+                    for f in (set(q.relevant) | ({row["n_file"]} if "n_file" in row else set()))
+                    for ch in store.document_chunks(brain, f)
+                )
+                row |= {"d_rank": "-", "class": "deep" if deep else "none"}
+                rows.append(row)
+                continue
+            kk = order[at]
+            hit = hits[kk]
+            path = hit.chunk.relative_path
+            by_cos = sorted(order, key=lambda x: -hits[x].score)
+            dense = [_key(h) for h in store.knn(brain, v, DIAG_DEPTH)]
+            kw_ids = [i for i, _ in store.keyword_scores(brain, q.text, DIAG_DEPTH)]
+            by_id = store.hits_by_id(brain, v, kw_ids)
+            kw_rank = {_key(by_id[i]): n for n, i in enumerate(kw_ids, 1) if i in by_id}
+            file_order = list(dict.fromkeys(hits[x].chunk.relative_path for x in order))
+            same_file = [x for x in order if hits[x].chunk.relative_path == path]
+            place = same_file.index(kk) + 1
+            if path not in read_files:
+                cls = "file-out"
+            elif place > 2 and file_order.index(path) == 0:
+                cls = "cap"
+            else:
+                cls = "within"
+            row |= {
+                "d_rank": at + 1,
+                "d_cos_rank": by_cos.index(kk) + 1,
+                "d_dense": dense.index(kk) + 1 if kk in dense else "-",
+                "d_bm25": kw_rank.get(kk, "-"),
+                "d_tokens": count_tokens(hit.content),
+                "d_file": path,
+                "d_file_rank": file_order.index(path) + 1,
+                "d_place": place,
+                "d_read_same": read_files.count(path),
+                "d_read_files": len(set(read_files)),
+                "d_fused_gap": round(fused[order[0]] - fused[kk], 2),
+                "class": cls,
+            }
+            rows.append(row)
+    return rows
+
+
+def print_diagnosis(rows: list[dict[str, Any]]) -> None:
+    """The rows of `diagnose`, one table; then the classes counted by which side holds the answer."""
+    if not rows:
+        return
+    print()
+    print("Where the answer is when only one of the default search and the naive baseline holds it in its 5 chunks:")
+    print(
+        "| corpus | q | holds | naive rank / file rank / same-file chunks / tokens | default fused rank | by cosine"
+        " | dense / BM25 in brain | tokens | file rank | place in file | read of its file / files read | fused gap | class | file |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        naive = f"{r['n_rank']} / {r['n_file_rank']} / {r['n_same']} / {r['n_tokens']}" if "n_rank" in r else "-"
+        if r["d_rank"] == "-":
+            rest = "- | - | - | - | - | - | - | " + r["class"] + " | " + r.get("n_file", "")
+        else:
+            rest = (
+                f"{r['d_cos_rank']} | {r['d_dense']} / {r['d_bm25']} | {r['d_tokens']} | {r['d_file_rank']} | "
+                f"{r['d_place']} | {r['d_read_same']} / {r['d_read_files']} | {r['d_fused_gap']} | {r['class']} | {r['d_file']}"
+            )
+        print(
+            f"| {r['corpus']} | {r['q']} | {'naive' if r['naive'] else 'default'} | {naive} | {r['d_rank']} | {rest} |"
+        )
+    counts: dict[tuple[str, str], int] = {}
+    for r in rows:
+        side = "naive only" if r["naive"] else "default only"
+        counts[(side, r["class"])] = counts.get((side, r["class"]), 0) + 1
+    print()
+    for (side, cls), n in sorted(counts.items()):
+        print(f"  {side:13} {cls:9} {n}")
+
+
+LEAD_GAPS = (0.0, 0.5, 1.0, 1.5)  # --lead-study: the best file's lead, in fused standard deviations
+LEAD_PLACES = (3, 4, 5)
+WITHIN_COSINES = (0.0, 0.5, 1.0)
+
+
+def lead_study(
+    corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
+) -> dict[str, dict[str, float]]:
+    """The default search (`search` as `ask` calls it, k=5) with the best file given more places
+    when it leads the next file by a fused gap (`retrieval.lead_places`): per gap x places of
+    LEAD_GAPS x LEAD_PLACES (and `off`, the cap for every file), the questions whose 5 chunks hold
+    an expected answer (`answer5`, of `answered`), whose 5 chunks come from an expected file
+    (`file5`), the files those come from (`files`), and how many questions the rule opened (`opened`)."""
+    from locallens import retrieval
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.storage.sqlite import Store
+
+    policies: list[tuple[str, float | None, int, float]] = []
+    for beta in WITHIN_COSINES:
+        policies += [(f"off cos {beta}", None, 2, beta)]
+        policies += [(f"gap {g} places {n} cos {beta}", g, n, beta) for g in LEAD_GAPS for n in LEAD_PLACES]
+    out: dict[str, dict[str, float]] = {}
+    saved = retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE
+    try:
+        with Store(db, create=False) as store:
+            brain = store.get_brain("bench")
+            for name, gap, places, beta in policies:
+                retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE = gap, places, beta
+                m = {"answer5": 0.0, "answered": 0.0, "file5": 0.0, "files": 0.0, "opened": 0.0}
+                for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+                    hits = retrieval.search(store, brain, q.text, v, 5, hybrid=True, also=r)
+                    paths = [h.chunk.relative_path for h in hits]
+                    m["file5"] += bool(set(paths) & set(q.relevant))
+                    m["files"] += len(set(paths)) / len(corpus.queries)
+                    m["opened"] += max(paths.count(p) for p in paths) > 2 if paths else 0
+                    if q.answers:
+                        m["answered"] += 1
+                        m["answer5"] += any(contains_answer(h.content, q.answers) for h in hits)
+                out[name] = m
+    finally:
+        retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE = saved
+    return out
+
+
+def print_lead_study(studied: dict[str, dict[str, dict[str, float]]]) -> None:
+    """`lead_study`'s figures: per policy, answer@5 counts per corpus and in all, the expected
+    file among the 5 chunks (all corpora), files in the 5 (mean over corpora), questions opened."""
+    if not studied:
+        return
+    names = list(studied)
+    print()
+    print("The best file given more places when it leads (answer among the 5 chunks, per corpus):")
+    print("| policy | " + " | ".join(names) + " | all | file in 5 | files | opened |")
+    print("|---|" + "---|" * (len(names) + 4))
+    for policy in next(iter(studied.values())):
+        cells = [f"{int(studied[n][policy]['answer5'])}/{int(studied[n][policy]['answered'])}" for n in names]
+        total = sum(int(studied[n][policy]["answer5"]) for n in names)
+        file5 = sum(int(studied[n][policy]["file5"]) for n in names)
+        files = sum(studied[n][policy]["files"] for n in names) / len(names)
+        opened = sum(int(studied[n][policy]["opened"]) for n in names)
+        print(f"| {policy} | " + " | ".join(cells) + f" | {total} | {file5} | {files:.2f} | {opened} |")
+
+
 LLM_RERANK_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
@@ -681,6 +872,16 @@ def main() -> None:
         action="store_true",
         help="also score hybrid search with its first candidates re-scored by the local LLM (slow)",
     )
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="with headers and naive among --configs: where the answer is when only one of them holds it in its 5 chunks",
+    )
+    parser.add_argument(
+        "--lead-study",
+        action="store_true",
+        help="score the default search with the best file given more places when it leads (`headers` config)",
+    )
     parser.add_argument("--llm-rerank-limit", type=int, default=0, help="with --llm-rerank: the first N queries only")
     args = parser.parse_args()
     c.offline_env()
@@ -711,14 +912,16 @@ def main() -> None:
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
+    diagnosed: list[dict[str, Any]] = []
+    studied: dict[str, dict[str, dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
         pg_url = None
         if args.pg is not None:
             from bench_pg import postgres
 
             pg_url = stack.enter_context(postgres(args.pg or None, stack.enter_context(_temporary_folder())))
-        run_corpora(args, loaders, embedder, rows, pg_url)
+        run_corpora(args, loaders, embedder, rows, pg_url, diagnosed, studied)
     print()
     print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | hit@5 chunks | files in top 5 | index time |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -730,6 +933,8 @@ def main() -> None:
                 f"{m['ndcg@10']:.3f} | {m['hit@5chunks']:.3f} | {m['files@5']:.2f} | {seconds_text(row['index_s'])} |"
             )
     print_baseline(rows)
+    print_diagnosis(diagnosed)
+    print_lead_study(studied)
     print()
     print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
     for row in rows:
@@ -784,16 +989,21 @@ def run_corpora(
     embedder: Any,
     rows: list[dict[str, Any]],
     pg_url: str | None,
+    diagnosed: list[dict[str, Any]] | None = None,
+    studied: dict[str, dict[str, dict[str, float]]] | None = None,
 ) -> None:
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
     from locallens.embedding import load_embedder
 
+    diagnosed = [] if diagnosed is None else diagnosed
+    studied = {} if studied is None else studied
     built: set[Path] = set()  # indexes this run built (a second corpus over the same folder reuses them)
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
         by_encoder: dict[str, Any] = {}  # queries embedded by each index's own model and encoder
         by_rendering: dict[tuple[str, str], list[Any]] = {}
+        dbs: dict[str, Path] = {}  # the paragraph chunker's index of each config, for --diagnose
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
@@ -812,6 +1022,8 @@ def run_corpora(
                     if not (args.reuse and derived.exists()):
                         derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
+                if chunker == "paragraph":
+                    dbs[config] = db
                 pinned = brain_model(db)  # the model and encoder the index was embedded with
                 if pinned not in by_encoder:
                     model = load_embedder(pinned, device="cpu")
@@ -858,6 +1070,16 @@ def run_corpora(
                     if args.out:
                         with args.out.open("a", encoding="utf-8") as fh:
                             fh.write(json.dumps(row) + "\n")
+        if getattr(args, "lead_study", False) and "headers" in dbs:
+            pinned = brain_model(dbs["headers"])
+            studied[corpus_name] = lead_study(
+                corpus, dbs["headers"], by_encoder[pinned], by_rendering[(corpus_name, pinned)]
+            )
+        if getattr(args, "diagnose", False) and {"headers", "naive"} <= set(dbs):
+            pinned = brain_model(dbs["headers"])
+            diagnosed.extend(
+                diagnose(corpus, dbs["headers"], dbs["naive"], by_encoder[pinned], by_rendering[(corpus_name, pinned)])
+            )
 
 
 if __name__ == "__main__":

@@ -193,17 +193,46 @@ def fuse_scores(
     return sorted(fused, key=lambda k: (-fused[k], -cosine[k], k))
 
 
-def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) -> list[Hit]:
-    """The first `k` of `hits` (best first) taking at most `per_file` chunks of one file while
-    others are left; the chunks held back fill any places left, in their order."""
+def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE, first: int | None = None) -> list[Hit]:
+    """The first `k` of `hits` (best first) taking at most `per_file` chunks of one file (`first`
+    of the first hit's file, when given) while others are left; the chunks held back fill any
+    places left, in their order."""
     taken: dict[str, int] = {}
     head: list[Hit] = []
     held: list[Hit] = []
+    lead = hits[0].chunk.relative_path if hits else ""
     for hit in hits:
         path = hit.chunk.relative_path
         taken[path] = taken.get(path, 0) + 1
-        (head if taken[path] <= per_file else held).append(hit)
+        cap = first if first is not None and path == lead else per_file
+        (head if taken[path] <= cap else held).append(hit)
     return (head + held)[:k]
+
+
+# EXPERIMENT: the best file's places when it leads the others by DOMINANT_GAP (fused, in standard
+# deviations) or more; None: off.
+DOMINANT_GAP: float | None = None
+DOMINANT_FILE_CHUNKS = 3
+# EXPERIMENT: within a file, the chunk score blends the fused score with the standardised cosine.
+WITHIN_COSINE = 0.0
+
+
+def lead_places(
+    order: Sequence[tuple[str, int, str]],
+    fused: Mapping[tuple[str, int, str], float],
+    gap: float | None = None,
+    places: int | None = None,
+) -> int | None:
+    """The places the best file gets among the results: DOMINANT_FILE_CHUNKS when its best chunk's
+    fused score leads the next file's best by `gap` or more; None (the cap for every file) else."""
+    gap = DOMINANT_GAP if gap is None else gap
+    if gap is None or not order:
+        return None
+    lead = order[0][0]
+    second = next((kk for kk in order if kk[0] != lead), None)
+    if second is None or fused[order[0]] - fused[second] >= gap:
+        return DOMINANT_FILE_CHUNKS if places is None else places
+    return None
 
 
 def term_coverage(store: IndexStore, brain: Brain, texts: Sequence[str]) -> Callable[[str, frozenset[str]], float]:
@@ -323,6 +352,31 @@ def _keep_best(found: dict[tuple[str, int, str], Hit], hits: Iterable[Hit]) -> N
             found[_key(hit)] = hit
 
 
+def hybrid_candidates(
+    store: IndexStore,
+    brain: Brain,
+    query: str,
+    qvec: np.ndarray,
+    k: int,
+    *,
+    path_glob: str | None = None,
+    also: QueryVariants = (),
+) -> tuple[dict[tuple[str, int, str], Hit], dict[tuple[str, int, str], float], list[tuple[str, int, str]]]:
+    """The candidates `hybrid_search` chooses from: each chunk's hit (its best cosine over the
+    renderings), its best fused score, and every candidate's key in the fused order, best first."""
+    weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
+    hits: dict[tuple[str, int, str], Hit] = {}
+    best: dict[tuple[str, int, str], float] = {}
+    for n, (text, vector) in enumerate([(query, qvec), *also]):
+        found, fused = _fused_for(store, brain, text, vector, max(k, HYBRID_CANDIDATES), weight, path_glob)
+        _keep_best(hits, found.values())
+        for kk, value in fused.items():
+            value = value - (QUESTION_SHIFT if also and n == 0 else 0.0)
+            best[kk] = max(value, best.get(kk, value))
+    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
+    return hits, best, order
+
+
 def hybrid_search(
     store: IndexStore,
     brain: Brain,
@@ -343,17 +397,8 @@ def hybrid_search(
     each searched and fused on its own (`_fused_for`); a chunk ranks by its best fused score over
     the renderings (the question's own lowered by `QUESTION_SHIFT`), and keeps its best cosine.
     """
-    weight = IDENTIFIER_VECTOR_WEIGHT if identifiers_only(query) else HYBRID_VECTOR_WEIGHT
-    hits: dict[tuple[str, int, str], Hit] = {}
-    best: dict[tuple[str, int, str], float] = {}
-    for n, (text, vector) in enumerate([(query, qvec), *also]):
-        found, fused = _fused_for(store, brain, text, vector, max(k, HYBRID_CANDIDATES), weight, path_glob)
-        _keep_best(hits, found.values())
-        for kk, value in fused.items():
-            value = value - (QUESTION_SHIFT if also and n == 0 else 0.0)
-            best[kk] = max(value, best.get(kk, value))
-    order = sorted(best, key=lambda kk: (-best[kk], -hits[kk].score, kk))
-    chosen = diversify([hits[kk] for kk in order], k)
+    hits, best, order = hybrid_candidates(store, brain, query, qvec, k, path_glob=path_glob, also=also)
+    chosen = diversify([hits[kk] for kk in order], k, first=lead_places(order, best))
     nearest = max(order, key=lambda kk: (hits[kk].score, kk)) if order else None
     if nearest is not None:
         chosen = keep_nearest(chosen, hits[nearest])
@@ -361,6 +406,9 @@ def hybrid_search(
         return chosen
     ranked = [hits[kk] for kk in order]
     fused = {kk: best[kk] for kk in order}
+    if WITHIN_COSINE:
+        z = _standardised([hits[kk].score for kk in order])
+        fused = {kk: (1 - WITHIN_COSINE) * fused[kk] + WITHIN_COSINE * float(zc) for kk, zc in zip(order, z)}
     return best_chunks(store, brain, chosen, ranked, fused, [query, *(text for text, _ in also)])
 
 

@@ -41,6 +41,11 @@ is in no document, the right answer being the refusal):
   rsyslog_es_over_en.jsonl (8 + 2, Spanish) over the rsyslog documentation (Debian `rsyslog-doc`,
   `corpora.py --rsyslog`): written before anything was measured on them, a held-out corpus
   like sqlite (in no fit); out of the default `--sets`.
+- zsh, zsh-es: benchmarks/data/zsh_questions.jsonl (40 + 8, 5 of the 40 broad) and
+  zsh_es_over_en.jsonl (8 + 2, Spanish) over the Z shell manual and FAQ (Debian `zsh-doc`,
+  `corpora.py --zsh`): long reference pages (a chapter each, most of them definition lists of
+  options, parameters, builtins and their flags), written before anything was measured on them;
+  a development corpus, out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -109,6 +114,7 @@ from corpora import (
     write_sqlite_corpus,
     write_stdlib_corpus,
     write_varnish_corpus,
+    write_zsh_corpus,
 )
 
 ROOT = c.ROOT
@@ -134,6 +140,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "sqlite-es": ("sqlite", [DATA / "sqlite_es_over_en.jsonl"]),
     "rsyslog": ("rsyslog", [DATA / "rsyslog_questions.jsonl"]),
     "rsyslog-es": ("rsyslog", [DATA / "rsyslog_es_over_en.jsonl"]),
+    "zsh": ("zsh", [DATA / "zsh_questions.jsonl"]),
+    "zsh-es": ("zsh", [DATA / "zsh_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -172,6 +180,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_sqlite_corpus(workdir / "sqlite-corpus")
     if corpus == "rsyslog":
         return write_rsyslog_corpus(workdir / "rsyslog-corpus")
+    if corpus == "zsh":
+        return write_zsh_corpus(workdir / "zsh-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

@@ -34,6 +34,10 @@ offline from the same two rankings, so no setting costs a second index:
   (`corpora.py --rsyslog`), with `benchmarks/data/rsyslog_questions.jsonl` and its Spanish
   questions `rsyslog_es_over_en.jsonl` (one index); scored like stdlib. Held out like sqlite;
   outside the default `--corpora`.
+- zsh, zsh-es: the Z shell manual and FAQ from Debian's `zsh-doc` package (`corpora.py --zsh`;
+  long pages, a chapter each), with `benchmarks/data/zsh_questions.jsonl` and its Spanish
+  questions `zsh_es_over_en.jsonl` (one index); scored like stdlib. A development corpus, outside
+  the default `--corpora`.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -97,6 +101,8 @@ SQLITE_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_questions.jsonl"
 SQLITE_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "sqlite_es_over_en.jsonl"
 RSYSLOG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_questions.jsonl"
 RSYSLOG_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_es_over_en.jsonl"
+ZSH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_questions.jsonl"
+ZSH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -214,7 +220,7 @@ def load_pydoc_es(work: Path) -> Corpus:
 
 def load_debian(kind: str, work: Path, questions: Path, name: str | None = None) -> Corpus:
     """A corpus `benchmarks/corpora.py` writes from a Debian documentation package (`borg`,
-    `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`: its `write_KIND_corpus`), asked
+    `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`, `zsh`: its `write_KIND_corpus`), asked
     `questions` under `name` (`KIND-es` for the Spanish set); the index is the corpus's, shared by
     its English and Spanish sets."""
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
@@ -908,6 +914,8 @@ def main() -> None:
         "sqlite-es": lambda: load_debian("sqlite", args.work, SQLITE_ES_QUESTIONS, "sqlite-es"),
         "rsyslog": lambda: load_debian("rsyslog", args.work, RSYSLOG_QUESTIONS),
         "rsyslog-es": lambda: load_debian("rsyslog", args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es"),
+        "zsh": lambda: load_debian("zsh", args.work, ZSH_QUESTIONS),
+        "zsh-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

@@ -47,10 +47,18 @@
   `$Directive` pages and pages under 1 KB of text. `benchmarks/data/rsyslog_questions.jsonl` and
   `rsyslog_es_over_en.jsonl` hold questions about it, written before anything was measured on it:
   a third held-out corpus.
+- `write_zsh_corpus` writes the Z shell manual and FAQ as Debian's `zsh-doc` package ships them
+  (HTML written by texinfo, a chapter a page), one plain-text file per chapter (`Options.txt`,
+  `Parameters.txt`, `Shell-Builtin-Commands.txt`, `FAQ03.txt`, ...; 32 pages, 1.39 MB, twelve of
+  them over 30 KB): long reference pages, most of them definition lists (options, parameters,
+  builtins and their flags, styles, widgets) with their descriptions and defaults, not split by
+  section; left out: the section stubs, the cover, contents and indexes.
+  `benchmarks/data/zsh_questions.jsonl` and `zsh_es_over_en.jsonl` hold questions about it,
+  written before anything was measured on it: a development corpus of long pages.
 
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
-       | --rsyslog]
+       | --rsyslog | --zsh]
 """
 
 from __future__ import annotations
@@ -564,6 +572,54 @@ def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     return _write_pages(deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text)
 
 
+ZSH_PACKAGE = "zsh-doc"
+ZSH_HTML = "usr/share/doc/zsh-common/html"
+# The manual's chapters (texinfo writes each chapter, sections and all, to one page, and a stub
+# "the node you are looking for is at ..." for each section) and the FAQ's six chapters. Left
+# out: the stubs (pages without a chapter), the cover page (the licence), the table of contents,
+# the "About" page, the six indexes (`*-Index.html`) and the FAQ's own table of contents.
+_ZSH_FAQ = re.compile(r"FAQ0\d\.html")
+# What every page repeats: the navigation bar above each section ("[ << ] [ < ] [ Up ] ..."), a
+# chapter's menu of its sections (their titles, which the page states again as headings), and the
+# FAQ's "Table of Contents / Previous Chapter / Next Chapter" list at its top and bottom; the
+# manual's footer ("This document was generated on ... using texi2any.", "Zsh version 5.9, ...");
+# and the pilcrow after a definition's term (a link to it, shown on hover).
+_ZSH_CHROME = re.compile(
+    r'<table class="(?:header|menu)".*?</table>|<ul>\s*<li> <a href="FAQ\.html">Table of Contents</a>.*?</ul>'
+    r"|<a [^>]*class='copiable-anchor'[^>]*>.*?</a>"
+    r'|<p><font size="-1">\s*This document was generated on .*',
+    re.S,
+)
+
+
+def zsh_page_text(page: str) -> str:
+    """The text of one page of the Z shell manual or FAQ (its chapter, without the navigation bars,
+    the menus of sections and the FAQ's chapter links)."""
+    return _html_text(page, "<body", "</body>", lambda html: _ZSH_CHROME.sub("", html))
+
+
+def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Write the Z shell manual and FAQ as `dest/<page>.txt` (`Options.html` -> `Options.txt`,
+    `Shell-Builtin-Commands.html` -> `Shell-Builtin-Commands.txt`, `FAQ03.html` -> `FAQ03.txt`).
+
+    The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
+    network) unless `deb` names one; pages are rewritten only when their text changed. The pages
+    are long (a chapter each): they are not split by section.
+    """
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+
+    def pages(root: pathlib.Path) -> list[pathlib.Path]:
+        return [
+            page
+            for page in root.glob("*.html")
+            if _ZSH_FAQ.fullmatch(page.name) or '<div class="chapter"' in page.read_text(encoding="utf-8")
+        ]
+
+    deb = deb or _debian_package(ZSH_PACKAGE, dest.parent)
+    return _write_pages(deb, ZSH_HTML, dest, pages, zsh_page_text)
+
+
 def _read_page(page: pathlib.Path) -> str:
     """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
     if page.suffix == ".gz":
@@ -620,8 +676,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--rsyslog", action="store_true", help="the rsyslog documentation from Debian's rsyslog-doc package"
     )
+    parser.add_argument("--zsh", action="store_true", help="the Z shell manual and FAQ from Debian's zsh-doc package")
     args = parser.parse_args(argv)
-    if args.rsyslog:
+    if args.zsh:
+        out = write_zsh_corpus(args.dest)
+    elif args.rsyslog:
         out = write_rsyslog_corpus(args.dest)
     elif args.sqlite:
         out = write_sqlite_corpus(args.dest)
@@ -637,7 +696,7 @@ def main(argv: list[str] | None = None) -> None:
         out = write_stdlib_corpus(args.dest) if args.stdlib else write_pydoc_corpus(args.dest)
     count = sum(1 for _ in out.glob("*.txt"))
     print(
-        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache or args.sqlite or args.rsyslog) else 'pages'} to {out}"
+        f"wrote {count} {'topics' if not (args.stdlib or args.borg or args.varnish or args.postfix or args.apache or args.sqlite or args.rsyslog or args.zsh) else 'pages'} to {out}"
     )
 
 

@@ -12,7 +12,10 @@ is and linked to what it needs to be read:
   ("--tar-filter  filter program to pipe data through", as a manual page lays out an option
   list) is a definition too; short lines a setup line introduces are its items (a list laid out
   without bullets), not titles; a shell comment right over a `$ ` command line is a sentence
-  that introduces the command, not a heading;
+  that introduces the command, not a heading; an option or identifier on a line of its own
+  over its description ("-p <period>", "HIST_IGNORE_SPACE (-g)", "fetch.prune": HTML
+  definition lists and manual pages as text) is the term of the description's first sentence,
+  a definition whose setup is the term line, and the next sentences carry the term too;
 - `setup`: the unit that introduces this one, when a sentence ending with ":" is followed by a
   code block, a list, a table or a definition (all the items of that list, all the rows of that
   table point at it);
@@ -144,6 +147,18 @@ def _is_term_line(text: str) -> bool:
     return "\n" not in text and len(text) <= 100 and not text.rstrip().endswith((".", "!", "?", ",", ";"))
 
 
+# The first word of a line naming an option or an identifier: "-p", "--socket", "fetch.prune",
+# "default_ttl", "remote.<name>.url", "open(file, mode)".
+_NAMED_TERM = re.compile(r"^(?:--?[A-Za-z0-9]|[A-Za-z_][\w<>-]*(?:[._][\w<>]|\())")
+# How many sentences of a description after its first one carry its term.
+MAX_TERM_SENTENCES = 4
+
+
+def _is_named_term(text: str) -> bool:
+    """A short line of its own whose first word is an option or an identifier (not a title)."""
+    return "\n" not in text and len(text.split()) <= MAX_ONE_LINE_TERM_WORDS and bool(_NAMED_TERM.match(text))
+
+
 def _heading_text(text: str) -> str:
     return text.split("\n")[0].lstrip("#").strip()
 
@@ -222,6 +237,22 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             and not _DIGIT.search(text)
         ):
             kinds[i] = (text, HEADING, "")
+
+    # An option or identifier on a line of its own over its description, as HTML definition
+    # lists and manual pages converted to text lay them out ("-p <period>" / "fetch.prune" /
+    # "req.hash_always_miss", then "Specified the number of seconds between screen refreshes."):
+    # the line is the term of the description below it, not a title, so a passage printing the
+    # description prints the name it describes.
+    for i in range(len(kinds) - 1):
+        text, kind, _term = kinds[i]
+        if kind != HEADING or not _is_named_term(text) or kinds[i + 1][1] != SENTENCE:
+            continue
+        kinds[i] = (text, SENTENCE, "")
+        kinds[i + 1] = (kinds[i + 1][0], DEFINITION, text)
+        for j in range(i + 2, min(len(kinds), i + 1 + MAX_TERM_SENTENCES)):
+            if kinds[j][1] != SENTENCE or kinds[j][2] or _is_named_term(kinds[j][0]):
+                break
+            kinds[j] = (kinds[j][0], SENTENCE, text)
 
     # A run of shell comments right over a command line ("$ ..."): what the command does.
     for i in range(len(kinds) - 2, -1, -1):

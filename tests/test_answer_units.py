@@ -40,6 +40,7 @@ from locallens.extractive import (
     term_coverage,
     unknown_word,
 )
+from locallens.readers.html_page import html_text
 from locallens.unit_scores import (
     FEATURES,
     answer_type,
@@ -1092,6 +1093,40 @@ def test_a_term_and_its_description_on_one_line_are_a_definition() -> None:
         "sentence",
         "sentence",
     ]
+
+
+def test_an_option_on_a_line_of_its_own_is_the_term_of_the_description_below_it() -> None:
+    """HTML definition lists and manual pages converted to text put an option or a setting on a
+    line of its own, a blank line, then its description: the line is the description's term (a
+    passage printing the description prints the name), not a title scored 0."""
+    content = (
+        "OPTIONS\n\n-p <period>\n\nSpecified the number of seconds between screen refreshes. "
+        "Default is 1 second.\n\nHIST_IGNORE_SPACE (-g)\n\nRemove command lines from the history "
+        "list when the first character on the line is a space.\n\nExamples\n\nRun it twice."
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term, u.setup) for u in units] == [
+        (HEADING, "", None),
+        ("sentence", "", None),
+        (DEFINITION, "-p <period>", 1),
+        ("sentence", "-p <period>", None),
+        ("sentence", "", None),
+        (DEFINITION, "HIST_IGNORE_SPACE (-g)", 4),
+        (HEADING, "", None),  # a title over prose stays a title
+        ("sentence", "", None),
+    ]
+    assert {u.section for u in units[1:6]} == {"OPTIONS"}
+    # The description is printed under its option; so is its later sentence.
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.9, 0.2, 0.1, 0.1, 0, 0.1]))]
+    assert printed[:2] == ["-p <period>", units[2].text]
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.9, 0.1, 0.1, 0, 0.1]))]
+    assert printed[:2] == ["-p <period>", "Default is 1 second."]
+    # An HTML page's <dt>/<dd> read by the HTML reader: the same layout.
+    text, _title, _heads = html_text(
+        "<h2>OPTIONS</h2><dl><dt>--timeout &lt;seconds&gt;</dt><dd><p>Number of seconds to keep "
+        "the credentials (default: 900).</p></dd></dl>"
+    )
+    assert [(u.kind, u.term) for u in excerpt_units(text, 1)][-1] == (DEFINITION, "--timeout <seconds>")
 
 
 def test_a_shell_comment_over_a_command_introduces_it() -> None:

@@ -1,5 +1,5 @@
-"""The benchmark corpora's own code: the BorgBackup, Varnish, Postfix, Apache, SQLite and rsyslog page text and
-the question sets' shape."""
+"""The benchmark corpora's own code: the BorgBackup, Varnish, Postfix, Apache, SQLite, rsyslog and Z shell page
+text and the question sets' shape."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from corpora import (  # noqa: E402
     rsyslog_page_text,
     sqlite_page_text,
     varnish_page_text,
+    zsh_page_text,
 )
 
 PAGE = """<html><body><div class="sphinxsidebar">Navigation: Usage, Quick Start</div>
@@ -231,6 +232,60 @@ def test_rsyslog_page_text_keeps_the_content_only() -> None:
     assert text.endswith("\n") and "\n\n\n" not in text
 
 
+ZSH_PAGE = """<html><head><title>16 Options (zsh)</title><style type="text/css">a.copiable-anchor {}</style></head>
+<body lang="en">
+<div class="chapter" id="Options">
+<table class="header" cellpadding="1" cellspacing="1" border="0">
+<tr><td valign="middle" align="left">[<a href="Parameters.html#Parameters" title="Beginning of this chapter"> &lt;&lt; </a>]</td>
+<td valign="middle" align="left">[<a href="index.html" title="Up section"> Up </a>]</td></tr></table>
+<span id="Options-2"></span><h1 class="chapter">16 Options</h1>
+<table class="menu" border="0" cellspacing="0">
+<tr><td align="left" valign="top"><a href="#Specifying-Options">16.1 Specifying Options</a></td></tr></table>
+<dl compact="compact">
+<dt id='index-AUTO_005fCD'><span><tt>AUTO_CD</tt> (<tt>-J</tt>)<a href='#index-AUTO_005fCD' class='copiable-anchor'> &para;</a></span></dt>
+<dd><p>If a command is issued that can&rsquo;t be executed as a normal command,
+perform the <tt>cd</tt> command to that directory.
+</p></dd></dl>
+<hr>
+<p><font size="-1">
+  This document was generated on <em>February 5, 2023</em> using <a href="https://www.gnu.org/software/texinfo/"><em>texi2any</em></a>.
+</font></p>
+<font size="-1">Zsh version 5.9, released on May 14, 2022.</font>
+</body></html>"""
+ZSH_FAQ_PAGE = """<html><body >
+<hr>
+<ul>
+    <li> <a href="FAQ.html">Table of Contents</a>
+    <li> <a href="FAQ02.html">Previous Chapter</a>
+</ul>
+<hr>
+<h1 >Chapter 3: How to get various things to work</h1>
+<p>
+The option <code >SH_WORD_SPLIT</code> exists to provide compatibility.
+<hr>
+<ul>
+    <li> <a href="FAQ.html">Table of Contents</a>
+    <li> <a href="FAQ04.html">Next Chapter</a>
+</ul>
+<hr>
+</body></html>"""
+
+
+def test_zsh_page_text_keeps_the_chapter_only() -> None:
+    text = zsh_page_text(ZSH_PAGE)
+    lines = text.splitlines()
+    assert lines[0] == "16 Options"  # no navigation bar, no menu of the chapter's sections
+    assert "AUTO_CD (-J)" in lines  # a definition's term, without its pilcrow
+    assert "perform the cd command to that directory." in text
+    assert "Up" not in lines and "16.1 Specifying Options" not in text
+    assert "texi2any" not in text and "Zsh version" not in text and "¶" not in text
+    assert text.endswith("\n") and "\n\n\n" not in text
+    faq = zsh_page_text(ZSH_FAQ_PAGE)
+    assert faq.splitlines()[0] == "Chapter 3: How to get various things to work"
+    assert "Table of Contents" not in faq and "Chapter" not in faq.split("\n", 1)[1]
+    assert "The option SH_WORD_SPLIT exists to provide compatibility." in faq
+
+
 @pytest.mark.parametrize(
     ("name", "total", "answerable_count", "broad"),
     [
@@ -244,6 +299,8 @@ def test_rsyslog_page_text_keeps_the_content_only() -> None:
         ("sqlite_es_over_en", 10, 8, 0),
         ("rsyslog_questions", 48, 40, 6),
         ("rsyslog_es_over_en", 10, 8, 0),
+        ("zsh_questions", 48, 40, 5),
+        ("zsh_es_over_en", 10, 8, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:

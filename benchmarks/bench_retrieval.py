@@ -394,14 +394,15 @@ def cap_per_file(files: list[str], cap: int, others: int | None = None) -> list[
 
 def score(corpus: Corpus, ranked_files: list[list[str]], texts: list[list[str]] | None = None) -> dict[str, float]:
     """hit@5, MRR@10 and nDCG@10 by file, the expected file among the first 5 chunks, the files
-    those come from; with `texts` (each query's first 5 chunks' contents), `answer@5`: the share of
-    the queries with expected answer strings one of whose first 5 chunks holds one (`contains_answer`,
+    those come from; with `texts` (each query's first 5 chunks' contents, or all the chunks `ask`
+    reads), `answer@5`: the share of the queries with expected answer strings one of whose given
+    chunks holds one (`contains_answer`,
     as `bench_answers.py` judges a stated answer), and `answered` how many such queries there are."""
     from locallens.evaluation.metrics import contains_answer, dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
 
     hits, mrrs, ndcgs, top5, spread = [], [], [], [], []
     held = [
-        any(contains_answer(t, q.answers) for t in chunks[:5])
+        any(contains_answer(t, q.answers) for t in chunks)
         for q, chunks in zip(corpus.queries, texts or [[] for _ in corpus.queries], strict=True)
         if texts is not None and q.answers
     ]
@@ -471,6 +472,32 @@ def ask_search(
     return out, 1000 * statistics.median(seconds)
 
 
+def ask_reads(
+    corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
+) -> tuple[list[list[Any]], float, float]:
+    """The chunks `ask` reads (`search` with k=5 and `read_held`, as `retrieve` calls it for `ask`:
+    the 5, then what the per-file cap held back from the fused first 5), and the median warm
+    milliseconds of one search of k=5 without and with `read_held`, timed alternately on each
+    query (after one untimed search each)."""
+    import statistics
+
+    from locallens.retrieval import search
+    from locallens.storage.sqlite import Store
+
+    out = []
+    plain, held = [], []
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+            search(store, brain, q.text, v, 5, hybrid=True, also=r, read_held=True)
+            for flag, times in ((False, plain), (True, held)):
+                started = time.perf_counter()
+                hits = search(store, brain, q.text, v, 5, hybrid=True, also=r, read_held=flag)
+                times.append(time.perf_counter() - started)
+            out.append(hits)
+    return out, 1000 * statistics.median(plain), 1000 * statistics.median(held)
+
+
 def knn_ms(db: Path, qvecs: Any, depth: int) -> float:
     """Median milliseconds of one warm nearest-neighbour search of `depth` chunks (the naive
     baseline's whole search), each query searched once untimed, then timed."""
@@ -524,6 +551,8 @@ def evaluate(
         for q, (d, k) in zip(corpus.queries, ranks, strict=True)
     ]
     # The package's own per-file cap, when this checkout has one; the caps below are from the raw fusion.
+    import inspect
+
     from locallens import retrieval
 
     default_cap = getattr(retrieval, "MAX_CHUNKS_PER_FILE", None)
@@ -538,6 +567,13 @@ def evaluate(
         [[h.content for h in hits[:5]] for hits in ask_hits],
     ) | {"ms": ask_ms}
     result["vector"]["ms"] = knn_ms(db, qvecs, corpus.depth)
+    if "read_held" in inspect.signature(retrieval.search).parameters:
+        read, ms5, ms_read = ask_reads(corpus, db, qvecs, rendered or [[] for _ in corpus.queries])
+        result["ask_read"] = score(
+            corpus,
+            [[h.chunk.relative_path for h in hits] for hits in read],
+            [[h.content for h in hits] for hits in read],
+        ) | {"ms": ms_read, "ms5": ms5, "read": sum(map(len, read)) / max(1, len(read))}
     for cap in CAPS:
         result[f"hybrid_ask cap{cap}"] = score(corpus, [cap_per_file(r, cap) for r in ask_ranked])
     for first, others in FIRST_CAPS:
@@ -692,69 +728,6 @@ def print_diagnosis(rows: list[dict[str, Any]]) -> None:
         print(f"  {side:13} {cls:9} {n}")
 
 
-LEAD_GAPS = (0.0, 0.5, 1.0, 1.5)  # --lead-study: the best file's lead, in fused standard deviations
-LEAD_PLACES = (3, 4, 5)
-WITHIN_COSINES = (0.0, 0.5, 1.0)
-
-
-def lead_study(
-    corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
-) -> dict[str, dict[str, float]]:
-    """The default search (`search` as `ask` calls it, k=5) with the best file given more places
-    when it leads the next file by a fused gap (`retrieval.lead_places`): per gap x places of
-    LEAD_GAPS x LEAD_PLACES (and `off`, the cap for every file), the questions whose 5 chunks hold
-    an expected answer (`answer5`, of `answered`), whose 5 chunks come from an expected file
-    (`file5`), the files those come from (`files`), and how many questions the rule opened (`opened`)."""
-    from locallens import retrieval
-    from locallens.evaluation.metrics import contains_answer
-    from locallens.storage.sqlite import Store
-
-    policies: list[tuple[str, float | None, int, float]] = []
-    for beta in WITHIN_COSINES:
-        policies += [(f"off cos {beta}", None, 2, beta)]
-        policies += [(f"gap {g} places {n} cos {beta}", g, n, beta) for g in LEAD_GAPS for n in LEAD_PLACES]
-    out: dict[str, dict[str, float]] = {}
-    saved = retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE
-    try:
-        with Store(db, create=False) as store:
-            brain = store.get_brain("bench")
-            for name, gap, places, beta in policies:
-                retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE = gap, places, beta
-                m = {"answer5": 0.0, "answered": 0.0, "file5": 0.0, "files": 0.0, "opened": 0.0}
-                for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
-                    hits = retrieval.search(store, brain, q.text, v, 5, hybrid=True, also=r)
-                    paths = [h.chunk.relative_path for h in hits]
-                    m["file5"] += bool(set(paths) & set(q.relevant))
-                    m["files"] += len(set(paths)) / len(corpus.queries)
-                    m["opened"] += max(paths.count(p) for p in paths) > 2 if paths else 0
-                    if q.answers:
-                        m["answered"] += 1
-                        m["answer5"] += any(contains_answer(h.content, q.answers) for h in hits)
-                out[name] = m
-    finally:
-        retrieval.DOMINANT_GAP, retrieval.DOMINANT_FILE_CHUNKS, retrieval.WITHIN_COSINE = saved
-    return out
-
-
-def print_lead_study(studied: dict[str, dict[str, dict[str, float]]]) -> None:
-    """`lead_study`'s figures: per policy, answer@5 counts per corpus and in all, the expected
-    file among the 5 chunks (all corpora), files in the 5 (mean over corpora), questions opened."""
-    if not studied:
-        return
-    names = list(studied)
-    print()
-    print("The best file given more places when it leads (answer among the 5 chunks, per corpus):")
-    print("| policy | " + " | ".join(names) + " | all | file in 5 | files | opened |")
-    print("|---|" + "---|" * (len(names) + 4))
-    for policy in next(iter(studied.values())):
-        cells = [f"{int(studied[n][policy]['answer5'])}/{int(studied[n][policy]['answered'])}" for n in names]
-        total = sum(int(studied[n][policy]["answer5"]) for n in names)
-        file5 = sum(int(studied[n][policy]["file5"]) for n in names)
-        files = sum(studied[n][policy]["files"] for n in names) / len(names)
-        opened = sum(int(studied[n][policy]["opened"]) for n in names)
-        print(f"| {policy} | " + " | ".join(cells) + f" | {total} | {file5} | {files:.2f} | {opened} |")
-
-
 LLM_RERANK_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
@@ -883,11 +856,6 @@ def main() -> None:
         action="store_true",
         help="with headers and naive among --configs: where the answer is when only one of them holds it in its 5 chunks",
     )
-    parser.add_argument(
-        "--lead-study",
-        action="store_true",
-        help="score the default search with the best file given more places when it leads (`headers` config)",
-    )
     parser.add_argument("--llm-rerank-limit", type=int, default=0, help="with --llm-rerank: the first N queries only")
     args = parser.parse_args()
     c.offline_env()
@@ -922,14 +890,13 @@ def main() -> None:
     }
     rows: list[dict[str, Any]] = []
     diagnosed: list[dict[str, Any]] = []
-    studied: dict[str, dict[str, dict[str, float]]] = {}
     with contextlib.ExitStack() as stack:
         pg_url = None
         if args.pg is not None:
             from bench_pg import postgres
 
             pg_url = stack.enter_context(postgres(args.pg or None, stack.enter_context(_temporary_folder())))
-        run_corpora(args, loaders, embedder, rows, pg_url, diagnosed, studied)
+        run_corpora(args, loaders, embedder, rows, pg_url, diagnosed)
     print()
     print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | hit@5 chunks | files in top 5 | index time |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -942,7 +909,6 @@ def main() -> None:
             )
     print_baseline(rows)
     print_diagnosis(diagnosed)
-    print_lead_study(studied)
     print()
     print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
     for row in rows:
@@ -972,6 +938,14 @@ def print_baseline(rows: list[dict[str, Any]]) -> None:
                 f"| {name} | {label} | {held} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
                 f"{m['files@5']:.2f} | {ms} |"
             )
+        if "ask_read" in default[name]:
+            m = default[name]["ask_read"]
+            print(
+                f"| {name} | default, as `ask` reads ({m['read']:.2f} chunks) | {m['answer@5']:.3f} ({m['answered']}) | "
+                f"- | - | - | - | {m['ms5']:.1f} -> {m['ms']:.1f} |"
+                if "answer@5" in m
+                else f"| {name} | default, as `ask` reads ({m['read']:.2f} chunks) | - | - | - | - | - | {m['ms5']:.1f} -> {m['ms']:.1f} |"
+            )
         if default[name]["ask"]["hit@5"] < naive[name]["vector"]["hit@5"]:
             print(f"| {name} | MISS: the default's hit@5 is below the naive baseline's | | | | | |")
 
@@ -998,13 +972,11 @@ def run_corpora(
     rows: list[dict[str, Any]],
     pg_url: str | None,
     diagnosed: list[dict[str, Any]] | None = None,
-    studied: dict[str, dict[str, dict[str, float]]] | None = None,
 ) -> None:
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
     from locallens.embedding import load_embedder
 
     diagnosed = [] if diagnosed is None else diagnosed
-    studied = {} if studied is None else studied
     built: set[Path] = set()  # indexes this run built (a second corpus over the same folder reuses them)
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
@@ -1078,11 +1050,6 @@ def run_corpora(
                     if args.out:
                         with args.out.open("a", encoding="utf-8") as fh:
                             fh.write(json.dumps(row) + "\n")
-        if getattr(args, "lead_study", False) and "headers" in dbs:
-            pinned = brain_model(dbs["headers"])
-            studied[corpus_name] = lead_study(
-                corpus, dbs["headers"], by_encoder[pinned], by_rendering[(corpus_name, pinned)]
-            )
         if getattr(args, "diagnose", False) and {"headers", "naive"} <= set(dbs):
             pinned = brain_model(dbs["headers"])
             diagnosed.extend(

@@ -1,6 +1,6 @@
 """The answer check against sentences a capable model writes: false withholds and catches.
 
-    .venv/bin/python benchmarks/bench_check.py [--split tune|held-out|fresh|all] [--verbose]
+    .venv/bin/python benchmarks/bench_check.py [--split tune|held-out|fresh|fresh2|all] [--verbose]
 
 Data: benchmarks/data/check_labelled.jsonl, one hand-written sentence a line, as a strong model
 would write it given the numbered excerpts of a question:
@@ -25,7 +25,11 @@ said of another subject), `invented_clause` (a true statement with an addition n
 The split is by question: a third of the questions (`held-out`) were not looked at while the
 check's rules and thresholds were set; report them apart. benchmarks/data/check_fresh.jsonl (85
 sentences, 11 more questions, the same fields, split `fresh`) was written before the check was
-ever run on it, over other excerpts, and is never tuned on.
+ever run on it, over other excerpts, and is never tuned on. benchmarks/data/check_fresh2.jsonl
+(144 sentences, 72 backed and 72 not, split `fresh2`) was written the same way in a later round
+over other corpora: the five chunks `ask --extractive` read (default settings, an index of the
+corpus as bench_answers.py builds it) for 18 questions of the Borg, Postfix, Apache and Varnish
+sets; never tuned on either.
 
 Every sentence goes through `locallens.claims.check_answer` with the packaged embedder, exactly
 as the default mode checks a model's answer. A sentence is *kept* when every claim it holds is
@@ -53,6 +57,10 @@ LABELLED = DATA / "check_labelled.jsonl"
 # Written later, before the check was ever run on them, in a capable model's voice over other
 # excerpts of sample_docs/ and the language reference: held out entirely (split "fresh").
 FRESH = DATA / "check_fresh.jsonl"
+# Written in a later round the same way, before the check was ever run on them, over the five
+# chunks `ask --extractive` read for 18 questions of the Borg, Postfix, Apache and Varnish sets
+# (split "fresh2"): never tuned on either.
+FRESH2 = DATA / "check_fresh2.jsonl"
 EXCERPTS = DATA / "check_excerpts.jsonl"
 TARGET_FALSE_WITHHOLD = 0.10
 TARGET_CATCH = 0.90
@@ -183,7 +191,7 @@ def report(table: c.Table, outcomes: list[Outcome], label: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=("tune", "held-out", "fresh", "all"), default="all")
+    parser.add_argument("--split", choices=("tune", "held-out", "fresh", "fresh2", "all"), default="all")
     parser.add_argument("--verbose", action="store_true", help="print every miss with the check's reasons")
     args = parser.parse_args()
     c.offline_env()
@@ -191,7 +199,7 @@ def main() -> None:
     c.print_machine("the answer check on hand-labelled sentences", False)
     from locallens.embedding import load_embedder
 
-    records = read_jsonl(LABELLED) + read_jsonl(FRESH)
+    records = read_jsonl(LABELLED) + read_jsonl(FRESH) + read_jsonl(FRESH2)
     excerpts = {row["id"]: row["text"] for row in read_jsonl(EXCERPTS)}
     if args.split != "all":
         records = [r for r in records if r["split"] == args.split]
@@ -211,6 +219,8 @@ def main() -> None:
         report(table, by_split["tune"] + by_split["held-out"], "all (tune + held-out)")
     if by_split.get("fresh"):
         report(table, by_split["fresh"], "fresh (never tuned on)")
+    if by_split.get("fresh2"):
+        report(table, by_split["fresh2"], "fresh2 (never tuned on)")
     table.section("time")
     table.add("check, per sentence", c.fmt_ms(seconds * 1000 / max(1, len(outcomes))), note="embedding included")
     table.print()

@@ -414,6 +414,14 @@ def _near(units: Sequence[Unit], i: int) -> list[str]:
     `NEAR_UNITS` either side at most. Prose has no fields: a sentence's neighbours may be about
     another subject."""
     unit = units[i]
+    if unit.term:
+        # A sentence of a definition's description: the entry is its term and its sentences
+        # ("ZFTP_TMOUT" / "Integer. The time in seconds to wait ... the default value 60.").
+        return [unit.term] + [
+            other.text
+            for j, other in enumerate(units)
+            if j != i and abs(j - i) <= NEAR_UNITS and other.excerpt == unit.excerpt and other.term == unit.term
+        ]
     if not _FIELD.match(unit.text):
         return []
     out: list[str] = []

@@ -337,6 +337,26 @@ class NumpyBert:
 
     def forward(self, batch: Sequence[Sequence[int]]) -> np.ndarray:
         """Pooled, not yet normalised vectors of a batch of token-id sequences (specials included)."""
+        x, mask = self.hidden_states(batch)
+        if self.pooling == "cls":
+            return x[:, 0, :]
+        summed = (x * mask[:, :, None]).sum(axis=1)
+        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+
+    def token_states(self, ids: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """Each sequence's last-layer token states, (len(seq), dim) before pooling (specials
+        included): the vectors `forward` averages. For comparing texts token by token
+        (`benchmarks/token_study.py`: late interaction between a question and answer units)."""
+        out: list[np.ndarray] = [np.zeros((0, self.dim), dtype=np.float32)] * len(ids)
+        with one_blas_thread() if sum(len(seq) for seq in ids) <= ONE_THREAD_TOKENS else contextlib.nullcontext():
+            for batch in token_batches([len(seq) for seq in ids], 32 * self.max_seq_length):
+                x, _ = self.hidden_states([ids[i] for i in batch])
+                for row, i in enumerate(batch):
+                    out[i] = x[row, : len(ids[i])]
+        return out
+
+    def hidden_states(self, batch: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """The last layer's states (n, L, dim) of a padded batch, and its mask (n, L)."""
         ids, mask = padded_batch(batch, np.float32)
         n, length = ids.shape
         x = self.word[ids] + self.position[:length] + self.token_type0
@@ -357,10 +377,7 @@ class NumpyBert:
             x = _layer_norm(context @ layer.out_w + layer.out_b + x, layer.ln1_w, layer.ln1_b, self.eps)
             inner = _activation(self.act, x @ layer.up_w + layer.up_b)
             x = _layer_norm(inner @ layer.down_w + layer.down_b + x, layer.ln2_w, layer.ln2_b, self.eps)
-        if self.pooling == "cls":
-            return x[:, 0, :]
-        summed = (x * mask[:, :, None]).sum(axis=1)
-        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+        return x, mask
 
 
 def _pooling_mode(folder: Path) -> str | None:

@@ -46,7 +46,11 @@ The weights (`WEIGHTS`, `BIAS`) are a conditional logit fitted by `benchmarks/be
 context, states the expected answer); the figures, and what each signal adds, are in
 docs/benchmarks.md#answer-units. `bench_answers.py --transfer` measures them with each corpus
 left out (docs/benchmarks.md#the-scorer-with-a-corpus-left-out): refitted on more corpora, or on
-fewer signals, they carried over no better to corpora never fitted on.
+fewer signals, they carried over no better to corpora never fitted on. Signals that read the
+question and the unit token by token (late interaction over MiniLM's token states, the question
+rewritten as a statement) were measured the same way and not kept: none stated more with any
+corpus left out, and a unit's token states cost a forward pass at question time
+(`bench_answers.py --replay F --token-study`; docs/decisions.md#answer-units-and-the-passage).
 """
 
 from __future__ import annotations

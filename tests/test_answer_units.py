@@ -505,6 +505,21 @@ def test_a_duration_may_be_a_bare_number_beside_a_field_naming_its_unit() -> Non
     assert fact_absent("How long are entries kept in the cache?", answer_units(prose)) == 1.0
 
 
+def test_a_definitions_sentences_are_one_entry_for_a_bare_duration() -> None:
+    """A description under its term reads as one entry: "the default value 60" is a duration
+    when another sentence of the same description names the unit of time."""
+    content = (
+        "Parameters\n\nNET_TMOUT\n\nInteger. The time in seconds to wait for a network operation "
+        "to complete before returning an error. If this is not set when the module is loaded, it "
+        "will be given the default value 60.\n\nNET_IP\n\nThe address of the current connection."
+    )
+    units = answer_units([hit(content, "modules.txt")])
+    assert fact_absent("How long does the client wait for a network operation by default?", units) == 0.0
+    # Another entry's number does not borrow this one's unit of time.
+    other = "Parameters\n\nNET_TRIES\n\nThe number of attempts. Defaults to 3.\n\nNET_TMOUT\n\nIn seconds."
+    assert fact_absent("How long does the client wait?", answer_units([hit(other, "modules.txt")])) == 1.0
+
+
 def test_no_value_of_the_asked_kind_at_all_is_the_plain_refusal() -> None:
     hits = [hit(RUNBOOK, "engineering/deploy-runbook.md")]
     units = answer_units(hits)

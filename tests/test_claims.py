@@ -357,6 +357,28 @@ def test_words_found_nowhere_in_the_excerpts_are_not_supported() -> None:
     assert ok.claims[0].words_missing == []
 
 
+def test_a_paraphrases_own_ordinary_words_weigh_half(monkeypatch: pytest.MonkeyPatch) -> None:
+    import locallens.claims.check as check_module
+
+    # Two words found nowhere in the excerpts, both ordinary prose ("serves", "traffic"): what a
+    # capable model's paraphrase brings. Each weighs COMMON_WEIGHT against MAX_NOVEL_WORDS: kept.
+    paraphrase = "The staging database serves PostgreSQL 16.2 and listens on port 5433 for traffic."
+    [claim] = check(paraphrase).claims
+    assert claim.words_missing == ["serves", "traffic"] and claim.supported
+    # Counted whole (COMMON_ZIPF off), they are one word too many.
+    monkeypatch.setattr(check_module, "COMMON_ZIPF", 0.0)
+    assert not check(paraphrase).claims[0].supported
+
+
+def test_an_invented_clause_is_withheld_even_in_ordinary_words() -> None:
+    # Three ordinary words of its own are more than a paraphrase brings.
+    [three] = check("The staging database serves PostgreSQL 16.2 and listens on port 5433 for internal traffic.").claims
+    assert three.words_missing == ["serves", "internal", "traffic"] and not three.supported
+    # A rare word ("telemetry") weighs whole.
+    [rare] = check("The staging database serves PostgreSQL 16.2 and listens on port 5433 for telemetry.").claims
+    assert rare.words_missing == ["serves", "telemetry"] and not rare.supported
+
+
 def test_a_sentence_said_twice_is_printed_once() -> None:
     checked = check("Backups are kept for 14 days. Backups are kept for 14 days [1].")
     assert len(checked.claims) == 1 and checked.answer == "Backups are kept for 14 days [1]."

@@ -442,3 +442,20 @@ def test_onnx_runtime_batches_pad_little_and_leave_the_vectors_as_they_were() ->
     # Small batches: a batch holds at most ONNX_BATCH_TOKENS once padded, or one window.
     assert all(n == 1 or n * length <= embedding.ONNX_BATCH_TOKENS for n, length in shapes["onnxruntime"])
     assert max(n for n, _ in shapes["onnxruntime"]) > 1
+
+
+@pytest.mark.slow
+def test_token_states_are_what_the_vector_pools(minilm_dir: Path) -> None:
+    # `token_states` (the late-interaction study's input, benchmarks/token_study.py) gives each
+    # text one row per token it reads, and their mean is the text's vector, batched or alone.
+    model = _cached(minilm_dir)
+    texts = ["Which port does staging listen on?", "Staging listens on port 5433.", "", "word " * 300]
+    ids = model.token_ids(texts)
+    states = model.token_states(ids)
+    assert [s.shape for s in states] == [(len(i), model.dim) for i in ids]
+    pooled = np.stack([s.mean(axis=0) for s in states])
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    np.testing.assert_allclose(pooled, model.encode(texts), atol=2e-5)
+    alone = [model.token_states([i])[0] for i in ids]
+    for together, single in zip(states, alone, strict=True):
+        np.testing.assert_allclose(together, single, atol=2e-4)

@@ -21,7 +21,8 @@ numbered excerpts, and returns one `Claim` per sentence:
 4. Content words of the claim (function words aside, compared by Porter stem or five-letter
    prefix) that occur nowhere in the excerpts or the question are `words_missing`: a faithful
    paraphrase brings at most one of its own ("retained" for "kept"), a sentence built around the
-   excerpts' words brings more ("La capa de la oficina está en ...").
+   excerpts' words brings more ("La capa de la oficina está en ..."). A word of ordinary prose
+   ("turns", "serves") counts half (COMMON_ZIPF), so a paraphrase may bring two such words.
 5. `conflicts`: the excerpts' own words and facts recombined. A number found only in a sentence
    far less similar to the claim than its closest one (FACT_MARGIN: "kept for 90 days", where 90
    days is another retention); a number or identifier that stands, word for word, where the
@@ -62,10 +63,19 @@ from typing import Any
 import numpy as np
 
 from locallens.claims.align import NUMBER_WORDS, clause_conflicts, relabelled, soft_aligned
+from locallens.claims.align import negated as is_negated
 from locallens.claims.citations import claim_text, move_citations_before_stops, with_citations
 from locallens.claims.facts import extract_facts, missing_facts
 from locallens.claims.refusal import refusal
-from locallens.claims.words import FUNCTION_WORDS, content_words, known_word, novel_words, vocabulary_of, word_key
+from locallens.claims.words import (
+    FUNCTION_WORDS,
+    common_word,
+    content_words,
+    known_word,
+    novel_words,
+    vocabulary_of,
+    word_key,
+)
 from locallens.domain import Hit
 from locallens.prompt import CITATION_RE, citation_numbers
 from locallens.sentences import split_chunk_prefix, split_sentences
@@ -148,6 +158,17 @@ FACT_IDENTIFIERS = True
 UNIT_RULE = True
 # The clauses a claim's clauses are compared with, for polarity and opposites.
 CLAUSE_SENTENCES = 5
+# A paraphrase's own ordinary words: a word the excerpts hold nowhere weighs COMMON_WEIGHT instead
+# of 1 against MAX_NOVEL_WORDS and MAX_UNALIGNED_HIGH when it is a lower-case word of ordinary
+# prose (Zipf >= COMMON_ZIPF in English or Spanish: "turns", "linear", "behaviour", "serves"), so
+# a backed claim may bring two of them. Never a name, an identifier, a number, a rare word, or a
+# word the excerpts hold elsewhere (another statement's word: "when the block is left", where the
+# closest sentence says "entered"); and only for a claim whose facts are all in its
+# RELAX_SENTENCES closest sentences and that is negated only if one of them is. Measured on the
+# tune split of benchmarks/bench_check.py (docs/decisions.md#answer-check-thresholds); 0 is off.
+COMMON_ZIPF = 4.0
+COMMON_WEIGHT = 0.5
+RELAX_SENTENCES = 2
 
 _HAS_ALNUM = re.compile(r"\w")
 _WORD = re.compile(r"[^\W\d_]{2,}")
@@ -325,6 +346,11 @@ def _backs(
     return bool(facts) and len(missing_facts(facts, texts[n - 1])) < len(facts)
 
 
+def _weight(words: Sequence[str], common: set[str]) -> float:
+    """What the words a claim brings weigh: COMMON_WEIGHT each of `common`, 1 each of the others."""
+    return sum(COMMON_WEIGHT if w.lower() in common else 1.0 for w in words)
+
+
 def _overlap(claim: str, sentence: str) -> float:
     """The share of the claim's content words found in `sentence` (by their keys, `words`)."""
     words = content_words(claim)
@@ -452,6 +478,9 @@ class _Support:
     window: list[str] = field(default_factory=list)
     words: int = 0  # content words of the claim
     tight: list[str] = field(default_factory=list)  # not held by its TIER_SENTENCES closest sentences
+    # Its facts are all in its RELAX_SENTENCES closest sentences (or the question), and it is not
+    # negated unless one of them is: its own ordinary words may weigh less (COMMON_ZIPF).
+    faithful: bool = False
 
 
 def _support(
@@ -521,7 +550,13 @@ def _support(
     if ALIGNED_TIERS:
         tight_vocabulary = vocabulary_of("\n".join(sentences[int(i)] for i in close[:TIER_SENTENCES]))
         tight = [w for w in words if not known_word(w, tight_vocabulary)]
-    return _Support(score, best, conflicts, coverage, unaligned, window, len(words), tight)
+    faithful = False
+    if COMMON_ZIPF:
+        nearest_text = "\n".join(sentences[int(i)] for i in close[:RELAX_SENTENCES])
+        faithful = not any(missing_facts([f], nearest_text) and missing_facts([f], question) for f in facts) and (
+            not is_negated(claim) or any(is_negated(sentences[int(i)]) for i in close[:RELAX_SENTENCES])
+        )
+    return _Support(score, best, conflicts, coverage, unaligned, window, len(words), tight, faithful)
 
 
 def check_answer(
@@ -632,7 +667,13 @@ def check_answer(
                 unaligned = [w for w in unaligned if w.lower() not in soft]
                 novel = [w for w in novel if w.lower() not in soft]
             backed = score >= min_support or (statement and coverage >= MIN_COVERAGE)
-            if ALIGN and found is not None and backed and len(unaligned) > MAX_UNALIGNED_HIGH:
+            # Words found nowhere in the excerpts that are ordinary prose weigh less (COMMON_ZIPF).
+            common = (
+                {w.lower() for w in novel if common_word(w, COMMON_ZIPF)}
+                if COMMON_ZIPF and found is not None and found.faithful
+                else set()
+            )
+            if ALIGN and found is not None and backed and _weight(unaligned, common) > MAX_UNALIGNED_HIGH:
                 backed = False
             if ALIGN and found is not None and ALIGNED_TIERS:
                 # Words its closest sentences do not hold, unless lined up by their vectors.
@@ -652,7 +693,7 @@ def check_answer(
                 ):
                     backed = True
             allowed = MAX_NOVEL_WORDS if statement else 0
-            supported = backed and not missing and len(novel) <= allowed and not conflicts
+            supported = backed and not missing and _weight(novel, common) <= allowed and not conflicts
 
             cited: list[int] = []
             for match in CITATION_RE.finditer(written):

@@ -440,6 +440,22 @@ def known_word(word: str, vocabulary: set[str]) -> bool:
     return any(key in vocabulary for key in keys)
 
 
+@lru_cache(maxsize=65536)
+def zipf(word: str) -> float:
+    """How common `word` is in English or Spanish prose (wordfreq's Zipf scale: 6 "long", 4
+    "linear", 3 "deletes", 0 unknown), the higher of the two. wordfreq's small lists (their words
+    down to Zipf 3, 10-20 ms to load) are enough for COMMON_ZIPF; the large ones take 0.15 s each."""
+    from wordfreq import zipf_frequency
+
+    return max(float(zipf_frequency(word, "en", wordlist="small")), float(zipf_frequency(word, "es", wordlist="small")))
+
+
+def common_word(word: str, min_zipf: float) -> bool:
+    """A lower-case word of ordinary prose (Zipf at least `min_zipf`): "turns", "accepts",
+    "always". Not a name, an identifier, a number or a rare technical word."""
+    return word.isalpha() and word.islower() and zipf(word) >= min_zipf
+
+
 def novel_words(claim: str, vocabulary: set[str]) -> list[str]:
     """Content words of `claim` whose stem is not in `vocabulary` (stems of the excerpts and the
     question): words the model brought in from nowhere, such as a wrong subject ("La capa de la

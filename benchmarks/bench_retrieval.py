@@ -55,11 +55,23 @@ chunks, the excerpts `ask` reads, holds one, as `bench_answers.py` judges a stat
 (embedding included, model load excluded). Figures are printed as one table and appended as JSON
 lines to `--out`. With both `headers` and `naive` among the configs, a second table puts the
 default search (`ask`) beside the naive dense baseline (`naive`'s vector search), with the warm
-milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's.
+milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's;
+under each corpus, "default, as `ask` reads": `answer@5` over the chunks `ask` reads (the 5, then
+what the per-file cap held back from the fused first 5, `retrieval.READ_HELD_BACK`), how many that
+is on average, and the warm milliseconds of one search of k=5 without and with them.
+
+`--diagnose` (with `headers` and `naive`): for every question where exactly one of the default's 5
+chunks and the baseline's 5 holds an expected answer string, where each side has it (`diagnose`):
+the baseline's rank, file rank and chunk length; the default's fused rank, rank by cosine, rank
+by dense and by BM25 search alone in the whole brain, the chunk's length, its file's rank, its place
+among its file's candidates, and a class (`cap`: the best file's 3rd+ candidate, held back by the
+per-file cap; `within`: another chunk of a file read was chosen; `file-out`: its file is not read;
+`deep`: in no candidate, in a chunk of an expected file; `none`).
 
 Usage:
     python benchmarks/bench_retrieval.py [--configs today,headers,multi,both] [--corpora scifact,stdlib]
         [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE] [--reuse]
+        [--diagnose]
 
 `--reuse` scores the indexes an earlier run left in `--work` instead of building them again (the
 index time is then not measured): for comparing search code on the same vectors. `--pg [URL]`

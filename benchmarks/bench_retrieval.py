@@ -55,11 +55,23 @@ chunks, the excerpts `ask` reads, holds one, as `bench_answers.py` judges a stat
 (embedding included, model load excluded). Figures are printed as one table and appended as JSON
 lines to `--out`. With both `headers` and `naive` among the configs, a second table puts the
 default search (`ask`) beside the naive dense baseline (`naive`'s vector search), with the warm
-milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's.
+milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's;
+under each corpus, "default, as `ask` reads": `answer@5` over the chunks `ask` reads (the 5, then
+what the per-file cap held back from the fused first 5, `retrieval.READ_HELD_BACK`), how many that
+is on average, and the warm milliseconds of one search of k=5 without and with them.
+
+`--diagnose` (with `headers` and `naive`): for every question where exactly one of the default's 5
+chunks and the baseline's 5 holds an expected answer string, where each side has it (`diagnose`):
+the baseline's rank, file rank and chunk length; the default's fused rank, rank by cosine, rank
+by dense and by BM25 search alone in the whole brain, the chunk's length, its file's rank, its place
+among its file's candidates, and a class (`cap`: the best file's 3rd+ candidate, held back by the
+per-file cap; `within`: another chunk of a file read was chosen; `file-out`: its file is not read;
+`deep`: in no candidate, in a chunk of an expected file; `none`).
 
 Usage:
     python benchmarks/bench_retrieval.py [--configs today,headers,multi,both] [--corpora scifact,stdlib]
         [--chunkers paragraph,percentile,maxmin] [--scifact DIR] [--work DIR] [--out FILE] [--reuse]
+        [--diagnose]
 
 `--reuse` scores the indexes an earlier run left in `--work` instead of building them again (the
 index time is then not measured): for comparing search code on the same vectors. `--pg [URL]`
@@ -394,14 +406,15 @@ def cap_per_file(files: list[str], cap: int, others: int | None = None) -> list[
 
 def score(corpus: Corpus, ranked_files: list[list[str]], texts: list[list[str]] | None = None) -> dict[str, float]:
     """hit@5, MRR@10 and nDCG@10 by file, the expected file among the first 5 chunks, the files
-    those come from; with `texts` (each query's first 5 chunks' contents), `answer@5`: the share of
-    the queries with expected answer strings one of whose first 5 chunks holds one (`contains_answer`,
+    those come from; with `texts` (each query's first 5 chunks' contents, or all the chunks `ask`
+    reads), `answer@5`: the share of the queries with expected answer strings one of whose given
+    chunks holds one (`contains_answer`,
     as `bench_answers.py` judges a stated answer), and `answered` how many such queries there are."""
     from locallens.evaluation.metrics import contains_answer, dedupe, hit_at_k, mean, ndcg_at_k, reciprocal_rank
 
     hits, mrrs, ndcgs, top5, spread = [], [], [], [], []
     held = [
-        any(contains_answer(t, q.answers) for t in chunks[:5])
+        any(contains_answer(t, q.answers) for t in chunks)
         for q, chunks in zip(corpus.queries, texts or [[] for _ in corpus.queries], strict=True)
         if texts is not None and q.answers
     ]
@@ -471,6 +484,32 @@ def ask_search(
     return out, 1000 * statistics.median(seconds)
 
 
+def ask_reads(
+    corpus: Corpus, db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
+) -> tuple[list[list[Any]], float, float]:
+    """The chunks `ask` reads (`search` with k=5 and `read_held`, as `retrieve` calls it for `ask`:
+    the 5, then what the per-file cap held back from the fused first 5), and the median warm
+    milliseconds of one search of k=5 without and with `read_held`, timed alternately on each
+    query (after one untimed search each)."""
+    import statistics
+
+    from locallens.retrieval import search
+    from locallens.storage.sqlite import Store
+
+    out = []
+    plain, held = [], []
+    with Store(db, create=False) as store:
+        brain = store.get_brain("bench")
+        for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+            search(store, brain, q.text, v, 5, hybrid=True, also=r, read_held=True)
+            for flag, times in ((False, plain), (True, held)):
+                started = time.perf_counter()
+                hits = search(store, brain, q.text, v, 5, hybrid=True, also=r, read_held=flag)
+                times.append(time.perf_counter() - started)
+            out.append(hits)
+    return out, 1000 * statistics.median(plain), 1000 * statistics.median(held)
+
+
 def knn_ms(db: Path, qvecs: Any, depth: int) -> float:
     """Median milliseconds of one warm nearest-neighbour search of `depth` chunks (the naive
     baseline's whole search), each query searched once untimed, then timed."""
@@ -524,6 +563,8 @@ def evaluate(
         for q, (d, k) in zip(corpus.queries, ranks, strict=True)
     ]
     # The package's own per-file cap, when this checkout has one; the caps below are from the raw fusion.
+    import inspect
+
     from locallens import retrieval
 
     default_cap = getattr(retrieval, "MAX_CHUNKS_PER_FILE", None)
@@ -538,6 +579,13 @@ def evaluate(
         [[h.content for h in hits[:5]] for hits in ask_hits],
     ) | {"ms": ask_ms}
     result["vector"]["ms"] = knn_ms(db, qvecs, corpus.depth)
+    if "read_held" in inspect.signature(retrieval.search).parameters:
+        read, ms5, ms_read = ask_reads(corpus, db, qvecs, rendered or [[] for _ in corpus.queries])
+        result["ask_read"] = score(
+            corpus,
+            [[h.chunk.relative_path for h in hits] for hits in read],
+            [[h.content for h in hits] for hits in read],
+        ) | {"ms": ms_read, "ms5": ms5, "read": sum(map(len, read)) / max(1, len(read))}
     for cap in CAPS:
         result[f"hybrid_ask cap{cap}"] = score(corpus, [cap_per_file(r, cap) for r in ask_ranked])
     for first, others in FIRST_CAPS:
@@ -562,6 +610,134 @@ def evaluate(
             )
     result["fusion_grid"] = grid
     return result
+
+
+DIAG_DEPTH = 50  # dense and keyword ranks are read to this depth for the diagnosis
+
+
+def diagnose(
+    corpus: Corpus, default_db: Path, naive_db: Path, qvecs: Any, rendered: list[list[tuple[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Per question with expected answer strings where the default search's 5 chunks and the naive
+    baseline's disagree on holding one (`contains_answer`): where each found it. A row per such
+    question, printed as a table (`print_diagnosis`):
+
+    - naive: the rank (1-5) of its first chunk holding an answer, that chunk's file's rank among
+      naive's files, the file's chunks among naive's 5, the chunk's tokens;
+    - default: the first fused candidate (as `hybrid_search` ranks them, renderings included)
+      holding an answer: its rank in the fused order (`-` when no candidate holds one), its rank
+      by cosine alone and by BM25 alone (in the whole brain, to DIAG_DEPTH), its tokens, its file's
+      rank among the candidates' files, the chunk's place among its file's candidates, how many
+      of the 5 read are of its file, and a class: `cap` (its file is read, it is the file's 3rd+
+      candidate: the per-file cap held it back), `within` (its file is read, another of its chunks
+      was chosen), `file-out` (its file is not read), `deep` (no candidate holds an answer, a chunk
+      of the expected files does), `none`.
+    """
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.retrieval import _key, hybrid_candidates, search
+    from locallens.storage.sqlite import Store
+    from locallens.tokens import count_tokens
+
+    rows: list[dict[str, Any]] = []
+    with Store(default_db, create=False) as store, Store(naive_db, create=False) as nstore:
+        brain, nbrain = store.get_brain("bench"), nstore.get_brain("bench")
+        for q, v, r in zip(corpus.queries, qvecs, rendered, strict=True):
+            if not q.answers:
+                continue
+            naive = nstore.knn(nbrain, v, 5)
+            read = search(store, brain, q.text, v, 5, hybrid=True, also=r)
+            n_at = next((i for i, h in enumerate(naive) if contains_answer(h.content, q.answers)), None)
+            d_at = next((i for i, h in enumerate(read) if contains_answer(h.content, q.answers)), None)
+            if (n_at is None) == (d_at is None):
+                continue
+            row: dict[str, Any] = {"corpus": corpus.name, "q": q.qid, "question": q.text, "naive": n_at is not None}
+            if n_at is not None:
+                files = list(dict.fromkeys(h.chunk.relative_path for h in naive))
+                nh = naive[n_at]
+                row |= {
+                    "n_rank": n_at + 1,
+                    "n_file": nh.chunk.relative_path,
+                    "n_file_rank": files.index(nh.chunk.relative_path) + 1,
+                    "n_same": sum(h.chunk.relative_path == nh.chunk.relative_path for h in naive),
+                    "n_tokens": count_tokens(nh.content),
+                }
+            hits, fused, order = hybrid_candidates(store, brain, q.text, v, 5, also=r)
+            at = next((i for i, kk in enumerate(order) if contains_answer(hits[kk].content, q.answers)), None)
+            read_files = [h.chunk.relative_path for h in read]
+            if at is None:
+                deep = any(
+                    contains_answer(ch.content, q.answers)
+                    for f in (set(q.relevant) | ({row["n_file"]} if "n_file" in row else set()))
+                    for ch in store.document_chunks(brain, f)
+                )
+                row |= {"d_rank": "-", "class": "deep" if deep else "none"}
+                rows.append(row)
+                continue
+            kk = order[at]
+            hit = hits[kk]
+            path = hit.chunk.relative_path
+            by_cos = sorted(order, key=lambda x: -hits[x].score)
+            dense = [_key(h) for h in store.knn(brain, v, DIAG_DEPTH)]
+            kw_ids = [i for i, _ in store.keyword_scores(brain, q.text, DIAG_DEPTH)]
+            by_id = store.hits_by_id(brain, v, kw_ids)
+            kw_rank = {_key(by_id[i]): n for n, i in enumerate(kw_ids, 1) if i in by_id}
+            file_order = list(dict.fromkeys(hits[x].chunk.relative_path for x in order))
+            same_file = [x for x in order if hits[x].chunk.relative_path == path]
+            place = same_file.index(kk) + 1
+            if path not in read_files:
+                cls = "file-out"
+            elif place > 2 and file_order.index(path) == 0:
+                cls = "cap"
+            else:
+                cls = "within"
+            row |= {
+                "d_rank": at + 1,
+                "d_cos_rank": by_cos.index(kk) + 1,
+                "d_dense": dense.index(kk) + 1 if kk in dense else "-",
+                "d_bm25": kw_rank.get(kk, "-"),
+                "d_tokens": count_tokens(hit.content),
+                "d_file": path,
+                "d_file_rank": file_order.index(path) + 1,
+                "d_place": place,
+                "d_read_same": read_files.count(path),
+                "d_read_files": len(set(read_files)),
+                "d_fused_gap": round(fused[order[0]] - fused[kk], 2),
+                "class": cls,
+            }
+            rows.append(row)
+    return rows
+
+
+def print_diagnosis(rows: list[dict[str, Any]]) -> None:
+    """The rows of `diagnose`, one table; then the classes counted by which side holds the answer."""
+    if not rows:
+        return
+    print()
+    print("Where the answer is when only one of the default search and the naive baseline holds it in its 5 chunks:")
+    print(
+        "| corpus | q | holds | naive rank / file rank / same-file chunks / tokens | default fused rank | by cosine"
+        " | dense / BM25 in brain | tokens | file rank | place in file | read of its file / files read | fused gap | class | file |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        naive = f"{r['n_rank']} / {r['n_file_rank']} / {r['n_same']} / {r['n_tokens']}" if "n_rank" in r else "-"
+        if r["d_rank"] == "-":
+            rest = "- | - | - | - | - | - | - | " + r["class"] + " | " + r.get("n_file", "")
+        else:
+            rest = (
+                f"{r['d_cos_rank']} | {r['d_dense']} / {r['d_bm25']} | {r['d_tokens']} | {r['d_file_rank']} | "
+                f"{r['d_place']} | {r['d_read_same']} / {r['d_read_files']} | {r['d_fused_gap']} | {r['class']} | {r['d_file']}"
+            )
+        print(
+            f"| {r['corpus']} | {r['q']} | {'naive' if r['naive'] else 'default'} | {naive} | {r['d_rank']} | {rest} |"
+        )
+    counts: dict[tuple[str, str], int] = {}
+    for r in rows:
+        side = "naive only" if r["naive"] else "default only"
+        counts[(side, r["class"])] = counts.get((side, r["class"]), 0) + 1
+    print()
+    for (side, cls), n in sorted(counts.items()):
+        print(f"  {side:13} {cls:9} {n}")
 
 
 LLM_RERANK_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -687,6 +863,11 @@ def main() -> None:
         action="store_true",
         help="also score hybrid search with its first candidates re-scored by the local LLM (slow)",
     )
+    parser.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="with headers and naive among --configs: where the answer is when only one of them holds it in its 5 chunks",
+    )
     parser.add_argument("--llm-rerank-limit", type=int, default=0, help="with --llm-rerank: the first N queries only")
     args = parser.parse_args()
     c.offline_env()
@@ -719,14 +900,15 @@ def main() -> None:
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),
     }
-    rows = []
+    rows: list[dict[str, Any]] = []
+    diagnosed: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         pg_url = None
         if args.pg is not None:
             from bench_pg import postgres
 
             pg_url = stack.enter_context(postgres(args.pg or None, stack.enter_context(_temporary_folder())))
-        run_corpora(args, loaders, embedder, rows, pg_url)
+        run_corpora(args, loaders, embedder, rows, pg_url, diagnosed)
     print()
     print("| corpus | config | search | hit@5 | MRR@10 | nDCG@10 | hit@5 chunks | files in top 5 | index time |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -738,6 +920,7 @@ def main() -> None:
                 f"{m['ndcg@10']:.3f} | {m['hit@5chunks']:.3f} | {m['files@5']:.2f} | {seconds_text(row['index_s'])} |"
             )
     print_baseline(rows)
+    print_diagnosis(diagnosed)
     print()
     print("Hybrid fusion grid, nDCG@10 (hit@5): score fusion by vector weight, and reciprocal rank fusion")
     for row in rows:
@@ -767,6 +950,14 @@ def print_baseline(rows: list[dict[str, Any]]) -> None:
                 f"| {name} | {label} | {held} | {m['hit@5chunks']:.3f} | {m['hit@5']:.3f} | {m['mrr@10']:.3f} | "
                 f"{m['files@5']:.2f} | {ms} |"
             )
+        if "ask_read" in default[name]:
+            m = default[name]["ask_read"]
+            print(
+                f"| {name} | default, as `ask` reads ({m['read']:.2f} chunks) | {m['answer@5']:.3f} ({m['answered']}) | "
+                f"- | - | - | - | {m['ms5']:.1f} -> {m['ms']:.1f} |"
+                if "answer@5" in m
+                else f"| {name} | default, as `ask` reads ({m['read']:.2f} chunks) | - | - | - | - | - | {m['ms5']:.1f} -> {m['ms']:.1f} |"
+            )
         if default[name]["ask"]["hit@5"] < naive[name]["vector"]["hit@5"]:
             print(f"| {name} | MISS: the default's hit@5 is below the naive baseline's | | | | | |")
 
@@ -792,16 +983,19 @@ def run_corpora(
     embedder: Any,
     rows: list[dict[str, Any]],
     pg_url: str | None,
+    diagnosed: list[dict[str, Any]] | None = None,
 ) -> None:
     """Index (or reuse) and score every corpus × chunker × config; rows appended to `rows`."""
     from locallens.embedding import load_embedder
 
+    diagnosed = [] if diagnosed is None else diagnosed
     built: set[Path] = set()  # indexes this run built (a second corpus over the same folder reuses them)
     for corpus_name in args.corpora.split(","):
         corpus = loaders[corpus_name]()
         c.note(f"{corpus_name}: {len(corpus.names)} documents, {len(corpus.queries)} queries")
         by_encoder: dict[str, Any] = {}  # queries embedded by each index's own model and encoder
         by_rendering: dict[tuple[str, str], list[Any]] = {}
+        dbs: dict[str, Path] = {}  # the paragraph chunker's index of each config, for --diagnose
         for chunker in args.chunkers.split(","):
             for config in args.configs.split(","):
                 label = f"{args.label}{config}" + ("" if chunker == "paragraph" else f"/{chunker}")
@@ -820,6 +1014,8 @@ def run_corpora(
                     if not (args.reuse and derived.exists()):
                         derive_mean(db, derived)
                     variants.append((f"{label}(mean)", derived))
+                if chunker == "paragraph":
+                    dbs[config] = db
                 pinned = brain_model(db)  # the model and encoder the index was embedded with
                 if pinned not in by_encoder:
                     model = load_embedder(pinned, device="cpu")
@@ -866,6 +1062,11 @@ def run_corpora(
                     if args.out:
                         with args.out.open("a", encoding="utf-8") as fh:
                             fh.write(json.dumps(row) + "\n")
+        if getattr(args, "diagnose", False) and {"headers", "naive"} <= set(dbs):
+            pinned = brain_model(dbs["headers"])
+            diagnosed.extend(
+                diagnose(corpus, dbs["headers"], dbs["naive"], by_encoder[pinned], by_rendering[(corpus_name, pinned)])
+            )
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from locallens.generation import (
 from locallens.models import Models
 from locallens.modes import DEFAULT_MODE, AnswerInput, AnswerMode, AnswerOptions, AnswerOutput, ContextMode, TermCounts
 from locallens.retrieval import (
+    READ_HELD_BACK,
     RerankSettings,
     SentenceEncoder,
     TrimSettings,
@@ -314,6 +315,7 @@ def _retrieve(
         trim=request.trim,
         rerank=request.rerank,
         hybrid=request.hybrid,
+        read_held=READ_HELD_BACK,
     )
     timings.update(result.timings_ms)
     return result, embedder, timings

@@ -42,7 +42,9 @@ def test_context_only_json_is_exactly_what_the_model_would_get(sample_index: Pat
     out = json.loads(result.stdout)
     assert "answer" not in out and no_llm == []
     assert set(out) >= {"question", "sources", "dropped", "tokens", "timings", "models"}
-    assert [s["n"] for s in out["sources"]] == [1, 2, 3, 4, 5]
+    # the 5, then what the per-file cap held back from the first 5 (retrieval.READ_HELD_BACK): at most 3
+    assert [s["n"] for s in out["sources"]] == list(range(1, len(out["sources"]) + 1))
+    assert 5 <= len(out["sources"]) <= 8
     assert set(out["sources"][0]) == {"n", "id", "path", "chunk_index", "score", "content"} | {
         "citation",
         "line_start",
@@ -95,7 +97,7 @@ def test_path_filter_is_applied_inside_the_search(sample_index: Path, no_llm: li
             "--json",
         ).stdout
     )
-    assert len(out["sources"]) == 4  # still k results when k match
+    assert 4 <= len(out["sources"]) <= 6  # still k results when k match (and what the cap held back)
     assert all(s["path"].startswith("notas/") for s in out["sources"])
 
 
@@ -318,7 +320,7 @@ def test_context_fitting_drops_lowest_ranked_and_reports(sample_index: Path) -> 
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    assert out["dropped"] and len(out["sources"]) + len(out["dropped"]) == 5
+    assert out["dropped"] and 5 <= len(out["sources"]) + len(out["dropped"]) <= 8  # with what the cap held back
     assert min(s["score"] for s in out["sources"]) >= max(d["score"] for d in out["dropped"])
     assert out["tokens"]["prompt"] + 32 <= 700
     assert "did not fit" in result.stderr

@@ -211,6 +211,45 @@ def test_one_file_gives_at_most_two_of_the_top_results_while_others_have_some(tm
             ]  # fmt: skip
 
 
+def test_ask_reads_after_the_top_results_what_the_cap_held_back_from_them(tmp_path: Path) -> None:
+    from locallens.retrieval import READ_HELD_BACK
+
+    with Store(tmp_path / "index.db") as store:
+        brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
+        # long.md's four chunks are the fused first four; the cap holds back its 3rd and 4th.
+        _write_files(store, brain, {"long.md": [0.99, 0.98, 0.97, 0.96], "b.md": [0.9], "c.md": [0.8]})
+        top = search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=True)
+        read = search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=True, read_held=True)
+        assert READ_HELD_BACK
+        # The five are as before; long.md's 4th chunk, the one held back still unread, comes after them.
+        assert read[:5] == top
+        assert [(h.chunk.relative_path, h.chunk.chunk_index) for h in read[5:]] == [("long.md", 3)]
+        # Without a chunk held back from the first five, nothing is added.
+        assert search(store, brain, "part", QUESTION_VECTOR, 2, hybrid=True, read_held=True) == search(
+            store, brain, "part", QUESTION_VECTOR, 2, hybrid=True
+        )
+        # Vector search (`--no-hybrid`) returns its k as before.
+        assert len(search(store, brain, "part", QUESTION_VECTOR, 5, hybrid=False, read_held=True)) == 5
+
+
+@given(st.lists(st.sampled_from("abcd"), max_size=14), st.integers(1, 8))
+def test_what_the_cap_held_back_and_the_capped_results_read_the_whole_fused_top(files: list[str], k: int) -> None:
+    from locallens.retrieval import MAX_CHUNKS_PER_FILE, diversify, held_back
+
+    hits = [_hit(f, i) for i, f in enumerate(files)]
+    order = [_key_of(h) for h in hits]
+    held = held_back(order, k)
+    top = {_key_of(h) for h in diversify(hits, k)}
+    # every chunk the fused ranking puts among the first k is read, by the cap's k or after them
+    assert set(order[:k]) <= top | set(held)
+    # only chunks past their file's first MAX_CHUNKS_PER_FILE among the first k, in their order
+    past_cap = [
+        kk for i, kk in enumerate(order[:k]) if sum(o[0] == kk[0] for o in order[: i + 1]) > MAX_CHUNKS_PER_FILE
+    ]
+    assert held == past_cap
+    assert len(held) <= max(0, k - MAX_CHUNKS_PER_FILE)
+
+
 def _hit(path: str, index: int) -> Hit:
     return Hit(Chunk(f"{path}-{index}", "default", path, index, f"{path} {index}", "0" * 64), score=0.5)
 

@@ -276,7 +276,8 @@ def test_ask_batch_one_answer_or_error_per_line(sample_index: Path, tmp_path: Pa
     assert "5433" in lines[0]["answer"] and lines[0]["mode"] == "extractive"
     assert lines[1]["exit_code"] == 2 and "not JSON" in lines[1]["error"]
     assert lines[2]["exit_code"] == 2 and "bogus" in lines[2]["error"]
-    assert "35 days" in lines[3]["answer"] and len(lines[3]["sources"]) == 3
+    # its own top_k (3), then what the per-file cap held back from the first 3 (at most 1)
+    assert "35 days" in lines[3]["answer"] and 3 <= len(lines[3]["sources"]) <= 4
     from_stdin = runner.invoke(
         app,
         ["ask", "--batch", "-", "--db", str(sample_index), "--extractive"],

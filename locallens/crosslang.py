@@ -411,9 +411,9 @@ _DOC_VERB_CLITIC = re.compile(
 # que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
 # -> "in place to erase it", "no hace nada" -> "does not do at all", "entrar en" -> "go in in",
 # "deja de guardar" -> "leaves to save", "de golpe" -> "of swipe", "lleva a cabo" -> "carry".
-# Chosen from 63 neutral sentences of common constructions sent through Apertium in a neutral sentence ("El servidor
-# guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it rendered
-# in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
+# Chosen from 63 common constructions, each sent through Apertium in a neutral sentence ("El
+# servidor guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it
+# rendered in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
 SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
     for pattern, replacement in (

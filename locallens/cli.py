@@ -734,7 +734,13 @@ def ask(
     db: str | None = DbOpt,
     exact: bool = ExactOpt,
     top_k: int = typer.Option(
-        DEFAULT_TOP_K, "--top-k", "-k", min=1, envvar="LOCALLENS_TOP_K", help="Excerpts to retrieve."
+        DEFAULT_TOP_K,
+        "--top-k",
+        "-k",
+        min=1,
+        envvar="LOCALLENS_TOP_K",
+        help="Excerpts to retrieve; hybrid search also reads the chunks among them that the per-file cap "
+        "moved out for other files (up to k-2 more, listed and cited like the others).",
     ),
     min_score: float | None = typer.Option(
         None, "--min-score", callback=_number(-1, 1), help="Drop excerpts with a cosine similarity below this (-1..1)."
@@ -1345,7 +1351,13 @@ def chat(
     db: str | None = DbOpt,
     exact: bool = ExactOpt,
     top_k: int = typer.Option(
-        DEFAULT_TOP_K, "--top-k", "-k", min=1, max=100, envvar="LOCALLENS_TOP_K", help="Excerpts per question."
+        DEFAULT_TOP_K,
+        "--top-k",
+        "-k",
+        min=1,
+        max=100,
+        envvar="LOCALLENS_TOP_K",
+        help="Excerpts per question; and, as in ask, what the per-file cap held back among them (up to k-2 more).",
     ),
     llm: str | None = LlmOpt,
     max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1, help="Longest answer, in tokens."),

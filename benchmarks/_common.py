@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DOCS = ROOT / "sample_docs"
@@ -274,6 +274,16 @@ class Table:
             + (f"; missed: {', '.join(misses)}" if misses else ""),
             flush=True,
         )
+
+
+def states_answer(unit: Any, units: Sequence[Any], answers: Sequence[str] | None) -> bool:
+    """Whether `unit`, printed with what belongs to it (`extractive._passage`: its setup line,
+    header row or term), holds one of the expected `answers`: the answering units of the
+    answer benchmarks' diagnoses and studies."""
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import _passage
+
+    return contains_answer(" ".join(p.text for p in _passage(unit, units)), answers or ())
 
 
 def fmt_s(seconds: float) -> str:

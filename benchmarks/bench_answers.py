@@ -646,7 +646,6 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
     import numpy as np
 
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage
     from locallens.models import WarmModels
     from locallens.unit_scores import features, question_terms
     from locallens.units import HEADING
@@ -666,7 +665,7 @@ def _examples(args: argparse.Namespace, set_names: tuple[str, ...]) -> list[dict
         x = features(terms, units, scored.cosines, [h.chunk.relative_path for h in hits], [h.score for h in hits])
         answers = row.get("answers")
         y = np.array(
-            [bool(answers) and contains_answer(" ".join(p.text for p in _passage(u, units)), answers) for u in units],
+            [c.states_answer(u, units, answers) for u in units],
             dtype=np.float64,
         )
         usable = np.array([u.kind != HEADING for u in units])
@@ -1233,7 +1232,7 @@ def diagnose(args: argparse.Namespace) -> None:
     import numpy as np
 
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage, extractive_answer
+    from locallens.extractive import extractive_answer
     from locallens.models import WarmModels
     from locallens.unit_scores import FEATURES, WEIGHTS, answer_type, features, key_terms, question_terms
 
@@ -1304,9 +1303,7 @@ def diagnose(args: argparse.Namespace) -> None:
         printed = [u for u in units if u.text in printed_keys]
         best_i = int(np.argmax(scored.scores))
         out: dict[str, Any] = {"set": set_name, "question": q, "answers": answers}
-        positive = [
-            i for i, u in enumerate(units) if contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
-        ]
+        positive = [i for i, u in enumerate(units) if c.states_answer(u, units, answers)]
         if not positive:
             held = contains_answer("\n".join(h.content for h in hits), answers)
             cause = "in the excerpts, in no unit" if held else "not in the 5 excerpts"

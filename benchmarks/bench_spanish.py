@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import bench_answers as ba
+from _common import states_answer
 
 GOLD = {
     "es": "sample_es_gold_en.jsonl",
@@ -89,15 +90,11 @@ def _deficits(found: Any, es_question: str, en_question: str, en_vector: Any, an
     its rendering; the largest first."""
     import numpy as np
 
-    from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _passage
     from locallens.unit_scores import FEATURES, WEIGHTS, features, question_terms
 
     scored = found.scored
     units = scored.units
-    positive = [
-        i for i, u in enumerate(units) if contains_answer(" ".join(p.text for p in _passage(u, units)), answers)
-    ]
+    positive = [i for i, u in enumerate(units) if states_answer(u, units, answers)]
     if not positive:
         return ["in no unit"]
     i = max(positive, key=lambda k: float(scored.scores[k]))

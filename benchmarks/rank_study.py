@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _common import states_answer
 
 from locallens.evaluation.metrics import contains_answer
-from locallens.extractive import _passage, _printed, _text_key, count_tokens, is_broad, passage_units
+from locallens.extractive import _printed, _text_key, count_tokens, is_broad, passage_units
 from locallens.unit_scores import _IDENT, FEATURES, WEIGHTS, key_terms
 
 # A specific token: a quoted literal, a number, an identifier (`unit_scores._IDENT`).
@@ -137,7 +138,7 @@ def rank_cases(cases: list[dict[str, Any]], corpus_of: dict[str, str]) -> list[R
         if not units:
             continue
         ok = ~np.asarray(case["zeroed"])
-        y = np.array([contains_answer(" ".join(p.text for p in _passage(u, units)), case["answers"]) for u in units])
+        y = np.array([states_answer(u, units, case["answers"]) for u in units])
         rows = []
         for x, terms in zip(case["x"], case["terms"]):
             x = np.pad(x, ((0, 0), (0, len(FEATURES) - x.shape[1])))
@@ -295,11 +296,7 @@ def first_positive_stated(cases: list[dict[str, Any]], corpus_of: dict[str, str]
         scores = sc.scores.copy()
         units = case["units"]
         if not (case["refused"] or case["summary"]) and units:
-            states = [
-                i
-                for i, u in enumerate(units)
-                if scores[i] > 0 and contains_answer(" ".join(p.text for p in _passage(u, units)), case["answers"])
-            ]
+            states = [i for i, u in enumerate(units) if scores[i] > 0 and states_answer(u, units, case["answers"])]
             if states:
                 best = max(states, key=lambda i: scores[i])
                 scores[best] = scores.max() + 0.01

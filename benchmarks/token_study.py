@@ -43,9 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _common import states_answer
 
-from locallens.evaluation.metrics import contains_answer
-from locallens.extractive import Scored, _passage, _printed, _text_key, is_broad, passage_units
+from locallens.extractive import Scored, _text_key
 from locallens.unit_scores import _TOKEN, BIAS, FEATURES, WEIGHTS, _key, unit_keys
 
 SIGNALS: tuple[str, ...] = (
@@ -247,19 +247,22 @@ def signals(
 # -- judged two ways, each corpus left out ------------------------------------------------------------
 
 
+def _passage_stated(case: dict[str, Any], scores: np.ndarray) -> bool:
+    """Whether the passage printed from these unit scores states the expected answer
+    (`rank_study.passage_stated`: a refused or summarised question keeps its live outcome)."""
+    from rank_study import passage_stated
+
+    n = len(case["units"])
+    return passage_stated(case, Scored(case["units"], scores, np.zeros(n), np.zeros((n, 1))))[0]
+
+
 def _stated(case: dict[str, Any], linear: list[np.ndarray], extra: list[np.ndarray] | None, w: float) -> bool:
     """Whether the passage states the expected answer with `w` x `extra` added to each unit's logit
-    (a refused or summarised question keeps its live outcome, as `bench_answers.replay_stated`)."""
-    if case["refused"] or case["summary"]:
-        return not case["refused"] and contains_answer(case["answer"], case["answers"])
+    (as `bench_answers.replay_stated`)."""
     z = [lin + BIAS + (w * e if extra is not None else 0.0) for lin, e in zip(linear, extra or linear)]
     scores = np.max([1.0 / (1.0 + np.exp(-zz)) for zz in z], axis=0)
     scores[case["zeroed"]] = 0.0
-    n = len(case["units"])
-    chosen = passage_units(
-        Scored(case["units"], scores, np.zeros(n), np.zeros((n, 1))), other_excerpts=not is_broad(case["question"])
-    )
-    return contains_answer("\n".join(_printed(u) for u, _ in chosen), case["answers"])
+    return _passage_stated(case, scores)
 
 
 def _loco(
@@ -276,23 +279,29 @@ def _loco(
     return total, picks
 
 
-def stated_grid(
+def _stated_table(
+    title: str,
     cases: list[dict[str, Any]],
     linear: list[list[np.ndarray]],
     extra: dict[str, list[list[np.ndarray]]],
     corpus_of: dict[str, str],
+    judge: Callable[[dict[str, Any], list[np.ndarray], list[np.ndarray], float], bool],
+    centred: bool,
 ) -> None:
-    """Stated on all sets at each weight of `STATED_GRID`, and each corpus left out."""
+    """Questions stated (`judge`) at each weight of `STATED_GRID` for each signal, and with each
+    corpus left out; `centred`: the signal less its median over the units first."""
     corpora = list(dict.fromkeys(corpus_of[c["set"]] for c in cases))
-    print("\nstated (the printed passage), the signal added to the logit; each corpus left out:")
+    print(title)
     for name, values in extra.items():
-        kept = [v[~np.asarray(c["zeroed"])] for c, vs in zip(cases, values) for v in vs if len(c["units"])]
-        median = float(np.median(np.concatenate(kept)))
+        if centred:
+            kept = [v[~np.asarray(c["zeroed"])] for c, vs in zip(cases, values) for v in vs if len(c["units"])]
+            median = float(np.median(np.concatenate(kept)))
+            values = [[v - median for v in vs] for vs in values]
         table: dict[float, dict[str, int]] = {}
         for w in STATED_GRID:
             per = dict.fromkeys(corpora, 0)
             for case, lin, vs in zip(cases, linear, values):
-                per[corpus_of[case["set"]]] += _stated(case, lin, [v - median for v in vs], w)
+                per[corpus_of[case["set"]]] += judge(case, lin, vs, w)
             table[w] = per
         left_out, picks = _loco(table, corpora, float)
         print(
@@ -303,23 +312,28 @@ def stated_grid(
         )
 
 
+def stated_grid(
+    cases: list[dict[str, Any]],
+    linear: list[list[np.ndarray]],
+    extra: dict[str, list[list[np.ndarray]]],
+    corpus_of: dict[str, str],
+) -> None:
+    """Stated on all sets at each weight of `STATED_GRID`, and each corpus left out."""
+    title = "\nstated (the printed passage), the signal added to the logit; each corpus left out:"
+    _stated_table(title, cases, linear, extra, corpus_of, _stated, centred=True)
+
+
 def _reordered(case: dict[str, Any], linear: list[np.ndarray], extra: list[np.ndarray], w: float) -> bool:
     """`_stated` with the ranking alone changed: the units in the order of the shipped linear
     score plus `w` x `extra`, given the shipped scores' values in their order (so that the
     passage's margins see the same spread of scores as before)."""
-    if case["refused"] or case["summary"]:
-        return not case["refused"] and contains_answer(case["answer"], case["answers"])
     zeroed = np.asarray(case["zeroed"])
     old = np.max([1.0 / (1.0 + np.exp(-(lin + BIAS))) for lin in linear], axis=0)
     new = np.max([lin + w * e for lin, e in zip(linear, extra)], axis=0)
     old[zeroed], new[zeroed] = 0.0, -np.inf
     scores = np.empty_like(old)
     scores[np.argsort(-new, kind="stable")] = np.sort(old)[::-1]
-    n = len(case["units"])
-    chosen = passage_units(
-        Scored(case["units"], scores, np.zeros(n), np.zeros((n, 1))), other_excerpts=not is_broad(case["question"])
-    )
-    return contains_answer("\n".join(_printed(u) for u, _ in chosen), case["answers"])
+    return _passage_stated(case, scores)
 
 
 def reordered_grid(
@@ -329,24 +343,10 @@ def reordered_grid(
     corpus_of: dict[str, str],
 ) -> None:
     """Stated with the ranking alone changed (`_reordered`), each corpus left out."""
-    corpora = list(dict.fromkeys(corpus_of[c["set"]] for c in cases))
-    print(
+    title = (
         "\nstated with the ranking alone changed (the shipped scores' values in the new order); each corpus left out:"
     )
-    for name, values in extra.items():
-        table: dict[float, dict[str, int]] = {}
-        for w in STATED_GRID:
-            per = dict.fromkeys(corpora, 0)
-            for case, lin, vs in zip(cases, linear, values):
-                per[corpus_of[case["set"]]] += _reordered(case, lin, vs, w)
-            table[w] = per
-        left_out, picks = _loco(table, corpora, float)
-        print(
-            f"  {name:<16}"
-            + " ".join(f"{w:g}:{sum(table[w].values())}" for w in STATED_GRID)
-            + f" | left out {sum(table[0.0].values())} -> {left_out} (weights {', '.join(f'{p:g}' for p in picks)})",
-            flush=True,
-        )
+    _stated_table(title, cases, linear, extra, corpus_of, _reordered, centred=False)
 
 
 def hard_cases(
@@ -360,7 +360,7 @@ def hard_cases(
         if not units or case["refused"] or case["summary"]:
             continue
         ok = ~np.asarray(case["zeroed"])
-        y = np.array([contains_answer(" ".join(p.text for p in _passage(u, units)), case["answers"]) for u in units])
+        y = np.array([states_answer(u, units, case["answers"]) for u in units])
         s = np.where(ok, linear[k][0], -np.inf)
         top = int(np.argmax(s))
         if (y & ok).any() and not y[top]:
@@ -460,7 +460,7 @@ def recall_grid(
     for case in cases:
         units = case["units"]
         ok = ~np.asarray(case["zeroed"])
-        y = np.array([contains_answer(" ".join(p.text for p in _passage(u, units)), case["answers"]) for u in units])
+        y = np.array([states_answer(u, units, case["answers"]) for u in units])
         labels.append(y & ok if len(units) else np.zeros(0, dtype=bool))
     use = [k for k, y in enumerate(labels) if y.any()]
     print(f"\nrecall@1/2/3 over {len(use)} questions with a unit that states the answer; each corpus left out:")

@@ -291,8 +291,6 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
     The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
     network) unless `deb` names one; pages are rewritten only when their text changed.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         relative = {page: page.relative_to(root).as_posix() for page in root.rglob("*.html")}
@@ -300,8 +298,7 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
             page for page, name in relative.items() if not (name.startswith(_BORG_SKIPPED) or name in _BORG_SKIPPED)
         ]
 
-    deb = deb or _debian_package(BORG_PACKAGE, dest.parent)
-    return _write_pages(deb, BORG_HTML, dest, pages, borg_page_text)
+    return _write_pages(BORG_PACKAGE, deb, BORG_HTML, dest, pages, borg_page_text)
 
 
 VARNISH_PACKAGE = "varnish-doc"
@@ -323,14 +320,11 @@ def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
     network) unless `deb` names one; pages are rewritten only when their text changed.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [root / "index.html"] + [page for folder in _VARNISH_FOLDERS for page in (root / folder).glob("*.html")]
 
-    deb = deb or _debian_package(VARNISH_PACKAGE, dest.parent)
-    return _write_pages(deb, VARNISH_HTML, dest, pages, varnish_page_text)
+    return _write_pages(VARNISH_PACKAGE, deb, VARNISH_HTML, dest, pages, varnish_page_text)
 
 
 POSTFIX_PACKAGE = "postfix-doc"
@@ -361,16 +355,13 @@ def write_postfix_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
     network) unless `deb` names one; pages are rewritten only when their text changed.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [
             page for page in root.iterdir() if page.is_file() and page.name.removesuffix(".gz") not in _POSTFIX_SKIPPED
         ]
 
-    deb = deb or _debian_package(POSTFIX_PACKAGE, dest.parent)
-    return _write_pages(deb, POSTFIX_DOCS, dest, pages, postfix_page_text)
+    return _write_pages(POSTFIX_PACKAGE, deb, POSTFIX_DOCS, dest, pages, postfix_page_text)
 
 
 APACHE_PACKAGE = "apache2-doc"
@@ -417,8 +408,6 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
     less than `APACHE_MIN_CHARS` of text are left out.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         kept = []
@@ -433,8 +422,7 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
                 kept.append(page)
         return kept
 
-    deb = deb or _debian_package(APACHE_PACKAGE, dest.parent)
-    return _write_pages(deb, APACHE_HTML, dest, pages, apache_page_text)
+    return _write_pages(APACHE_PACKAGE, deb, APACHE_HTML, dest, pages, apache_page_text)
 
 
 SQLITE_PACKAGE = "sqlite3-doc"
@@ -500,8 +488,6 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
     less than `SQLITE_MIN_CHARS` of text are left out.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [
@@ -511,8 +497,7 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
             and len(sqlite_page_text(page.read_text(encoding="utf-8"))) >= SQLITE_MIN_CHARS
         ]
 
-    deb = deb or _debian_package(SQLITE_PACKAGE, dest.parent)
-    return _write_pages(deb, SQLITE_HTML, dest, pages, sqlite_page_text)
+    return _write_pages(SQLITE_PACKAGE, deb, SQLITE_HTML, dest, pages, sqlite_page_text)
 
 
 RSYSLOG_PACKAGE = "rsyslog-doc"
@@ -556,8 +541,6 @@ def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     network) unless `deb` names one; pages are rewritten only when their text changed. Pages with
     less than `RSYSLOG_MIN_CHARS` of text are left out.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [
@@ -568,8 +551,7 @@ def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
             and len(rsyslog_page_text(page.read_text(encoding="utf-8"))) >= RSYSLOG_MIN_CHARS
         ]
 
-    deb = deb or _debian_package(RSYSLOG_PACKAGE, dest.parent)
-    return _write_pages(deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text)
+    return _write_pages(RSYSLOG_PACKAGE, deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text)
 
 
 ZSH_PACKAGE = "zsh-doc"
@@ -606,8 +588,6 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     network) unless `deb` names one; pages are rewritten only when their text changed. The pages
     are long (a chapter each): they are not split by section.
     """
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [
@@ -616,8 +596,7 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
             if _ZSH_FAQ.fullmatch(page.name) or '<div class="chapter"' in page.read_text(encoding="utf-8")
         ]
 
-    deb = deb or _debian_package(ZSH_PACKAGE, dest.parent)
-    return _write_pages(deb, ZSH_HTML, dest, pages, zsh_page_text)
+    return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, pages, zsh_page_text)
 
 
 def _read_page(page: pathlib.Path) -> str:
@@ -629,15 +608,20 @@ def _read_page(page: pathlib.Path) -> str:
 
 
 def _write_pages(
-    deb: pathlib.Path,
+    package: str,
+    deb: pathlib.Path | None,
     folder: str,
     dest: pathlib.Path,
     pages: Callable[[pathlib.Path], list[pathlib.Path]],
     page_text: Callable[[str], str],
 ) -> pathlib.Path:
-    """Unpack `deb` and write the text of each of `pages(<its folder>)` as `dest/<page>.txt`
-    (`usage/prune.html` -> `usage-prune.txt`, `TLS_README.gz` -> `TLS_README.txt`; a gzipped page
-    is read decompressed), a page rewritten only when its text changed."""
+    """Unpack `deb` (`package`'s, fetched into `dest/../` when None: `_debian_package`) and write
+    the text of each of `pages(<its folder>)` as `dest/<page>.txt` (`usage/prune.html` ->
+    `usage-prune.txt`, `TLS_README.gz` -> `TLS_README.txt`; a gzipped page is read decompressed),
+    `dest` created if missing, a page rewritten only when its text changed."""
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    deb = deb or _debian_package(package, dest.parent)
     with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
         subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
         root = pathlib.Path(unpacked) / folder

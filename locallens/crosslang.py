@@ -407,6 +407,12 @@ _DOC_VERB_CLITIC = re.compile(
     re.IGNORECASE,
 )
 
+
+def _whole_phrases(pairs: tuple[tuple[str, str], ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """Each (pattern, replacement) with the pattern matched as whole words, in any case."""
+    return tuple((re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), rep) for pattern, rep in pairs)
+
+
 # Spanish constructions Apertium renders word for word, with what it should read: "La opción hace
 # que el servidor guarde..." -> "The option does that the server save...", "en lugar de borrarlo"
 # -> "in place to erase it", "no hace nada" -> "does not do at all", "entrar en" -> "go in in",
@@ -414,9 +420,8 @@ _DOC_VERB_CLITIC = re.compile(
 # Chosen from 63 common constructions, each sent through Apertium in a neutral sentence ("El
 # servidor guarda el fichero en lugar de borrarlo.", benchmarks/apertium_probe.py): only those it
 # rendered in another sense are here. `SYNONYMS` come first: a Spanish synonym Apertium renders right.
-SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
-    for pattern, replacement in (
+SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = _whole_phrases(
+    (
         (r"en lugar de", "en vez de"),
         # "modo" is "mode" (DOC_TERMS); its phrases are put as their synonyms with "forma"
         (r"de modo que", "de forma que"),
@@ -435,9 +440,8 @@ SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 comando"),
     )
 )
-CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.IGNORECASE), replacement)
-    for pattern, replacement in (
+CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = _whole_phrases(
+    (
         (r"hace que", "makes"),
         (r"hacen que|hacer que|haga que|hagan que", "make"),
         (r"no coincide", "does not match"),
@@ -694,6 +698,11 @@ _NOUN_PHRASE = ("<n>", "<np>", "<adj>", "<num>", "<vblex><pp>")
 _LEXICAL_UNIT = re.compile(r"\^([^/$]*)/([^$]*)\$")
 
 
+# The opener `relative_form` rewrites ("¿Qué opción...", "Que variable..."); a question without it
+# is not sent to the analyser.
+_QUE_OPENER = re.compile(r"^\s*¿?\s*(qu[eé])\s+", re.IGNORECASE)
+
+
 def relative_form(question: str, analysed: list[tuple[str, list[str]]]) -> str | None:
     """ "¿Qué opción activa el soporte?" as "¿Cuál es la opción que activa el soporte?", or None.
 
@@ -722,7 +731,7 @@ def relative_form(question: str, analysed: list[tuple[str, list[str]]]) -> str |
             and readings != [f"*{surface}"]
         ):
             return None
-    opener = re.match(r"^\s*¿?\s*(qu[eé])\s+", question, re.IGNORECASE)
+    opener = _QUE_OPENER.match(question)
     if verb is None or opener is None:
         return None
     noun_at = re.search(rf"(?<!\w){re.escape(words[1][0])}(?!\w)", question[opener.end() :])
@@ -776,7 +785,7 @@ def _apertium_rendering(question: str) -> str | None:
         rest = _translate(command, _CLAUSE_LEAD[0] + with_doc_terms(form[1]))
         if rest and rest.startswith(_CLAUSE_LEAD[1]):
             return keep_identifiers(question, f"{form[0]} {rest[len(_CLAUSE_LEAD[1]) :]}")
-    analysed = _analysis(command, question)
+    analysed = _analysis(command, question) if _QUE_OPENER.match(question) else None
     relative = relative_form(question, analysed) if analysed else None
     text = _translate(command, with_doc_terms(relative or question))
     return keep_identifiers(question, with_do_support(text)) if text else None

@@ -330,9 +330,14 @@ _KIND_WORDS = (
     "error errors keyword statement operator attribute attributes argument arguments parameter parameters "
     "setting settings variable variables syntax comando opción función método excepción parámetro"
 )
-_KIND_KEYS = frozenset(
-    key for word in _KIND_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
-)
+
+
+def _both_keys(words: str) -> frozenset[str]:
+    """The keys of `words` as the unit scorer and as the refusal (`refined`) read them."""
+    return frozenset(key for word in words.split() for key in (*key_terms(word), *key_terms(word, refined=True)))
+
+
+_KIND_KEYS = _both_keys(_KIND_WORDS)
 # Words of a question's form rather than its subject: adverbs, prepositions and pronouns a user
 # writes around the subject ("instead of the screen", "without sorting", "whether it is"); the
 # excerpts seldom repeat them, so their absence tells nothing.
@@ -342,9 +347,7 @@ _FORM_WORDS = (
     "own right just really actually basically simply quite rather etc able way "
     "tell summarize summarise describe explain overview rundown háblame cuéntame explícame resúmeme"
 )
-_FORM_KEYS = frozenset(
-    key for word in _FORM_WORDS.split() for key in (*key_terms(word), *key_terms(word, refined=True))
-)
+_FORM_KEYS = _both_keys(_FORM_WORDS)
 # The user's own example ("a time zone like Europe/Paris", "such as 'Test'"): not a name to look up.
 _EXAMPLE = re.compile(
     r"\b(?:like|such as|e\.g\.|for example|for instance|como por ejemplo|por ejemplo)\s+([^,;?!]+)", re.I

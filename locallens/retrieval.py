@@ -409,8 +409,7 @@ def hybrid_search(
     if not CHUNK_COVERAGE_WEIGHT or not chosen:
         return chosen
     ranked = [hits[kk] for kk in order]
-    fused = {kk: best[kk] for kk in order}
-    return best_chunks(store, brain, chosen, ranked, fused, [query, *(text for text, _ in also)])
+    return best_chunks(store, brain, chosen, ranked, best, [query, *(text for text, _ in also)])
 
 
 def _fused_for(

@@ -150,7 +150,7 @@ def _is_term_line(text: str) -> bool:
 # The first word of a line naming an option or an identifier: "-p", "--socket", "fetch.prune",
 # "default_ttl", "remote.<name>.url", "open(file, mode)".
 _NAMED_TERM = re.compile(r"^(?:--?[A-Za-z0-9]|[A-Za-z_][\w<>-]*(?:[._][\w<>]|\())")
-# How many sentences of a description after its first one carry its term.
+# How many sentences of a description carry its term, its first one (the definition) included.
 MAX_TERM_SENTENCES = 4
 
 

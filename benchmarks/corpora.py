@@ -418,11 +418,11 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
             source = page.read_text(encoding="utf-8")
             # Debian 2.4.71's en/ folder holds six pages in Brazilian Portuguese (bind, install,
             # upgrading, ...; `<html lang="pt-br">`): the language of a page is its own tag's.
-            if '<html lang="en"' in source and len(apache_page_text(source)) >= APACHE_MIN_CHARS:
+            if '<html lang="en"' in source:
                 kept.append(page)
         return kept
 
-    return _write_pages(APACHE_PACKAGE, deb, APACHE_HTML, dest, pages, apache_page_text)
+    return _write_pages(APACHE_PACKAGE, deb, APACHE_HTML, dest, pages, apache_page_text, APACHE_MIN_CHARS)
 
 
 SQLITE_PACKAGE = "sqlite3-doc"
@@ -490,14 +490,9 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     """
 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
-        return [
-            page
-            for page in root.glob("*.html")
-            if page.stem not in _SQLITE_SKIPPED
-            and len(sqlite_page_text(page.read_text(encoding="utf-8"))) >= SQLITE_MIN_CHARS
-        ]
+        return [page for page in root.glob("*.html") if page.stem not in _SQLITE_SKIPPED]
 
-    return _write_pages(SQLITE_PACKAGE, deb, SQLITE_HTML, dest, pages, sqlite_page_text)
+    return _write_pages(SQLITE_PACKAGE, deb, SQLITE_HTML, dest, pages, sqlite_page_text, SQLITE_MIN_CHARS)
 
 
 RSYSLOG_PACKAGE = "rsyslog-doc"
@@ -548,10 +543,9 @@ def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
             for folder in _RSYSLOG_FOLDERS
             for page in (root / folder).glob("*.html")
             if not page.name.startswith("rsconf1_")
-            and len(rsyslog_page_text(page.read_text(encoding="utf-8"))) >= RSYSLOG_MIN_CHARS
         ]
 
-    return _write_pages(RSYSLOG_PACKAGE, deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text)
+    return _write_pages(RSYSLOG_PACKAGE, deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text, RSYSLOG_MIN_CHARS)
 
 
 ZSH_PACKAGE = "zsh-doc"
@@ -614,11 +608,13 @@ def _write_pages(
     dest: pathlib.Path,
     pages: Callable[[pathlib.Path], list[pathlib.Path]],
     page_text: Callable[[str], str],
+    min_chars: int = 0,
 ) -> pathlib.Path:
     """Unpack `deb` (`package`'s, fetched into `dest/../` when None: `_debian_package`) and write
     the text of each of `pages(<its folder>)` as `dest/<page>.txt` (`usage/prune.html` ->
     `usage-prune.txt`, `TLS_README.gz` -> `TLS_README.txt`; a gzipped page is read decompressed),
-    `dest` created if missing, a page rewritten only when its text changed."""
+    `dest` created if missing, a page rewritten only when its text changed; a page with less than
+    `min_chars` of text (a stub) is left out."""
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     deb = deb or _debian_package(package, dest.parent)
@@ -627,6 +623,8 @@ def _write_pages(
         root = pathlib.Path(unpacked) / folder
         for page in sorted(pages(root)):
             text = page_text(_read_page(page))
+            if len(text) < min_chars:
+                continue
             name = page.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".html")
             path = dest / (name.replace("/", "-") + ".txt")
             if not (path.is_file() and path.read_text(encoding="utf-8") == text):

@@ -660,12 +660,18 @@ def _translator() -> Translator | None:
 def _translator_of(command: str) -> Translator | None:
     """The long-lived pipeline of `command`'s Spanish-English mode (its mode file beside its
     data: /usr/bin/apertium reads /usr/share/apertium/modes), or None."""
-    pipeline = null_flush_pipeline(
-        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
-    )
-    if pipeline is None:
-        return None
-    translator = Translator(pipeline)
+    pipeline = _mode_pipeline(command)
+    return None if pipeline is None else _long_lived(pipeline)
+
+
+def _mode_pipeline(command: str) -> list[str] | None:
+    """The command line of `command`'s Spanish-English mode, made to flush at each null, or None."""
+    return null_flush_pipeline(Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode")
+
+
+def _long_lived(argv: list[str]) -> Translator:
+    """A long-lived pipeline running `argv`, closed when the process exits."""
+    translator = Translator(argv)
     atexit.register(translator.close)
     return translator
 
@@ -763,14 +769,10 @@ def _analysis(command: str, question: str) -> list[tuple[str, list[str]]] | None
 
 @lru_cache(maxsize=4)
 def _analyser_of(command: str) -> Translator | None:
-    pipeline = null_flush_pipeline(
-        Path(command).resolve().parent.parent / "share/apertium/modes" / f"{APERTIUM_MODE}.mode"
-    )
-    if pipeline is None:
-        return None
-    analyser = Translator(["bash", "-c", pipeline[2].split(" | ")[0]])
-    atexit.register(analyser.close)
-    return analyser
+    """The first stage of `command`'s Spanish-English mode (its morphological analyser) as a
+    long-lived pipeline of its own, or None."""
+    pipeline = _mode_pipeline(command)
+    return None if pipeline is None else _long_lived(["bash", "-c", pipeline[2].split(" | ")[0]])
 
 
 def _apertium_rendering(question: str) -> str | None:

@@ -628,8 +628,8 @@ def diagnose(
       holding an answer: its rank in the fused order (`-` when no candidate holds one), its rank
       by cosine alone and by BM25 alone (in the whole brain, to DIAG_DEPTH), its tokens, its file's
       rank among the candidates' files, the chunk's place among its file's candidates, how many
-      of the 5 read are of its file, and a class: `cap` (its file is read, it is the file's 3rd+
-      candidate: the per-file cap held it back), `within` (its file is read, another of its chunks
+      of the 5 read are of its file, and a class: `cap` (its file is read and ranks first among
+      the candidates' files, it is the file's 3rd+ candidate: the per-file cap held it back), `within` (its file is read, another of its chunks
       was chosen), `file-out` (its file is not read), `deep` (no candidate holds an answer, a chunk
       of the expected files does), `none`.
     """

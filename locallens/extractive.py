@@ -104,6 +104,7 @@ CANDIDATES = 8  # the best units looked at for a passage
 DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
 SUMMARY_TOKENS = 90  # a summary's
 MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
+MAX_DEFINITION_TOKENS = 60  # ... or its first sentence, when the term is on that sentence's line
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
@@ -897,6 +898,16 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
             u
             for u in same.values()
             if u.index < best.index and u.text == best.term and count_tokens(u.text) <= MAX_TERM_TOKENS
+        ][-1:] or [
+            # ... else the description's first sentence, when the term opens it ("-d::" / "Keep
+            # the last <n> snapshots." over "The default is 3.").
+            u
+            for u in same.values()
+            if u.index < best.index
+            and u.kind == DEFINITION
+            and u.term == best.term
+            and u.text.startswith(best.term.split(", ", 1)[0])
+            and count_tokens(u.text) <= MAX_DEFINITION_TOKENS
         ][-1:]
     if best.kind == CODE and not _PROMPT_START.match(best.text):
         # A session's output ("'1,234,567,890'") is read with the command that printed it.

@@ -109,7 +109,14 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
         head = lines[0].strip()
         term = _TERM_LINE.match(head)
         if term and term.group("colons") == "::":
-            return DEFINITION, term.group("term").strip()
+            # An AsciiDoc labeled list may stack a term's aliases one a line ("-n::" / "--dry-run::").
+            names = [term.group("term").strip()]
+            for line in lines[1:-1]:
+                alias = _TERM_LINE.match(line.strip())
+                if alias is None or alias.group("colons") != "::":
+                    break
+                names.append(alias.group("term").strip())
+            return DEFINITION, ", ".join(names)
         # A term on its own line (no sentence end), its description indented below it.
         if (
             len(indents) >= 2
@@ -157,6 +164,37 @@ MAX_TERM_SENTENCES = 4
 def _is_named_term(text: str) -> bool:
     """A short line of its own whose first word is an option or an identifier (not a title)."""
     return "\n" not in text and len(text.split()) <= MAX_ONE_LINE_TERM_WORDS and bool(_NAMED_TERM.match(text))
+
+
+# An AsciiDoc labeled list's term line: "--timeout <seconds>::", "prune.expire::", "<commit>;;"
+# (the colons are 2 to 4: the list's depth). Several such lines, one a line, are the aliases of
+# one term ("-n::" / "--dry-run::").
+_LABEL_LINE = re.compile(r"^\S.{0,80}?(?::{2,4}|;;)$")
+# ... whose term names something (an option, an identifier, a quoted or marked-up name) or is at
+# most this many words: "The following are equivalent::" introduces a literal block in
+# reStructuredText, and is no term.
+MAX_LABEL_WORDS = 3
+
+
+def _is_label(text: str) -> bool:
+    """One to four AsciiDoc labeled-list term lines (see `_LABEL_LINE`)."""
+    lines = text.split("\n")
+    return len(lines) <= 4 and all(
+        _LABEL_LINE.match(line.strip())
+        and (bool(_NAMED_TERM.match(line.strip().lstrip("*'`_\"<["))) or len(line.split()) <= MAX_LABEL_WORDS)
+        for line in lines
+    )
+
+
+def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str) -> None:
+    """Make `kinds[first]` the definition of `term` and the sentences after it carry the term,
+    `MAX_TERM_SENTENCES` in all, up to the next term or anything but a plain sentence."""
+    kinds[first] = (kinds[first][0], DEFINITION, term)
+    for j in range(first + 1, min(len(kinds), first + MAX_TERM_SENTENCES)):
+        text, kind, carried = kinds[j]
+        if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text):
+            break
+        kinds[j] = (text, SENTENCE, term)
 
 
 def _heading_text(text: str) -> str:
@@ -231,6 +269,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             kind == SENTENCE
             and after is not None
             and after[2] != text
+            and not (before is not None and before[1] == HEADING and _heading_text(before[0]).upper() == "NAME")
             and _is_term_line(text)
             and not text.rstrip().endswith(":")
             and len(text.split()) <= 8
@@ -248,11 +287,20 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         if kind != HEADING or not _is_named_term(text) or kinds[i + 1][1] != SENTENCE:
             continue
         kinds[i] = (text, SENTENCE, "")
-        kinds[i + 1] = (kinds[i + 1][0], DEFINITION, text)
-        for j in range(i + 2, min(len(kinds), i + 1 + MAX_TERM_SENTENCES)):
-            if kinds[j][1] != SENTENCE or kinds[j][2] or _is_named_term(kinds[j][0]):
-                break
-            kinds[j] = (kinds[j][0], SENTENCE, text)
+        _carry_term(kinds, i + 1, text)
+
+    # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::") on their own, a blank
+    # line or none before the description, are its term as the line above is; and a definition
+    # whose description starts on its term's line (one unit) lends the term to its later
+    # sentences ("The default is 3.").
+    for i in range(len(kinds) - 1):
+        text, kind, term = kinds[i]
+        if kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1] == SENTENCE:
+            if not kinds[i + 1][2]:
+                kinds[i] = (text, SENTENCE, "")
+                _carry_term(kinds, i + 1, text)
+        elif kind == DEFINITION and term and _LABEL_LINE.match(text.split("\n", 1)[0].strip()):
+            _carry_term(kinds, i, term)
 
     # A run of shell comments right over a command line ("$ ..."): what the command does.
     for i in range(len(kinds) - 2, -1, -1):
@@ -282,8 +330,8 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             header = None
         if setup is not None and i > setup + 1 and _family(kind) != block:
             setup = None  # the block it introduced has ended
-        if kind not in INTRODUCED:
-            setup = None
+        if kind not in INTRODUCED or (kind == DEFINITION and setup is not None and kinds[setup][0] != term):
+            setup = None  # ... and a definition of another term is not the last one's block
         if kind == DEFINITION and term and i > 0 and kinds[i - 1][0] == term:
             setup, block = i - 1, DEFINITION  # the term line introduces its description
         unit = Unit(

@@ -1262,3 +1262,38 @@ def test_the_passage_rules_can_be_given_for_a_replay() -> None:
     assert answering(max_answering=1) == [units[0].text]
     assert answering(margin=0.05) == [units[0].text]
     assert answering(max_answering=3, margin=0.25) == [u.text for u in units]
+
+
+def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
+    """AsciiDoc writes `--timeout <seconds>::` on a line of its own, a blank line or none, then
+    the description (aliases stacked one a line): the lines are its term, and the description's
+    later sentences carry it, so "The default is 3." is printed under what it is the default of."""
+    content = (
+        "## OPTIONS\n\n--timeout <seconds>::\n\n\tNumber of seconds to keep a token (default: 900).\n\n"
+        "-n::\n--dry-run::\n\tPrint what would be cached; cache nothing.\n\n"
+        "--keep-last=<n>::\n\tKeep the last <n> tokens after a restart. The default is 3.\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term, u.setup) for u in units] == [
+        (HEADING, "", None),
+        ("sentence", "", None),
+        (DEFINITION, "--timeout <seconds>::", 1),
+        (DEFINITION, "-n, --dry-run", None),
+        (DEFINITION, "--keep-last=<n>", None),
+        ("sentence", "--keep-last=<n>", None),
+    ]
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.9, 0.1, 0.1, 0.2]))]
+    assert printed[:2] == ["--timeout <seconds>::", units[2].text]
+    # The later sentence is printed after the sentence its term opens.
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.1, 0.2, 0.9]))]
+    assert printed[:2] == [units[4].text, "The default is 3."]
+    # A reStructuredText paragraph ending in "::" introduces a literal block: no term.
+    rest = excerpt_units("The following are equivalent to each other::\n\n    x = 1\n    y = 2\n", 1)
+    assert all(u.kind != DEFINITION for u in rest)
+
+
+def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
+    from locallens.claims.citations import with_citations
+
+    assert with_citations("--timeout <seconds>::", set(), 1) == "--timeout <seconds>:: [1]"
+    assert with_citations("Send it the exit action:", set(), 2) == "Send it the exit action [2]:"

@@ -25,6 +25,7 @@ CASES = [
     ("budget.ods", "Which office does Ben Okafor work in?", "Lisbon"),
     ("tides.ipynb", "What was the highest tide of the year?", "4.2 metres"),
     ("journal.org", "When do the broad beans go in the north bed?", "20 March"),
+    ("ferryctl-cache.adoc", "How many seconds does the token cache keep a token by default?", "900"),
     ("offsite.eml", "Where does the quarterly offsite move to?", "Harbour Room"),
     ("archive.mbox", "Do you like this message?", "like this message"),
 ]

@@ -329,3 +329,46 @@ def test_a_reader_failing_on_a_malformed_file_is_a_skip_not_a_traceback(tmp_path
     assert read(tmp_path, "plain.mbox").reason.startswith("cannot read mbox")  # type: ignore[union-attr]
     write(tmp_path / "fake.odp", b"PK\x03\x04 not really")
     assert read(tmp_path, "fake.odp").reason.startswith("cannot read ODP: not a valid zip file")  # type: ignore[union-attr]
+
+
+ADOC = FIXTURES / "ferryctl-cache.adoc"
+
+
+def test_asciidoc_is_read_line_for_line_with_its_markup_lines_made_plain(tmp_path: Path) -> None:
+    """Titles become `#` headings, a listing block a code fence, setup lines (attributes,
+    comments) blank lines; every line stays where it was, so `path:LINE` is the file's line."""
+    document = fixture("ferryctl-cache.adoc")
+    source = ADOC.read_text().strip().split("\n")
+    lines = document.text.split("\n")
+    assert document.line_mapped and len(lines) == len(source)
+    assert document.title == "ferryctl-cache(1)"
+    assert document.headings[:3] == ((1, "ferryctl-cache(1)"), (2, "NAME"), (2, "SYNOPSIS"))
+    assert lines[source.index("== OPTIONS")] == "## OPTIONS"
+    for markup in (
+        ":doctype: manpage",
+        "[verse]",
+        "[source,shell]",
+        "// The socket layout changed in 2.3; see the release notes.",
+    ):
+        assert lines[source.index(markup)] == ""
+    exit_line = source.index("ferryctl token-cache exit")
+    assert lines[exit_line - 1 : exit_line + 2] == ["```", "ferryctl token-cache exit", "```"]
+    # Content lines are the file's own.
+    assert lines[source.index("--timeout <seconds>::")] == "--timeout <seconds>::"
+    assert reader_for(".adoc").module == reader_for(".asciidoc").module == "asciidoc"  # type: ignore[union-attr]
+
+
+def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path) -> None:
+    manual = ADOC.read_text().replace("= ferryctl-cache(1)", "ferryctl-cache(1)\n=================")
+    write(tmp_path / "manual.txt", manual)
+    assert "## OPTIONS" in doc(tmp_path, "manual.txt").text
+    # A two-line title over a line of `~` is a title, not a code fence that swallows the page.
+    write(tmp_path / "guide.adoc", "Guide\n=====\n\nSetup\n~~~~~\n\nRun it twice.\n")
+    assert doc(tmp_path, "guide.adoc").text.split("\n") == ["# Guide", "", "", "### Setup", "", "", "Run it twice."]
+    # Markdown with a setext title and rules, and reStructuredText, stay as written.
+    markdown = "Notes\n=====\n\nFirst part.\n\n----\n\nSecond part.\n\n----\n\n- item::\n    indented\n"
+    write(tmp_path / "notes.txt", markdown)
+    assert doc(tmp_path, "notes.txt").text == markdown.strip()
+    rest = "Guide\n=====\n\n.. note::\n\n   Read this.\n\n:param x: a value\n"
+    write(tmp_path / "rest.txt", rest)
+    assert doc(tmp_path, "rest.txt").text == rest.strip()

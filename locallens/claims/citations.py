@@ -50,6 +50,7 @@ def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
     text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
     if add is not None:
         stop = _TRAILING_STOP.search(text)
-        cut = stop.start() if stop else len(text)
+        # A labeled list's term ("--timeout <seconds>::") keeps its colons: they are no stop.
+        cut = stop.start() if stop and not text.endswith(("::", ";;")) else len(text)
         text = f"{text[:cut].rstrip()} [{add}]{text[cut:]}"
     return text

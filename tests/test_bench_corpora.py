@@ -13,12 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from corpora import (  # noqa: E402
+    ADOC_SOURCES,
+    ADOC_SUFFIXES,
     apache_page_text,
     borg_page_text,
     postfix_page_text,
     rsyslog_page_text,
     sqlite_page_text,
     varnish_page_text,
+    write_adoc_corpus,
     zsh_page_text,
 )
 
@@ -301,6 +304,8 @@ def test_zsh_page_text_keeps_the_chapter_only() -> None:
         ("rsyslog_es_over_en", 10, 8, 0),
         ("zsh_questions", 48, 40, 5),
         ("zsh_es_over_en", 10, 8, 0),
+        ("adoc_questions", 48, 40, 5),
+        ("adoc_es_over_en", 10, 8, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:
@@ -313,5 +318,42 @@ def test_question_sets_shape(name: str, total: int, answerable_count: int, broad
     assert sum(1 for r in answerable if "answers" not in r) == broad
     assert all(r["answers"] for r in answerable if "answers" in r)
     assert all(r["files"] and r["question"].strip() for r in answerable)
-    assert all(r["files"][0].endswith(".txt") and "/" not in "".join(r["files"]) for r in answerable)
+    # The corpora are written as `.txt` pages; the adoc corpus keeps its files' own extensions.
+    suffixes = ADOC_SUFFIXES if name.startswith("adoc") else (".txt",)
+    assert all(f.endswith(suffixes) and "/" not in f for r in answerable for f in r["files"])
     assert len({r["question"] for r in rows}) == total
+
+
+def _fake_sdists(folder: Path, missing: str = "") -> None:
+    """Source distributions holding every file `ADOC_SOURCES` names (but `missing`), each file's
+    bytes its own path, as `pip download` leaves them in the corpus folder's parent."""
+    import io
+    import tarfile
+
+    for name, version, files in ADOC_SOURCES:
+        with tarfile.open(folder / f"{name}-{version}.tar.gz", "w:gz") as archive:
+            for member in files:
+                if member == missing:
+                    continue
+                data = f"{name} {member}\n".encode()
+                info = tarfile.TarInfo(f"{name}-{version}/{member}")
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+
+
+def test_write_adoc_corpus_copies_the_files_as_shipped(tmp_path: Path) -> None:
+    _fake_sdists(tmp_path)
+    dest = write_adoc_corpus(tmp_path / "adoc")
+    names = sorted(p.name for p in dest.iterdir())
+    assert len(names) == 14 and "settings.html" in names and "qutebrowser.1.asciidoc" in names
+    assert "changelog.html" not in names and all(n.endswith(ADOC_SUFFIXES) for n in names)
+    assert (dest / "a2x.1.txt").read_bytes() == b"asciidoc doc/a2x.1.txt\n"
+    before = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
+    write_adoc_corpus(dest)  # the cached sdists, nothing fetched; unchanged files are not rewritten
+    assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == before
+
+
+def test_write_adoc_corpus_names_a_missing_file(tmp_path: Path) -> None:
+    _fake_sdists(tmp_path, missing="doc/asciidoc.1.txt")
+    with pytest.raises(SystemExit, match=r"asciidoc-10\.2\.1\.tar\.gz holds no file doc/asciidoc\.1\.txt"):
+        write_adoc_corpus(tmp_path / "adoc")

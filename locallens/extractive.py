@@ -52,6 +52,7 @@ from locallens.unit_scores import (
     POSSESSIVE,
     QuestionTerms,
     asked_fact,
+    asks_default,
     asks_name,
     carries_fact,
     carries_name,
@@ -63,6 +64,7 @@ from locallens.unit_scores import (
     key_words,
     question_terms,
     refusal_linear,
+    says_default,
     unit_keys,
     word_salience,
 )
@@ -116,7 +118,6 @@ CANDIDATES = 8  # the best units looked at for a passage
 DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
 SUMMARY_TOKENS = 90  # a summary's
 MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
-MAX_DEFINITION_TOKENS = 60  # ... or its first sentence, when the term is on that sentence's line
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
 # A broad question is answered with a summary when this share of its topic's key terms names
 # the document (its path) or a section (a heading) among the excerpts.
@@ -910,16 +911,6 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
             u
             for u in same.values()
             if u.index < best.index and u.text == best.term and count_tokens(u.text) <= MAX_TERM_TOKENS
-        ][-1:] or [
-            # ... else the description's first sentence, when the term opens it ("-d::" / "Keep
-            # the last <n> snapshots." over "The default is 3.").
-            u
-            for u in same.values()
-            if u.index < best.index
-            and u.kind == DEFINITION
-            and u.term == best.term
-            and u.text.startswith(best.term.split(", ", 1)[0])
-            and count_tokens(u.text) <= MAX_DEFINITION_TOKENS
         ][-1:]
     if best.kind == CODE and not _PROMPT_START.match(best.text):
         # A session's output ("'1,234,567,890'") is read with the command that printed it.
@@ -1015,13 +1006,15 @@ def passage_units(
     max_answering: int = MAX_ANSWERING,
     margin: float = MARGIN,
     other_margin: float = OTHER_MARGIN,
+    question: str = "",
 ) -> list[tuple[Unit, bool]]:
     """The units of the printed passage, each with whether it is an answering unit: the best unit
     with what belongs to it, the next best while they score within `margin` of it (at most
     `max_answering`), and, when `other_excerpts`, one more from an excerpt not printed yet that
     scores within `other_margin` of the best: the answer is often in the second excerpt's unit
     when the first excerpt's best one restates the question. All within `passage_tokens`.
-    (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.)"""
+    (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.) When
+    `question` asks for a default, the default its best unit's entry states (`_with_default`)."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
@@ -1064,7 +1057,47 @@ def passage_units(
         answering += 1
         if answering > max_answering:
             break
+    if question and asks_default(question):
+        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text)
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
+
+
+# How far after a definition its entry's fields may be ("Type: String" / "Default: 10pt").
+ENTRY_UNITS = 6
+
+
+def _with_default(
+    chosen: list[tuple[Unit, bool]],
+    scored: Scored,
+    used: int,
+    passage_tokens: int,
+    taken: set[tuple[int, int]],
+    seen_text: set[str],
+) -> tuple[list[tuple[Unit, bool]], int]:
+    """For a question asking for a default: when the best unit describes a term (an option, a
+    setting) and a later unit of that term's entry states its default ("Default: 10pt", "The
+    default is 3."), that unit joins the passage after it, unless it is printed already or the
+    budget has no room. A reference entry gives its default in a field of its
+    own, after the description the question's words meet."""
+    if not chosen:
+        return chosen, used
+    best = next(u for u, answering in chosen if answering)
+    if not best.term:
+        return chosen, used
+    entry = [
+        u
+        for u in scored.units
+        if u.excerpt == best.excerpt and best.index < u.index <= best.index + ENTRY_UNITS and u.term == best.term
+    ]
+    found = next((u for u in entry if says_default(u.text)), None)
+    if found is None or (found.excerpt, found.index) in taken or _text_key(found) in seen_text:
+        return chosen, used
+    if used + _tokens(found) > passage_tokens:
+        return chosen, used
+    taken.add((found.excerpt, found.index))
+    seen_text.add(_text_key(found))
+    at = max(i for i, (u, _) in enumerate(chosen) if u.excerpt == best.excerpt and u.index <= found.index)
+    return [*chosen[: at + 1], (found, False), *chosen[at + 1 :]], used + _tokens(found)
 
 
 # The kinds of unit that may follow the best one as its continuation (`_with_next`), and the key
@@ -1253,7 +1286,9 @@ def extractive_answer(
     elif scored.units and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence:
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
-            for u, answering in passage_units(scored, passage_tokens=budget, other_excerpts=not topic)
+            for u, answering in passage_units(
+                scored, passage_tokens=budget, other_excerpts=not topic, question=question
+            )
         ]
     refused = not claims
     answer = refusal(question) if refused else "\n".join(c.text for c in claims)

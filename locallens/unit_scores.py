@@ -536,6 +536,11 @@ def asks_default(question: str) -> bool:
     return bool(_ASKS_DEFAULT.search(question))
 
 
+def says_default(text: str) -> bool:
+    """Whether a unit speaks of a default ("Default: 10pt", "defaults to 'html'")."""
+    return bool(_SAYS_DEFAULT.search(text))
+
+
 @dataclass(frozen=True, slots=True)
 class QuestionTerms:
     text: str

@@ -109,14 +109,7 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
         head = lines[0].strip()
         term = _TERM_LINE.match(head)
         if term and term.group("colons") == "::":
-            # An AsciiDoc labeled list may stack a term's aliases one a line ("-n::" / "--dry-run::").
-            names = [term.group("term").strip()]
-            for line in lines[1:-1]:
-                alias = _TERM_LINE.match(line.strip())
-                if alias is None or alias.group("colons") != "::":
-                    break
-                names.append(alias.group("term").strip())
-            return DEFINITION, ", ".join(names)
+            return DEFINITION, term.group("term").strip()
         # A term on its own line (no sentence end), its description indented below it.
         if (
             len(indents) >= 2
@@ -258,6 +251,14 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             for k, sentence in enumerate(split_sentences(piece)):
                 kinds.append((sentence, DEFINITION if first and k == 0 else SENTENCE, term_line))
             continue
+        if kind == DEFINITION and _LABEL_LINE.match(piece.split("\n", 1)[0].strip()):
+            # A labeled list's term lines over the description's first sentence, one piece: the
+            # lines are a unit of their own, the term line that sets up the description.
+            lines = piece.split("\n")
+            k = next(j for j, line in enumerate(lines) if not _LABEL_LINE.match(line.strip()))
+            head, description = "\n".join(lines[:k]).strip(), "\n".join(lines[k:]).strip()
+            kinds += [(head, SENTENCE, ""), (description, SENTENCE, "")]
+            continue
         kinds.append((piece, kind, term))
 
     # A short line on its own, with no sentence end and no number, is a title (an HTML or
@@ -307,18 +308,14 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         kinds[i] = (text, SENTENCE, "")
         _carry_term(kinds, i + 1, text)
 
-    # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::") on their own, a blank
-    # line or none before the description, are its term as the line above is; and a definition
-    # whose description starts on its term's line (one unit) lends the term to its later
-    # sentences ("The default is 3.").
+    # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::", aliases one a line) over
+    # the description, a blank line between or none, are its term as the line above is, and the
+    # description's later sentences carry it ("The default is 3.").
     for i in range(len(kinds) - 1):
         text, kind, term = kinds[i]
-        if kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1] == SENTENCE:
-            if not kinds[i + 1][2]:
-                kinds[i] = (text, SENTENCE, "")
-                _carry_term(kinds, i + 1, text)
-        elif kind == DEFINITION and term and _LABEL_LINE.match(text.split("\n", 1)[0].strip()):
-            _carry_term(kinds, i, term)
+        if kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1:] == (SENTENCE, ""):
+            kinds[i] = (text, SENTENCE, "")
+            _carry_term(kinds, i + 1, text)
 
     # A run of shell comments right over a command line ("$ ..."): what the command does.
     for i in range(len(kinds) - 2, -1, -1):

@@ -142,8 +142,8 @@ def units_text(index: int | None, content: str) -> str:
 
 def test_definition_lists_keep_their_term() -> None:
     units = [u for u in excerpt_units(OPTIONS, 1) if u.kind == DEFINITION]
-    assert [u.term for u in units] == ["--compression", "--exclude-caches"]
-    assert "lz4" in units[0].text
+    assert [u.term for u in units] == ["--compression::", "--exclude-caches::"]
+    assert "lz4" in units[0].text and units[0].setup is not None  # the term line sets it up
     described = [u for u in excerpt_units(PYDOC, 1) if u.term == "object.__contains__(self, item)"]
     assert described and described[0].kind == DEFINITION and described[0].text.startswith("Called to implement")
 
@@ -1266,8 +1266,9 @@ def test_the_passage_rules_can_be_given_for_a_replay() -> None:
 
 def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
     """AsciiDoc writes `--timeout <seconds>::` on a line of its own, a blank line or none, then
-    the description (aliases stacked one a line): the lines are its term, and the description's
-    later sentences carry it, so "The default is 3." is printed under what it is the default of."""
+    the description (aliases stacked one a line): the lines are a unit that sets up the
+    description, and its later sentences carry the term, so "The default is 3." is printed under
+    what it is the default of."""
     content = (
         "## OPTIONS\n\n--timeout <seconds>::\n\n\tNumber of seconds to keep a token (default: 900).\n\n"
         "-n::\n--dry-run::\n\tPrint what would be cached; cache nothing.\n\n"
@@ -1278,15 +1279,17 @@ def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
         (HEADING, "", None),
         ("sentence", "", None),
         (DEFINITION, "--timeout <seconds>::", 1),
-        (DEFINITION, "-n, --dry-run", None),
-        (DEFINITION, "--keep-last=<n>", None),
-        ("sentence", "--keep-last=<n>", None),
+        ("sentence", "", None),
+        (DEFINITION, "-n::\n--dry-run::", 3),
+        ("sentence", "", None),
+        (DEFINITION, "--keep-last=<n>::", 5),
+        ("sentence", "--keep-last=<n>::", None),
     ]
-    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.9, 0.1, 0.1, 0.2]))]
+    assert units[4].text == "Print what would be cached; cache nothing."
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.9, 0.1, 0.1, 0.1, 0.1, 0.2]))]
     assert printed[:2] == ["--timeout <seconds>::", units[2].text]
-    # The later sentence is printed after the sentence its term opens.
-    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.1, 0.2, 0.9]))]
-    assert printed[:2] == [units[4].text, "The default is 3."]
+    printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.1, 0.2, 0.1, 0.2, 0.9]))]
+    assert printed[:2] == ["--keep-last=<n>::", "The default is 3."]
     # A reStructuredText paragraph ending in "::" introduces a literal block: no term.
     rest = excerpt_units("The following are equivalent to each other::\n\n    x = 1\n    y = 2\n", 1)
     assert all(u.kind != DEFINITION for u in rest)

@@ -9,7 +9,9 @@ from locallens.prompt import CITATION_RE, citation_numbers
 # A citation group right after a sentence's final punctuation belongs to that sentence:
 # `... 5433. [1] The next` becomes `... 5433 [1]. The next`.
 _CITATION_AFTER_STOP = re.compile(r"([.!?])([ \t]*)((?:" + CITATION_RE.pattern + r"[ \t]*)+)(?=\s|$)")
-_MARKUP_LEAD = re.compile(r"^(?:[\s#>*+\-|]|\d{1,3}[.)](?=\s))*")
+# List, heading, quote and table markup before a sentence: a bullet only with a space after it,
+# so an option that opens it keeps its dashes ("* -c, --current:" is "-c, --current:").
+_MARKUP_LEAD = re.compile(r"^(?:\s|#+(?=\s|$)|[>|]|[*+\-](?=\s|$)|\d{1,3}[.)](?=\s))*")
 _SPACES = re.compile(r"\s+")
 # Bold: a pair of `**` (or `__`) around text that neither starts nor ends with a space, opened
 # after no word character and closed before none. An unpaired `**` stays (`f(*args, **kwds)`,

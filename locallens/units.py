@@ -115,6 +115,7 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
             len(indents) >= 2
             and min(indents[1:]) > indents[0]
             and not head.endswith((".", "!", "?", ","))
+            and not _HAS_SENTENCE_END.search(head)  # the tail of a sentence a chunk cut, not a term
             and len(head) <= 100
         ):
             return DEFINITION, head.rstrip(":").strip()

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import numpy as np
@@ -141,6 +142,16 @@ IDENTIFIER_VECTOR_WEIGHT = 0.5
 # chunks that share a header, the neighbours of a file's best chunk score nearly as high and
 # filled the top 5 with one or two files (docs/decisions.md#diversity).
 MAX_CHUNKS_PER_FILE = 2
+
+
+def document_of(path: str) -> str:
+    """What the per-file cap counts as one file: the path without its extension, so that the
+    same document kept in two formats side by side (`a2x.1.txt` and its rendering `a2x.1.html`,
+    `report.docx` and `report.pdf`) shares the places one file gets, instead of two copies of its
+    text taking four of the five."""
+    return str(PurePosixPath(path).with_suffix(""))
+
+
 # What the cap held back is read too: `ask` (`retrieve(read_held=True)`) reads, after its k
 # results, the chunks that the fused ranking put among its first k and the cap held back for
 # other files (`held_back`; at most k - 2, and only in hybrid search without a reranker): the
@@ -212,7 +223,7 @@ def diversify(hits: Sequence[Hit], k: int, per_file: int = MAX_CHUNKS_PER_FILE) 
     head: list[Hit] = []
     held: list[Hit] = []
     for hit in hits:
-        path = hit.chunk.relative_path
+        path = document_of(hit.chunk.relative_path)
         taken[path] = taken.get(path, 0) + 1
         (head if taken[path] <= per_file else held).append(hit)
     return (head + held)[:k]
@@ -226,7 +237,7 @@ def held_back(
     taken: dict[str, int] = {}
     out = []
     for kk in order[:k]:
-        path = kk[0]
+        path = document_of(kk[0])
         taken[path] = taken.get(path, 0) + 1
         if taken[path] > per_file:
             out.append(kk)

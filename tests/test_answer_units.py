@@ -1300,3 +1300,39 @@ def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
 
     assert with_citations("--timeout <seconds>::", set(), 1) == "--timeout <seconds>:: [1]"
     assert with_citations("Send it the exit action:", set(), 2) == "Send it the exit action [2]:"
+
+
+def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers_a_default_question() -> None:
+    """A setting's entry as asciidoc renders it: the name, its description, then "Type: String"
+    and "Default: 10pt" on lines of their own. The fields are no titles (they were scored 0 and
+    never printed) and belong to the entry; a question asking the default prints the entry's
+    default after the description the question's words meet."""
+    content = (
+        "fonts.default_size\n\nDefault font size to use.\n\nWhenever it is used in a font setting, it is "
+        "replaced with the size listed here.\n\nType: String\n\nDefault: 10pt\n\nfonts.hints\n\n"
+        "Font used for the hints.\n\nType: Font\n\nDefault: bold default_size default_family\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term) for u in units] == [
+        ("sentence", ""),
+        (DEFINITION, "fonts.default_size"),
+        ("sentence", "fonts.default_size"),
+        ("sentence", "fonts.default_size"),
+        ("sentence", "fonts.default_size"),
+        ("sentence", ""),
+        (DEFINITION, "fonts.hints"),
+        ("sentence", "fonts.hints"),
+        ("sentence", "fonts.hints"),
+    ]
+    scores = [0.1, 0.9, 0.2, 0.1, 0.1, 0.1, 0.3, 0.1, 0.1]
+    asked = [u.text for u, _ in passage_units(_scored(units, scores), question="What font size is used by default?")]
+    assert asked[:2] == ["fonts.default_size", "Default font size to use."] and "Default: 10pt" in asked
+    # Not asked for a default: the passage stays as it was.
+    plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font size is used?")]
+    assert "Default: 10pt" not in plain
+    # A man page's NAME line is the page's summary, not a title; the tail of a sentence a chunk
+    # cut is no term of the indented lines below it.
+    named = excerpt_units("## NAME\n\nfrobctl-prune - Remove unreachable objects from the store\n", 1)
+    assert [u.kind for u in named] == [HEADING, "sentence"]
+    cut = excerpt_units("directory. It then converts the\n  SOURCE_FILE to a BACKEND output file.\n", 1)
+    assert all(u.kind != DEFINITION for u in cut)

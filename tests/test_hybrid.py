@@ -355,3 +355,15 @@ def test_the_nearest_chunks_file_is_among_the_first_five() -> None:
     assert keep_nearest(later, nearest) == [*chosen[:4], nearest, *chosen[4:6]]
     # fewer results than five places: left as they are
     assert keep_nearest(chosen[:3], nearest) == chosen[:3]
+
+
+def test_one_document_in_two_formats_shares_one_files_places() -> None:
+    """`a2x.1.txt` and its rendering `a2x.1.html` hold the same text: together they take the
+    places of one file, so the others' chunks are not pushed out by a copy."""
+    from locallens.retrieval import diversify, document_of, held_back
+
+    assert document_of("man/a2x.1.txt") == document_of("man/a2x.1.html") == "man/a2x.1"
+    assert document_of("notes/a.md") != document_of("other/a.md")
+    hits = [_hit(p, i) for i, p in enumerate(["a2x.1.txt", "a2x.1.html", "a2x.1.html", "b.txt", "c.txt"])]
+    assert [h.chunk.relative_path for h in diversify(hits, 4)] == ["a2x.1.txt", "a2x.1.html", "b.txt", "c.txt"]
+    assert held_back([_key_of(h) for h in hits], 3) == [_key_of(hits[2])]

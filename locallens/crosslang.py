@@ -298,6 +298,12 @@ DOC_TERMS: dict[str, str] = {
     "órdenes": "commands",
     "pestaña": "tab",
     "pestañas": "tabs",
+    # A user interface's type: "letra" alone is a letter of the alphabet.
+    "tamaño de letra": "font size",
+    "tipo de letra": "font",
+    "tipos de letra": "fonts",
+    "captura de pantalla": "screenshot",
+    "capturas de pantalla": "screenshots",
     "barra invertida": "backslash",
     "comilla": "quote",
     "comillas": "quotes",

@@ -1066,6 +1066,14 @@ def passage_units(
 ENTRY_UNITS = 6
 
 
+def _other_entry(unit: Unit, best: Unit, same: dict[int, Unit]) -> bool:
+    """Whether `unit` belongs to another entry than `best`'s: a title, another definition, a unit
+    of another term, or another term's line."""
+    if unit.kind in (HEADING, DEFINITION) or (unit.term and unit.term != best.term):
+        return True
+    return any(u.term == unit.text for u in same.values() if u.index > unit.index)
+
+
 def _with_default(
     chosen: list[tuple[Unit, bool]],
     scored: Scored,
@@ -1084,11 +1092,14 @@ def _with_default(
     best = next(u for u, answering in chosen if answering)
     if not best.term:
         return chosen, used
-    entry = [
-        u
-        for u in scored.units
-        if u.excerpt == best.excerpt and best.index < u.index <= best.index + ENTRY_UNITS and u.term == best.term
-    ]
+    same = {u.index: u for u in scored.units if u.excerpt == best.excerpt}
+    entry: list[Unit] = []
+    for step in (1, -1):  # after the description, then before it (fields may come first)
+        for index in range(best.index + step, best.index + step * (ENTRY_UNITS + 1), step):
+            u = same.get(index)
+            if u is None or u.text == best.term or _other_entry(u, best, same):
+                break
+            entry.append(u)
     found = next((u for u in entry if says_default(u.text)), None)
     if found is None or (found.excerpt, found.index) in taken or _text_key(found) in seen_text:
         return chosen, used

@@ -191,21 +191,26 @@ def _is_label(text: str) -> bool:
     )
 
 
-def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str) -> None:
-    """Make `kinds[first]` the definition of `term` and the sentences after it carry the term,
-    `MAX_TERM_SENTENCES` in all, then the entry's fields ("Type: Bool", "Default: false"), up to
-    the next term or anything but a plain sentence."""
-    kinds[first] = (kinds[first][0], DEFINITION, term)
-    sentences = 1
-    for j in range(first + 1, len(kinds)):
+def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str) -> bool:
+    """Make the first plain sentence from `kinds[first]` on the definition of `term` and the
+    sentences after it carry the term, `MAX_TERM_SENTENCES` in all, up to the next term or
+    anything but a plain sentence. The entry's fields ("Units: bool", "Default: on": a reference
+    may give them before the description or after it) are passed over and keep no term:
+    "Default: default_size" under every font setting would meet a question's "font" and "size"
+    through it, whichever setting it is (`extractive._with_default` reads an entry's default).
+    False, and nothing changed, when no sentence follows before the next term."""
+    sentences = 0
+    for j in range(first, len(kinds)):
         text, kind, carried = kinds[j]
         if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text):
             break
-        if not is_field(text):
-            sentences += 1
-            if sentences > MAX_TERM_SENTENCES:
-                break
-        kinds[j] = (text, SENTENCE, term)
+        if is_field(text):
+            continue
+        kinds[j] = (text, DEFINITION if sentences == 0 else SENTENCE, term)
+        sentences += 1
+        if sentences == MAX_TERM_SENTENCES:
+            break
+    return sentences > 0
 
 
 def _heading_text(text: str) -> str:
@@ -306,17 +311,22 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         text, kind, _term = kinds[i]
         if kind != HEADING or not _is_named_term(text) or kinds[i + 1][1] != SENTENCE:
             continue
-        kinds[i] = (text, SENTENCE, "")
-        _carry_term(kinds, i + 1, text)
+        if _carry_term(kinds, i + 1, text):
+            kinds[i] = (text, SENTENCE, "")
 
     # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::", aliases one a line) over
     # the description, a blank line between or none, are its term as the line above is, and the
     # description's later sentences carry it ("The default is 3.").
     for i in range(len(kinds) - 1):
         text, kind, term = kinds[i]
-        if kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1:] == (SENTENCE, ""):
+        if (
+            kind in (SENTENCE, HEADING, ITEM)
+            and not term
+            and _is_label(text)
+            and kinds[i + 1][1:] == (SENTENCE, "")
+            and _carry_term(kinds, i + 1, text)
+        ):
             kinds[i] = (text, SENTENCE, "")
-            _carry_term(kinds, i + 1, text)
 
     # A run of shell comments right over a command line ("$ ..."): what the command does.
     for i in range(len(kinds) - 2, -1, -1):

@@ -1305,8 +1305,8 @@ def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
 def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers_a_default_question() -> None:
     """A setting's entry as asciidoc renders it: the name, its description, then "Type: String"
     and "Default: 10pt" on lines of their own. The fields are no titles (they were scored 0 and
-    never printed) and belong to the entry; a question asking the default prints the entry's
-    default after the description the question's words meet."""
+    never printed); a question asking the default prints the entry's default after the
+    description the question's words meet, and not the next entry's."""
     content = (
         "fonts.default_size\n\nDefault font size to use.\n\nWhenever it is used in a font setting, it is "
         "replaced with the size listed here.\n\nType: String\n\nDefault: 10pt\n\nfonts.hints\n\n"
@@ -1317,16 +1317,17 @@ def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers
         ("sentence", ""),
         (DEFINITION, "fonts.default_size"),
         ("sentence", "fonts.default_size"),
-        ("sentence", "fonts.default_size"),
-        ("sentence", "fonts.default_size"),
+        ("sentence", ""),  # a field: no title, and no term ("Default: ..." is under every setting)
+        ("sentence", ""),
         ("sentence", ""),
         (DEFINITION, "fonts.hints"),
-        ("sentence", "fonts.hints"),
-        ("sentence", "fonts.hints"),
+        ("sentence", ""),
+        ("sentence", ""),
     ]
     scores = [0.1, 0.9, 0.2, 0.1, 0.1, 0.1, 0.3, 0.1, 0.1]
     asked = [u.text for u, _ in passage_units(_scored(units, scores), question="What font size is used by default?")]
     assert asked[:2] == ["fonts.default_size", "Default font size to use."] and "Default: 10pt" in asked
+    assert "Default: bold default_size default_family" not in asked
     # Not asked for a default: the passage stays as it was.
     plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font size is used?")]
     assert "Default: 10pt" not in plain

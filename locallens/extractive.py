@@ -51,6 +51,7 @@ from locallens.unit_scores import (
     BRIDGED,
     POSSESSIVE,
     QuestionTerms,
+    answer_type,
     asked_fact,
     asks_default,
     asks_name,
@@ -1014,7 +1015,9 @@ def passage_units(
     scores within `other_margin` of the best: the answer is often in the second excerpt's unit
     when the first excerpt's best one restates the question. All within `passage_tokens`.
     (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.) When
-    `question` asks for a default, the default its best unit's entry states (`_with_default`)."""
+    `question` asks for a default, the default its best unit's entry states (`_with_default`); so
+    when it asks for a number the best unit lacks and its entry's default is one ("How many
+    minutes ...?" over "Maximum time (in minutes) between two items." and "Default: 30")."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
@@ -1057,11 +1060,13 @@ def passage_units(
         answering += 1
         if answering > max_answering:
             break
-    if question and asks_default(question):
-        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text)
+    if question and (asks_default(question) or answer_type(question) == "number"):
+        value = not asks_default(question)
+        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text, value=value)
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
 
 
+_HAS_DIGIT = re.compile(r"\d")
 # How far after a definition its entry's fields may be ("Type: String" / "Default: 10pt").
 ENTRY_UNITS = 6
 
@@ -1081,6 +1086,8 @@ def _with_default(
     passage_tokens: int,
     taken: set[tuple[int, int]],
     seen_text: set[str],
+    *,
+    value: bool = False,
 ) -> tuple[list[tuple[Unit, bool]], int]:
     """For a question asking for a default: when the best unit describes a term (an option, a
     setting) and a later unit of that term's entry states its default ("Default: 10pt", "The
@@ -1090,7 +1097,7 @@ def _with_default(
     if not chosen:
         return chosen, used
     best = next(u for u, answering in chosen if answering)
-    if not best.term:
+    if not best.term or (value and _HAS_DIGIT.search(best.text)):
         return chosen, used
     same = {u.index: u for u in scored.units if u.excerpt == best.excerpt}
     entry: list[Unit] = []
@@ -1100,7 +1107,7 @@ def _with_default(
             if u is None or u.text == best.term or _other_entry(u, best, same):
                 break
             entry.append(u)
-    found = next((u for u in entry if says_default(u.text)), None)
+    found = next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
     if found is None or (found.excerpt, found.index) in taken or _text_key(found) in seen_text:
         return chosen, used
     if used + _tokens(found) > passage_tokens:

@@ -1328,6 +1328,12 @@ def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers
     asked = [u.text for u, _ in passage_units(_scored(units, scores), question="What font size is used by default?")]
     assert asked[:2] == ["fonts.default_size", "Default font size to use."] and "Default: 10pt" in asked
     assert "Default: bold default_size default_family" not in asked
+    # Asked for a number the description lacks: the entry's default is that number.
+    entry = excerpt_units(
+        "history_gap_interval\n\nMaximum time (in minutes) between two history items.\n\nType: Int\n\nDefault: 30\n", 1
+    )
+    counted = passage_units(_scored(entry, [0.1, 0.9, 0.1, 0.1]), question="How many minutes may pass between items?")
+    assert [u.text for u, _ in counted][-1] == "Default: 30"
     # Not asked for a default: the passage stays as it was.
     plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font size is used?")]
     assert "Default: 10pt" not in plain

@@ -7,6 +7,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from locallens.domain import Document, Skipped, SourceSpan
 from locallens.readers import read_document
@@ -372,3 +374,45 @@ def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path)
     rest = "Guide\n=====\n\n.. note::\n\n   Read this.\n\n:param x: a value\n"
     write(tmp_path / "rest.txt", rest)
     assert doc(tmp_path, "rest.txt").text == rest.strip()
+
+
+_ADOC_LINES = st.sampled_from(
+    [
+        "",
+        "Title",
+        "=====",
+        "-----",
+        "~~~~~",
+        "----",
+        "....",
+        "====",
+        "--",
+        "////",
+        "+",
+        "[verse]",
+        "[[anchor]]",
+        ":doctype: manpage",
+        "// a comment",
+        "include::other.txt[]",
+        "== Section",
+        "--flag::",
+        "\tIts description.",
+        "Plain prose line.",
+        "* an item",
+    ]
+)
+
+
+@given(st.lists(_ADOC_LINES, max_size=40))
+def test_asciidoc_keeps_every_line_in_place(lines: list[str]) -> None:
+    """Whatever the markup, the text keeps the file's line count (citations are the file's
+    lines), and a line is either kept, made blank, a fence, or a title made a `#` heading."""
+    from locallens.readers.asciidoc import plain_lines
+
+    text = "\n".join(lines)
+    lines = text.split("\n")
+    plain, _headings = plain_lines(text)
+    out = plain.split("\n")
+    assert len(out) == len(lines)
+    for before, after in zip(lines, out, strict=True):
+        assert after in (before, "", "```") or (after.startswith("#") and after.lstrip("# ") in before)

@@ -1254,6 +1254,8 @@ def summary_units(
             continue  # "Those working days do not count..." read without the sentence it points back to
         if len(text.split()) <= _TITLE_WORDS and not _SENTENCE_END.search(text):
             continue  # a plain-text file's title line ("Configuring & Installing suEXEC")
+        if scored.units[i].term or _names_next(scored.units[i], scored.units):
+            continue  # one option's description ("Number of seconds to cache tokens for"), or its name
         cost = _tokens(scored.units[i])
         if used + cost > passage_tokens:
             continue
@@ -1263,6 +1265,11 @@ def summary_units(
             break
     chosen.sort(key=place)
     return [scored.units[i] for i in chosen]
+
+
+def _names_next(unit: Unit, units: Sequence[Unit]) -> bool:
+    """Whether `unit` is the term line of the unit after it (`-p <period>` over its description)."""
+    return any(u.excerpt == unit.excerpt and u.index == unit.index + 1 and u.term == unit.text for u in units)
 
 
 def _states_topic(topic: str, scored: Scored) -> bool:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -1071,12 +1071,18 @@ _HAS_DIGIT = re.compile(r"\d")
 ENTRY_UNITS = 6
 
 
-def _other_entry(unit: Unit, best: Unit, same: dict[int, Unit]) -> bool:
+def _other_entry(unit: Unit, best: Unit, units: Iterable[Unit]) -> bool:
     """Whether `unit` belongs to another entry than `best`'s: a title, another definition, a unit
     of another term, or another term's line."""
     if unit.kind in (HEADING, DEFINITION) or (unit.term and unit.term != best.term):
         return True
-    return any(u.term == unit.text for u in same.values() if u.index > unit.index)
+    return _term_line(unit, units)
+
+
+def _term_line(unit: Unit, units: Iterable[Unit]) -> bool:
+    """Whether `unit` is the line naming the term a later unit of its excerpt describes (`-p
+    <period>` over its description, or over the entry's fields and then it)."""
+    return any(u.excerpt == unit.excerpt and u.index > unit.index and u.term == unit.text for u in units)
 
 
 def _with_default(
@@ -1090,10 +1096,11 @@ def _with_default(
     value: bool = False,
 ) -> tuple[list[tuple[Unit, bool]], int]:
     """For a question asking for a default: when the best unit describes a term (an option, a
-    setting) and a later unit of that term's entry states its default ("Default: 10pt", "The
-    default is 3."), that unit joins the passage after it, unless it is printed already or the
-    budget has no room. A reference entry gives its default in a field of its
-    own, after the description the question's words meet."""
+    setting) and another unit of that term's entry states its default ("Default: 10pt", "The
+    default is 3."), that unit joins the passage, unless it is printed already or the budget has
+    no room. A reference entry gives its default in a field of its own, after the description the
+    question's words meet or before it. `value`: the question asks for a number, not for a
+    default; only when the best unit holds none and the default is one."""
     if not chosen:
         return chosen, used
     best = next(u for u, answering in chosen if answering)
@@ -1104,7 +1111,7 @@ def _with_default(
     for step in (1, -1):  # after the description, then before it (fields may come first)
         for index in range(best.index + step, best.index + step * (ENTRY_UNITS + 1), step):
             u = same.get(index)
-            if u is None or u.text == best.term or _other_entry(u, best, same):
+            if u is None or u.text == best.term or _other_entry(u, best, same.values()):
                 break
             entry.append(u)
     found = next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
@@ -1254,7 +1261,7 @@ def summary_units(
             continue  # "Those working days do not count..." read without the sentence it points back to
         if len(text.split()) <= _TITLE_WORDS and not _SENTENCE_END.search(text):
             continue  # a plain-text file's title line ("Configuring & Installing suEXEC")
-        if scored.units[i].term or _names_next(scored.units[i], scored.units):
+        if scored.units[i].term or _term_line(scored.units[i], scored.units):
             continue  # one option's description ("Number of seconds to cache tokens for"), or its name
         cost = _tokens(scored.units[i])
         if used + cost > passage_tokens:
@@ -1265,11 +1272,6 @@ def summary_units(
             break
     chosen.sort(key=place)
     return [scored.units[i] for i in chosen]
-
-
-def _names_next(unit: Unit, units: Sequence[Unit]) -> bool:
-    """Whether `unit` is the term line of the unit after it (`-p <period>` over its description)."""
-    return any(u.excerpt == unit.excerpt and u.index == unit.index + 1 and u.term == unit.text for u in units)
 
 
 def _states_topic(topic: str, scored: Scored) -> bool:

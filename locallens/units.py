@@ -162,7 +162,7 @@ def _is_named_term(text: str) -> bool:
 
 # A reference entry's field on a line of its own: "Type: Bool", "Default: false", "Valid values:
 # 1-10" (a label of at most three words, a colon, its value). It states something, so it is no
-# title however short, and it belongs to the entry above it.
+# title however short; it keeps no term (`_carry_term`).
 _FIELD_LINE = re.compile(r"^[A-Z][\w-]*(?: [\w()-]+){0,2}: +\S")
 
 
@@ -260,10 +260,11 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         if kind == DEFINITION and _LABEL_LINE.match(piece.split("\n", 1)[0].strip()):
             # A labeled list's term lines over the description's first sentence, one piece: the
             # lines are a unit of their own, the term line that sets up the description.
+            # (Only term lines, their description cut off by the chunk's end: one unit.)
             lines = piece.split("\n")
-            k = next(j for j, line in enumerate(lines) if not _LABEL_LINE.match(line.strip()))
+            k = next((j for j, line in enumerate(lines) if not _LABEL_LINE.match(line.strip())), len(lines))
             head, description = "\n".join(lines[:k]).strip(), "\n".join(lines[k:]).strip()
-            kinds += [(head, SENTENCE, ""), (description, SENTENCE, "")]
+            kinds += [(head, SENTENCE, ""), (description, SENTENCE, "")] if description else [(head, SENTENCE, "")]
             continue
         kinds.append((piece, kind, term))
 

@@ -867,6 +867,11 @@ _BLOCK = st.one_of(
     ),
     _SENTENCE.map(lambda s: s[:-1] + ", run:\n\n```\nshipctl deploy --dry-run\n```"),
     st.tuples(_WORDS, _SENTENCE).map(lambda t: f"--{t[0]}::\n    {t[1]}"),
+    # AsciiDoc's labeled lists: aliases stacked, a blank line before the description or none, or
+    # cut off by the excerpt's end; and a reference entry's fields.
+    st.tuples(_WORDS, _SENTENCE).map(lambda t: f"-{t[0][0]}::\n--{t[0]}::\n\n\t{t[1]}"),
+    _WORDS.map(lambda w: f"-{w[0]}::\n--{w}::"),
+    st.tuples(_WORDS, _WORDS).map(lambda t: f"{t[0]}.{t[1]}\n\nType: Int\n\nDefault: 30"),
     _WORDS.map(lambda w: f"## {w.capitalize()}"),
 )
 
@@ -1290,6 +1295,8 @@ def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
     assert printed[:2] == ["--timeout <seconds>::", units[2].text]
     printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.1, 0.2, 0.1, 0.2, 0.9]))]
     assert printed[:2] == ["--keep-last=<n>::", "The default is 3."]
+    # A chunk that ends on term lines, their description cut off: one unit, no error.
+    assert [(u.kind, u.text) for u in excerpt_units("-n::\n--dry-run::\n", 1)] == [("sentence", "-n::\n--dry-run::")]
     # A reStructuredText paragraph ending in "::" introduces a literal block: no term.
     rest = excerpt_units("The following are equivalent to each other::\n\n    x = 1\n    y = 2\n", 1)
     assert all(u.kind != DEFINITION for u in rest)

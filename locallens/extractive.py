@@ -1121,8 +1121,17 @@ def _with_default(
         return chosen, used
     taken.add((found.excerpt, found.index))
     seen_text.add(_text_key(found))
-    at = max(i for i, (u, _) in enumerate(chosen) if u.excerpt == best.excerpt and u.index <= found.index)
-    return [*chosen[: at + 1], (found, False), *chosen[at + 1 :]], used + _tokens(found)
+    return _placed(chosen, [found]), used + _tokens(found)
+
+
+def _placed(chosen: list[tuple[Unit, bool]], group: list[Unit]) -> list[tuple[Unit, bool]]:
+    """`chosen` with `group` (units of one excerpt, in order, not answering) after the last printed
+    unit of that excerpt that comes before it, else first."""
+    first = group[0]
+    last = max(
+        (i for i, (u, _) in enumerate(chosen) if u.excerpt == first.excerpt and u.index <= first.index), default=-1
+    )
+    return [*chosen[: last + 1], *[(u, False) for u in group], *chosen[last + 1 :]]
 
 
 # The kinds of unit that may follow the best one as its continuation (`_with_next`), and the key
@@ -1172,8 +1181,7 @@ def _with_next(
     if used + sum(_tokens(u) for u in group) > passage_tokens:
         return chosen
     # After the last printed unit of the best one's group (its introduced block, if printed).
-    last = max(i for i, (u, _) in enumerate(chosen) if u.excerpt == best.excerpt and u.index <= nxt.index)
-    return [*chosen[: last + 1], *[(u, False) for u in group], *chosen[last + 1 :]]
+    return _placed(chosen, group)
 
 
 # A summary's later units are prose: a code block, or a table row or header without the rest of

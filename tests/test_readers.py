@@ -367,6 +367,19 @@ def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path)
     # A two-line title over a line of `~` is a title, not a code fence that swallows the page.
     write(tmp_path / "guide.adoc", "Guide\n=====\n\nSetup\n~~~~~\n\nRun it twice.\n")
     assert doc(tmp_path, "guide.adoc").text.split("\n") == ["# Guide", "", "", "### Setup", "", "", "Run it twice."]
+    # A fragment other pages include: no title, but two constructs only AsciiDoc has.
+    fragment = "ifdef::git-diff[]\n--stat::\n\tGenerate a diffstat.\n+\n----\n$ frob --stat\n----\nendif::git-diff[]\n"
+    write(tmp_path / "diff-options.txt", fragment)
+    included = doc(tmp_path, "diff-options.txt")
+    assert included.line_offset == 1  # the `ifdef::` line, blank and stripped, is still counted
+    assert included.text.split("\n") == [
+        "--stat::",
+        "\tGenerate a diffstat.",
+        "",
+        "```",
+        "$ frob --stat",
+        "```",
+    ]
     # Markdown with a setext title and rules, and reStructuredText, stay as written.
     markdown = "Notes\n=====\n\nFirst part.\n\n----\n\nSecond part.\n\n----\n\n- item::\n    indented\n"
     write(tmp_path / "notes.txt", markdown)

@@ -20,8 +20,9 @@ Labeled lists (`--timeout <seconds>::` over its description) are left as written
 read a term line ending in `::` as the term of the description below it (`locallens.units`).
 
 A `.txt` file is read so only when it looks like AsciiDoc (`looks_like`): a document title
-underlined with `=` (or `= Title`) and an AsciiDoc-only construct, and no reStructuredText
-directive. Anything else in a `.txt` file stays plain text.
+underlined with `=` (or `= Title`) and an AsciiDoc-only construct, or two such constructs (a
+fragment that other pages include), and no reStructuredText directive. Anything else in a
+`.txt` file stays plain text.
 """
 
 from __future__ import annotations
@@ -68,13 +69,15 @@ _SNIFF_CHARS = 20_000
 
 
 def looks_like(text: str) -> bool:
-    """Whether a `.txt` file is AsciiDoc: a document title (`= Title`, or a title over a line of
-    `=` as long as it), then at least one construct only AsciiDoc has (a block attribute such as
-    `[verse]`, a preprocessor directive, an attribute entry, a `link:` macro, a labeled list's
-    term over an indented description), and no reStructuredText directive (`.. note::`)."""
+    """Whether a `.txt` file is AsciiDoc: no reStructuredText directive (`.. note::`), and a
+    document title (`= Title`, or a title over a line of `=` as long as it) with at least one
+    construct only AsciiDoc has (a block attribute such as `[verse]`, a preprocessor directive, an
+    attribute entry, a `link:` macro, a labeled list's term over an indented description), or two
+    such constructs without a title (a fragment other pages `include::`, as a manual's shared
+    options often are)."""
     head = text[:_SNIFF_CHARS]
     lines = [line for line in head.split("\n", 8)[:8] if line.strip()]
-    if not lines:
+    if not lines or _REST_DIRECTIVE.search(head):
         return False
     titled = bool(_TITLE.match(lines[0]) and lines[0].startswith("= ")) or (
         len(lines) >= 2
@@ -82,9 +85,8 @@ def looks_like(text: str) -> bool:
         and _UNDERLINE.match(lines[1])
         and abs(len(lines[1].strip()) - len(lines[0].strip())) <= UNDERLINE_SLACK
     )
-    if not titled or _REST_DIRECTIVE.search(head):
-        return False
-    return any(marker.search(head) for marker in _MARKERS)
+    found = sum(1 for marker in _MARKERS if marker.search(head))
+    return found >= (1 if titled else 2)
 
 
 def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:

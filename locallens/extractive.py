@@ -957,8 +957,13 @@ _ANAPHOR = re.compile(
 
 
 def _text_key(unit: Unit) -> str:
-    """What makes two units the same text when printed (overlapping chunks repeat units)."""
-    return " ".join(claim_text(unit.text).lower().split())
+    """What makes two units the same text when printed: their words, whatever the markup and
+    punctuation around them (overlapping chunks repeat units; a page kept as AsciiDoc and as the
+    HTML made from it says "'article', 'manpage'" in one and "article, manpage" in the other)."""
+    return " ".join(_MARKS.sub(" ", claim_text(unit.text).lower()).split())
+
+
+_MARKS = re.compile(r"[^\w\s]+")
 
 
 def _plain(unit: Unit) -> str:

@@ -1350,3 +1350,12 @@ def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers
     assert [u.kind for u in named] == [HEADING, "sentence"]
     cut = excerpt_units("directory. It then converts the\n  SOURCE_FILE to a BACKEND output file.\n", 1)
     assert all(u.kind != DEFINITION for u in cut)
+
+
+def test_the_same_sentence_in_two_formats_is_printed_once() -> None:
+    """A page kept as AsciiDoc and as the HTML made from it: the same sentence, its markup aside."""
+    units = excerpt_units("DocBook document type: 'article', 'manpage' or 'book'.", 1) + excerpt_units(
+        "DocBook document type: article, manpage or book.", 2
+    )
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.9, 0.85]))]
+    assert printed == [units[0].text]

@@ -147,9 +147,10 @@ def _read(path: Path) -> tuple[str, Document]:
         return _source_text(_bytes(path)), document
     if not document.line_mapped:
         return "", document
-    # The lines as they are in the file: the document's text is stripped, the file is not.
-    text = "\n" * document.line_offset + document.text
-    return text, document
+    # A text format whose lines are the file's: the file's own lines, as an editor shows them (the
+    # AsciiDoc reader makes its markup lines plain, `== Options` a `## Options`, moving none), up
+    # to its last line that holds something, as the document's text is stripped.
+    return _source_text(_bytes(path)).rstrip(), document
 
 
 def _bytes(path: Path) -> bytes:

@@ -465,6 +465,19 @@ def test_show_prints_the_region_with_the_cited_lines_marked(indexed: tuple[Path,
     assert page.exit_code == 0 and page.stdout.startswith("hr/expense-policy.pdf#page=2\n") and "claim" in page.stdout
 
 
+def test_show_prints_an_asciidoc_files_own_lines(tmp_path: Path, fake_models: FakeModels) -> None:
+    """The AsciiDoc reader makes markup lines plain for indexing; `show` prints what the file says."""
+    root, db = tmp_path / "docs", tmp_path / "index.db"
+    root.mkdir()
+    source = Path(__file__).resolve().parent / "data" / "formats" / "ferryctl-cache.adoc"
+    (root / "ferryctl-cache.adoc").write_bytes(source.read_bytes())
+    cli_json("index", str(root), "--db", str(db))
+    result = cli("show", "ferryctl-cache.adoc:1-3", "--db", str(db), "--context", "0")
+    assert result.exit_code == 0, result.output
+    shown = [line.split("│ ", 1)[1] if "│ " in line else "" for line in result.stdout.splitlines()[1:]]
+    assert shown == source.read_text().split("\n")[:3]  # "= ferryctl-cache(1)", ":doctype: manpage", ""
+
+
 @pytest.mark.parametrize(
     ("target", "code", "message"),
     [

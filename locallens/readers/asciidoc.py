@@ -47,7 +47,8 @@ _CONTAINER = re.compile(r"^(={4,}|\*{4,}|_{4,}|--)[ \t]*$")  # example, sidebar,
 _COMMENT_LINE = re.compile(r"^//(?!/)")
 # `[verse]`, `[source,shell]`, `[[anchor]]`, `[#id.role]`: a line that only sets up the next block.
 _BLOCK_ATTRIBUTE = re.compile(r"^\[[^\]\s][^\]]*\]\]?[ \t]*$")
-_ATTRIBUTE_ENTRY = re.compile(r"^:!?[\w][\w-]*!?:(?:[ \t].*)?$")
+# `:doctype: manpage`, `:man source: qutebrowser` (asciidoc-py's manual pages spell names with spaces)
+_ATTRIBUTE_ENTRY = re.compile(r"^:!?\w[\w -]*!?:(?:[ \t].*)?$")
 _DIRECTIVE = re.compile(r"^(?:ifdef|ifndef|ifeval|endif|include)::\S*\[.*\][ \t]*$")
 _CONTINUATION = re.compile(r"^\+[ \t]*$")
 _BLOCK_TITLE = re.compile(r"^\.[^\s.]")

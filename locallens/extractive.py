@@ -905,13 +905,15 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     same = {u.index: u for u in units if u.excerpt == best.excerpt}
     out: list[Unit] = []
     linked_units = [same[j] for j in (best.setup, best.header) if j is not None and j in same]
-    if best.term and best.setup is None:
-        # A description's later sentence: its term line, when the excerpt holds it.
-        # A term that is a long list (a dozen signatures over one description) is left out.
+    named = best.term or best.entry
+    if named and best.setup is None:
+        # A description's later sentence, or a field of the entry ("Default: 10pt"): its term
+        # line, when the excerpt holds it. A term that is a long list (a dozen signatures over one
+        # description) is left out.
         linked_units += [
             u
             for u in same.values()
-            if u.index < best.index and u.text == best.term and count_tokens(u.text) <= MAX_TERM_TOKENS
+            if u.index < best.index and u.text == named and count_tokens(u.text) <= MAX_TERM_TOKENS
         ][-1:]
     if best.kind == CODE and not _PROMPT_START.match(best.text):
         # A session's output ("'1,234,567,890'") is read with the command that printed it.
@@ -1045,8 +1047,12 @@ def passage_units(
             continue  # the same text as a printed unit (overlapping chunks repeat it)
         cost = sum(_tokens(u) for u in group)
         if chosen and used + cost > passage_tokens:
-            # Without the block it introduces, when only that does not fit.
+            # Without the block it introduces, when only that does not fit; but a line that only
+            # introduces (a term's name line, a setup line) says nothing without it.
+            introduced = any(u.excerpt == unit.excerpt and u.index > unit.index for u in group)
             group = [u for u in group if u.excerpt != unit.excerpt or u.index <= unit.index]
+            if introduced and (unit.text.rstrip().endswith(":") or _term_line(unit, scored.units)):
+                continue
             cost = sum(_tokens(u) for u in group)
             if used + cost > passage_tokens and unit.kind == ROW:
                 # A table row whose header row does not fit: the row alone, which still states
@@ -1173,8 +1179,8 @@ def _with_next(
         return chosen
     if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
         return chosen  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
-    if is_field(nxt.text):
-        return chosen  # a reference entry's next field ("Context: server config") is another fact
+    if is_field(nxt.text) or _term_line(nxt, scored.units):
+        return chosen  # a reference entry's next field ("Context: server config"), or the next entry
     group = [nxt]
     if nxt.text.rstrip().endswith(":"):
         # A setup line comes with the block it introduces, or not at all.

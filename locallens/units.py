@@ -77,6 +77,7 @@ class Unit:
     header: int | None = None  # a table row: index of its header row
     section: str = ""  # the heading above it in the excerpt, without its `#` marks
     term: str = ""  # a definition: its term
+    entry: str = ""  # a field of a reference entry ("Default: 10pt"): the entry's term, to print it by
 
 
 def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
@@ -153,6 +154,8 @@ def _is_term_line(text: str) -> bool:
 _NAMED_TERM = re.compile(r"^(?:--?[A-Za-z0-9]|[A-Za-z_][\w<>-]*(?:[._][\w<>]|\())")
 # How many sentences of a description carry its term, its first one (the definition) included.
 MAX_TERM_SENTENCES = 4
+# How far below its entry's last sentence carrying the term a field may be (past a list of values).
+ENTRY_SPAN = 12
 
 
 def _is_named_term(text: str) -> bool:
@@ -167,8 +170,15 @@ _FIELD_LINE = re.compile(r"^[A-Z][\w-]*(?: [\w()-]+){0,2}: +\S")
 
 
 def is_field(text: str) -> bool:
-    """A reference entry's field on a line of its own (`_FIELD_LINE`)."""
-    return "\n" not in text and bool(_FIELD_LINE.match(text))
+    """A reference entry's field on a line of its own (`_FIELD_LINE`), not a sentence that names
+    its subject before a colon ("DocBook document type: 'article', 'manpage' or 'book'.")."""
+    if "\n" in text or not _FIELD_LINE.match(text):
+        return False
+    return not (text.rstrip().endswith(".") and len(text.split()) >= MIN_FIELD_SENTENCE_WORDS)
+
+
+# A line like a field that ends a sentence and has this many words is a sentence.
+MIN_FIELD_SENTENCE_WORDS = 6
 
 
 # An AsciiDoc labeled list's term line: "--timeout <seconds>::", "prune.expire::", "<commit>;;"
@@ -191,25 +201,30 @@ def _is_label(text: str) -> bool:
     )
 
 
-def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str) -> bool:
+def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str, entries: dict[int, str]) -> bool:
     """Make the first plain sentence from `kinds[first]` on the definition of `term` and the
     sentences after it carry the term, `MAX_TERM_SENTENCES` in all, up to the next term or
     anything but a plain sentence. The entry's fields ("Units: bool", "Default: on": a reference
     may give them before the description or after it) are passed over and keep no term:
     "Default: default_size" under every font setting would meet a question's "font" and "size"
     through it, whichever setting it is (`extractive._with_default` reads an entry's default).
+    They are the entry's (`entries`: their index, the term), so that one printed names it.
     False, and nothing changed, when no sentence follows before the next term."""
     sentences = 0
+    fields: list[int] = []
     for j in range(first, len(kinds)):
         text, kind, carried = kinds[j]
         if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text):
             break
         if is_field(text):
+            fields.append(j)
             continue
-        kinds[j] = (text, DEFINITION if sentences == 0 else SENTENCE, term)
-        sentences += 1
         if sentences == MAX_TERM_SENTENCES:
             break
+        kinds[j] = (text, DEFINITION if sentences == 0 else SENTENCE, term)
+        sentences += 1
+    if sentences:
+        entries.update(dict.fromkeys(fields, term))
     return sentences > 0
 
 
@@ -225,6 +240,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
     section = ""
     pos = 0
     kinds: list[tuple[str, str, str]] = []  # (text, kind, term)
+    entries: dict[int, str] = {}  # a field's index: its entry's term
     for piece in pieces:
         start = body.find(piece, pos)
         start = pos if start < 0 else start
@@ -312,7 +328,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         text, kind, _term = kinds[i]
         if kind != HEADING or not _is_named_term(text) or kinds[i + 1][1] != SENTENCE:
             continue
-        if _carry_term(kinds, i + 1, text):
+        if _carry_term(kinds, i + 1, text, entries):
             kinds[i] = (text, SENTENCE, "")
 
     # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::", aliases one a line) over
@@ -325,9 +341,23 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             and not term
             and _is_label(text)
             and kinds[i + 1][1:] == (SENTENCE, "")
-            and _carry_term(kinds, i + 1, text)
+            and _carry_term(kinds, i + 1, text, entries)
         ):
             kinds[i] = (text, SENTENCE, "")
+
+    # A field after its entry's description and what it lists ("hints.mode" / "Mode to use for
+    # hints." / "Valid values:" / "- letter: ..." / "Default: letter"): the entry's, as the
+    # description's nearest sentence carrying a term above it says, within `ENTRY_SPAN` units and
+    # no title between.
+    for i, (text, kind, _term) in enumerate(kinds):
+        if kind != SENTENCE or i in entries or not is_field(text):
+            continue
+        for k in range(i - 1, max(-1, i - 1 - ENTRY_SPAN), -1):
+            if kinds[k][1] == HEADING:
+                break
+            if kinds[k][2]:
+                entries[i] = kinds[k][2]
+                break
 
     # A run of shell comments right over a command line ("$ ..."): what the command does.
     for i in range(len(kinds) - 2, -1, -1):
@@ -370,6 +400,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             header=header if kind == ROW else None,
             section=section,
             term=term,
+            entry=entries.get(i, ""),
         )
         units.append(unit)
         nxt = kinds[i + 1][1] if i + 1 < len(kinds) else None

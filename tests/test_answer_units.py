@@ -1335,6 +1335,25 @@ def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers
     asked = [u.text for u, _ in passage_units(_scored(units, scores), question="What font size is used by default?")]
     assert asked[:2] == ["fonts.default_size", "Default font size to use."] and "Default: 10pt" in asked
     assert "Default: bold default_size default_family" not in asked
+    # A field printed as the best unit is printed under its entry's name, also past a list of values.
+    assert [u.entry for u in units] == [
+        "",
+        "",
+        "",
+        "fonts.default_size",
+        "fonts.default_size",
+        "",
+        "",
+        "fonts.hints",
+        "fonts.hints",
+    ]
+    listed = excerpt_units(
+        "hints.mode\n\nMode to use for hints.\n\nValid values:\n\n- number: digits\n- letter: home row\n\nDefault: letter\n",
+        1,
+    )
+    assert listed[-1].entry == "hints.mode"
+    alone = [u.text for u, _ in passage_units(_scored(listed, [0.1, 0.2, 0.1, 0.1, 0.1, 0.9]))]
+    assert alone[:2] == ["hints.mode", "Default: letter"]
     # Asked for a number the description lacks: the entry's default is that number.
     entry = excerpt_units(
         "history_gap_interval\n\nMaximum time (in minutes) between two history items.\n\nType: Int\n\nDefault: 30\n", 1

@@ -1071,9 +1071,9 @@ def passage_units(
         answering += 1
         if answering > max_answering:
             break
-    if question and (asks_default(question) or answer_type(question) == "number"):
-        value = not asks_default(question)
-        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text, value=value)
+    default = bool(question) and asks_default(question)
+    if default or (question and answer_type(question) == "number"):
+        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text, value=not default)
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
 
 

@@ -619,7 +619,7 @@ def features(
             key_terms(ident) - question.terms for ident in _IDENT.findall(f"{unit.text} {unit.term}")
         )
         share = retrieval[unit.excerpt - 1] / top if retrieval and top > 0 else 1.0
-        default_stated = asks_default_ and bool(_SAYS_DEFAULT.search(f"{unit.text} {unit.term}"))
+        default_stated = asks_default_ and says_default(f"{unit.text} {unit.term}")
         terms = len(own & question.terms) / n_terms
         rows[i] = (
             float(cosines[i]),

@@ -321,28 +321,18 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
 
     # An option or identifier on a line of its own over its description, as HTML definition
     # lists and manual pages converted to text lay them out ("-p <period>" / "fetch.prune" /
-    # "req.hash_always_miss", then "Specified the number of seconds between screen refreshes."):
-    # the line is the term of the description below it, not a title, so a passage printing the
-    # description prints the name it describes.
-    for i in range(len(kinds) - 1):
-        text, kind, _term = kinds[i]
-        if kind != HEADING or not _is_named_term(text) or kinds[i + 1][1] != SENTENCE:
-            continue
-        if _carry_term(kinds, i + 1, text, entries):
-            kinds[i] = (text, SENTENCE, "")
-
-    # An AsciiDoc labeled list: the term lines ("--timeout <seconds>::", aliases one a line) over
-    # the description, a blank line between or none, are its term as the line above is, and the
-    # description's later sentences carry it ("The default is 3.").
+    # "req.hash_always_miss", then "Specified the number of seconds between screen refreshes."),
+    # and an AsciiDoc labeled list's term lines ("--timeout <seconds>::", aliases one a line, a
+    # blank line before the description or none): the line is the term of the description below
+    # it, not a title, and the description's later sentences carry it ("The default is 3."), so a
+    # passage printing the description prints the name it describes.
     for i in range(len(kinds) - 1):
         text, kind, term = kinds[i]
-        if (
-            kind in (SENTENCE, HEADING, ITEM)
-            and not term
-            and _is_label(text)
-            and kinds[i + 1][1:] == (SENTENCE, "")
-            and _carry_term(kinds, i + 1, text, entries)
-        ):
+        named = kind == HEADING and _is_named_term(text) and kinds[i + 1][1] == SENTENCE
+        labeled = (
+            kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1:] == (SENTENCE, "")
+        )
+        if (named or labeled) and _carry_term(kinds, i + 1, text, entries):
             kinds[i] = (text, SENTENCE, "")
 
     # A field after its entry's description and what it lists ("hints.mode" / "Mode to use for

@@ -389,6 +389,44 @@ def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path)
     assert doc(tmp_path, "rest.txt").text == rest.strip()
 
 
+def test_asciidoc_inline_markup_is_rendered_as_the_page_shows_it(tmp_path: Path) -> None:
+    """A manual page's references, attributes, links, anchors and strong marks read as the rendered
+    page: `linkgit:quill-config[1]` is "quill-config(1)", not a name followed by what looks like a
+    citation; an attribute set in the file or built in is its value; unknown ones stay."""
+    from locallens.readers.asciidoc import render_inline
+
+    page = (
+        "quill-stash-keep(1)\n===================\n\n:pocket-dir: $QUILL_DIR/pocket\n\n"
+        "'quill stash-keep' {litdd}list\n\n"
+        "Drafts live in `{pocket-dir}` (see linkgit:quill-config[1] and <<expiry,Expiry>>).\n\n"
+        "[[expiry]]*--expire*=<time>::\n\tForget drafts older than `<time>`.{nbsp}See man:cron[8].\n"
+    )
+    write(tmp_path / "quill-stash-keep.txt", page)
+    lines = doc(tmp_path, "quill-stash-keep.txt").text.split("\n")
+    assert len(lines) == len(page.strip().split("\n"))
+    assert lines[5] == "'quill stash-keep' --list"
+    assert lines[7] == "Drafts live in `$QUILL_DIR/pocket` (see quill-config(1) and Expiry)."
+    assert lines[9:11] == ["--expire=<time>::", "\tForget drafts older than `<time>`. See cron(8)."]
+    cases = {
+        "read link:faq.html[the FAQ] or https://example.org[the site] or https://x.org[]": (
+            "read the FAQ or the site or https://x.org"
+        ),
+        'link:faq.html["the FAQ",window=_blank] and xref:limits[] and <<_exit_status>>': (
+            "the FAQ and limits and exit status"
+        ),
+        "press kbd:[Ctrl+T], then btn:[Save] in menu:File[Save > As]": "press Ctrl+T, then Save in File > Save > As",
+        "An aside.footnote:[Since 2.3.] image:logo.png[Logo] anchor:here[]": "An aside. (Since 2.3.)",
+        # Strong marks go, but not `*` in code, in a bullet, or between spaces.
+        "run `*.py` and *bold words* here, not 2 * 3 * 4": "run `*.py` and bold words here, not 2 * 3 * 4",
+        "* an item with **strong text**": "* an item with strong text",
+        # Unknown and escaped attributes stay as written.
+        "{unknown} and \\{litdd}": "{unknown} and {litdd}",
+        "Plain prose, with a colon: and [brackets].": "Plain prose, with a colon: and [brackets].",
+    }
+    for line, rendered in cases.items():
+        assert render_inline(line) == rendered
+
+
 _ADOC_LINES = st.sampled_from(
     [
         "",
@@ -412,6 +450,9 @@ _ADOC_LINES = st.sampled_from(
         "\tIts description.",
         "Plain prose line.",
         "* an item",
+        "See linkgit:frob-config[1] and <<limits>>.",
+        "[[keep]]*--keep*::",
+        "{litdd}list {nbsp}",
     ]
 )
 
@@ -420,7 +461,7 @@ _ADOC_LINES = st.sampled_from(
 def test_asciidoc_keeps_every_line_in_place(lines: list[str]) -> None:
     """Whatever the markup, the text keeps the file's line count (citations are the file's
     lines), and a line is either kept, made blank, a fence, or a title made a `#` heading."""
-    from locallens.readers.asciidoc import plain_lines
+    from locallens.readers.asciidoc import plain_lines, render_inline
 
     text = "\n".join(lines)
     lines = text.split("\n")
@@ -428,4 +469,5 @@ def test_asciidoc_keeps_every_line_in_place(lines: list[str]) -> None:
     out = plain.split("\n")
     assert len(out) == len(lines)
     for before, after in zip(lines, out, strict=True):
-        assert after in (before, "", "```") or (after.startswith("#") and after.lstrip("# ") in before)
+        rendered = render_inline(before)
+        assert after in (rendered, "", "```") or (after.startswith("#") and after.lstrip("# ") in rendered)

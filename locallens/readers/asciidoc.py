@@ -19,6 +19,24 @@ Only lines that are markup, not content, change:
 Labeled lists (`--timeout <seconds>::` over its description) are left as written: the answer units
 read a term line ending in `::` as the term of the description below it (`locallens.units`).
 
+Inline markup that a reader would not see in the rendered page is rendered on every other line
+(`render_inline`), so a printed answer reads as the page does and its `[1]` citations are not
+mistaken for a manual section:
+
+- attribute references: `{name}` set by an attribute entry above it in the file, or one of
+  AsciiDoc's built-in character attributes (`{nbsp}`, `{plus}`, `{startsb}`...); `{litdd}`, which
+  Git's manual pages use for "--" (it is defined in their processor configuration, not in the
+  page), is read as "--" too; an attribute set nowhere stays as written, as Asciidoctor leaves it;
+- a manual page reference `linkgit:git-config[1]` (any `name:page[N]` whose text is a manual
+  section) is `git-config(1)`, as the page renders it;
+- links and cross references print their text: `link:faq.html[the FAQ]` is "the FAQ",
+  `https://example.org[the site]` "the site" (as the HTML page shows it), `<<limits,Limits>>` "Limits",
+  `xref:limits[]` and `<<limits>>` "limits"; `kbd:[Ctrl+T]`, `btn:[Save]`, `pass:[...]` their
+  text, `menu:File[Save]` "File > Save", a footnote its text in parentheses;
+- inline anchors (`[[pocket]]`, `anchor:pocket[]`) and inline images and icons go;
+- strong text loses its marks: `*--attribute*=NAME::` is `--attribute=NAME::` (not inside
+  backticks, where `*` is literal).
+
 A `.txt` file is read so only when it looks like AsciiDoc (`looks_like`): a document title
 underlined with `=` (or `= Title`) and an AsciiDoc-only construct, or two such constructs (a
 fragment that other pages include), and no reStructuredText directive. Anything else in a
@@ -68,6 +86,59 @@ _MARKERS = (
 _REST_DIRECTIVE = re.compile(r"^\.\. [\w-]+::", re.M)
 _SNIFF_CHARS = 20_000
 
+# AsciiDoc's built-in attributes that stand for a character (a no-break space is a space here), and
+# `litdd`, Git's manual pages' "--" (set in their processor configuration, not in the pages).
+CHARACTER_ATTRIBUTES = {
+    "blank": "",
+    "empty": "",
+    "sp": " ",
+    "nbsp": " ",
+    "zwsp": "",
+    "wj": "",
+    "apos": "'",
+    "quot": '"',
+    "lsquo": "\u2018",
+    "rsquo": "\u2019",
+    "ldquo": "\u201c",
+    "rdquo": "\u201d",
+    "deg": "\u00b0",
+    "plus": "+",
+    "brvbar": "\u00a6",
+    "vbar": "|",
+    "amp": "&",
+    "lt": "<",
+    "gt": ">",
+    "startsb": "[",
+    "endsb": "]",
+    "caret": "^",
+    "asterisk": "*",
+    "tilde": "~",
+    "backslash": "\\",
+    "backtick": "`",
+    "two-colons": "::",
+    "two-semicolons": ";;",
+    "cpp": "C++",
+    "cxx": "C++",
+    "pp": "++",
+    "litdd": "--",
+}
+_ATTRIBUTE_NAME = re.compile(r"^:(\w[\w-]*):(?:[ \t]+(.*?))?[ \t]*$")
+_ATTRIBUTE_REFERENCE = re.compile(r"(\\?)\{(\w[\w-]*)\}")
+# `linkgit:git-config[1]`, `man:ls[1]`: a manual page and its section.
+_MAN_REFERENCE = re.compile(r"(?<![\w\\])[a-z][a-z0-9]*:([\w.+-]+)\[(\d[a-z]*)\]")
+# A URL with its text in brackets: `https://example.org[the site]`.
+_URL_MACRO = re.compile(r"(?<![\w\\])((?:https?|ftp|irc|file|mailto):[^\s\[\]]+)\[([^\]]*)\]")
+# The other inline macros: `link:faq.html[the FAQ]`, `xref:id[]`, `kbd:[Ctrl+T]`, `menu:File[Save]`.
+_MACRO = re.compile(
+    r"(?<![\w\\])(link|xref|kbd|btn|menu|footnote|footnoteref|pass|anchor|image|icon|indexterm2?)"
+    r":([^\s\[\]]*)\[([^\]]*)\]"
+)
+_CROSS_REFERENCE = re.compile(r"<<([\w:./#-]+)(?:,[ \t]*([^>]+?))?>>")
+_INLINE_ANCHOR = re.compile(r"\[\[\[?[A-Za-z_][\w:.-]*(?:,[^\]]*)?\]\]\]?")
+# Strong text: `**anything**`, or `*word*` bounded by what is not a word (AsciiDoc's constrained form).
+_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![\w*\\])\*(?=[^\s*])([^*\n]*?[^\s*\\])\*(?![\w*])")
+_BACKTICKED = re.compile(r"(`[^`\n]+`)")
+
 
 def looks_like(text: str) -> bool:
     """Whether a `.txt` file is AsciiDoc: no reStructuredText directive (`.. note::`), and a
@@ -105,6 +176,7 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
         return where.get(delimiter, [-1])[-1] > i
 
     headings: list[tuple[int, str]] = []
+    attributes: dict[str, str] = {}  # the attribute entries met so far
     block = ""  # the delimiter line of the verbatim or comment block we are in
     open_containers: list[str] = []
     for i, line in enumerate(lines):
@@ -140,13 +212,16 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
             out[i] = ""
             continue
         if _BLOCK_ATTRIBUTE.match(stripped) or (_ATTRIBUTE_ENTRY.match(stripped) and not line[:1].isspace()):
+            entry = _ATTRIBUTE_NAME.match(stripped)
+            if entry:
+                attributes[entry.group(1)] = render_inline((entry.group(2) or "").rstrip(" \\"), attributes)
             out[i] = ""
             continue
         title = _TITLE.match(stripped)
         if title and at_block_start:
             level = len(title.group(1))
-            out[i] = "#" * level + stripped[level:]
-            headings.append((level, one_line(title.group(2))))
+            out[i] = "#" * level + render_inline(stripped[level:], attributes)
+            headings.append((level, one_line(render_inline(title.group(2), attributes))))
             continue
         if (
             stripped
@@ -157,10 +232,88 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
             and not _NOT_A_TITLE.search(stripped)
         ):
             level = _UNDERLINE_LEVEL[after.strip()[0]]
-            out[i] = "#" * level + " " + stripped
+            heading = render_inline(stripped, attributes)
+            out[i] = "#" * level + " " + heading
             out[i + 1] = ""
-            headings.append((level, one_line(stripped)))
+            headings.append((level, one_line(heading)))
+            continue
+        if out[i] == line:  # a content line (a two-line title's underline is blank by now)
+            out[i] = render_inline(line, attributes)
     return "\n".join(out), tuple(headings)
+
+
+def _text_of(text: str) -> str:
+    """A macro's text without its named attributes: `"the FAQ",window=_blank` -> the FAQ."""
+    text = text.strip()
+    quoted = re.match(r'^"([^"]*)"', text)
+    if quoted:
+        return quoted.group(1)
+    return re.split(r",\s*\w[\w-]*=", text, maxsplit=1)[0].strip()
+
+
+def _readable_id(target: str) -> str:
+    """What a cross reference without text prints: its id, `_` read as a space (`_exit_status` ->
+    exit status; `other.adoc#limits` -> limits)."""
+    return target.rsplit("#", 1)[-1].strip("_").replace("_", " ")
+
+
+def _macro(match: re.Match[str]) -> str:
+    name, target, raw = match.groups()
+    text = _text_of(raw)
+    if name in ("anchor", "image", "icon", "indexterm"):
+        return ""
+    if name == "link":
+        return text or target
+    if name == "xref":
+        return text or _readable_id(target)
+    if name == "menu":
+        return " > ".join(part for part in [target, *(item.strip() for item in raw.split(">"))] if part)
+    if name == "footnote":
+        space = "" if match.string[match.start() - 1 : match.start()].isspace() else " "
+        return f"{space}({text})" if text else ""
+    if name == "footnoteref":
+        return raw.split(",", 1)[1].strip() if "," in raw else ""
+    return raw.strip()  # kbd, btn, pass, indexterm2: their text as written
+
+
+def _strong(text: str) -> str:
+    """`text` without strong marks, outside backticked code (where `*` is the code's)."""
+    parts = _BACKTICKED.split(text)
+    for k in range(0, len(parts), 2):
+        if "*" in parts[k]:
+            parts[k] = _STRONG.sub(lambda m: m.group(1) or m.group(2), parts[k])
+    return "".join(parts)
+
+
+def render_inline(line: str, attributes: dict[str, str] | None = None) -> str:
+    """One line's inline markup rendered as the page shows it (see the module docstring);
+    `attributes` are the attribute entries set above the line. A line without markup is returned
+    as it is, and no line ever gains or loses a line break."""
+    if not any(mark in line for mark in "{:<[*"):
+        return line
+    attributes = attributes or {}
+    original = line
+
+    def attribute(match: re.Match[str]) -> str:
+        escaped, name = match.groups()
+        if escaped:
+            return match.group(0)[1:]
+        value = attributes.get(name, CHARACTER_ATTRIBUTES.get(name))
+        return match.group(0) if value is None else value
+
+    if "{" in line:
+        line = _ATTRIBUTE_REFERENCE.sub(attribute, line)
+    if ":" in line and "[" in line:
+        line = _MAN_REFERENCE.sub(lambda m: f"{m.group(1)}({m.group(2)})", line)
+        line = _URL_MACRO.sub(lambda m: _text_of(m.group(2)) or m.group(1), line)
+        line = _MACRO.sub(_macro, line)
+    if "<<" in line:
+        line = _CROSS_REFERENCE.sub(lambda m: (m.group(2) or "").strip() or _readable_id(m.group(1)), line)
+    if "[[" in line:
+        line = _INLINE_ANCHOR.sub("", line)
+    if "*" in line:
+        line = _strong(line)
+    return line.replace("\n", " ").rstrip() if line != original else line
 
 
 def extract(text: str) -> Extracted:

@@ -72,6 +72,7 @@ from locallens.unit_scores import (
 from locallens.units import (
     CODE,
     DEFINITION,
+    ENTRY_SPAN,
     HEADER,
     HEADING,
     INTRODUCED,
@@ -432,13 +433,18 @@ def _near(units: Sequence[Unit], i: int) -> list[str]:
     `NEAR_UNITS` either side at most. Prose has no fields: a sentence's neighbours may be about
     another subject."""
     unit = units[i]
-    if unit.term:
-        # A sentence of a definition's description: the entry is its term and its sentences
-        # ("ZFTP_TMOUT" / "Integer. The time in seconds to wait ... the default value 60.").
-        return [unit.term] + [
+    named = unit.term or unit.entry
+    if named:
+        # A sentence of a definition's description, or a field of its entry: the entry is its term
+        # and its sentences ("ZFTP_TMOUT" / "Integer. The time in seconds to wait ... the default
+        # value 60."; "Default: 30" under "Maximum time (in minutes) between two history items").
+        return [named] + [
             other.text
             for j, other in enumerate(units)
-            if j != i and abs(j - i) <= NEAR_UNITS and other.excerpt == unit.excerpt and other.term == unit.term
+            if j != i
+            and abs(j - i) <= (ENTRY_SPAN if unit.entry else NEAR_UNITS)
+            and other.excerpt == unit.excerpt
+            and named in (other.term, other.entry)
         ]
     if not _FIELD.match(unit.text):
         return []
@@ -1024,7 +1030,9 @@ def passage_units(
     (The rules' values are chosen with each corpus left out: `benchmarks/rank_study.py`.) When
     `question` asks for a default, the default its best unit's entry states (`_with_default`); so
     when it asks for a number the best unit lacks and its entry's default is one ("How many
-    minutes ...?" over "Maximum time (in minutes) between two items." and "Default: 30")."""
+    minutes ...?" over "Maximum time (in minutes) between two items." and "Default: 30"). When
+    it asks for a kind of fact no printed unit holds, the unit of the best one's excerpt that
+    holds one (`_with_fact`)."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     chosen: list[tuple[Unit, bool]] = []
@@ -1074,7 +1082,55 @@ def passage_units(
     default = bool(question) and asks_default(question)
     if default or (question and answer_type(question) == "number"):
         chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text, value=not default)
+    if question:
+        chosen, used = _with_fact(chosen, scored, order, used, passage_tokens, taken, seen_text, question)
     return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
+
+
+def _with_fact(
+    chosen: list[tuple[Unit, bool]],
+    scored: Scored,
+    order: np.ndarray,
+    used: int,
+    passage_tokens: int,
+    taken: set[tuple[int, int]],
+    seen_text: set[str],
+    question: str,
+) -> tuple[list[tuple[Unit, bool]], int]:
+    """For a question asking for a kind of fact (a duration, a port, a date...: `asked_fact`) when
+    no printed unit holds a value of that kind (`_carries`): the best-scoring unit of the best
+    one's excerpt that holds one, with what belongs to it, among the `CANDIDATES` best units and
+    from `MIN_ANSWER_SCORE`, when the budget has room. The best-matching unit often restates the
+    question ("The drafts are kept in the pocket until they expire.") and the value is a few
+    lines on, in an option's entry ("--expire=<time>:: ... defaults to 90 days"). Only that
+    excerpt: another excerpt's value is likely another subject's ("may be as high as 2 hours")."""
+    kind = _refusal_fact(question)
+    if kind is None or not chosen:
+        return chosen, used
+    at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
+    if any(_carries(scored.units, at[(u.excerpt, u.index)], kind) for u, _ in chosen if (u.excerpt, u.index) in at):
+        return chosen, used
+    best = next(u for u, answering in chosen if answering)
+    for i in order[:CANDIDATES]:
+        unit = scored.units[int(i)]
+        if float(scored.scores[i]) < MIN_ANSWER_SCORE:
+            break
+        if (
+            unit.excerpt != best.excerpt
+            or (unit.excerpt, unit.index) in taken
+            or not _carries(scored.units, int(i), kind)
+        ):
+            continue
+        group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
+        group = [u for u in group if _text_key(u) not in seen_text]
+        cost = sum(_tokens(u) for u in group)
+        if not any(u is unit for u in group) or used + cost > passage_tokens:
+            return chosen, used
+        for u in group:
+            taken.add((u.excerpt, u.index))
+            seen_text.add(_text_key(u))
+        return _placed(chosen, group), used + cost
+    return chosen, used
 
 
 _HAS_DIGIT = re.compile(r"\d")

@@ -1302,6 +1302,33 @@ def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
     assert all(u.kind != DEFINITION for u in rest)
 
 
+def test_a_question_for_a_duration_gets_the_unit_of_the_best_ones_excerpt_that_states_one() -> None:
+    """ "How long are drafts kept?" over a description that restates the question ("The drafts
+    are kept ... until they expire.") and an option's entry stating the duration: when no printed
+    unit holds a value of the kind asked, the best-scoring unit of the best one's excerpt that
+    holds one joins the passage, beyond the margin; not a unit of another excerpt (another
+    subject), and not when a printed unit holds a value of that kind already."""
+    content = (
+        "The drafts are kept in the pocket until they expire. See the pocket section below for the layout.\n\n"
+        "--expire=<time>::\n\tForget drafts older than `<time>`. Defaults to `stash.expireAfter`, which itself "
+        "defaults to 90 days.\n"
+    )
+    units = excerpt_units(content, 1)
+    texts = [u.text for u in units]
+    other = excerpt_units("Pockets of other tools are cleared after 2 hours.", 2)
+    scores = [0.95, 0.3, 0.4, 0.35, 0.6]
+    question = "How long are drafts kept until they expire?"
+    printed = [u.text for u, _ in passage_units(_scored(units + other, [*scores, 0.6]), question=question)]
+    assert printed[0] == texts[0] and texts[-1] in printed and other[0].text not in printed
+    # Without that unit in the excerpt, nothing is added from another excerpt.
+    alone = excerpt_units("The drafts are kept in the pocket until they expire.", 1)
+    printed = [u.text for u, _ in passage_units(_scored(alone + other, [0.95, 0.6]), question=question)]
+    assert printed == [alone[0].text]
+    # A question that asks no kind of fact: the passage as before.
+    plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Where are drafts kept?")]
+    assert texts[-1] not in plain
+
+
 def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
     from locallens.claims.citations import with_citations
 

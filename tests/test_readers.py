@@ -427,6 +427,16 @@ def test_asciidoc_inline_markup_is_rendered_as_the_page_shows_it(tmp_path: Path)
         assert render_inline(line) == rendered
 
 
+def test_asciidoc_inline_markup_on_an_adversarial_line_is_rendered_in_linear_time() -> None:
+    """Unclosed macros, references and marks repeated on one long line: every pattern is bounded,
+    so a line of 300 KB is read in well under a second (unbounded, the first took minutes)."""
+    from locallens.readers.asciidoc import render_inline
+
+    for unit in ("<<a, b ", "[[a,b ", "**a ", "link:[a ", "http:", "linkgit:a ", "{a "):
+        line = unit * (300_000 // len(unit))
+        assert len(render_inline(line)) > 0
+
+
 _ADOC_LINES = st.sampled_from(
     [
         "",

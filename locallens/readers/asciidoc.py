@@ -122,21 +122,23 @@ CHARACTER_ATTRIBUTES = {
     "pp": "++",
     "litdd": "--",
 }
-_ATTRIBUTE_NAME = re.compile(r"^:(\w[\w-]*):(?:[ \t]+(.*?))?[ \t]*$")
-_ATTRIBUTE_REFERENCE = re.compile(r"(\\?)\{(\w[\w-]*)\}")
+_ATTRIBUTE_NAME = re.compile(r"^:(\w[\w-]{0,100}):(?:[ \t](.*))?$")
+_ATTRIBUTE_REFERENCE = re.compile(r"(\\?)\{(\w[\w-]{0,100})\}")
 # `linkgit:git-config[1]`, `man:ls[1]`: a manual page and its section.
-_MAN_REFERENCE = re.compile(r"(?<![\w\\])[a-z][a-z0-9]*:([\w.+-]+)\[(\d[a-z]*)\]")
+_MAN_REFERENCE = re.compile(r"(?<![\w\\])[a-z][a-z0-9]{0,30}:([\w.+-]{1,200})\[(\d[a-z]{0,5})\]")
 # A URL with its text in brackets: `https://example.org[the site]`.
-_URL_MACRO = re.compile(r"(?<![\w\\])((?:https?|ftp|irc|file|mailto):[^\s\[\]]+)\[([^\]]*)\]")
+_URL_MACRO = re.compile(r"(?<![\w\\:/])((?:https?|ftp|irc|file|mailto):[^\s\[\]]{1,2000})\[([^\]\n]{0,500})\]")
 # The other inline macros: `link:faq.html[the FAQ]`, `xref:id[]`, `kbd:[Ctrl+T]`, `menu:File[Save]`.
 _MACRO = re.compile(
     r"(?<![\w\\])(link|xref|kbd|btn|menu|footnote|footnoteref|pass|anchor|image|icon|indexterm2?)"
-    r":([^\s\[\]]*)\[([^\]]*)\]"
+    r":([^\s\[\]]{0,500})\[([^\]\n]{0,500})\]"
 )
-_CROSS_REFERENCE = re.compile(r"<<([\w:./#-]+)(?:,[ \t]*([^>]+?))?>>")
-_INLINE_ANCHOR = re.compile(r"\[\[\[?[A-Za-z_][\w:.-]*(?:,[^\]]*)?\]\]\]?")
+_CROSS_REFERENCE = re.compile(r"<<([\w:./#-]{1,200})(?:,[ \t]*([^>\n]{1,200}?))?>>")
+_INLINE_ANCHOR = re.compile(r"\[\[\[?[A-Za-z_][\w:.-]{0,200}(?:,[^\]\n]{0,200})?\]\]\]?")
 # Strong text: `**anything**`, or `*word*` bounded by what is not a word (AsciiDoc's constrained form).
-_STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<![\w*\\])\*(?=[^\s*])([^*\n]*?[^\s*\\])\*(?![\w*])")
+_STRONG = re.compile(
+    r"\*\*(?=\S)(.{1,200}?)(?<=\S)\*\*|(?<![\w*\\])\*(?=[^\s*])([^*\n]{0,500}?[^\s*\\])\*(?![\w*])"
+)
 _BACKTICKED = re.compile(r"(`[^`\n]+`)")
 
 
@@ -214,7 +216,7 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
         if _BLOCK_ATTRIBUTE.match(stripped) or (_ATTRIBUTE_ENTRY.match(stripped) and not line[:1].isspace()):
             entry = _ATTRIBUTE_NAME.match(stripped)
             if entry:
-                attributes[entry.group(1)] = render_inline((entry.group(2) or "").rstrip(" \\"), attributes)
+                attributes[entry.group(1)] = render_inline((entry.group(2) or "").strip().rstrip(" \\"), attributes)
             out[i] = ""
             continue
         title = _TITLE.match(stripped)

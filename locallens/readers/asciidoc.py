@@ -136,9 +136,7 @@ _MACRO = re.compile(
 _CROSS_REFERENCE = re.compile(r"<<([\w:./#-]{1,200})(?:,[ \t]*([^>\n]{1,200}?))?>>")
 _INLINE_ANCHOR = re.compile(r"\[\[\[?[A-Za-z_][\w:.-]{0,200}(?:,[^\]\n]{0,200})?\]\]\]?")
 # Strong text: `**anything**`, or `*word*` bounded by what is not a word (AsciiDoc's constrained form).
-_STRONG = re.compile(
-    r"\*\*(?=\S)(.{1,200}?)(?<=\S)\*\*|(?<![\w*\\])\*(?=[^\s*])([^*\n]{0,500}?[^\s*\\])\*(?![\w*])"
-)
+_STRONG = re.compile(r"\*\*(?=\S)(.{1,200}?)(?<=\S)\*\*|(?<![\w*\\])\*(?=[^\s*])([^*\n]{0,500}?[^\s*\\])\*(?![\w*])")
 _BACKTICKED = re.compile(r"(`[^`\n]+`)")
 
 

@@ -105,7 +105,7 @@ def test_html_keeps_list_markers_and_table_rows_and_knows_each_lines_source() ->
     assert title == "Field notes" and headings == ((1, "Field notes"), (2, "Checklist"))
     assert (
         "3. Clean the anemometer cups\n4. Replace the logger battery\n  - a lithium cell, never alkaline\n\n"
-        "| Sensor | Interval |\n| Wind | 10 min |\n| Rain | 1 h |\n\nlogger --sync\n  --verbose"
+        "| Sensor | Interval |\n| Wind | 10 min |\n| Rain | 1 h |\n\n```\nlogger --sync\n  --verbose\n```"
     ) in text
     lines = PAGE.split("\n")
     by_text = {text[s.start : s.end]: (s.line_start, s.line_end) for s in spans}

@@ -26,6 +26,10 @@ CASES = [
     ("tides.ipynb", "What was the highest tide of the year?", "4.2 metres"),
     ("journal.org", "When do the broad beans go in the north bed?", "20 March"),
     ("ferryctl-cache.adoc", "How many seconds does the token cache keep a token by default?", "900"),
+    # A manual page as AsciiDoc renders it to HTML: a definition list, a <pre> synopsis.
+    ("quill-stash-keep.html", "Which function is executed before each prompt?", "precmd"),
+    # A manual page in AsciiDoc as Git's documentation writes it: `linkgit:`, `{litdd}`, `*bold*`.
+    ("quill-stash-keep.txt", "How long are drafts kept until they expire?", "90 days"),
     ("offsite.eml", "Where does the quarterly offsite move to?", "Harbour Room"),
     ("archive.mbox", "Do you like this message?", "like this message"),
 ]

@@ -258,7 +258,33 @@ def test_html_pre_keeps_its_layout(tmp_path: Path) -> None:
     write(tmp_path / "code.html", "<p>Run:</p><pre>docker run \\\n  --rm  -it x</pre>")
     doc = read(tmp_path, "code.html")
     assert isinstance(doc, Document)
-    assert doc.text == "Run:\n\ndocker run \\\n  --rm  -it x"
+    assert doc.text == "Run:\n\n```\ndocker run \\\n  --rm  -it x\n```"  # a code block, fenced
+    # A <pre> longer than a code block (a manual page some converters wrap whole) stays text.
+    lines = "\n".join(f"Line {n} of the page." for n in range(60))
+    write(tmp_path / "wrapped.html", f"<pre>{lines}</pre>")
+    assert read(tmp_path, "wrapped.html").text == lines  # type: ignore[union-attr]
+
+
+def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:
+    """A short `<dt>` is written `term::` over its description (stacked aliases one a line), so
+    the answer's units read it as the term it is, not a title; a `<dt>` that is a question or a
+    sentence (a FAQ) is left as written."""
+    write(
+        tmp_path / "opts.html",
+        "<dl><dt>-q</dt><dt>--quiet</dt><dd><p>Be quiet.</p></dd><dt>precmd</dt><dd>Run before a prompt.</dd>"
+        "<dt>How do I reset it?</dt><dd>Delete the file.</dd></dl>",
+    )
+    assert read(tmp_path, "opts.html").text.split("\n") == [  # type: ignore[union-attr]
+        "-q::",
+        "--quiet::",
+        "",
+        "Be quiet.",
+        "",
+        "precmd::",
+        "Run before a prompt.",
+        "How do I reset it?",
+        "Delete the file.",
+    ]
 
 
 # --- PDF --------------------------------------------------------------------------------------

@@ -1,7 +1,14 @@
 """HTML: the visible text (no scripts, styles or <head>), paragraphs as blank-line-separated
 blocks, list items with their "- " / "1. " markers (nested lists indented), table rows as
-`| a | b |` lines, the <title> and the h1-h6 headings; and, for every line of that text, the
-lines of the source file it comes from (so a chunk is cited as `page.html:12-15`)."""
+`| a | b |` lines, preformatted blocks of up to `MAX_FENCED_LINES` lines as fenced code blocks
+(```` ``` ````), a definition list's short terms as `term::` over their description (as AsciiDoc
+writes them: `--timeout <seconds>::`), the <title> and the h1-h6 headings; and, for every line of
+that text, the lines of the source file it comes from (so a chunk is cited as `page.html:12-15`).
+
+A term and a command are then read as what they are: without the marks, a term alone on its line
+(`precmd`, `--[no-]index`) and a command of a <pre> (`quill stash-keep [-q | --quiet]`) read as
+section titles, never printed. A longer <pre> (a whole manual page some converters wrap in one)
+stays text, and a term that is a sentence or a question (a FAQ's `<dt>`) gets no mark."""
 
 from __future__ import annotations
 
@@ -54,6 +61,10 @@ _HTML_SPACE = re.compile(r"[ \t\n\r\f]+")
 _HTML_LIST = frozenset({"ul", "ol", "menu"})
 # Inside a table cell these separate words (a nested table's cells, list items).
 _CELL_BREAKS = frozenset({"ul", "ol", "menu", "li", "table", "tr", "td", "th"})
+# A <pre> block of at most this many lines is a fenced code block; a longer one stays text.
+MAX_FENCED_LINES = 40
+# A <dt> of at most this many characters, not ending like a sentence, is marked as a term.
+MAX_TERM_CHARS = 80
 # A source line range: (first, last), 1-based; None for the breaks between texts.
 _Lines = tuple[int, int] | None
 
@@ -77,6 +88,8 @@ class _TextExtractor(HTMLParser):
         self.in_head = False
         self.in_title = False
         self.pre_depth = 0
+        self.pre_start: int | None = None  # where the outermost <pre>'s text starts in `parts`
+        self.dt_start: int | None = None  # where the <dt> being read starts in `parts`
         self.title_parts: list[str] = []  # the text of <title>
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
         self.headings: list[tuple[int, str]] = []
@@ -180,6 +193,32 @@ class _TextExtractor(HTMLParser):
             self._break(2)
         elif tag in _HTML_LINE:
             self._break(1)
+            if tag == "dt":
+                self.dt_start = len(self.parts)
+
+    def _end_term(self) -> None:
+        """A short term (`--timeout <seconds>`, `precmd`) is written `term::`, as AsciiDoc writes
+        a labeled list's term; one that reads as a sentence or a question is left as it is."""
+        start, self.dt_start = self.dt_start, None
+        if start is None:
+            return
+        text = "".join(part for part in self.parts[start:]).strip()
+        if text and "\n" not in text and len(text) <= MAX_TERM_CHARS and text[-1] not in ".?!:;,":
+            self._write("::", None)
+
+    def _end_pre(self) -> None:
+        """The outermost <pre> ends: fenced as a code block when it holds text and at most
+        `MAX_FENCED_LINES` lines."""
+        start, self.pre_start = self.pre_start, None
+        if start is None:
+            return
+        body = "".join(part for part in self.parts[start:])
+        if body.strip() and body.strip("\n").count("\n") < MAX_FENCED_LINES:
+            self.parts[start:start] = ["```", "\n"]
+            self.part_lines[start:start] = [None, None]
+            self._write("\n", None)
+            self._write("```", None)
+        self._break(2)
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _HTML_HIDDEN:
@@ -197,6 +236,8 @@ class _TextExtractor(HTMLParser):
             self.heading = None
         if tag == "pre":
             self.pre_depth = max(0, self.pre_depth - 1)
+            if not self.pre_depth:
+                self._end_pre()
         if tag == "table":
             if self.table_depth == 1:
                 if self.row is not None:
@@ -224,6 +265,8 @@ class _TextExtractor(HTMLParser):
         elif tag in _HTML_PARAGRAPH:
             self._break(2)
         elif tag in _HTML_LINE and tag != "br":  # <br> is void: only its start counts
+            if tag == "dt":
+                self._end_term()
             self._break(1)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -249,7 +292,16 @@ class _TextExtractor(HTMLParser):
         if self.pre_depth:
             # Preformatted: keep its spacing and line breaks, each line from its own source line.
             if data:
-                self._emit("", None)  # pays the breaks owed before it (and a list marker)
+                if self.pre_start is None and not self.lists and self.table_depth == 0:
+                    if not data.strip():
+                        return  # the whitespace before the block's text
+                    self._emit("", None)  # pays the breaks owed before it
+                    self.pre_start = len(self.parts)
+                    content = data.lstrip("\n")  # a newline right after <pre> is not content
+                    line += len(data) - len(content)
+                    data = content
+                else:
+                    self._emit("", None)  # pays the breaks owed before it (and a list marker)
                 for i, segment in enumerate(data.split("\n")):
                     if i:
                         self._write("\n", None)

@@ -1141,12 +1141,12 @@ def test_an_option_on_a_line_of_its_own_is_the_term_of_the_description_below_it(
     assert printed[:2] == ["-p <period>", units[2].text]
     printed = [u.text for u, _ in passage_units(_scored(units, [0, 0.1, 0.2, 0.9, 0.1, 0.1, 0, 0.1]))]
     assert printed[:2] == ["-p <period>", "Default is 1 second."]
-    # An HTML page's <dt>/<dd> read by the HTML reader: the same layout.
+    # An HTML page's <dt>/<dd> read by the HTML reader: its term written as a labeled list's.
     text, _title, _heads = html_text(
         "<h2>OPTIONS</h2><dl><dt>--timeout &lt;seconds&gt;</dt><dd><p>Number of seconds to keep "
         "the credentials (default: 900).</p></dd></dl>"
     )
-    assert [(u.kind, u.term) for u in excerpt_units(text, 1)][-1] == (DEFINITION, "--timeout <seconds>")
+    assert [(u.kind, u.term) for u in excerpt_units(text, 1)][-1] == (DEFINITION, "--timeout <seconds>::")
 
 
 def test_a_shell_comment_over_a_command_introduces_it() -> None:

@@ -48,7 +48,10 @@ is in no document, the right answer being the refusal):
   a development corpus, out of the default `--sets`. zsh-es2: zsh_es2_over_en.jsonl (20 + 2),
   Spanish questions in a Spanish speaker's words (carpeta, fichero, historial, comodín, orden,
   tecla, atajo) over the same corpus, written with their English (zsh_es2_gold_en.jsonl) before
-  anything was run on them: Spanish on a corpus its handling was not fitted to.
+  anything was run on them: Spanish on a corpus its handling was not fitted to. zsh-html,
+  zsh-html-es, zsh-html-es2: the same questions over the same pages as the package ships them
+  (HTML, navigation and all), read by locallens's own HTML reader as a user indexing the folder
+  would have them; the benchmark's converter is not involved.
 - adoc, adoc-es: benchmarks/data/adoc_questions.jsonl (40 + 8, 5 of the 40 broad) and
   adoc_es_over_en.jsonl (8 + 2, Spanish) over AsciiDoc documentation as it ships (PyPI sdists of
   qutebrowser and asciidoc, `corpora.py --adoc`): the files kept as they are, HTML rendered by
@@ -127,6 +130,7 @@ from corpora import (
     write_stdlib_corpus,
     write_varnish_corpus,
     write_zsh_corpus,
+    write_zsh_html_corpus,
 )
 
 ROOT = c.ROOT
@@ -155,6 +159,11 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "zsh": ("zsh", [DATA / "zsh_questions.jsonl"]),
     "zsh-es": ("zsh", [DATA / "zsh_es_over_en.jsonl"]),
     "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
+    # The same questions over the same pages as the package ships them, read by locallens's HTML
+    # reader (`corpora.write_zsh_html_corpus`); a question's files are the pages' `.html` names.
+    "zsh-html": ("zsh-html", [DATA / "zsh_questions.jsonl"]),
+    "zsh-html-es": ("zsh-html", [DATA / "zsh_es_over_en.jsonl"]),
+    "zsh-html-es2": ("zsh-html", [DATA / "zsh_es2_over_en.jsonl"]),
     "adoc": ("adoc", [DATA / "adoc_questions.jsonl"]),
     "adoc-es": ("adoc", [DATA / "adoc_es_over_en.jsonl"]),
 }
@@ -174,6 +183,9 @@ def load_set(name: str) -> list[dict[str, Any]]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
+    if SETS[name][0].endswith("-html"):
+        for row in rows:
+            row["files"] = [f"{Path(f).stem}.html" for f in row.get("files", [])]
     return rows
 
 
@@ -197,6 +209,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_rsyslog_corpus(workdir / "rsyslog-corpus")
     if corpus == "zsh":
         return write_zsh_corpus(workdir / "zsh-corpus")
+    if corpus == "zsh-html":
+        return write_zsh_html_corpus(workdir / "zsh-html-corpus")
     if corpus == "adoc":
         return write_adoc_corpus(workdir / "adoc-corpus")
     return write_borg_corpus(workdir / "borg-corpus")

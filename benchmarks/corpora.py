@@ -612,14 +612,34 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     are long (a chapter each): they are not split by section.
     """
 
-    def pages(root: pathlib.Path) -> list[pathlib.Path]:
-        return [
-            page
-            for page in root.glob("*.html")
-            if _ZSH_FAQ.fullmatch(page.name) or '<div class="chapter"' in page.read_text(encoding="utf-8")
-        ]
+    return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, _zsh_pages, zsh_page_text)
 
-    return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, pages, zsh_page_text)
+
+def _zsh_pages(root: pathlib.Path) -> list[pathlib.Path]:
+    """The manual's chapter pages and the FAQ's chapters (what `write_zsh_corpus` converts)."""
+    return [
+        page
+        for page in root.glob("*.html")
+        if _ZSH_FAQ.fullmatch(page.name) or '<div class="chapter"' in page.read_text(encoding="utf-8")
+    ]
+
+
+def write_zsh_html_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Copy the pages `write_zsh_corpus` converts as the package ships them (`dest/Options.html`,
+    navigation and all): the manual as a person who indexes `/usr/share/doc/zsh-common/html` has
+    it, read by locallens's own HTML reader rather than by this module's converter. A page is
+    rewritten only when its bytes changed."""
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    deb = deb or _debian_package(ZSH_PACKAGE, dest.parent)
+    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
+        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
+        for page in sorted(_zsh_pages(pathlib.Path(unpacked) / ZSH_HTML)):
+            path = dest / page.name
+            data = page.read_bytes()
+            if not (path.is_file() and path.read_bytes() == data):
+                path.write_bytes(data)
+    return dest
 
 
 # The AsciiDoc corpus: (PyPI name, version, files in its source distribution). qutebrowser's user

@@ -22,6 +22,7 @@ from corpora import (  # noqa: E402
     sqlite_page_text,
     varnish_page_text,
     write_adoc_corpus,
+    write_zsh_html_corpus,
     zsh_page_text,
 )
 
@@ -357,3 +358,36 @@ def test_write_adoc_corpus_names_a_missing_file(tmp_path: Path) -> None:
     _fake_sdists(tmp_path, missing="doc/asciidoc.1.txt")
     with pytest.raises(SystemExit, match=r"asciidoc-10\.2\.1\.tar\.gz holds no file doc/asciidoc\.1\.txt"):
         write_adoc_corpus(tmp_path / "adoc")
+
+
+def test_write_zsh_html_corpus_copies_the_chapters_as_shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chapter pages and the FAQ's chapters, byte for byte (navigation and all); stubs, the
+    table of contents and the indexes are left out, as the text corpus leaves them; a question's
+    files are the pages' `.html` names in the HTML sets."""
+    import corpora
+    from bench_answers import load_set
+
+    shipped = {
+        "Options.html": '<html><body><div class="chapter"><h1>16 Options</h1></div></body></html>',
+        "FAQ03.html": "<html><body><h2>Chapter 3</h2></body></html>",
+        "Options-Stub.html": "<html><body>The node you are looking for is at Options.</body></html>",
+        "Concept-Index.html": "<html><body>index</body></html>",
+    }
+
+    def unpack(command: list[str], **_: object) -> None:
+        folder = Path(command[-1]) / corpora.ZSH_HTML
+        folder.mkdir(parents=True)
+        for name, page in shipped.items():
+            (folder / name).write_text(page, encoding="utf-8")
+
+    monkeypatch.setattr(corpora.subprocess, "run", unpack)
+    deb = tmp_path / "zsh-doc_5.9-4_all.deb"
+    deb.write_bytes(b"")
+    dest = write_zsh_html_corpus(tmp_path / "zsh-html", deb)
+    assert sorted(p.name for p in dest.iterdir()) == ["FAQ03.html", "Options.html"]
+    assert (dest / "Options.html").read_text(encoding="utf-8") == shipped["Options.html"]
+    rows = load_set("zsh-html")
+    assert rows and all(f.endswith(".html") for r in rows for f in r.get("files", []))
+    assert [r.get("files") for r in load_set("zsh")][:3] == [
+        [f.replace(".html", ".txt") for f in r.get("files", [])] for r in rows[:3]
+    ]

@@ -214,6 +214,9 @@ class _TextExtractor(HTMLParser):
             return
         body = "".join(part for part in self.parts[start:])
         if body.strip() and body.strip("\n").count("\n") < MAX_FENCED_LINES:
+            while len(self.parts) > start and self.part_lines[-1] is None and not self.parts[-1].strip():
+                self.parts.pop()  # the block's last line break: the fence closes on the next line
+                self.part_lines.pop()
             self.parts[start:start] = ["```", "\n"]
             self.part_lines[start:start] = [None, None]
             self._write("\n", None)

@@ -48,10 +48,12 @@ is in no document, the right answer being the refusal):
   a development corpus, out of the default `--sets`. zsh-es2: zsh_es2_over_en.jsonl (20 + 2),
   Spanish questions in a Spanish speaker's words (carpeta, fichero, historial, comodín, orden,
   tecla, atajo) over the same corpus, written with their English (zsh_es2_gold_en.jsonl) before
-  anything was run on them: Spanish on a corpus its handling was not fitted to. zsh-html,
-  zsh-html-es, zsh-html-es2: the same questions over the same pages as the package ships them
-  (HTML, navigation and all), read by locallens's own HTML reader as a user indexing the folder
-  would have them; the benchmark's converter is not involved.
+  anything was run on them: Spanish on a corpus its handling was not fitted to.
+- borg-html, varnish-html, varnish-html-es, apache-html, apache-html-es, sqlite-html,
+  sqlite-html-es, rsyslog-html, rsyslog-html-es, zsh-html, zsh-html-es, zsh-html-es2: the same
+  questions over the same pages as the package ships them (HTML, navigation and all), read by
+  locallens's own HTML reader as a person indexing the package's folder has them; corpora.py's
+  converter is not involved. sqlite-html and rsyslog-html are held out like sqlite and rsyslog.
 - adoc, adoc-es: benchmarks/data/adoc_questions.jsonl (40 + 8, 5 of the 40 broad) and
   adoc_es_over_en.jsonl (8 + 2, Spanish) over AsciiDoc documentation as it ships (PyPI sdists of
   qutebrowser and asciidoc, `corpora.py --adoc`): the files kept as they are, HTML rendered by
@@ -130,7 +132,6 @@ from corpora import (
     write_stdlib_corpus,
     write_varnish_corpus,
     write_zsh_corpus,
-    write_zsh_html_corpus,
 )
 
 ROOT = c.ROOT
@@ -159,14 +160,20 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "zsh": ("zsh", [DATA / "zsh_questions.jsonl"]),
     "zsh-es": ("zsh", [DATA / "zsh_es_over_en.jsonl"]),
     "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
-    # The same questions over the same pages as the package ships them, read by locallens's HTML
-    # reader (`corpora.write_zsh_html_corpus`); a question's files are the pages' `.html` names.
-    "zsh-html": ("zsh-html", [DATA / "zsh_questions.jsonl"]),
-    "zsh-html-es": ("zsh-html", [DATA / "zsh_es_over_en.jsonl"]),
-    "zsh-html-es2": ("zsh-html", [DATA / "zsh_es2_over_en.jsonl"]),
     "adoc": ("adoc", [DATA / "adoc_questions.jsonl"]),
     "adoc-es": ("adoc", [DATA / "adoc_es_over_en.jsonl"]),
 }
+# The same questions over the same pages as the package ships them, read by locallens's own HTML
+# reader rather than by corpora.py's converter (`<corpus>-html`: "varnish-html", "varnish-html-es";
+# a question's files are the pages' `.html` names): what a person indexing the package's folder has.
+HTML_CORPORA = ("borg", "varnish", "apache", "sqlite", "rsyslog", "zsh")
+SETS.update(
+    {
+        name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
+        for name, (corpus, files) in list(SETS.items())
+        if corpus in HTML_CORPORA
+    }
+)
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
 # whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
@@ -209,8 +216,16 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return write_rsyslog_corpus(workdir / "rsyslog-corpus")
     if corpus == "zsh":
         return write_zsh_corpus(workdir / "zsh-corpus")
-    if corpus == "zsh-html":
-        return write_zsh_html_corpus(workdir / "zsh-html-corpus")
+    if corpus.endswith("-html"):
+        writers = {
+            "borg": write_borg_corpus,
+            "varnish": write_varnish_corpus,
+            "apache": write_apache_corpus,
+            "sqlite": write_sqlite_corpus,
+            "rsyslog": write_rsyslog_corpus,
+            "zsh": write_zsh_corpus,
+        }
+        return writers[corpus.removesuffix("-html")](workdir / f"{corpus}-corpus", html=True)
     if corpus == "adoc":
         return write_adoc_corpus(workdir / "adoc-corpus")
     return write_borg_corpus(workdir / "borg-corpus")

@@ -314,7 +314,7 @@ def _pypi_sdist(name: str, version: str, folder: pathlib.Path) -> pathlib.Path:
     return cached()[-1]
 
 
-def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the BorgBackup manual as `dest/<page>.txt` (`usage/prune.html` -> `usage-prune.txt`).
 
     The package is fetched with `apt-get download` into `dest/../` (kept, so a second run needs no
@@ -327,7 +327,7 @@ def write_borg_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pa
             page for page, name in relative.items() if not (name.startswith(_BORG_SKIPPED) or name in _BORG_SKIPPED)
         ]
 
-    return _write_pages(BORG_PACKAGE, deb, BORG_HTML, dest, pages, borg_page_text)
+    return _write_pages(BORG_PACKAGE, deb, BORG_HTML, dest, pages, borg_page_text, html=html)
 
 
 VARNISH_PACKAGE = "varnish-doc"
@@ -342,7 +342,7 @@ def varnish_page_text(page: str) -> str:
     return _html_text(page, '<div class="body" role="main">', '<div class="sphinxsidebar"')
 
 
-def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the Varnish Cache documentation as `dest/<page>.txt` (`users-guide/purging.html` ->
     `users-guide-purging.txt`; the front page is `index.txt`).
 
@@ -353,7 +353,7 @@ def write_varnish_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [root / "index.html"] + [page for folder in _VARNISH_FOLDERS for page in (root / folder).glob("*.html")]
 
-    return _write_pages(VARNISH_PACKAGE, deb, VARNISH_HTML, dest, pages, varnish_page_text)
+    return _write_pages(VARNISH_PACKAGE, deb, VARNISH_HTML, dest, pages, varnish_page_text, html=html)
 
 
 POSTFIX_PACKAGE = "postfix-doc"
@@ -429,7 +429,7 @@ def apache_page_text(page: str) -> str:
     )
 
 
-def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the English Apache HTTP Server 2.4 manual as `dest/<page>.txt` (`mod/mod_expires.html`
     -> `mod-mod_expires.txt`, `howto/htaccess.html` -> `howto-htaccess.txt`).
 
@@ -451,7 +451,7 @@ def write_apache_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
                 kept.append(page)
         return kept
 
-    return _write_pages(APACHE_PACKAGE, deb, APACHE_HTML, dest, pages, apache_page_text, APACHE_MIN_CHARS)
+    return _write_pages(APACHE_PACKAGE, deb, APACHE_HTML, dest, pages, apache_page_text, APACHE_MIN_CHARS, html=html)
 
 
 SQLITE_PACKAGE = "sqlite3-doc"
@@ -509,7 +509,7 @@ def sqlite_page_text(page: str) -> str:
     )
 
 
-def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the SQLite documentation as `dest/<page>.txt` (`lang_select.html` -> `lang_select.txt`,
     `pragma.html` -> `pragma.txt`).
 
@@ -521,7 +521,7 @@ def write_sqlite_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> 
     def pages(root: pathlib.Path) -> list[pathlib.Path]:
         return [page for page in root.glob("*.html") if page.stem not in _SQLITE_SKIPPED]
 
-    return _write_pages(SQLITE_PACKAGE, deb, SQLITE_HTML, dest, pages, sqlite_page_text, SQLITE_MIN_CHARS)
+    return _write_pages(SQLITE_PACKAGE, deb, SQLITE_HTML, dest, pages, sqlite_page_text, SQLITE_MIN_CHARS, html=html)
 
 
 RSYSLOG_PACKAGE = "rsyslog-doc"
@@ -557,7 +557,7 @@ def rsyslog_page_text(page: str) -> str:
     )
 
 
-def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the rsyslog documentation as `dest/<page>.txt` (`configuration/modules/omfile.html`
     -> `configuration-modules-omfile.txt`, `tutorials/tls.html` -> `tutorials-tls.txt`).
 
@@ -574,7 +574,9 @@ def write_rsyslog_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
             if not page.name.startswith("rsconf1_")
         ]
 
-    return _write_pages(RSYSLOG_PACKAGE, deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text, RSYSLOG_MIN_CHARS)
+    return _write_pages(
+        RSYSLOG_PACKAGE, deb, RSYSLOG_HTML, dest, pages, rsyslog_page_text, RSYSLOG_MIN_CHARS, html=html
+    )
 
 
 ZSH_PACKAGE = "zsh-doc"
@@ -603,7 +605,7 @@ def zsh_page_text(page: str) -> str:
     return _html_text(page, "<body", "</body>", lambda html: _ZSH_CHROME.sub("", html))
 
 
-def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, html: bool = False) -> pathlib.Path:
     """Write the Z shell manual and FAQ as `dest/<page>.txt` (`Options.html` -> `Options.txt`,
     `Shell-Builtin-Commands.html` -> `Shell-Builtin-Commands.txt`, `FAQ03.html` -> `FAQ03.txt`).
 
@@ -612,7 +614,7 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     are long (a chapter each): they are not split by section.
     """
 
-    return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, _zsh_pages, zsh_page_text)
+    return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, _zsh_pages, zsh_page_text, html=html)
 
 
 def _zsh_pages(root: pathlib.Path) -> list[pathlib.Path]:
@@ -622,24 +624,6 @@ def _zsh_pages(root: pathlib.Path) -> list[pathlib.Path]:
         for page in root.glob("*.html")
         if _ZSH_FAQ.fullmatch(page.name) or '<div class="chapter"' in page.read_text(encoding="utf-8")
     ]
-
-
-def write_zsh_html_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
-    """Copy the pages `write_zsh_corpus` converts as the package ships them (`dest/Options.html`,
-    navigation and all): the manual as a person who indexes `/usr/share/doc/zsh-common/html` has
-    it, read by locallens's own HTML reader rather than by this module's converter. A page is
-    rewritten only when its bytes changed."""
-    dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    deb = deb or _debian_package(ZSH_PACKAGE, dest.parent)
-    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
-        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        for page in sorted(_zsh_pages(pathlib.Path(unpacked) / ZSH_HTML)):
-            path = dest / page.name
-            data = page.read_bytes()
-            if not (path.is_file() and path.read_bytes() == data):
-                path.write_bytes(data)
-    return dest
 
 
 # The AsciiDoc corpus: (PyPI name, version, files in its source distribution). qutebrowser's user
@@ -709,12 +693,15 @@ def _write_pages(
     pages: Callable[[pathlib.Path], list[pathlib.Path]],
     page_text: Callable[[str], str],
     min_chars: int = 0,
+    html: bool = False,
 ) -> pathlib.Path:
     """Unpack `deb` (`package`'s, fetched into `dest/../` when None: `_debian_package`) and write
     the text of each of `pages(<its folder>)` as `dest/<page>.txt` (`usage/prune.html` ->
     `usage-prune.txt`, `TLS_README.gz` -> `TLS_README.txt`; a gzipped page is read decompressed),
     `dest` created if missing, a page rewritten only when its text changed; a page with less than
-    `min_chars` of text (a stub) is left out."""
+    `min_chars` of text (a stub) is left out. `html`: the same pages copied as the package ships
+    them instead (`usage/prune.html` -> `usage-prune.html`, navigation and all), for locallens's own
+    HTML reader to read, as a person indexing the package's folder has them."""
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     deb = deb or _debian_package(package, dest.parent)
@@ -722,11 +709,14 @@ def _write_pages(
         subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
         root = pathlib.Path(unpacked) / folder
         for page in sorted(pages(root)):
-            text = page_text(_read_page(page))
+            source = _read_page(page)
+            text = page_text(source)
             if len(text) < min_chars:
                 continue
             name = page.relative_to(root).as_posix().removesuffix(".gz").removesuffix(".html")
-            path = dest / (name.replace("/", "-") + ".txt")
+            if html:
+                text = source
+            path = dest / (name.replace("/", "-") + (".html" if html else ".txt"))
             if not (path.is_file() and path.read_text(encoding="utf-8") == text):
                 path.write_text(text, encoding="utf-8")
     return dest

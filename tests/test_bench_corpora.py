@@ -22,7 +22,7 @@ from corpora import (  # noqa: E402
     sqlite_page_text,
     varnish_page_text,
     write_adoc_corpus,
-    write_zsh_html_corpus,
+    write_zsh_corpus,
     zsh_page_text,
 )
 
@@ -360,7 +360,7 @@ def test_write_adoc_corpus_names_a_missing_file(tmp_path: Path) -> None:
         write_adoc_corpus(tmp_path / "adoc")
 
 
-def test_write_zsh_html_corpus_copies_the_chapters_as_shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_corpus_as_html_copies_the_chapters_as_shipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The chapter pages and the FAQ's chapters, byte for byte (navigation and all); stubs, the
     table of contents and the indexes are left out, as the text corpus leaves them; a question's
     files are the pages' `.html` names in the HTML sets."""
@@ -369,7 +369,7 @@ def test_write_zsh_html_corpus_copies_the_chapters_as_shipped(tmp_path: Path, mo
 
     shipped = {
         "Options.html": '<html><body><div class="chapter"><h1>16 Options</h1></div></body></html>',
-        "FAQ03.html": "<html><body><h2>Chapter 3</h2></body></html>",
+        "FAQ03.html": "<html><body><h2>Chapter 3</h2><p>Why does zsh not split words?</p></body></html>",
         "Options-Stub.html": "<html><body>The node you are looking for is at Options.</body></html>",
         "Concept-Index.html": "<html><body>index</body></html>",
     }
@@ -383,7 +383,7 @@ def test_write_zsh_html_corpus_copies_the_chapters_as_shipped(tmp_path: Path, mo
     monkeypatch.setattr(corpora.subprocess, "run", unpack)
     deb = tmp_path / "zsh-doc_5.9-4_all.deb"
     deb.write_bytes(b"")
-    dest = write_zsh_html_corpus(tmp_path / "zsh-html", deb)
+    dest = write_zsh_corpus(tmp_path / "zsh-html", deb, html=True)
     assert sorted(p.name for p in dest.iterdir()) == ["FAQ03.html", "Options.html"]
     assert (dest / "Options.html").read_text(encoding="utf-8") == shipped["Options.html"]
     rows = load_set("zsh-html")

@@ -1329,6 +1329,25 @@ def test_a_question_for_a_duration_gets_the_unit_of_the_best_ones_excerpt_that_s
     assert texts[-1] not in plain
 
 
+def test_an_excerpt_that_begins_inside_a_code_block_reads_its_prose_as_prose() -> None:
+    """A chunk whose overlap began inside a fenced block opens with the block's last lines and its
+    closing fence. Read as an opening fence, it swallowed the prose after it (the pinned version
+    sentence of the deploy runbook was printed as a 300-word "code block") and the next block's
+    code was read as prose. The cut block's tail goes; a block that opens (```bash) or is whole
+    stays."""
+    cut = (
+        "  --version 2024.10.3 --canary 5\n```\n\nThe current pinned version of shipctl is 3.7.0.\n\n"
+        "If the canary is healthy, promote it:\n\n```bash\nshipctl promote dispatch-api\n```\n"
+    )
+    assert [(u.kind, u.text) for u in excerpt_units(cut, 1)] == [
+        ("sentence", "The current pinned version of shipctl is 3.7.0."),
+        ("sentence", "If the canary is healthy, promote it:"),
+        (CODE, "```bash\nshipctl promote dispatch-api\n```"),
+    ]
+    whole = "Run it:\n\n```bash\nshipctl deploy\n```\n\nThen:\n\n```\nshipctl promote"
+    assert [u.kind for u in excerpt_units(whole, 1)][:2] == ["sentence", CODE]
+
+
 def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
     from locallens.claims.citations import with_citations
 

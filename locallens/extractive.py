@@ -1059,7 +1059,10 @@ def passage_units(
             # introduces (a term's name line, a setup line) says nothing without it.
             introduced = any(u.excerpt == unit.excerpt and u.index > unit.index for u in group)
             group = [u for u in group if u.excerpt != unit.excerpt or u.index <= unit.index]
-            if introduced and (unit.text.rstrip().endswith(":") or _term_line(unit, scored.units)):
+            if introduced and (
+                _term_line(unit, scored.units)
+                or (unit.text.rstrip().endswith(":") and len(key_terms(unit.text)) < MIN_NEXT_TERMS)
+            ):
                 continue
             cost = sum(_tokens(u) for u in group)
             if used + cost > passage_tokens and unit.kind == ROW:

@@ -192,6 +192,24 @@ def test_setup_line_is_printed_with_the_command_it_introduces() -> None:
     assert answering and "shipctl rollback" in answering[0].claim
 
 
+def test_a_setup_sentence_is_printed_without_a_block_too_long_for_the_passage() -> None:
+    """A setup line that says something ("you need to pipe the request and copy the Upgrade and
+    Connection headers as follows:") is printed beside the best unit when the block it introduces
+    does not fit; a bare one ("Run:") is not, nor a term's name line."""
+    block = "```\n" + "\n".join(f"set req.http.h{n} = req.http.connection{n};" for n in range(40)) + "\n```"
+    for setup, printed in (
+        (
+            "To run WebSockets through Varnish you need to pipe the request and copy the Upgrade and Connection headers as follows:",
+            True,
+        ),
+        ("Run:", False),
+    ):
+        units = excerpt_units(f"Varnish can cache most things.\n\n{setup}\n\n{block}\n", 1)
+        scores = [0.5 if u.text == setup else 0.6 if u.kind == "sentence" else 0.1 for u in units]
+        texts = [u.text for u, _ in passage_units(_scored(units, scores))]
+        assert (setup in texts) is printed, texts
+
+
 def test_table_row_is_printed_under_its_header() -> None:
     checked, _ = ask_extractive("How many weeks of birth or adoption leave?", LEAVE)
     lines = checked.answer.splitlines()

@@ -265,6 +265,23 @@ def test_html_pre_keeps_its_layout(tmp_path: Path) -> None:
     assert read(tmp_path, "wrapped.html").text == lines  # type: ignore[union-attr]
 
 
+def test_html_navigation_landmarks_and_permalinks_are_not_text(tmp_path: Path) -> None:
+    """A Sphinx page's related links and sidebar (role="navigation") and a <nav> menu are not
+    the page's text, nor a heading's permalink pilcrow; a landmark that never closes loses
+    nothing of the page after it."""
+    write(
+        tmp_path / "page.html",
+        '<div class="related" role="navigation"><h3>Navigation</h3><ul><li><a href="n.html">next</a></li></ul></div>'
+        '<h1>Grace mode<a class="headerlink" href="#g">\u00b6</a></h1><p>Serve stale content.</p>'
+        "<nav><a href='/'>Home</a></nav><p>Keep is related.</p>",
+    )
+    page = read(tmp_path, "page.html")
+    assert page.text == "Grace mode\n\nServe stale content.\n\nKeep is related."  # type: ignore[union-attr]
+    assert page.headings == ((1, "Grace mode"),)  # type: ignore[union-attr]
+    write(tmp_path / "open.html", '<p>Before.</p><div role="navigation"><div>Menu<p>Rest of the page.</p>')
+    assert read(tmp_path, "open.html").text == "Before.\n\nMenu\n\nRest of the page."  # type: ignore[union-attr]
+
+
 def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:
     """A short `<dt>` is written `term::` over its description (stacked aliases one a line), so
     the answer's units read it as the term it is, not a title; a `<dt>` that is a question or a

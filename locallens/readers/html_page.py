@@ -1,6 +1,6 @@
 """HTML: the visible text (no scripts, styles or <head>), paragraphs as blank-line-separated
 blocks, list items with their "- " / "1. " markers (nested lists indented), table rows as
-`| a | b |` lines, preformatted blocks of up to `MAX_FENCED_LINES` lines as fenced code blocks
+`| a | b |` lines, navigation landmarks (`<nav>`, `role="navigation"`) left out, preformatted blocks of up to `MAX_FENCED_LINES` lines as fenced code blocks
 (```` ``` ````), a definition list's short terms as `term::` over their description (as AsciiDoc
 writes them: `--timeout <seconds>::`), the <title> and the h1-h6 headings; and, for every line of
 that text, the lines of the source file it comes from (so a chunk is cited as `page.html:12-15`).
@@ -90,6 +90,10 @@ class _TextExtractor(HTMLParser):
         self.pre_depth = 0
         self.pre_start: int | None = None  # where the outermost <pre>'s text starts in `parts`
         self.dt_start: int | None = None  # where the <dt> being read starts in `parts`
+        # A navigation landmark being read (<nav>, role="navigation"): its tag, how many of that
+        # tag are open, and where its text starts in `parts` and `headings`.
+        self.nav: tuple[str, int, int, int] | None = None
+        self.link_depth = 0  # inside <a>
         self.title_parts: list[str] = []  # the text of <title>
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
         self.headings: list[tuple[int, str]] = []
@@ -141,7 +145,27 @@ class _TextExtractor(HTMLParser):
             self._emit("| " + " | ".join(cells) + " |", (min(lines), max(lines)))
             self._break(1)
 
+    def _navigation(self, tag: str, attrs: list[tuple[str, str | None]], start: bool) -> None:
+        """Track a navigation landmark (<nav>, or any element with role="navigation": a Sphinx
+        page's related links and sidebar, a site's menus). Its text is written as it is read and
+        taken out when the landmark closes, so a page whose landmark never closes loses nothing."""
+        if self.nav is not None:
+            name, depth, at, heads = self.nav
+            if tag == name:
+                depth += 1 if start else -1
+                self.nav = (name, depth, at, heads) if depth else None
+                if not depth:
+                    del self.parts[at:], self.part_lines[at:], self.headings[heads:]
+                    self.marker = ""
+                    self._break(2)
+            return
+        if start and (tag == "nav" or (dict(attrs).get("role") or "").strip().lower() == "navigation"):
+            self.nav = (tag, 1, len(self.parts), len(self.headings))
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._navigation(tag, attrs, start=True)
+        if tag == "a":
+            self.link_depth += 1
         if tag in _HTML_HIDDEN:
             self.hidden_depth += 1
             return
@@ -224,6 +248,9 @@ class _TextExtractor(HTMLParser):
         self._break(2)
 
     def handle_endtag(self, tag: str) -> None:
+        self._navigation(tag, [], start=False)
+        if tag == "a":
+            self.link_depth = max(0, self.link_depth - 1)
         if tag in _HTML_HIDDEN:
             self.hidden_depth = max(0, self.hidden_depth - 1)
             return
@@ -273,13 +300,16 @@ class _TextExtractor(HTMLParser):
             self._break(1)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        # <br/>, <hr/>: a start without a matching end (an empty <script/> hides nothing).
-        if tag not in _HTML_HIDDEN:
+        # <br/>, <hr/>: a start without a matching end (an empty <script/> hides nothing, an
+        # empty <nav/> holds nothing to take out).
+        if tag not in _HTML_HIDDEN and tag != "nav" and dict(attrs).get("role") != "navigation":
             self.handle_starttag(tag, attrs)
 
     def handle_data(self, data: str) -> None:
         if self.hidden_depth or (self.in_head and not self.in_title):
             return
+        if self.link_depth and data.strip() == "\u00b6":
+            return  # a heading's permalink (Sphinx, Docutils): "Grace mode¶"
         if self.in_title:
             self.title_parts.append(data)
         if self.heading is not None:

@@ -1,9 +1,10 @@
-"""HTML: the visible text (no scripts, styles or <head>), paragraphs as blank-line-separated
-blocks, list items with their "- " / "1. " markers (nested lists indented), table rows as
-`| a | b |` lines, navigation landmarks (`<nav>`, `role="navigation"`) left out, preformatted blocks of up to `MAX_FENCED_LINES` lines as fenced code blocks
-(```` ``` ````), a definition list's short terms as `term::` over their description (as AsciiDoc
-writes them: `--timeout <seconds>::`), the <title> and the h1-h6 headings; and, for every line of
-that text, the lines of the source file it comes from (so a chunk is cited as `page.html:12-15`).
+"""HTML: the visible text (no scripts, styles or <head>, no navigation landmarks: `<nav>`,
+`role="navigation"`), paragraphs as blank-line-separated blocks, list items with their "- " /
+"1. " markers (nested lists indented), table rows as `| a | b |` lines, preformatted blocks of up
+to `MAX_FENCED_LINES` lines as fenced code blocks (```` ``` ````), a definition list's short
+terms as `term::` over their description (as AsciiDoc writes them: `--timeout <seconds>::`), the
+<title> and the h1-h6 headings; and, for every line of that text, the lines of the source file
+it comes from (so a chunk is cited as `page.html:12-15`).
 
 A term and a command are then read as what they are: without the marks, a term alone on its line
 (`precmd`, `--[no-]index`) and a command of a <pre> (`quill stash-keep [-q | --quiet]`) read as

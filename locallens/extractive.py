@@ -427,10 +427,11 @@ def _carries(units: Sequence[Unit], i: int, kind: str) -> bool:
 
 
 def _near(units: Sequence[Unit], i: int) -> list[str]:
-    """The fields beside `units[i]` when it is a field of a reference entry (a labelled line:
+    """The fields beside `units[i]` when it is a field of a reference entry (`units.is_field`:
     "Default: Timeout 60", with "Description: Amount of time the server will wait..." and
-    "Syntax: Timeout seconds"): the unbroken run of labelled lines around it in its excerpt,
-    `NEAR_UNITS` either side at most. Prose has no fields: a sentence's neighbours may be about
+    "Syntax: Timeout seconds"): the unbroken run of fields around it in its excerpt,
+    `NEAR_UNITS` either side at most; for a description's sentence or a field of a named entry,
+    the entry's term and sentences. Prose has no fields: a sentence's neighbours may be about
     another subject."""
     unit = units[i]
     named = unit.term or unit.entry
@@ -446,22 +447,18 @@ def _near(units: Sequence[Unit], i: int) -> list[str]:
             and other.excerpt == unit.excerpt
             and named in (other.term, other.entry)
         ]
-    if not _FIELD.match(unit.text):
+    if not is_field(unit.text):
         return []
     out: list[str] = []
     for step in (-1, 1):
         j = i + step
         while 0 <= j < len(units) and abs(j - i) <= NEAR_UNITS:
             other = units[j]
-            if other.excerpt != unit.excerpt or not _FIELD.match(other.text):
+            if other.excerpt != unit.excerpt or not is_field(other.text):
                 break
             out.append(other.text)
             j += step
     return out
-
-
-# A labelled line of a reference entry: a short label, a colon, its value ("Default: 120.000").
-_FIELD = re.compile(r"^[^\W\d_][\w -]{0,30}:\s+\S")
 
 
 # A how-to question whose fact phrase is the object of its verb ("how do I measure how long a

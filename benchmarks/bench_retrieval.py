@@ -199,13 +199,18 @@ def load_scifact(folder: Path, work: Path) -> Corpus:
     return Corpus("scifact", files.folder, files.names, queries, BEIR_CHUNKS, titles)
 
 
-def load_docs(name: str, folder: Path, questions: Path, suffixes: tuple[str, ...] = (".txt",)) -> Corpus:
+def load_docs(
+    name: str, folder: Path, questions: Path, suffixes: tuple[str, ...] = (".txt",), html: bool = False
+) -> Corpus:
     """A folder of documents (its files ending in one of `suffixes`) with a JSONL of questions
-    naming their expected files."""
+    naming their expected files. `html`: the pages as shipped, a question's files named by their
+    `.html` page (`Options.txt` -> `Options.html`)."""
     names = {p.name: p.name for p in folder.iterdir() if p.is_file() and p.name.endswith(suffixes)}
     queries = []
     for number, line in enumerate(questions.read_text(encoding="utf-8").splitlines(), start=1):
         item = json.loads(line) if line.strip() else {}
+        if html and item.get("files"):
+            item["files"] = [f"{Path(f).stem}.html" for f in item["files"]]
         if item.get("files"):  # questions the corpus cannot answer have none
             missing = [f for f in item["files"] if f not in names]
             if missing:
@@ -238,16 +243,21 @@ def load_pydoc_es(work: Path) -> Corpus:
     return dataclasses.replace(corpus, index="pydoc")
 
 
-def load_debian(kind: str, work: Path, questions: Path, name: str | None = None) -> Corpus:
+def load_debian(kind: str, work: Path, questions: Path, name: str | None = None, html: bool = False) -> Corpus:
     """A corpus `benchmarks/corpora.py` writes from a Debian documentation package (`borg`,
     `varnish`, `postfix`, `apache`, `sqlite`, `rsyslog`, `zsh`) or from PyPI source distributions
     (`adoc`): its `write_KIND_corpus`, its files those ending in `KIND_SUFFIXES` (`.txt` when it
     has none), asked `questions` under `name` (`KIND-es` for the Spanish set); the index is the
-    corpus's, shared by its English and Spanish sets."""
+    corpus's, shared by its English and Spanish sets. `html`: the same pages as the package ships
+    them, read by locallens's HTML reader (`KIND-html`, `KIND-html-es`)."""
     sys.path.insert(0, str(c.ROOT / "benchmarks"))
     import corpora
 
     write = getattr(corpora, f"write_{kind}_corpus")
+    if html:
+        folder = write(work / f"{kind}-html-docs", html=True)
+        label = (name or kind).replace(kind, f"{kind}-html", 1)
+        return dataclasses.replace(load_docs(label, folder, questions, (".html",), html=True), index=f"{kind}-html")
     suffixes = getattr(corpora, f"{kind.upper()}_SUFFIXES", (".txt",))
     corpus = load_docs(name or kind, write(work / f"{kind}-docs"), questions, suffixes)
     return dataclasses.replace(corpus, index=kind)
@@ -908,6 +918,18 @@ def main() -> None:
         "zsh-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es"),
         "adoc": lambda: load_debian("adoc", args.work, ADOC_QUESTIONS),
         "adoc-es": lambda: load_debian("adoc", args.work, ADOC_ES_QUESTIONS, "adoc-es"),
+        # The same questions over the pages as the packages ship them (bench_answers.py's -html sets).
+        "borg-html": lambda: load_debian("borg", args.work, BORG_QUESTIONS, html=True),
+        "varnish-html": lambda: load_debian("varnish", args.work, VARNISH_QUESTIONS, html=True),
+        "varnish-html-es": lambda: load_debian("varnish", args.work, VARNISH_ES_QUESTIONS, "varnish-es", html=True),
+        "apache-html": lambda: load_debian("apache", args.work, APACHE_QUESTIONS, html=True),
+        "apache-html-es": lambda: load_debian("apache", args.work, APACHE_ES_QUESTIONS, "apache-es", html=True),
+        "sqlite-html": lambda: load_debian("sqlite", args.work, SQLITE_QUESTIONS, html=True),
+        "sqlite-html-es": lambda: load_debian("sqlite", args.work, SQLITE_ES_QUESTIONS, "sqlite-es", html=True),
+        "rsyslog-html": lambda: load_debian("rsyslog", args.work, RSYSLOG_QUESTIONS, html=True),
+        "rsyslog-html-es": lambda: load_debian("rsyslog", args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es", html=True),
+        "zsh-html": lambda: load_debian("zsh", args.work, ZSH_QUESTIONS, html=True),
+        "zsh-html-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es", html=True),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

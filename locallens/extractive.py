@@ -1046,8 +1046,7 @@ def passage_units(
             continue
         if (unit.excerpt, unit.index) in taken or (answering >= max_answering and not new_excerpt):
             continue
-        group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
-        group = [u for u in group if _text_key(u) not in seen_text]
+        group = _unprinted(_passage(unit, scored.units), taken, seen_text)
         if not any(u is unit for u in group):
             continue  # the same text as a printed unit (overlapping chunks repeat it)
         cost = sum(_tokens(u) for u in group)
@@ -1121,15 +1120,10 @@ def _with_fact(
             or not _carries(scored.units, int(i), kind)
         ):
             continue
-        group = [u for u in _passage(unit, scored.units) if (u.excerpt, u.index) not in taken]
-        group = [u for u in group if _text_key(u) not in seen_text]
-        cost = sum(_tokens(u) for u in group)
-        if not any(u is unit for u in group) or used + cost > passage_tokens:
+        group = _unprinted(_passage(unit, scored.units), taken, seen_text)
+        if not any(u is unit for u in group) or used + sum(_tokens(u) for u in group) > passage_tokens:
             return chosen, used
-        for u in group:
-            taken.add((u.excerpt, u.index))
-            seen_text.add(_text_key(u))
-        return _placed(chosen, group), used + cost
+        return _with_group(chosen, group, used, taken, seen_text)
     return chosen, used
 
 
@@ -1182,13 +1176,30 @@ def _with_default(
                 break
             entry.append(u)
     found = next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
-    if found is None or (found.excerpt, found.index) in taken or _text_key(found) in seen_text:
+    if found is None or not _unprinted([found], taken, seen_text) or used + _tokens(found) > passage_tokens:
         return chosen, used
-    if used + _tokens(found) > passage_tokens:
-        return chosen, used
-    taken.add((found.excerpt, found.index))
-    seen_text.add(_text_key(found))
-    return _placed(chosen, [found]), used + _tokens(found)
+    return _with_group(chosen, [found], used, taken, seen_text)
+
+
+def _unprinted(group: list[Unit], taken: set[tuple[int, int]], seen_text: set[str]) -> list[Unit]:
+    """The units of `group` the passage does not print yet: neither the unit itself nor its text
+    (overlapping chunks repeat a text under two excerpts)."""
+    return [u for u in group if (u.excerpt, u.index) not in taken and _text_key(u) not in seen_text]
+
+
+def _with_group(
+    chosen: list[tuple[Unit, bool]],
+    group: list[Unit],
+    used: int,
+    taken: set[tuple[int, int]],
+    seen_text: set[str],
+) -> tuple[list[tuple[Unit, bool]], int]:
+    """The passage with `group` (units of one excerpt, in order, not answering) in its place
+    (`_placed`), recorded as printed, and the tokens used with it."""
+    for u in group:
+        taken.add((u.excerpt, u.index))
+        seen_text.add(_text_key(u))
+    return _placed(chosen, group), used + sum(_tokens(u) for u in group)
 
 
 def _placed(chosen: list[tuple[Unit, bool]], group: list[Unit]) -> list[tuple[Unit, bool]]:

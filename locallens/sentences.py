@@ -101,6 +101,16 @@ def split_chunk_prefix(text: str) -> tuple[str, str]:
 _FENCE_OPEN = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 _FENCE_CLOSE = re.compile(r"[ \t]*(`{3,}|~{3,})\s*")
 
+
+def fence_opener(line: str) -> re.Match[str] | None:
+    """`line` as a code fence that may open a block (group 1 the fence, group 2 its info string:
+    "" for a bare fence, which may also close one), or None when it is none."""
+    opener = _FENCE_OPEN.fullmatch(line)
+    if opener is None or (opener.group(1)[0] == "`" and "`" in opener.group(2)):
+        return None
+    return opener
+
+
 _HEADING = re.compile(r" {0,3}#{1,6}(?:\s|$)")
 # Thematic break or setext underline: `---`, `***`, `___`, `===` (spaces allowed between marks).
 _RULE = re.compile(r" {0,3}([-*_=])[ \t]*(?:\1[ \t]*){2,}\s*$")
@@ -973,8 +983,8 @@ def split_sentences(text: str) -> list[str]:
 
         first = stripped[0]
         if first in "`~":
-            opener = _FENCE_OPEN.fullmatch(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
+            opener = fence_opener(line)
+            if opener:
                 flush()
                 fence_char, fence_len = opener.group(1)[0], len(opener.group(1))
                 fence_start = line_start

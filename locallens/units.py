@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from locallens.domain import Hit
-from locallens.sentences import split_chunk_prefix, split_sentences
+from locallens.sentences import fence_opener, split_chunk_prefix, split_sentences
 
 SENTENCE = "sentence"
 ITEM = "item"
@@ -232,24 +232,21 @@ def _heading_text(text: str) -> str:
     return text.split("\n")[0].lstrip("#").strip()
 
 
-# A fence line of a code block.
-_FENCE_LINE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})([^`\n]*)$", re.M)
-
-
 def _past_cut_block(body: str) -> str:
     """`body` without the end of a code block the chunk began inside of: when its fence lines do
     not pair up and the first one closes a block (a blank line right below it, where an opening
     fence has the block's first line), what comes before that fence, and the fence, go. Read as
     they were, the closing fence opened a block that swallowed the prose after it up to the next
     block's opening fence, and that block's code was read as prose."""
-    fences = list(_FENCE_LINE.finditer(body))
-    if len(fences) % 2 == 0 or fences[0].group(1).strip():
+    lines = body.split("\n")
+    fences = [(i, opener) for i, line in enumerate(lines) if (opener := fence_opener(line))]
+    if len(fences) % 2 == 0 or fences[0][1].group(2).strip():
         return body  # paired, or the first opens a block (```bash: only an opening fence has a language)
-    after = body[fences[0].end() :]
-    below = after[1:].split("\n", 1)[0] if after.startswith("\n") else ""
-    if below.strip() or not after.strip():
+    first = fences[0][0]
+    rest = lines[first + 1 :]
+    if (rest and rest[0].strip()) or not "".join(rest).strip():
         return body
-    return after.lstrip("\n")
+    return "\n".join(rest).lstrip("\n")
 
 
 def excerpt_units(content: str, excerpt: int) -> list[Unit]:

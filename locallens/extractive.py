@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -1009,6 +1009,46 @@ def _tokens(unit: Unit) -> int:
     return count_tokens(unit.text) + 3  # the citation
 
 
+@dataclass
+class _Passage:
+    """The passage being assembled: the units chosen (each with whether it answers), those
+    printed by place and by text (overlapping chunks repeat a text under two excerpts), and the
+    tokens used of the budget."""
+
+    scored: Scored
+    budget: int
+    chosen: list[tuple[Unit, bool]] = field(default_factory=list)
+    taken: set[tuple[int, int]] = field(default_factory=set)
+    seen_text: set[str] = field(default_factory=set)
+    used: int = 0
+
+    def best(self) -> Unit:
+        return next(u for u, answering in self.chosen if answering)
+
+    def unprinted(self, group: list[Unit]) -> list[Unit]:
+        """The units of `group` the passage does not print yet, by place or by text."""
+        return [u for u in group if (u.excerpt, u.index) not in self.taken and _text_key(u) not in self.seen_text]
+
+    def fits(self, group: Iterable[Unit]) -> bool:
+        return self.used + sum(_tokens(u) for u in group) <= self.budget
+
+    def _record(self, group: list[Unit]) -> None:
+        for u in group:
+            self.taken.add((u.excerpt, u.index))
+            self.seen_text.add(_text_key(u))
+        self.used += sum(_tokens(u) for u in group)
+
+    def append(self, group: list[Unit], answering: Unit) -> None:
+        """`group` at the passage's end, `answering` the unit of it that answers."""
+        self._record(group)
+        self.chosen.extend((u, u is answering) for u in group)
+
+    def place(self, group: list[Unit]) -> None:
+        """`group` (units of one excerpt, in order, not answering) in its place (`_placed`)."""
+        self._record(group)
+        self.chosen = _placed(self.chosen, group)
+
+
 def passage_units(
     scored: Scored,
     *,
@@ -1032,11 +1072,8 @@ def passage_units(
     holds one (`_with_fact`)."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
-    chosen: list[tuple[Unit, bool]] = []
-    taken: set[tuple[int, int]] = set()
-    seen_text: set[str] = set()
+    passage = _Passage(scored, passage_tokens)
     excerpts: set[int] = set()
-    used = 0
     answering = 0
     for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
@@ -1044,13 +1081,12 @@ def passage_units(
         new_excerpt = other_excerpts and unit.excerpt not in excerpts
         if rank and (score < MIN_ANSWER_SCORE or score < best_score - (other_margin if new_excerpt else margin)):
             continue
-        if (unit.excerpt, unit.index) in taken or (answering >= max_answering and not new_excerpt):
+        if (unit.excerpt, unit.index) in passage.taken or (answering >= max_answering and not new_excerpt):
             continue
-        group = _unprinted(_passage(unit, scored.units), taken, seen_text)
+        group = passage.unprinted(_passage(unit, scored.units))
         if not any(u is unit for u in group):
             continue  # the same text as a printed unit (overlapping chunks repeat it)
-        cost = sum(_tokens(u) for u in group)
-        if chosen and used + cost > passage_tokens:
+        if passage.chosen and not passage.fits(group):
             # Without the block it introduces, when only that does not fit; but a line that only
             # introduces (a term's name line, a setup line) says nothing without it.
             introduced = any(u.excerpt == unit.excerpt and u.index > unit.index for u in group)
@@ -1060,42 +1096,29 @@ def passage_units(
                 or (unit.text.rstrip().endswith(":") and len(key_terms(unit.text)) < MIN_NEXT_TERMS)
             ):
                 continue
-            cost = sum(_tokens(u) for u in group)
-            if used + cost > passage_tokens and unit.kind == ROW:
+            if not passage.fits(group) and unit.kind == ROW:
                 # A table row whose header row does not fit: the row alone, which still states
                 # its fact ("| SEV1 | ... | 10 minutes |" beside two units of another note; +2 stated
                 # on the development sets, none lost, 3 passages changed: docs/benchmarks.md).
                 group = [unit]
-                cost = _tokens(unit)
-            if used + cost > passage_tokens:
+            if not passage.fits(group):
                 continue
-        for u in group:
-            taken.add((u.excerpt, u.index))
-            seen_text.add(_text_key(u))
-            chosen.append((u, u is unit))
+        passage.append(group, unit)
         excerpts.add(unit.excerpt)
-        used += cost
         answering += 1
         if answering > max_answering:
             break
-    default = bool(question) and asks_default(question)
-    if default or (question and answer_type(question) == "number"):
-        chosen, used = _with_default(chosen, scored, used, passage_tokens, taken, seen_text, value=not default)
-    if question:
-        chosen, used = _with_fact(chosen, scored, order, used, passage_tokens, taken, seen_text, question)
-    return _with_next(chosen, scored, used, passage_tokens, taken, seen_text)
+    if passage.chosen:
+        default = bool(question) and asks_default(question)
+        if default or (question and answer_type(question) == "number"):
+            _with_default(passage, value=not default)
+        if question:
+            _with_fact(passage, order, question)
+        _with_next(passage)
+    return passage.chosen
 
 
-def _with_fact(
-    chosen: list[tuple[Unit, bool]],
-    scored: Scored,
-    order: np.ndarray,
-    used: int,
-    passage_tokens: int,
-    taken: set[tuple[int, int]],
-    seen_text: set[str],
-    question: str,
-) -> tuple[list[tuple[Unit, bool]], int]:
+def _with_fact(passage: _Passage, order: np.ndarray, question: str) -> None:
     """For a question asking for a kind of fact (a duration, a port, a date...: `asked_fact`) when
     no printed unit holds a value of that kind (`_carries`): the best-scoring unit of the best
     one's excerpt that holds one, with what belongs to it, among the `CANDIDATES` best units and
@@ -1104,27 +1127,29 @@ def _with_fact(
     lines on, in an option's entry ("--expire=<time>:: ... defaults to 90 days"). Only that
     excerpt: another excerpt's value is likely another subject's ("may be as high as 2 hours")."""
     kind = _refusal_fact(question)
-    if kind is None or not chosen:
-        return chosen, used
+    if kind is None:
+        return
+    scored = passage.scored
     at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
-    if any(_carries(scored.units, at[(u.excerpt, u.index)], kind) for u, _ in chosen if (u.excerpt, u.index) in at):
-        return chosen, used
-    best = next(u for u, answering in chosen if answering)
+    if any(
+        _carries(scored.units, at[(u.excerpt, u.index)], kind) for u, _ in passage.chosen if (u.excerpt, u.index) in at
+    ):
+        return
+    best = passage.best()
     for i in order[:CANDIDATES]:
         unit = scored.units[int(i)]
         if float(scored.scores[i]) < MIN_ANSWER_SCORE:
             break
         if (
             unit.excerpt != best.excerpt
-            or (unit.excerpt, unit.index) in taken
+            or (unit.excerpt, unit.index) in passage.taken
             or not _carries(scored.units, int(i), kind)
         ):
             continue
-        group = _unprinted(_passage(unit, scored.units), taken, seen_text)
-        if not any(u is unit for u in group) or used + sum(_tokens(u) for u in group) > passage_tokens:
-            return chosen, used
-        return _with_group(chosen, group, used, taken, seen_text)
-    return chosen, used
+        group = passage.unprinted(_passage(unit, scored.units))
+        if any(u is unit for u in group) and passage.fits(group):
+            passage.place(group)
+        return
 
 
 _HAS_DIGIT = re.compile(r"\d")
@@ -1146,28 +1171,17 @@ def _term_line(unit: Unit, units: Iterable[Unit]) -> bool:
     return any(u.excerpt == unit.excerpt and u.index > unit.index and u.term == unit.text for u in units)
 
 
-def _with_default(
-    chosen: list[tuple[Unit, bool]],
-    scored: Scored,
-    used: int,
-    passage_tokens: int,
-    taken: set[tuple[int, int]],
-    seen_text: set[str],
-    *,
-    value: bool = False,
-) -> tuple[list[tuple[Unit, bool]], int]:
+def _with_default(passage: _Passage, *, value: bool = False) -> None:
     """For a question asking for a default: when the best unit describes a term (an option, a
     setting) and another unit of that term's entry states its default ("Default: 10pt", "The
     default is 3."), that unit joins the passage, unless it is printed already or the budget has
     no room. A reference entry gives its default in a field of its own, after the description the
     question's words meet or before it. `value`: the question asks for a number, not for a
     default; only when the best unit holds none and the default is one."""
-    if not chosen:
-        return chosen, used
-    best = next(u for u, answering in chosen if answering)
+    best = passage.best()
     if not best.term or (value and _HAS_DIGIT.search(best.text)):
-        return chosen, used
-    same = {u.index: u for u in scored.units if u.excerpt == best.excerpt}
+        return
+    same = {u.index: u for u in passage.scored.units if u.excerpt == best.excerpt}
     entry: list[Unit] = []
     for step in (1, -1):  # after the description, then before it (fields may come first)
         for index in range(best.index + step, best.index + step * (ENTRY_UNITS + 1), step):
@@ -1176,30 +1190,8 @@ def _with_default(
                 break
             entry.append(u)
     found = next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
-    if found is None or not _unprinted([found], taken, seen_text) or used + _tokens(found) > passage_tokens:
-        return chosen, used
-    return _with_group(chosen, [found], used, taken, seen_text)
-
-
-def _unprinted(group: list[Unit], taken: set[tuple[int, int]], seen_text: set[str]) -> list[Unit]:
-    """The units of `group` the passage does not print yet: neither the unit itself nor its text
-    (overlapping chunks repeat a text under two excerpts)."""
-    return [u for u in group if (u.excerpt, u.index) not in taken and _text_key(u) not in seen_text]
-
-
-def _with_group(
-    chosen: list[tuple[Unit, bool]],
-    group: list[Unit],
-    used: int,
-    taken: set[tuple[int, int]],
-    seen_text: set[str],
-) -> tuple[list[tuple[Unit, bool]], int]:
-    """The passage with `group` (units of one excerpt, in order, not answering) in its place
-    (`_placed`), recorded as printed, and the tokens used with it."""
-    for u in group:
-        taken.add((u.excerpt, u.index))
-        seen_text.add(_text_key(u))
-    return _placed(chosen, group), used + sum(_tokens(u) for u in group)
+    if found is not None and passage.unprinted([found]) and passage.fits([found]):
+        passage.place([found])
 
 
 def _placed(chosen: list[tuple[Unit, bool]], group: list[Unit]) -> list[tuple[Unit, bool]]:
@@ -1218,14 +1210,7 @@ _CONTINUATION = frozenset({SENTENCE, ITEM, DEFINITION, CODE})
 MIN_NEXT_TERMS = 4
 
 
-def _with_next(
-    chosen: list[tuple[Unit, bool]],
-    scored: Scored,
-    used: int,
-    passage_tokens: int,
-    taken: set[tuple[int, int]],
-    seen_text: set[str],
-) -> list[tuple[Unit, bool]]:
+def _with_next(passage: _Passage) -> None:
     """The passage with the unit right after the best one (in its excerpt) when the budget has
     room for it: the best-matching unit often restates the question's topic and the answer is
     the line after it ("It will fail if /tmp is mounted with the noexec option." then "You can
@@ -1233,33 +1218,30 @@ def _with_next(
     the scoring left out (a cut sentence, one too long), a text already printed, or a fragment of
     fewer than `MIN_NEXT_TERMS` key terms is not added; a setup line ending with ":" only with
     the block it introduces."""
-    if not chosen:
-        return chosen
-    best = next(u for u, answering in chosen if answering)
+    scored = passage.scored
+    best = passage.best()
     at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
     k = at.get((best.excerpt, best.index + 1))
     if k is None or scored.scores[k] <= 0:
-        return chosen
+        return
     nxt = scored.units[k]
-    key = _text_key(nxt)
-    if (nxt.excerpt, nxt.index) in taken or nxt.kind not in _CONTINUATION or key in seen_text:
-        return chosen
+    if (nxt.excerpt, nxt.index) in passage.taken or nxt.kind not in _CONTINUATION or not passage.unprinted([nxt]):
+        return
     if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
-        return chosen  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
+        return  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
     if is_field(nxt.text) or _term_line(nxt, scored.units):
-        return chosen  # a reference entry's next field ("Context: server config"), or the next entry
+        return  # a reference entry's next field ("Context: server config"), or the next entry
     group = [nxt]
     if nxt.text.rstrip().endswith(":"):
         # A setup line comes with the block it introduces, or not at all.
         k2 = at.get((nxt.excerpt, nxt.index + 1))
         block = scored.units[k2] if k2 is not None else None
-        if block is None or block.setup != nxt.index or (block.excerpt, block.index) in taken:
-            return chosen
+        if block is None or block.setup != nxt.index or (block.excerpt, block.index) in passage.taken:
+            return
         group.append(block)
-    if used + sum(_tokens(u) for u in group) > passage_tokens:
-        return chosen
-    # After the last printed unit of the best one's group (its introduced block, if printed).
-    return _placed(chosen, group)
+    if passage.fits(group):
+        # After the last printed unit of the best one's group (its introduced block, if printed).
+        passage.place(group)
 
 
 # A summary's later units are prose: a code block, or a table row or header without the rest of

@@ -1278,13 +1278,18 @@ def summary_units(
             m = match(unit.text)
             if m > heading_match:
                 best_heading, heading_match = unit, m
-    doc = max(paths, key=lambda p: (doc_match[p], -paths.index(p)))
-    if max(doc_match[doc], heading_match) < MIN_TOPIC_MATCH:
+    # Of the documents named equally well, the best ranked that holds the whole topic: one that
+    # holds only part of it ("the travel insurance policy" over the travel and expense policy,
+    # without a word of insurance; "the Madrid office benefits" over the Madrid office's network
+    # page) is not what was asked about.
+    best_match = max(doc_match.values())
+    named = [p for p in dict.fromkeys(paths) if doc_match[p] == best_match]
+    holds = [
+        p for p in named if not missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == p])
+    ]
+    if max(best_match, heading_match) < MIN_TOPIC_MATCH or not holds:
         return None
-    if missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == doc]):
-        # The document holds only part of the topic ("the travel insurance policy" over the
-        # travel and expense policy, without a word of insurance): it is not what was asked about.
-        return None
+    doc = holds[0]
     if best_heading is not None and heading_match > doc_match[doc]:
         section = best_heading.text.split("\n")[0].lstrip("#").strip()
         scope = [

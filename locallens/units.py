@@ -234,18 +234,23 @@ def _heading_text(text: str) -> str:
 
 def _past_cut_block(body: str) -> str:
     """`body` without the end of a code block the chunk began inside of: when its fence lines do
-    not pair up and the first one closes a block (a blank line right below it, where an opening
-    fence has the block's first line), what comes before that fence, and the fence, go. Read as
-    they were, the closing fence opened a block that swallowed the prose after it up to the next
-    block's opening fence, and that block's code was read as prose."""
+    not pair up, or pair up only because the chunk's end cuts another block too (its last fence
+    has the block's first line below it), and the first one closes a block (code above it, not a
+    setup line ending with ":", and a blank line right below it, where an opening fence has the
+    block's first line), what comes before that fence, and the fence, go. Read as they were,
+    the closing fence opened a block that swallowed the prose after it up to the next block's
+    opening fence, and that block's code was read as prose."""
     lines = body.split("\n")
     fences = [(i, opener) for i, line in enumerate(lines) if (opener := fence_opener(line))]
-    if len(fences) % 2 == 0 or fences[0][1].group(2).strip():
-        return body  # paired, or the first opens a block (```bash: only an opening fence has a language)
-    first = fences[0][0]
+    if not fences or fences[0][1].group(2).strip():
+        return body  # none, or the first opens a block (```bash: only an opening fence has a language)
+    first, last = fences[0][0], fences[-1][0]
+    if len(fences) % 2 == 0 and (last + 1 >= len(lines) or not lines[last + 1].strip()):
+        return body  # paired, and the last closes its block
+    before = [line for line in lines[:first] if line.strip()]
     rest = lines[first + 1 :]
-    if (rest and rest[0].strip()) or not "".join(rest).strip():
-        return body
+    if not before or before[-1].rstrip().endswith(":") or (rest and rest[0].strip()) or not "".join(rest).strip():
+        return body  # the first fence opens a block: a setup line ("Run:") or its first line
     return "\n".join(rest).lstrip("\n")
 
 

@@ -259,6 +259,15 @@ def test_html_pre_keeps_its_layout(tmp_path: Path) -> None:
     doc = read(tmp_path, "code.html")
     assert isinstance(doc, Document)
     assert doc.text == "Run:\n\n```\ndocker run \\\n  --rm  -it x\n```"  # a code block, fenced
+    # Under a list item's text, a block of its own between the item and the next one.
+    write(
+        tmp_path / "steps.html",
+        "<ol><li><p>Install the tool:</p><pre>pip install quill\nquill init</pre></li><li>Run it.</li></ol>"
+        "<ul><li><pre>opens the item</pre></li></ul>",
+    )
+    assert read(tmp_path, "steps.html").text == (  # type: ignore[union-attr]
+        "1. Install the tool:\n\n```\npip install quill\nquill init\n```\n\n2. Run it.\n\n- opens the item"
+    )
     # A <pre> longer than a code block (a manual page some converters wrap whole) stays text.
     lines = "\n".join(f"Line {n} of the page." for n in range(60))
     write(tmp_path / "wrapped.html", f"<pre>{lines}</pre>")
@@ -280,6 +289,60 @@ def test_html_navigation_landmarks_and_permalinks_are_not_text(tmp_path: Path) -
     assert page.headings == ((1, "Grace mode"),)  # type: ignore[union-attr]
     write(tmp_path / "open.html", '<p>Before.</p><div role="navigation"><div>Menu<p>Rest of the page.</p>')
     assert read(tmp_path, "open.html").text == "Before.\n\nMenu\n\nRest of the page."  # type: ignore[union-attr]
+
+
+def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
+    """A block that holds nothing but links, two or more, one of them off the page, is navigation
+    without a landmark (texinfo's "[ << ] [ Up ]" row, a site's breadcrumbs and menu bar, a
+    theme's sidebar of other pages) and is not the page's text. A page's own table of contents
+    (links into the page), a list of links a sentence introduces, one link alone and links among
+    words stay."""
+    write(
+        tmp_path / "page.html",
+        '<table class="header"><tr><td>[<a href="a.html"> &lt;&lt; </a>]</td><td>[<a href="#up"> Up </a>]</td>'
+        "<td>&nbsp;</td></tr></table>"
+        '<div id="path"><a href="/">Site</a> &gt; <a href="/docs/">Docs</a> &gt; <a href="/docs/mod/">Modules</a></div>'
+        '<div class="sidebar"><h3><a href="index.html">Contents</a></h3>'
+        '<ul><li><a href="install.html">Installation</a></li><li><a href="usage.html">Usage</a></li></ul></div>'
+        "<h1>Grace mode</h1>"
+        '<h3>Directives</h3><ul id="toc"><li><a href="#grace">GraceTime</a></li><li><a href="#keep">KeepTime</a></li></ul>'
+        '<p>Stale objects come from other modules such as:</p><ul><li><a href="m1.html">mod_a</a></li>'
+        '<li><a href="m2.html">mod_b</a></li></ul>'
+        '<p><a href="notes.html">Release notes</a></p>'
+        '<ul><li><a href="x.html">GraceTime</a>: how long</li><li><a href="y.html">KeepTime</a>: how long more</li></ul>',
+    )
+    page = read(tmp_path, "page.html")
+    assert page.text.split("\n\n") == [  # type: ignore[union-attr]
+        "Grace mode",
+        "Directives",
+        "- GraceTime\n- KeepTime",
+        "Stale objects come from other modules such as:",
+        "- mod_a\n- mod_b",
+        "Release notes",
+        "- GraceTime: how long\n- KeepTime: how long more",
+    ]
+    assert page.headings == ((1, "Grace mode"), (3, "Directives"))  # type: ignore[union-attr]
+
+
+def test_html_title_names_the_page_not_its_site(tmp_path: Path) -> None:
+    """A <title> that is the page's heading and its site's name ("Authors — Borg 1.2.4
+    documentation", "mod_dir - Apache HTTP Server", "22 Zsh Modules (zsh)") is the heading that
+    names the page, and its line is not written above that heading; a title no heading names
+    stays whole, and its line stays."""
+    for title, heading in (
+        ("Authors &#8212; Borg 1.2.4 documentation", "Authors"),
+        ("mod_dir - Apache HTTP Server Version 2.4", "Apache Module mod_dir"),
+        ("22 Zsh Modules (zsh)", "22 Zsh Modules"),
+        ("Borg 1.2.4 documentation | Authors", "Authors"),
+    ):
+        write(tmp_path / "page.html", f"<html><head><title>{title}</title></head><h1>{heading}</h1><p>Text.</p>")
+        page = read(tmp_path, "page.html")
+        assert page.title == heading  # type: ignore[union-attr]
+        assert page.text == f"{heading}\n\nText."  # type: ignore[union-attr]
+    write(tmp_path / "page.html", "<title>Release notes - Quill</title><h1>What changed</h1><p>Text.</p>")
+    page = read(tmp_path, "page.html")
+    assert page.title == "Release notes - Quill"  # type: ignore[union-attr]
+    assert page.text == "Release notes - Quill\n\nWhat changed\n\nText."  # type: ignore[union-attr]
 
 
 def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """HTML: the visible text (no scripts, styles or <head>, no navigation landmarks: `<nav>`,
-`role="navigation"`), paragraphs as blank-line-separated blocks, list items with their "- " /
+`role="navigation"`, nor blocks made of links alone: see `_LinkBlock`), paragraphs as blank-line-separated blocks, list items with their "- " /
 "1. " markers (nested lists indented), table rows as `| a | b |` lines, preformatted blocks of up
 to `MAX_FENCED_LINES` lines as fenced code blocks (```` ``` ````), a definition list's short
 terms as `term::` over their description (as AsciiDoc writes them: `--timeout <seconds>::`), the
@@ -14,6 +14,7 @@ stays text, and a term that is a sentence or a question (a FAQ's `<dt>`) gets no
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from html.parser import HTMLParser
 from typing import Any
 
@@ -68,6 +69,37 @@ MAX_FENCED_LINES = 40
 MAX_TERM_CHARS = 80
 # A source line range: (first, last), 1-based; None for the breaks between texts.
 _Lines = tuple[int, int] | None
+# Blocks that are taken out when they hold nothing but links (`_LinkBlock`).
+_LINK_BLOCK_TAGS = frozenset({"p", "div", "table", "ul", "ol", "menu", "dl", "section", "header", "footer", "aside"})
+# Text between links that does not make a block content: separators and brackets
+# ("[ << ] [ < ] [ Up ]", "Apache > HTTP Server > Documentation", "Modules | Directives").
+_LINK_SEPARATORS = re.compile(r"[\s\[\](){}|<>«»‹›·•,;:/\\=^*~#?!.\-–—]*")
+# A block of links alone is navigation from this many links on: one link alone is content ("Download
+# the release notes").
+MIN_NAVIGATION_LINKS = 2
+
+
+class _LinkBlock:
+    """A block element being read (`_LINK_BLOCK_TAGS`, not inside a table's cell or a <pre>):
+    where its text starts in the parts and headings, how many links it holds, and whether it
+    holds text outside a link. One whose text is links alone, two or more (a navigation bar
+    without a landmark: texinfo's "[ << ] [ < ] [ Up ]" row and a chapter's menu of its
+    sections, a Sphinx theme's sidebar contents, a site's breadcrumbs and menu bar) is taken out
+    when it closes, as a landmark is."""
+
+    __slots__ = ("at", "content", "heads", "links", "off_page", "tag")
+
+    def __init__(self, tag: str, at: int, heads: int) -> None:
+        self.tag, self.at, self.heads = tag, at, heads
+        self.links = 0
+        self.off_page = False  # a link leads off the page (not a "#fragment" of its own)
+        self.content = False
+
+    def navigation(self) -> bool:
+        """Links alone, two or more, and not all into the page itself: a page's own table of
+        contents (Apache's list of a module's directives, a chapter's menu of its sections) names
+        what is far below it, and stays."""
+        return self.links >= MIN_NAVIGATION_LINKS and self.off_page and not self.content
 
 
 class _TextExtractor(HTMLParser):
@@ -95,7 +127,9 @@ class _TextExtractor(HTMLParser):
         # tag are open, and where its text starts in `parts` and `headings`.
         self.nav: tuple[str, int, int, int] | None = None
         self.link_depth = 0  # inside <a>
+        self.blocks: list[_LinkBlock] = []  # the open blocks (`_LinkBlock`), innermost last
         self.title_parts: list[str] = []  # the text of <title>
+        self.title_at: tuple[int, int] | None = None  # where its text is in `parts`
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
         self.headings: list[tuple[int, str]] = []
         self.lists: list[list[Any]] = []  # open lists, innermost last: [ordered, last number]
@@ -163,10 +197,49 @@ class _TextExtractor(HTMLParser):
         if start and (tag == "nav" or (dict(attrs).get("role") or "").strip().lower() == "navigation"):
             self.nav = (tag, 1, len(self.parts), len(self.headings))
 
+    def _open_block(self, tag: str) -> None:
+        if tag in _LINK_BLOCK_TAGS and not self.pre_depth and not self.table_depth:
+            self.blocks.append(_LinkBlock(tag, len(self.parts), len(self.headings)))
+
+    def _close_block(self, tag: str) -> None:
+        """A block closes (and any left open inside it, as HTML closes them): one made of links
+        alone is taken out, unless something it opened is still being read."""
+        if tag not in _LINK_BLOCK_TAGS or not any(block.tag == tag for block in self.blocks):
+            return
+        while self.blocks:
+            block = self.blocks.pop()
+            open_after = [at for at in (self.dt_start, self.pre_start, self.nav and self.nav[2]) if at is not None]
+            if (
+                block.navigation()
+                and self.row is None
+                and not any(at >= block.at for at in open_after)
+                and not (block.tag in _HTML_LIST and self._introduced(block.at))
+            ):
+                del self.parts[block.at :], self.part_lines[block.at :], self.headings[block.heads :]
+                self.marker = ""
+                self._break(2)
+            if block.tag == tag:
+                return
+
+    def _introduced(self, at: int) -> bool:
+        """Whether the text before `at` ends with a colon: a list of links a sentence introduces
+        ("... from other modules such as:") is the sentence's, not navigation."""
+        for part in reversed(self.parts[:at]):
+            if part.strip():
+                return part.rstrip().endswith(":")
+        return False
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._navigation(tag, attrs, start=True)
         if tag == "a":
             self.link_depth += 1
+            if not self.hidden_depth and not self.in_head:
+                off_page = not (dict(attrs).get("href") or "").strip().startswith("#")
+                for block in self.blocks:
+                    block.links += 1
+                    block.off_page = block.off_page or off_page
+        if not self.hidden_depth and not self.in_head:
+            self._open_block(tag)
         if tag in _HTML_HIDDEN:
             self.hidden_depth += 1
             return
@@ -177,6 +250,7 @@ class _TextExtractor(HTMLParser):
             self.in_head = False  # tolerate a missing </head>
         if tag == "title":
             self.in_title = True
+            self.title_at = (len(self.parts), len(self.parts))
         if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self.heading = (int(tag[1]), [])
         if tag == "pre":
@@ -247,8 +321,15 @@ class _TextExtractor(HTMLParser):
             self._write("\n", None)
             self._write("```", None)
         self._break(2)
+        if self.lists:
+            self.pending = 2  # `_break` keeps a list's lines together; the block stands apart
 
     def handle_endtag(self, tag: str) -> None:
+        self._end_element(tag)
+        if not self.table_depth and not self.pre_depth and not self.hidden_depth:
+            self._close_block(tag)
+
+    def _end_element(self, tag: str) -> None:
         self._navigation(tag, [], start=False)
         if tag == "a":
             self.link_depth = max(0, self.link_depth - 1)
@@ -260,6 +341,8 @@ class _TextExtractor(HTMLParser):
             return
         if tag == "title":
             self.in_title = False
+            if self.title_at is not None:
+                self.title_at = (self.title_at[0], len(self.parts))
         if self.heading is not None and tag == f"h{self.heading[0]}":
             heading = one_line("".join(self.heading[1]))
             if heading:
@@ -311,6 +394,9 @@ class _TextExtractor(HTMLParser):
             return
         if self.link_depth and data.strip() == "\u00b6":
             return  # a heading's permalink (Sphinx, Docutils): "Grace mode¶"
+        if self.blocks and not self.link_depth and not self.in_title and not _LINK_SEPARATORS.fullmatch(data):
+            for block in self.blocks:
+                block.content = True
         if self.in_title:
             self.title_parts.append(data)
         if self.heading is not None:
@@ -326,9 +412,11 @@ class _TextExtractor(HTMLParser):
         if self.pre_depth:
             # Preformatted: keep its spacing and line breaks, each line from its own source line.
             if data:
-                if self.pre_start is None and not self.lists and self.table_depth == 0:
+                if self.pre_start is None and self.table_depth == 0 and not (self.lists and self.marker):
                     if not data.strip():
                         return  # the whitespace before the block's text
+                    if self.lists:  # under an item's text: a block of its own, the list goes on after it
+                        self.pending = 2
                     self._emit("", None)  # pays the breaks owed before it
                     self.pre_start = len(self.parts)
                     content = data.lstrip("\n")  # a newline right after <pre> is not content
@@ -405,8 +493,36 @@ def parse_html(source: str) -> tuple[str, str, tuple[tuple[int, str], ...], tupl
         parser.close()
     except Exception as exc:  # html.parser is lenient, but old versions assert on odd markup
         raise ReadSkip(f"cannot parse HTML: {exc}", error=True) from None
+    title = one_line("".join(parser.title_parts))
+    own = page_title(title, parser.headings)
+    if own != title and parser.title_at is not None:
+        # The page's heading says it below: the title's line would only add the site's name.
+        start, end = parser.title_at
+        del parser.parts[start:end], parser.part_lines[start:end]
     text, spans = parser.result()
-    return text, one_line("".join(parser.title_parts)), tuple(parser.headings), spans
+    return text, own, tuple(parser.headings), spans
+
+
+# What joins a page's name and its site's in a <title>: "borg mount — Borg documentation",
+# "mod_dir - Apache HTTP Server Version 2.4", "Getting help | Project", "22 Zsh Modules (zsh)".
+_TITLE_PARTS = re.compile(r"\s+(?:[-–—|·»«]|::)\s+|\s+(?=\([^()]*\)$)")
+
+
+def page_title(title: str, headings: Sequence[tuple[int, str]]) -> str:
+    """The page's own name, not its site's: the first of the page's first three headings that
+    holds the part of its <title> before or after a separator ("Apache Module mod_dir" for
+    "mod_dir - Apache HTTP Server Version 2.4", "Authors" for "Authors — Borg 1.2.4
+    documentation", "22 Zsh Modules" for "22 Zsh Modules (zsh)"). Every page of a site
+    repeats the site's name; in each chunk's header it says nothing about the chunk. A title
+    no heading names stays whole."""
+    names = [(" ".join(text.casefold().split()), text) for _, text in headings[:3]]
+    for separator in _TITLE_PARTS.finditer(title):
+        for part in (title[: separator.start()], title[separator.end() :]):
+            own = " ".join(part.casefold().split())
+            for name, text in names:
+                if len(own) >= 3 and own in name:
+                    return text
+    return title
 
 
 def html_text(source: str) -> tuple[str, str, tuple[tuple[int, str], ...]]:

@@ -292,11 +292,11 @@ def test_html_navigation_landmarks_and_permalinks_are_not_text(tmp_path: Path) -
 
 
 def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
-    """A block that holds nothing but links, two or more, one of them off the page, is navigation
-    without a landmark (texinfo's "[ << ] [ Up ]" row, a site's breadcrumbs and menu bar, a
-    theme's sidebar of other pages) and is not the page's text. A page's own table of contents
-    (links into the page), a list of links a sentence introduces, one link alone and links among
-    words stay."""
+    """A bar, a row or a container that holds nothing but links, two or more, one of them off the
+    page, is navigation without a landmark (texinfo's "[ << ] [ Up ]" row, a site's breadcrumbs
+    and menu bar, a theme's sidebar of other pages) and is not the page's text. A list of links
+    on its own (an index of pages, links into the page), one link alone and links among words
+    stay."""
     write(
         tmp_path / "page.html",
         '<table class="header"><tr><td>[<a href="a.html"> &lt;&lt; </a>]</td><td>[<a href="#up"> Up </a>]</td>'
@@ -309,6 +309,7 @@ def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
         '<p>Stale objects come from other modules such as:</p><ul><li><a href="m1.html">mod_a</a></li>'
         '<li><a href="m2.html">mod_b</a></li></ul>'
         '<p><a href="notes.html">Release notes</a></p>'
+        '<ul><li><a href="grace.html">Grace mode</a></li><li><a href="keep.html">Keep mode</a></li></ul>'
         '<ul><li><a href="x.html">GraceTime</a>: how long</li><li><a href="y.html">KeepTime</a>: how long more</li></ul>',
     )
     page = read(tmp_path, "page.html")
@@ -319,6 +320,7 @@ def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
         "Stale objects come from other modules such as:",
         "- mod_a\n- mod_b",
         "Release notes",
+        "- Grace mode\n- Keep mode",
         "- GraceTime: how long\n- KeepTime: how long more",
     ]
     assert page.headings == ((1, "Grace mode"), (3, "Directives"))  # type: ignore[union-attr]

@@ -69,8 +69,10 @@ MAX_FENCED_LINES = 40
 MAX_TERM_CHARS = 80
 # A source line range: (first, last), 1-based; None for the breaks between texts.
 _Lines = tuple[int, int] | None
-# Blocks that are taken out when they hold nothing but links (`_LinkBlock`).
-_LINK_BLOCK_TAGS = frozenset({"p", "div", "table", "ul", "ol", "menu", "dl", "section", "header", "footer", "aside"})
+# Blocks that are taken out when they hold nothing but links (`_LinkBlock`): a bar, a row, a
+# container. A list of links on its own is content (an index page's list of its pages, "see also"
+# lists); a container holding nothing but one (a theme's sidebar) is not.
+_LINK_BLOCK_TAGS = frozenset({"p", "div", "table", "section", "header", "footer", "aside"})
 # Text between links that does not make a block content: separators and brackets
 # ("[ << ] [ < ] [ Up ]", "Apache > HTTP Server > Documentation", "Modules | Directives").
 _LINK_SEPARATORS = re.compile(r"[\s\[\](){}|<>«»‹›·•,;:/\\=^*~#?!.\-–—]*")
@@ -83,9 +85,8 @@ class _LinkBlock:
     """A block element being read (`_LINK_BLOCK_TAGS`, not inside a table's cell or a <pre>):
     where its text starts in the parts and headings, how many links it holds, and whether it
     holds text outside a link. One whose text is links alone, two or more (a navigation bar
-    without a landmark: texinfo's "[ << ] [ < ] [ Up ]" row and a chapter's menu of its
-    sections, a Sphinx theme's sidebar contents, a site's breadcrumbs and menu bar) is taken out
-    when it closes, as a landmark is."""
+    without a landmark: texinfo's "[ << ] [ < ] [ Up ]" row, a Sphinx theme's sidebar, a site's
+    breadcrumbs and menu bar) is taken out when it closes, as a landmark is."""
 
     __slots__ = ("at", "content", "heads", "links", "off_page", "tag")
 
@@ -209,25 +210,12 @@ class _TextExtractor(HTMLParser):
         while self.blocks:
             block = self.blocks.pop()
             open_after = [at for at in (self.dt_start, self.pre_start, self.nav and self.nav[2]) if at is not None]
-            if (
-                block.navigation()
-                and self.row is None
-                and not any(at >= block.at for at in open_after)
-                and not (block.tag in _HTML_LIST and self._introduced(block.at))
-            ):
+            if block.navigation() and self.row is None and not any(at >= block.at for at in open_after):
                 del self.parts[block.at :], self.part_lines[block.at :], self.headings[block.heads :]
                 self.marker = ""
                 self._break(2)
             if block.tag == tag:
                 return
-
-    def _introduced(self, at: int) -> bool:
-        """Whether the text before `at` ends with a colon: a list of links a sentence introduces
-        ("... from other modules such as:") is the sentence's, not navigation."""
-        for part in reversed(self.parts[:at]):
-            if part.strip():
-                return part.rstrip().endswith(":")
-        return False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._navigation(tag, attrs, start=True)

@@ -391,3 +391,39 @@ def test_a_corpus_as_html_copies_the_chapters_as_shipped(tmp_path: Path, monkeyp
     assert [r.get("files") for r in load_set("zsh")][:3] == [
         [f.replace(".html", ".txt") for f in r.get("files", [])] for r in rows[:3]
     ]
+
+
+def test_a_seeded_benchmark_index_built_by_other_indexing_code_is_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench_answers.build_index` reuses an index only when the code that read, chunked and
+    embedded it is the imported one's: indexing is incremental, and an index built by other
+    readers keeps their text for every file that did not change."""
+    import bench_answers
+
+    import locallens.indexer
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "note.md").write_text("A note.\n")
+    indexed: list[bool] = []
+
+    def fake_index(request: object) -> None:
+        indexed.append(request.db.exists())  # type: ignore[attr-defined]
+        request.db.write_bytes(b"index")  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(bench_answers, "corpus_dir", lambda corpus, workdir: folder)
+    monkeypatch.setattr(locallens.indexer, "index", fake_index)
+    monkeypatch.setattr(bench_answers, "_roots", lambda db, folder: [folder])
+    work = tmp_path / "work"
+    work.mkdir()
+    db = bench_answers.build_index("notes", work)
+    bench_answers.build_index("notes", work)  # the same code: the index is reused, incrementally
+    monkeypatch.setattr(bench_answers, "index_code_fingerprint", lambda: "another reader")
+    bench_answers.build_index("notes", work)  # other code: built afresh
+    assert indexed == [False, True, False]
+    assert (work / f"{db.stem}.index-code").read_text().strip() == "another reader"
+    # An index seeded before the stamp was kept is built afresh too.
+    (work / f"{db.stem}.index-code").unlink()
+    bench_answers.build_index("notes", work)
+    assert indexed[-1] is False

@@ -83,24 +83,18 @@ MIN_NAVIGATION_LINKS = 2
 
 class _LinkBlock:
     """A block element being read (`_LINK_BLOCK_TAGS`, not inside a table's cell or a <pre>):
-    where its text starts in the parts and headings, how many links it holds, and whether it
-    holds text outside a link. One whose text is links alone, two or more (a navigation bar
-    without a landmark: texinfo's "[ << ] [ < ] [ Up ]" row, a Sphinx theme's sidebar, a site's
-    breadcrumbs and menu bar) is taken out when it closes, as a landmark is."""
+    where its text starts in the parts and headings, and the parser's counts of links, links
+    off the page and text outside links when it opened (what it holds is the counts' growth: one
+    step per link or text, however deep the blocks nest). One whose text is links alone, two or
+    more (a navigation bar without a landmark: texinfo's "[ << ] [ < ] [ Up ]" row, a Sphinx
+    theme's sidebar, a site's breadcrumbs and menu bar) is taken out when it closes, as a
+    landmark is."""
 
-    __slots__ = ("at", "content", "heads", "links", "off_page", "tag")
+    __slots__ = ("at", "content_at", "heads", "links_at", "off_page_at", "tag")
 
-    def __init__(self, tag: str, at: int, heads: int) -> None:
+    def __init__(self, tag: str, at: int, heads: int, counts: tuple[int, int, int]) -> None:
         self.tag, self.at, self.heads = tag, at, heads
-        self.links = 0
-        self.off_page = False  # a link leads off the page (not a "#fragment" of its own)
-        self.content = False
-
-    def navigation(self) -> bool:
-        """Links alone, two or more, and not all into the page itself: a page's own table of
-        contents (Apache's list of a module's directives, a chapter's menu of its sections) names
-        what is far below it, and stays."""
-        return self.links >= MIN_NAVIGATION_LINKS and self.off_page and not self.content
+        self.links_at, self.off_page_at, self.content_at = counts
 
 
 class _TextExtractor(HTMLParser):
@@ -129,6 +123,10 @@ class _TextExtractor(HTMLParser):
         self.nav: tuple[str, int, int, int] | None = None
         self.link_depth = 0  # inside <a>
         self.blocks: list[_LinkBlock] = []  # the open blocks (`_LinkBlock`), innermost last
+        self.open_blocks: dict[str, int] = {}  # how many of `blocks` each tag has
+        self.links = 0  # links read, links leading off the page (not a "#fragment" of its own), and
+        self.off_page_links = 0  # pieces of text outside a link (not separators), so far
+        self.content = 0
         self.title_parts: list[str] = []  # the text of <title>
         self.title_at: tuple[int, int] | None = None  # where its text is in `parts`
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
@@ -200,17 +198,30 @@ class _TextExtractor(HTMLParser):
 
     def _open_block(self, tag: str) -> None:
         if tag in _LINK_BLOCK_TAGS and not self.pre_depth and not self.table_depth:
-            self.blocks.append(_LinkBlock(tag, len(self.parts), len(self.headings)))
+            counts = (self.links, self.off_page_links, self.content)
+            self.blocks.append(_LinkBlock(tag, len(self.parts), len(self.headings), counts))
+            self.open_blocks[tag] = self.open_blocks.get(tag, 0) + 1
+
+    def _navigation_block(self, block: _LinkBlock) -> bool:
+        """Links alone, two or more, and not all into the page itself: a page's own table of
+        contents (a texinfo chapter's menu of its sections) names what is far below it, and
+        stays."""
+        return (
+            self.links - block.links_at >= MIN_NAVIGATION_LINKS
+            and self.off_page_links > block.off_page_at
+            and self.content == block.content_at
+        )
 
     def _close_block(self, tag: str) -> None:
         """A block closes (and any left open inside it, as HTML closes them): one made of links
         alone is taken out, unless something it opened is still being read."""
-        if tag not in _LINK_BLOCK_TAGS or not any(block.tag == tag for block in self.blocks):
+        if not self.open_blocks.get(tag):
             return
         while self.blocks:
             block = self.blocks.pop()
+            self.open_blocks[block.tag] -= 1
             open_after = [at for at in (self.dt_start, self.pre_start, self.nav and self.nav[2]) if at is not None]
-            if block.navigation() and self.row is None and not any(at >= block.at for at in open_after):
+            if self._navigation_block(block) and self.row is None and not any(at >= block.at for at in open_after):
                 del self.parts[block.at :], self.part_lines[block.at :], self.headings[block.heads :]
                 self.marker = ""
                 self._break(2)
@@ -222,10 +233,8 @@ class _TextExtractor(HTMLParser):
         if tag == "a":
             self.link_depth += 1
             if not self.hidden_depth and not self.in_head:
-                off_page = not (dict(attrs).get("href") or "").strip().startswith("#")
-                for block in self.blocks:
-                    block.links += 1
-                    block.off_page = block.off_page or off_page
+                self.links += 1
+                self.off_page_links += not (dict(attrs).get("href") or "").strip().startswith("#")
         if not self.hidden_depth and not self.in_head:
             self._open_block(tag)
         if tag in _HTML_HIDDEN:
@@ -382,9 +391,8 @@ class _TextExtractor(HTMLParser):
             return
         if self.link_depth and data.strip() == "\u00b6":
             return  # a heading's permalink (Sphinx, Docutils): "Grace mode¶"
-        if self.blocks and not self.link_depth and not self.in_title and not _LINK_SEPARATORS.fullmatch(data):
-            for block in self.blocks:
-                block.content = True
+        if not self.link_depth and not self.in_title and not _LINK_SEPARATORS.fullmatch(data):
+            self.content += 1
         if self.in_title:
             self.title_parts.append(data)
         if self.heading is not None:

@@ -1,10 +1,11 @@
 """HTML: the visible text (no scripts, styles or <head>, no navigation landmarks: `<nav>`,
-`role="navigation"`, nor blocks made of links alone: see `_LinkBlock`), paragraphs as blank-line-separated blocks, list items with their "- " /
-"1. " markers (nested lists indented), table rows as `| a | b |` lines, preformatted blocks of up
-to `MAX_FENCED_LINES` lines as fenced code blocks (```` ``` ````), a definition list's short
-terms as `term::` over their description (as AsciiDoc writes them: `--timeout <seconds>::`), the
-<title> and the h1-h6 headings; and, for every line of that text, the lines of the source file
-it comes from (so a chunk is cited as `page.html:12-15`).
+`role="navigation"`, nor bars and containers of links alone: see `_LinkBlock`), paragraphs as
+blank-line-separated blocks, list items with their "- " / "1. " markers (nested lists
+indented), table rows as `| a | b |` lines, preformatted blocks of up to `MAX_FENCED_LINES` lines
+as fenced code blocks (```` ``` ````), a definition list's short terms as `term::` over their
+description (as AsciiDoc writes them: `--timeout <seconds>::`), the <title> (without its site's
+name: `page_title`) and the h1-h6 headings; and, for every line of that text, the lines of the
+source file it comes from (so a chunk is cited as `page.html:12-15`).
 
 A term and a command are then read as what they are: without the marks, a term alone on its line
 (`precmd`, `--[no-]index`) and a command of a <pre> (`quill stash-keep [-q | --quiet]`) read as
@@ -124,8 +125,10 @@ class _TextExtractor(HTMLParser):
         self.link_depth = 0  # inside <a>
         self.blocks: list[_LinkBlock] = []  # the open blocks (`_LinkBlock`), innermost last
         self.open_blocks: dict[str, int] = {}  # how many of `blocks` each tag has
-        self.links = 0  # links read, links leading off the page (not a "#fragment" of its own), and
-        self.off_page_links = 0  # pieces of text outside a link (not separators), so far
+        # Running counts (`_LinkBlock`): links read, those leading off the page (not to a
+        # "#fragment" of its own), and pieces of text read outside a link (not separators).
+        self.links = 0
+        self.off_page_links = 0
         self.content = 0
         self.title_parts: list[str] = []  # the text of <title>
         self.title_at: tuple[int, int] | None = None  # where its text is in `parts`

@@ -295,8 +295,8 @@ def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
     """A bar, a row or a container that holds nothing but links, two or more, one of them off the
     page, is navigation without a landmark (texinfo's "[ << ] [ Up ]" row, a site's breadcrumbs
     and menu bar, a theme's sidebar of other pages) and is not the page's text. A list of links
-    on its own (an index of pages, links into the page), one link alone and links among words
-    stay."""
+    (an index of pages, links into the page), alone or in a container of its own, one link alone
+    and links among words stay."""
     write(
         tmp_path / "page.html",
         '<table class="header"><tr><td>[<a href="a.html"> &lt;&lt; </a>]</td><td>[<a href="#up"> Up </a>]</td>'
@@ -310,6 +310,8 @@ def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
         '<li><a href="m2.html">mod_b</a></li></ul>'
         '<p><a href="notes.html">Release notes</a></p>'
         '<ul><li><a href="grace.html">Grace mode</a></li><li><a href="keep.html">Keep mode</a></li></ul>'
+        '<div class="toctree-wrapper"><ul><li><a href="ban.html">Banning</a></li><li><a href="purge.html">Purging</a>'
+        "</li></ul></div>"
         '<ul><li><a href="x.html">GraceTime</a>: how long</li><li><a href="y.html">KeepTime</a>: how long more</li></ul>',
     )
     page = read(tmp_path, "page.html")
@@ -321,6 +323,7 @@ def test_html_blocks_of_links_alone_are_not_text(tmp_path: Path) -> None:
         "- mod_a\n- mod_b",
         "Release notes",
         "- Grace mode\n- Keep mode",
+        "- Banning\n- Purging",
         "- GraceTime: how long\n- KeepTime: how long more",
     ]
     assert page.headings == ((1, "Grace mode"), (3, "Directives"))  # type: ignore[union-attr]

@@ -71,8 +71,9 @@ MAX_TERM_CHARS = 80
 # A source line range: (first, last), 1-based; None for the breaks between texts.
 _Lines = tuple[int, int] | None
 # Blocks that are taken out when they hold nothing but links (`_LinkBlock`): a bar, a row, a
-# container. A list of links on its own is content (an index page's list of its pages, "see also"
-# lists); a container holding nothing but one (a theme's sidebar) is not.
+# container. A list of links is content (an index page's list of its pages, "see also" lists),
+# alone or in a container of its own; a container that holds links outside lists too (a theme's
+# sidebar: its logo's link over its contents) is not.
 _LINK_BLOCK_TAGS = frozenset({"p", "div", "table", "section", "header", "footer", "aside"})
 # Text between links that does not make a block content: separators and brackets
 # ("[ << ] [ < ] [ Up ]", "Apache > HTTP Server > Documentation", "Modules | Directives").
@@ -91,11 +92,11 @@ class _LinkBlock:
     theme's sidebar, a site's breadcrumbs and menu bar) is taken out when it closes, as a
     landmark is."""
 
-    __slots__ = ("at", "content_at", "heads", "links_at", "off_page_at", "tag")
+    __slots__ = ("at", "content_at", "heads", "in_list", "links_at", "listed_at", "off_page_at", "tag")
 
-    def __init__(self, tag: str, at: int, heads: int, counts: tuple[int, int, int]) -> None:
-        self.tag, self.at, self.heads = tag, at, heads
-        self.links_at, self.off_page_at, self.content_at = counts
+    def __init__(self, tag: str, at: int, heads: int, counts: tuple[int, int, int, int], in_list: bool) -> None:
+        self.tag, self.at, self.heads, self.in_list = tag, at, heads, in_list
+        self.links_at, self.off_page_at, self.content_at, self.listed_at = counts
 
 
 class _TextExtractor(HTMLParser):
@@ -130,6 +131,7 @@ class _TextExtractor(HTMLParser):
         self.links = 0
         self.off_page_links = 0
         self.content = 0
+        self.listed_links = 0  # links read inside a list
         self.title_parts: list[str] = []  # the text of <title>
         self.title_at: tuple[int, int] | None = None  # where its text is in `parts`
         self.heading: tuple[int, list[str]] | None = None  # the <hN> being read: (N, its text)
@@ -201,18 +203,21 @@ class _TextExtractor(HTMLParser):
 
     def _open_block(self, tag: str) -> None:
         if tag in _LINK_BLOCK_TAGS and not self.pre_depth and not self.table_depth:
-            counts = (self.links, self.off_page_links, self.content)
-            self.blocks.append(_LinkBlock(tag, len(self.parts), len(self.headings), counts))
+            counts = (self.links, self.off_page_links, self.content, self.listed_links)
+            self.blocks.append(_LinkBlock(tag, len(self.parts), len(self.headings), counts, bool(self.lists)))
             self.open_blocks[tag] = self.open_blocks.get(tag, 0) + 1
 
     def _navigation_block(self, block: _LinkBlock) -> bool:
         """Links alone, two or more, and not all into the page itself: a page's own table of
         contents (a texinfo chapter's menu of its sections) names what is far below it, and
-        stays."""
+        stays; so does a container whose links are all in the lists it holds (a Sphinx
+        `toctree-wrapper` around an index page's list of its pages), as a list on its own does."""
+        links = self.links - block.links_at
         return (
-            self.links - block.links_at >= MIN_NAVIGATION_LINKS
+            links >= MIN_NAVIGATION_LINKS
             and self.off_page_links > block.off_page_at
             and self.content == block.content_at
+            and (block.in_list or self.listed_links - block.listed_at < links)
         )
 
     def _close_block(self, tag: str) -> None:
@@ -238,6 +243,7 @@ class _TextExtractor(HTMLParser):
             if not self.hidden_depth and not self.in_head:
                 self.links += 1
                 self.off_page_links += not (dict(attrs).get("href") or "").strip().startswith("#")
+                self.listed_links += bool(self.lists)
         if not self.hidden_depth and not self.in_head:
             self._open_block(tag)
         if tag in _HTML_HIDDEN:

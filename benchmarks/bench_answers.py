@@ -196,39 +196,31 @@ def load_set(name: str) -> list[dict[str, Any]]:
     return rows
 
 
+# The writer of each corpus's folder (`<corpus>-corpus` in the work folder); a `<corpus>-html`
+# set's is the same writer's, the pages copied as shipped.
+_WRITERS = {
+    "pydoc": write_pydoc_corpus,
+    "borg": write_borg_corpus,
+    "varnish": write_varnish_corpus,
+    "postfix": write_postfix_corpus,
+    "apache": write_apache_corpus,
+    "sqlite": write_sqlite_corpus,
+    "rsyslog": write_rsyslog_corpus,
+    "zsh": write_zsh_corpus,
+    "adoc": write_adoc_corpus,
+}
+
+
 def corpus_dir(corpus: str, workdir: Path) -> Path:
     if corpus == "sample":
         return c.SAMPLE_DOCS
-    if corpus == "pydoc":
-        return write_pydoc_corpus(workdir / "pydoc-corpus")
     if corpus == "stdlib":
         dest = workdir / "stdlib-corpus"
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
-    if corpus == "varnish":
-        return write_varnish_corpus(workdir / "varnish-corpus")
-    if corpus == "postfix":
-        return write_postfix_corpus(workdir / "postfix-corpus")
-    if corpus == "apache":
-        return write_apache_corpus(workdir / "apache-corpus")
-    if corpus == "sqlite":
-        return write_sqlite_corpus(workdir / "sqlite-corpus")
-    if corpus == "rsyslog":
-        return write_rsyslog_corpus(workdir / "rsyslog-corpus")
-    if corpus == "zsh":
-        return write_zsh_corpus(workdir / "zsh-corpus")
-    if corpus.endswith("-html"):
-        writers = {
-            "borg": write_borg_corpus,
-            "varnish": write_varnish_corpus,
-            "apache": write_apache_corpus,
-            "sqlite": write_sqlite_corpus,
-            "rsyslog": write_rsyslog_corpus,
-            "zsh": write_zsh_corpus,
-        }
-        return writers[corpus.removesuffix("-html")](workdir / f"{corpus}-corpus", html=True)
-    if corpus == "adoc":
-        return write_adoc_corpus(workdir / "adoc-corpus")
-    return write_borg_corpus(workdir / "borg-corpus")
+    kind = corpus.removesuffix("-html")
+    if kind != corpus:
+        return _WRITERS[kind](workdir / f"{corpus}-corpus", html=True)
+    return _WRITERS[corpus](workdir / f"{corpus}-corpus")
 
 
 # The code an index's chunks and vectors come from (paths under the `locallens` package that is

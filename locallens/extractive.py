@@ -37,7 +37,7 @@ import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -1025,6 +1025,11 @@ class _Passage:
     def best(self) -> Unit:
         return next(u for u, answering in self.chosen if answering)
 
+    @cached_property
+    def positions(self) -> dict[tuple[int, int], int]:
+        """Each unit's place in `scored.units`, by (excerpt, index)."""
+        return {(u.excerpt, u.index): i for i, u in enumerate(self.scored.units)}
+
     def unprinted(self, group: list[Unit]) -> list[Unit]:
         """The units of `group` the passage does not print yet, by place or by text."""
         return [u for u in group if (u.excerpt, u.index) not in self.taken and _text_key(u) not in self.seen_text]
@@ -1129,8 +1134,7 @@ def _with_fact(passage: _Passage, order: np.ndarray, question: str) -> None:
     kind = _refusal_fact(question)
     if kind is None:
         return
-    scored = passage.scored
-    at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
+    scored, at = passage.scored, passage.positions
     if any(
         _carries(scored.units, at[(u.excerpt, u.index)], kind) for u, _ in passage.chosen if (u.excerpt, u.index) in at
     ):
@@ -1218,14 +1222,13 @@ def _with_next(passage: _Passage) -> None:
     the scoring left out (a cut sentence, one too long), a text already printed, or a fragment of
     fewer than `MIN_NEXT_TERMS` key terms is not added; a setup line ending with ":" only with
     the block it introduces."""
-    scored = passage.scored
+    scored, at = passage.scored, passage.positions
     best = passage.best()
-    at = {(u.excerpt, u.index): i for i, u in enumerate(scored.units)}
     k = at.get((best.excerpt, best.index + 1))
     if k is None or scored.scores[k] <= 0:
         return
     nxt = scored.units[k]
-    if (nxt.excerpt, nxt.index) in passage.taken or nxt.kind not in _CONTINUATION or not passage.unprinted([nxt]):
+    if nxt.kind not in _CONTINUATION or not passage.unprinted([nxt]):
         return
     if nxt.kind != CODE and len(key_terms(nxt.text)) < MIN_NEXT_TERMS:
         return  # a fragment ("Sometimes called "memoize".", "Given this configuration:")
@@ -1283,13 +1286,15 @@ def summary_units(
     # without a word of insurance; "the Madrid office benefits" over the Madrid office's network
     # page) is not what was asked about.
     best_match = max(doc_match.values())
-    named = [p for p in dict.fromkeys(paths) if doc_match[p] == best_match]
-    holds = [
-        p for p in named if not missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == p])
-    ]
-    if max(best_match, heading_match) < MIN_TOPIC_MATCH or not holds:
+    if max(best_match, heading_match) < MIN_TOPIC_MATCH:
         return None
-    doc = holds[0]
+    named = (p for p in dict.fromkeys(paths) if doc_match[p] == best_match)
+    doc = next(
+        (p for p in named if not missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == p])),
+        None,
+    )
+    if doc is None:
+        return None
     if best_heading is not None and heading_match > doc_match[doc]:
         section = best_heading.text.split("\n")[0].lstrip("#").strip()
         scope = [

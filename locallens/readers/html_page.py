@@ -194,12 +194,16 @@ class _TextExtractor(HTMLParser):
                 depth += 1 if start else -1
                 self.nav = (name, depth, at, heads) if depth else None
                 if not depth:
-                    del self.parts[at:], self.part_lines[at:], self.headings[heads:]
-                    self.marker = ""
-                    self._break(2)
+                    self._take_out(at, heads)
             return
         if start and (tag == "nav" or (dict(attrs).get("role") or "").strip().lower() == "navigation"):
             self.nav = (tag, 1, len(self.parts), len(self.headings))
+
+    def _take_out(self, at: int, heads: int) -> None:
+        """Navigation read from `parts[at]` and `headings[heads]` on is not the page's text."""
+        del self.parts[at:], self.part_lines[at:], self.headings[heads:]
+        self.marker = ""
+        self._break(2)
 
     def _open_block(self, tag: str) -> None:
         if tag in _LINK_BLOCK_TAGS and not self.pre_depth and not self.table_depth:
@@ -225,14 +229,12 @@ class _TextExtractor(HTMLParser):
         alone is taken out, unless something it opened is still being read."""
         if not self.open_blocks.get(tag):
             return
+        still_open = [at for at in (self.dt_start, self.pre_start, self.nav and self.nav[2]) if at is not None]
         while self.blocks:
             block = self.blocks.pop()
             self.open_blocks[block.tag] -= 1
-            open_after = [at for at in (self.dt_start, self.pre_start, self.nav and self.nav[2]) if at is not None]
-            if self._navigation_block(block) and self.row is None and not any(at >= block.at for at in open_after):
-                del self.parts[block.at :], self.part_lines[block.at :], self.headings[block.heads :]
-                self.marker = ""
-                self._break(2)
+            if self._navigation_block(block) and self.row is None and not any(at >= block.at for at in still_open):
+                self._take_out(block.at, block.heads)
             if block.tag == tag:
                 return
 

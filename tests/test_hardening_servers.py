@@ -395,7 +395,8 @@ def test_help_version_and_completion_with_stdout_closed_exit_0_quietly(args: lis
     assert process.stdout is not None and process.stderr is not None
     process.stdout.close()  # the reader is gone before anything is printed
     err = process.stderr.read()
-    assert process.wait(60) == 0 and err == b""
+    code = process.wait(60)
+    assert code == 0 and err == b"", (code, err.decode(errors="replace")[-2000:])
 
 
 @pytest.mark.slow
@@ -423,7 +424,8 @@ def test_mcp_with_stdout_closed_exits_0_quietly(tmp_path: Path) -> None:
     process.stdin.write(json.dumps(hello).encode() + b"\n")
     process.stdin.close()
     err = process.stderr.read()
-    assert process.wait(60) == 0 and err == b""
+    code = process.wait(60)
+    assert code == 0 and err == b"", (code, err.decode(errors="replace")[-2000:])
 
 
 def test_a_closed_pipe_keeps_a_refusals_exit_4(tmp_path: Path, docs: Path, monkeypatch) -> None:

@@ -72,6 +72,12 @@ class _Commands(typer.core.TyperGroup):
     gave the value. This names the one source the value really came from.
     """
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        args, shell = _completion_shell(args)
+        if shell is not None:
+            ctx.meta["completion_shell"] = shell
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: Any) -> Any:
         args = [*(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", [])), *ctx.args]
         try:
@@ -116,7 +122,10 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
-    add_completion=True,
+    # Typer's own completion options are flags for the shell it detects among the process's
+    # parents: `--show-completion bash` from an sh script (a Dockerfile, a package's install step)
+    # printed "Shell sh not supported." and exit 1. `_root` declares them with an optional SHELL.
+    add_completion=False,
 )
 
 # -- value checks (click callbacks: the same check whatever the source; `_blame_source` names it) --
@@ -478,10 +487,84 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_OK)
 
 
+SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
+_COMPLETION_OPTIONS = ("--install-completion", "--show-completion")
+
+
+def _completion_shell(args: list[str]) -> tuple[list[str], str | None]:
+    """`--show-completion [SHELL]` / `--install-completion [SHELL]` before any command: the
+    arguments without the SHELL named after the option (or `=SHELL`), and that SHELL. Click's
+    parser has no option whose value may be left out, so the shell is taken here."""
+    for at, arg in enumerate(args):
+        if not arg.startswith("-") or arg == "--":
+            break  # the command: its own options follow
+        option, equals, value = arg.partition("=")
+        if option not in _COMPLETION_OPTIONS:
+            continue
+        if equals:
+            return [*args[:at], option, *args[at + 1 :]], value
+        following = args[at + 1] if at + 1 < len(args) else ""
+        if following and not following.startswith("-") and following not in app_command_names():
+            return [*args[: at + 1], *args[at + 2 :]], following
+        return args, None
+    return args, None
+
+
+def app_command_names() -> set[str]:
+    return {command.name or command.callback.__name__ for command in app.registered_commands if command.callback}
+
+
+def _completion(install: bool) -> Any:
+    """The callback of `--install-completion` / `--show-completion`: the SHELL named after it,
+    or the shell this runs in; a shell it cannot tell or does not know is a usage error naming
+    the ones it knows."""
+
+    def callback(ctx: Any, param: Any, value: bool) -> None:
+        if not value or ctx.resilient_parsing:
+            return
+        shell = ctx.meta.get("completion_shell")
+        if shell is None:
+            import shellingham
+
+            try:
+                shell = shellingham.detect_shell()[0].lower()
+            except shellingham.ShellDetectionFailure:
+                shell = None
+            if shell not in SHELLS:
+                raise typer.BadParameter(
+                    f"cannot tell which shell this is{f' ({shell} is not one it completes)' if shell else ''}: "
+                    f"name {or_list(SHELLS)} after it, e.g. {param.opts[0]} bash"
+                )
+        elif shell not in SHELLS:
+            raise typer.BadParameter(f"must be {or_list(SHELLS)} (got {shell!r})")
+        from typer import completion
+
+        (completion.install_callback if install else completion.show_callback)(ctx, param, shell)
+
+    return callback
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+    install_completion: bool = typer.Option(
+        False,
+        "--install-completion",
+        is_eager=True,
+        expose_value=False,
+        callback=_completion(install=True),
+        help=f"Install completion for the shell named after it ({or_list(SHELLS)}) or the shell this runs in.",
+    ),
+    show_completion: bool = typer.Option(
+        False,
+        "--show-completion",
+        is_eager=True,
+        expose_value=False,
+        callback=_completion(install=False),
+        help=f"Print the completion script for the shell named after it ({or_list(SHELLS)}) or the shell "
+        "this runs in: locallens --show-completion bash > /etc/bash_completion.d/locallens",
     ),
 ) -> None:
     """Chat with your files, locally."""
@@ -1742,6 +1825,12 @@ def main() -> None:
             print_error_json(str(exc), exc.exit_code)
         print(f"locallens: error: {clean(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    if os.environ.get("_LOCALLENS_COMPLETE"):
+        # a shell asking for completions: Typer's completion classes answer it (registered by
+        # Typer itself only when it adds its own completion options)
+        from typer.completion import completion_init
+
+        completion_init()
     try:
         app(default_map=default_map)
     except BrokenPipeError:

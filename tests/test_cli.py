@@ -214,3 +214,64 @@ def test_quiet_prints_nothing_on_success_but_still_reports_skips(docs: Path, tmp
     assert result.stdout == "" and "skipped big.md" in result.stderr
     result = cli("trim", "staging database", "--db", str(db), "--quiet")
     assert result.exit_code == 0 and result.stderr == "" and "tokens:" in result.stdout
+
+
+# -- shell completion ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--show-completion", "bash"], (["--show-completion"], "bash")),
+        (["--show-completion=zsh"], (["--show-completion"], "zsh")),
+        (["--install-completion", "fish"], (["--install-completion"], "fish")),
+        (["--show-completion"], (["--show-completion"], None)),
+        (["--show-completion", "tcsh"], (["--show-completion"], "tcsh")),  # refused by the callback
+        (["--show-completion", "index"], (["--show-completion", "index"], None)),  # a command, not a shell
+        (["--show-completion", "--help"], (["--show-completion", "--help"], None)),
+        (["ask", "--show-completion", "bash"], (["ask", "--show-completion", "bash"], None)),  # the command's
+    ],
+)
+def test_the_completion_options_take_the_shell_named_after_them(args: list[str], expected: tuple) -> None:
+    from locallens.cli import _completion_shell
+
+    assert _completion_shell(args) == expected
+
+
+@pytest.mark.slow  # processes
+def test_completion_for_a_named_shell_from_an_sh_script(tmp_path: Path) -> None:
+    """A packaging step run by sh names the shell; without a name, sh is not guessed at."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    run = [str(Path(sys.executable).parent / "locallens")]  # the script a person runs: its name is the one completed
+    for shell, first in (("bash", "_locallens_completion() {"), ("zsh", "#compdef locallens"), ("fish", "complete")):
+        result = subprocess.run(
+            ["sh", "-c", '"$@" --show-completion ' + shell, "sh", *run], capture_output=True, text=True, env=env
+        )
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert result.stdout.lstrip().startswith(first), result.stdout[:200]
+    unnamed = subprocess.run(
+        ["sh", "-c", '"$@" --show-completion', "sh", *run], capture_output=True, text=True, env=env
+    )
+    assert unnamed.returncode == 2 and unnamed.stdout == ""
+    assert "cannot tell which shell this is" in unnamed.stderr and "--show-completion bash" in unnamed.stderr
+    unknown = subprocess.run([*run, "--show-completion", "tcsh"], capture_output=True, text=True, env=env)
+    assert unknown.returncode == 2 and "must be bash, zsh, fish, powershell or pwsh (got 'tcsh')" in unknown.stderr
+    installed = subprocess.run(
+        ["sh", "-c", '"$@" --install-completion bash', "sh", *run], capture_output=True, text=True, env=env
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert "bash completion installed in" in installed.stdout
+    assert "_LOCALLENS_COMPLETE" in (tmp_path / ".bash_completions" / "locallens.sh").read_text()
+
+
+@pytest.mark.slow  # a process
+def test_a_shell_asking_for_completions_gets_the_commands() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "_LOCALLENS_COMPLETE": "complete_bash",
+        "COMP_WORDS": "locallens as",
+        "COMP_CWORD": "1",
+    }
+    result = subprocess.run([str(Path(sys.executable).parent / "locallens")], capture_output=True, text=True, env=env)
+    assert result.returncode == 0 and result.stdout.split() == ["ask"], (result.stdout, result.stderr)

@@ -59,6 +59,9 @@ class Document:
     # Lines of the file before the first line of `text` (the blank lines the strip removed): text
     # line 1 is file line `line_offset + 1`. Only meaningful when `line_mapped`.
     line_offset: int = 0
+    # The reader that made `text` and its version ("html_page/2", `readers.registry.reading_of`):
+    # stored with the document, so a newer reader reads the file again.
+    reading: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,7 @@ from locallens.headers import chunk_headers, embedded_text
 from locallens.locations import locate
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_settled
+from locallens.readers.registry import read_by_current_reader
 from locallens.storage import (
     Brain,
     DbLocation,
@@ -106,6 +107,7 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     located: int = 0  # unchanged documents whose chunk locations were computed from their text
+    reread: int = 0  # unchanged files read again: a newer version of their format's reader
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks_total: int = 0
@@ -132,6 +134,7 @@ class IndexReport:
                 "unchanged": self.unchanged,
                 "removed": self.removed,
                 "skipped": len(self.skipped),
+                "read_again": self.reread,
             },
             "chunks": {
                 "embedded": self.chunks_embedded,
@@ -336,7 +339,15 @@ class _Run:
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
             same_stat = old is not None and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns)
-            if old is not None and not rechunk_all and same_stat and (old.line_offset is not None or not writing):
+            # Read by an older version of its format's reader: read again and written anew.
+            reread = old is not None and not read_by_current_reader(old.reading, stat.relative_path)
+            if (
+                old is not None
+                and not rechunk_all
+                and same_stat
+                and not reread
+                and (old.line_offset is not None or not writing)
+            ):
                 # A document stored before chunk locations existed (`line_offset` None) is read
                 # once more, below, to locate its chunks: still nothing is embedded.
                 report.unchanged += 1
@@ -349,14 +360,19 @@ class _Run:
             read = read_settled(stat, self.request.max_bytes, had_content=old is not None and old.size > 0)
             if isinstance(read, Skipped):
                 if same_stat:
-                    report.unchanged += 1  # unchanged, only not locatable now: it stays as it was
+                    report.unchanged += 1  # unchanged, only not readable now: it stays as it was
                 else:
                     report.skipped.append(read)
                 self.progress.advance(FILES)
                 continue
             if self.request.titles and stat.relative_path in self.request.titles:
                 read = replace(read, title=self.request.titles[stat.relative_path])
-            if old is not None and not rechunk_all and old.checksum == read.checksum:
+            if reread and same_stat and not rechunk_all:
+                # The same text may come with another title or headings (a chunk's header): the
+                # document is written anew either way; only chunks whose embedded text changed
+                # are embedded.
+                report.reread += 1
+            elif old is not None and not rechunk_all and old.checksum == read.checksum:
                 # Touched but identical: remember the new stat so the next run skips reading it,
                 # and move the chunks' lines when only the blank lines before the text changed
                 # (the text, so its checksum, is the same) or when they were never located.
@@ -370,7 +386,7 @@ class _Run:
                         self._relocate(old, read)
                 self.progress.advance(FILES)
                 continue
-            if old is None:
+            elif old is None:
                 report.new += 1
             else:
                 report.changed += 1
@@ -546,6 +562,7 @@ class _Run:
                 headers=item.headers,
                 hashes=doc_hashes,
                 line_offset=doc.line_offset,
+                reading=doc.reading,
             )
             self.store.write_document(brain, record)
             self.progress.advance(FILES)
@@ -809,7 +826,8 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
 
 
 def stale_files(store: IndexStore, brain: Brain) -> int:
-    """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing."""
+    """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing, or
+    that a newer reader of their format would read again."""
     # Documents are identified by absolute path, as `index` does: overlapping roots count once.
     by_path = {_file_path(doc.root, doc.relative_path): doc for doc in store.documents(brain).values()}
     seen: set[str] = set()
@@ -836,7 +854,12 @@ def stale_files(store: IndexStore, brain: Brain) -> int:
                 continue  # a hard link to a file of an earlier root: indexed once, there
             seen.add(path)
             old = by_path.get(path)
-            if old is None or old.size != item.size or old.mtime_ns != item.mtime_ns:
+            if (
+                old is None
+                or old.size != item.size
+                or old.mtime_ns != item.mtime_ns
+                or not read_by_current_reader(old.reading, item.relative_path)
+            ):
                 stale += 1
     stale += sum(1 for path in by_path if path not in seen and not any(_under(path, k) for k in kept_below))
     return stale

@@ -226,6 +226,7 @@ def test_incremental_index_of_the_copy_embeds_nothing(
             "unchanged": len(CORPUS) + len(LONG),
             "removed": 0,
             "skipped": 0,
+            "read_again": 0,  # the copy keeps each document's reading
         }
         assert report["chunks"]["embedded"] == 0 and report["chunks"]["reused"] > 0
     assert len(embedder.passages) == passages

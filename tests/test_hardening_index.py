@@ -83,7 +83,7 @@ def test_row50_a_symlinked_folder_and_file_give_one_document_per_file(
     # `status` walks the same way: nothing is stale right after the run.
     assert cli_json("status", "--db", str(db))["brains"][0]["stale"] == 0
     again = cli_json("index", str(root), "--db", str(db))
-    assert again["files"] == {"new": 0, "changed": 0, "unchanged": 2, "removed": 0, "skipped": 2}
+    assert again["files"] == {"new": 0, "changed": 0, "unchanged": 2, "removed": 0, "skipped": 2, "read_again": 0}
 
 
 def test_row50_duplicates_stored_before_are_removed_without_embedding(

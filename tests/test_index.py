@@ -48,7 +48,7 @@ def small_docs(tmp_path: Path) -> Path:
 def test_index_sample_docs_json_shape_and_consistency(docs: Path, db: Path) -> None:
     out = cli_json("index", str(docs), "--db", str(db))
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
-    assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped"}
+    assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped", "read_again"}
     assert set(out["chunks"]) >= {"embedded", "reused", "total"}
     assert out["brain"] == "default" and out["model"] == DEFAULT_MODEL
     n_files = sum(1 for p in docs.rglob("*") if p.is_file())
@@ -86,7 +86,14 @@ def test_unchanged_reindex_embeds_nothing_and_reads_nothing(docs: Path, db: Path
 
     monkeypatch.setattr("locallens.readers.read_document", no_read)
     again = cli_json("index", str(docs), "--db", str(db))
-    assert again["files"] == {"new": 0, "changed": 0, "unchanged": first["files"]["new"], "removed": 0, "skipped": 0}
+    assert again["files"] == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": first["files"]["new"],
+        "removed": 0,
+        "skipped": 0,
+        "read_again": 0,
+    }
     assert again["chunks"]["embedded"] == 0
     assert again["chunks"]["total"] == first["chunks"]["total"]
 

@@ -45,10 +45,17 @@ def _long_file(path: Path, paragraphs: int = 12) -> None:
 def test_index_json_shape_counts_and_what_was_embedded(corpus: Path, db: Path, fake_models: FakeModels) -> None:
     out = cli_json("index", str(corpus), "--db", str(db))
     assert set(out) >= {"brain", "db", "model", "files", "chunks", "skipped", "seconds"}
-    assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped"}
+    assert set(out["files"]) == {"new", "changed", "unchanged", "removed", "skipped", "read_again"}
     assert set(out["chunks"]) >= {"embedded", "reused", "total"}
     assert out["brain"] == "default" and out["model"] == DEFAULT_MODEL
-    assert out["files"] == {"new": len(CORPUS), "changed": 0, "unchanged": 0, "removed": 0, "skipped": 0}
+    assert out["files"] == {
+        "new": len(CORPUS),
+        "changed": 0,
+        "unchanged": 0,
+        "removed": 0,
+        "skipped": 0,
+        "read_again": 0,
+    }
     assert out["chunks"]["embedded"] == out["chunks"]["total"] >= len(CORPUS) and out["chunks"]["reused"] == 0
     # The encoder saw each stored chunk exactly once.
     assert sorted(fake_models.embedder.passages) == sorted(c for c, _ in snapshot(db).values())
@@ -95,7 +102,14 @@ def test_unchanged_reindex_reads_and_embeds_nothing(
 
     monkeypatch.setattr("locallens.readers.read_document", no_read)
     again = cli_json("index", str(corpus), "--db", str(db))
-    assert again["files"] == {"new": 0, "changed": 0, "unchanged": len(CORPUS), "removed": 0, "skipped": 0}
+    assert again["files"] == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": len(CORPUS),
+        "removed": 0,
+        "skipped": 0,
+        "read_again": 0,
+    }
     assert again["chunks"]["embedded"] == 0 and again["chunks"]["total"] == first["chunks"]["total"]
     assert len(fake_models.embedder.calls) == calls
 
@@ -290,6 +304,13 @@ def test_library_index_reports_like_the_cli(corpus: Path, db: Path, fake_models:
     assert report.new == len(CORPUS) and report.chunks_embedded == report.chunks_total > 0
     again = index(IndexRequest(paths=[corpus], db=db, brain="work"))
     assert (again.unchanged, again.chunks_embedded, again.chunks_total) == (len(CORPUS), 0, report.chunks_total)
-    assert again.as_json()["files"] == {"new": 0, "changed": 0, "unchanged": len(CORPUS), "removed": 0, "skipped": 0}
+    assert again.as_json()["files"] == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": len(CORPUS),
+        "removed": 0,
+        "skipped": 0,
+        "read_again": 0,
+    }
     assert cli_json("status", "--db", str(db), "--brain", "work")["brains"][0]["documents"] == len(CORPUS)
     assert fake_models.embedder_loads == [DEFAULT_MODEL]  # the unchanged second run loaded no model

@@ -31,7 +31,7 @@ from locallens.readers.base import (
     library_noise_captured,
     normalise_text,
 )
-from locallens.readers.registry import reader_for
+from locallens.readers.registry import reader_for, reading_of
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -111,6 +111,7 @@ def read_document(stat: FileStat, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         spans=extracted.spans if text == extracted.text else (),
         line_mapped=extracted.line_mapped,
         line_offset=line_offset,
+        reading=reading_of(rel),
     )
 
 

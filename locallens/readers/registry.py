@@ -9,6 +9,7 @@ a missing library costs only the files that need it. CONTRIBUTING.md shows how t
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -22,6 +23,11 @@ class ReaderSpec:
     # Walked only when this says yes: formats that are off unless an engine is installed
     # (OCR'd images), so a folder of screenshots is not a wall of skips.
     enabled: Callable[[], bool] | None = None
+    # What the reader makes of a file, numbered. Raise it with any change that gives some file
+    # another text, title or headings: an index keeps, with each document, the reading that made
+    # it (`reading_of`), and its next `index` run reads again every file of an older one, so
+    # an improvement reaches files that did not change. 1: as read before readings were recorded.
+    version: int = 1
 
     def install_hint(self, package: str) -> str:
         if self.extra:
@@ -44,6 +50,20 @@ def reader_for(ext: str) -> ReaderSpec | None:
     return _READERS.get(ext)
 
 
+def reading_of(relative_path: str) -> str:
+    """The reader that reads this file now and its version ("html_page/2"), as stored with the
+    document; a file of an unregistered extension (taken in by --include) is read as text."""
+    spec = reader_for(os.path.splitext(relative_path)[1].lower())
+    return f"{spec.module if spec else 'text'}/{spec.version if spec else _TEXT_VERSION}"
+
+
+def read_by_current_reader(stored: str, relative_path: str) -> bool:
+    """A document stored with the `stored` reading would be read the same way now ("": stored
+    before readings were recorded, i.e. by version 1 of the reader its path has now)."""
+    current = reading_of(relative_path)
+    return stored == current or (not stored and current.endswith("/1"))
+
+
 @functools.cache
 def extensions() -> frozenset[str]:
     """Every extension the walker takes as a document (formats switched off left out)."""
@@ -56,10 +76,15 @@ def _ocr_enabled() -> bool:
     return available()
 
 
-register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text"))
-register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc"))
+# Versions: text 2, a .txt file that is AsciiDoc read as AsciiDoc; asciidoc 2, inline markup
+# rendered (`linkgit:x[1]` as x(1), `{litdd}` as --) and a labelled list's terms kept with their
+# descriptions; html_page 2, navigation (bars, rows and containers of links) left out, a title
+# without its site's name, `<pre>` in list items and definition terms read as such.
+_TEXT_VERSION = 2
+register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=_TEXT_VERSION))
+register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=2))
 register(ReaderSpec((".org",), "org"))
-register(ReaderSpec((".html", ".htm"), "html_page"))
+register(ReaderSpec((".html", ".htm"), "html_page", version=2))
 register(ReaderSpec((".pdf",), "pdf", package="pypdf"))
 register(ReaderSpec((".docx",), "docx", package="python-docx"))
 register(ReaderSpec((".pptx",), "pptx", package="python-pptx"))

@@ -63,6 +63,7 @@ def _exported_document(
         headers=[row[n] or "" for row in rows],
         hashes=[bytes(row[n + 1]) for row in rows],
         line_offset=doc.line_offset,
+        reading=doc.reading,
     )
 
 

@@ -324,6 +324,18 @@ def _format_locations(conn: apsw.Connection) -> None:
     )
 
 
+def _reading_versions(conn: apsw.Connection) -> None:
+    """Step 8: each document records the reader and version that made its text (`documents.reading`).
+
+    "html_page/2": `locallens.readers.registry.reading_of`. A reader whose version is raised
+    gives some files another text; the next `index` run reads again every document stored by an
+    older one, its file unchanged or not, and writes it anew (vectors reused where a chunk's
+    embedded text is the same). '' marks a document stored before this step: read by version 1
+    of its reader, so only formats whose reader changed since are read again.
+    """
+    _add_column(conn, "documents", "reading", "TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "tables", _tables),
     Migration(2, "partitioned_vectors", _partitioned_vectors, rewrites_vectors=True),
@@ -332,6 +344,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "stemmed_keywords", _stemmed_keywords),
     Migration(6, "chunk_locations", _chunk_locations),
     Migration(7, "format_locations", _format_locations),
+    Migration(8, "reading_versions", _reading_versions),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

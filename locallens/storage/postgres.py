@@ -675,7 +675,7 @@ class PostgresStore(StoreBase):
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            f"SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM {SCHEMA}.documents"
+            f"SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset, reading FROM {SCHEMA}.documents"
             " WHERE brain_id = %s",
             (brain.id,),
         )
@@ -757,8 +757,8 @@ class PostgresStore(StoreBase):
                 self._delete_document_rows(brain, [row[0]])
             row = self.conn.execute(
                 f"INSERT INTO {SCHEMA}.documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at,"
-                " line_offset) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset),
+                " line_offset, reading) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset, doc.reading),
             ).fetchone()
             assert row is not None
             doc_id = row[0]

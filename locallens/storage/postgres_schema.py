@@ -164,6 +164,13 @@ def _step_format_locations(conn: psycopg.Connection[Any]) -> None:
     )
 
 
+def _step_reading_versions(conn: psycopg.Connection[Any]) -> None:
+    """Step 5: as SQLite's step 8 `reading_versions`: `documents.reading`, the reader and version
+    that made each document's text ('': stored before this step, by version 1 of its reader); the
+    next `index` reads again the documents a newer reader would read otherwise."""
+    conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS reading text NOT NULL DEFAULT ''")
+
+
 # Upgrade steps, in order: (schema version once the step has run, step). Like the SQLite
 # migrations: a released step is never edited; a change is a new step.
 STEPS = (
@@ -171,6 +178,7 @@ STEPS = (
     (2, _step_stemmed_keywords),
     (3, _step_chunk_locations),
     (4, _step_format_locations),
+    (5, _step_reading_versions),
 )
 SCHEMA_VERSION = STEPS[-1][0]
 

@@ -600,7 +600,8 @@ class Store(StoreBase):
 
     def documents(self, brain: Brain) -> dict[tuple[str, str], StoredDocument]:
         rows = self.execute(
-            "SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset FROM documents WHERE brain_id = ?",
+            "SELECT id, root, relative_path, size, mtime_ns, checksum, line_offset, reading FROM documents"
+            " WHERE brain_id = ?",
             (brain.id,),
         )
         return {(r[1], r[2]): StoredDocument(*r) for r in rows}
@@ -667,9 +668,9 @@ class Store(StoreBase):
             if row is not None:
                 self._delete_document_rows(brain, row[0])
             self.conn.execute(
-                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at, line_offset)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset),
+                "INSERT INTO documents(brain_id, root, relative_path, size, mtime_ns, checksum, indexed_at, line_offset,"
+                " reading) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (brain.id, root, relative_path, size, mtime_ns, checksum, time.time(), doc.line_offset, doc.reading),
             )
             doc_id = self.conn.last_insert_rowid()
             for chunk, vector, header, digest in zip(chunks, vectors, headers, hashes, strict=True):

@@ -1,0 +1,124 @@
+"""A newer reader reaches files that did not change (docs/guide.md, "After an upgrade").
+
+Each document is stored with the reader and version that made its text
+(`readers.registry.reading_of`); `index` reads again, and writes anew, every unchanged file an
+older version read, embedding only the chunks whose embedded text changed. A document stored
+before readings were recorded ('') counts as read by version 1 of its reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from locallens.readers import registry
+from locallens.readers.base import Extracted
+from locallens.readers.registry import read_by_current_reader, reading_of
+from locallens.storage.sqlite import Store
+
+from .helpers import FakeModels, cli, cli_json, stdout_json
+
+PAGE = """<html><head><title>Boiler room</title></head><body>
+<p><a href="index.html">Home</a> | <a href="rooms.html">Rooms</a></p>
+<h1>Boiler room</h1>
+<p>The boiler is serviced every October by the facilities team.</p>
+</body></html>
+"""
+
+
+def test_a_reading_names_the_reader_and_its_version() -> None:
+    assert reading_of("manual/page.HTML") == f"html_page/{registry.reader_for('.html').version}"
+    assert reading_of("notes.org") == "org/1"
+    assert reading_of("data.weird") == reading_of("notes.md")  # --include'd: read as text
+    assert read_by_current_reader(reading_of("a.html"), "b.htm")
+    assert read_by_current_reader("", "notes.org")  # stored before readings: version 1
+    assert not read_by_current_reader("", "page.html")  # the HTML reader has changed since
+    assert not read_by_current_reader("text/2", "page.html")  # another reader made it
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "boiler.html").write_text(PAGE, encoding="utf-8")
+    (root / "keys.org").write_text("* Keys\nThe spare keys hang in the porter's lodge.\n", encoding="utf-8")
+    return root
+
+
+def _readings(db: Path) -> dict[str, str]:
+    with Store(db, create=False) as store:
+        return dict(store.execute("SELECT relative_path, reading FROM documents"))
+
+
+def test_an_index_from_before_readings_reads_again_only_formats_read_otherwise_since(
+    folder: Path, tmp_path: Path, fake_models: FakeModels
+) -> None:
+    db = tmp_path / "index.db"
+    cli_json("index", str(folder), "--db", str(db))
+    assert _readings(db) == {"boiler.html": reading_of("boiler.html"), "keys.org": "org/1"}
+    # As the previous release left it: no `reading` column, schema step 7.
+    with Store(db) as store, store.transaction():
+        store.conn.execute("ALTER TABLE documents DROP COLUMN reading")
+        store.conn.execute("PRAGMA user_version=7")
+    assert stdout_json(cli("status", "--db", str(db), "--json"))["brains"][0]["stale"] == 1
+    embedded = len(fake_models.embedder.passages)
+    report = cli_json("index", str(folder), "--db", str(db))
+    assert report["files"] == {
+        "new": 0,
+        "changed": 0,
+        "unchanged": 1,
+        "removed": 0,
+        "skipped": 0,
+        "read_again": 1,
+    }
+    assert report["chunks"]["embedded"] == 0 and len(fake_models.embedder.passages) == embedded
+    # the org file was not read again: '' is its reader's version 1, the one it has now
+    assert _readings(db) == {"boiler.html": reading_of("boiler.html"), "keys.org": ""}
+    assert cli_json("index", str(folder), "--db", str(db))["files"]["read_again"] == 0
+    assert stdout_json(cli("status", "--db", str(db), "--json"))["brains"][0]["stale"] == 0
+
+
+def test_a_newer_reader_rewrites_an_unchanged_file_and_embeds_only_what_changed(
+    folder: Path, tmp_path: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "index.db"
+    cli_json("index", str(folder), "--db", str(db))
+    from locallens.readers import html_page
+
+    read = html_page.read
+
+    def newer(data: bytes, ext: str) -> Extracted:  # a reader that now finds one more sentence
+        extracted = read(data, ext)
+        return replace(extracted, text=extracted.text + "\n\nIt was last serviced in 2025.")
+
+    monkeypatch.setattr(html_page, "read", newer)
+    spec = registry.reader_for(".html")
+    assert spec is not None
+    monkeypatch.setitem(registry._READERS, ".html", replace(spec, version=spec.version + 1))
+    dry = cli_json("index", str(folder), "--db", str(db), "--dry-run")
+    assert dry["files"]["read_again"] == 1 and _readings(db)["boiler.html"] == f"html_page/{spec.version}"
+    embedded = len(fake_models.embedder.passages)
+    report = cli_json("index", str(folder), "--db", str(db))
+    assert report["files"]["read_again"] == 1 and report["files"]["unchanged"] == 1
+    assert report["files"]["changed"] == 0
+    assert _readings(db)["boiler.html"] == f"html_page/{spec.version + 1}"
+    new_passages = fake_models.embedder.passages[embedded:]
+    assert new_passages and all("2025" in p for p in new_passages)
+    out = stdout_json(cli("ask", "When was the boiler last serviced?", "--db", str(db), "--context-only", "--json"))
+    assert any("last serviced in 2025" in s["content"] for s in out["sources"])
+
+
+def test_postgres_reads_again_after_its_schema_5_step(folder: Path, fake_models: FakeModels, pg_url: str) -> None:
+    import psycopg
+
+    cli_json("index", str(folder), "--db", pg_url)
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # as schema 4 left them
+        conn.execute("ALTER TABLE locallens.documents DROP COLUMN reading")
+        conn.execute("UPDATE locallens.meta SET value = '4' WHERE key = 'schema_version'")
+    embedded = len(fake_models.embedder.passages)
+    report = cli_json("index", str(folder), "--db", pg_url)
+    assert (report["files"]["read_again"], report["files"]["unchanged"]) == (1, 1)
+    assert report["chunks"]["embedded"] == 0 and len(fake_models.embedder.passages) == embedded
+    assert cli_json("index", str(folder), "--db", pg_url)["files"]["read_again"] == 0

@@ -152,6 +152,7 @@ def test_a_database_written_before_the_trigram_index_is_upgraded(
             brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
             with store.transaction():  # the columns today's writer fills (a later step adds them)
                 migrations._chunk_locations(store.conn)
+                migrations._reading_versions(store.conn)
             write_notes(store, brain)
             assert store.execute("PRAGMA user_version")[0][0] == step.version - 1
             assert not store.execute("SELECT name FROM sqlite_master WHERE name = 'chunks_trigram'")

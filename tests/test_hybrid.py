@@ -162,6 +162,7 @@ def test_a_database_written_before_stemming_is_upgraded(tmp_path: Path, monkeypa
             brain = store.create_brain("default", "synthetic", DIM, "paragraph", 220, 0)
             with store.transaction():  # the columns today's writer fills (a later step adds them)
                 migrations._chunk_locations(store.conn)
+                migrations._reading_versions(store.conn)
             write_notes(store, brain)
             assert store.execute("PRAGMA user_version")[0][0] == step.version - 1
             assert store.keyword_search(brain, "rotating", 5) == []  # unstemmed: no match

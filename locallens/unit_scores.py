@@ -279,10 +279,12 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # "How long can the request line be?" may ask for a length as well as a time: no kind.
     (
         "duration",
         re.compile(
-            r"\bhow long\b|\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b"
+            r"\bhow long\b(?! (?:can|may|must|could|should|will|would) (?:\w+ ){1,4}be\b)"
+            r"|\bhow many (?:seconds|minutes|hours|days|weeks|months|years)\b"
             r"|\bcu[aá]nto (?:dura|duran|tiempo|tarda|tardan)\b"
             r"|\bcu[aá]nt[oa]s (?:segundos|minutos|horas|d[ií]as|semanas|meses|a[nñ]os)\b",
             re.I,

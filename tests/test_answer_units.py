@@ -302,6 +302,9 @@ def test_missing_salience_is_the_rarest_missing_words_idf_in_the_brain() -> None
         ("When does the on-call rotation hand over to the next engineer?", None),
         ("How do I load a JSON file into a Python dictionary?", None),
         ("How many servers run the message bus?", None),
+        # A length or a time: "how long can X be" leaves the doubt.
+        ("How long can a file name be on this file system?", None),
+        ("How long can a session stay idle before it is closed?", "duration"),
     ],
 )
 def test_asked_fact_is_the_kind_of_fact_the_wording_asks_for(question: str, kind: str | None) -> None:

@@ -1833,7 +1833,9 @@ def main() -> None:
 
         completion_init()
     try:
-        app(default_map=default_map)
+        # "locallens" however it was started (`python -m locallens` too): the name its usage
+        # lines print and its completion script completes
+        app(default_map=default_map, prog_name="locallens")
     except BrokenPipeError:
         _silence_stdout()
         sys.exit(_exit_if_pipe_closes)

@@ -737,7 +737,7 @@ def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool
             f"brain {clean(repr(report.brain))} ({clean(report.model)}) in {clean(report.db)}\n"
             f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
             f"{report.removed} removed, {len(report.skipped)} skipped"
-            f"{f', {report.reread} read again (a newer reader of their format)' if report.reread else ''}\n"
+            f"{f', {report.reread} read again (made by an older reader or chunking)' if report.reread else ''}\n"
             f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
             f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
             markup=False,

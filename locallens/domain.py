@@ -60,7 +60,7 @@ class Document:
     # line 1 is file line `line_offset + 1`. Only meaningful when `line_mapped`.
     line_offset: int = 0
     # The reader that made `text` and its version ("html_page/2", `readers.registry.reading_of`):
-    # stored with the document, so a newer reader reads the file again.
+    # stored with the document (with the chunking version), so a newer reader reads it again.
     reading: str = ""
 
 

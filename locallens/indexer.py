@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from locallens.chunking import Chunker, get_chunker, make_chunks
+from locallens.chunking import CHUNKING_VERSION, Chunker, get_chunker, make_chunks
 from locallens.config import DEFAULT_DEVICE, ChunkChoice, ChunkSettings
 from locallens.domain import Chunk, Document, FileStat, Skipped
 from locallens.errors import ModelMismatchError, NoIndexError, UsageError
@@ -54,7 +54,7 @@ from locallens.headers import chunk_headers, embedded_text
 from locallens.locations import locate
 from locallens.progress import NoProgress, Progress
 from locallens.readers import DEFAULT_MAX_BYTES, read_settled
-from locallens.readers.registry import read_by_current_reader
+from locallens.readers.registry import reading_of
 from locallens.storage import (
     Brain,
     DbLocation,
@@ -107,7 +107,7 @@ class IndexReport:
     unchanged: int = 0
     removed: int = 0
     located: int = 0  # unchanged documents whose chunk locations were computed from their text
-    reread: int = 0  # unchanged files read again: a newer version of their format's reader
+    reread: int = 0  # unchanged files read again: a newer version of their reader or of chunking
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks_total: int = 0
@@ -339,8 +339,9 @@ class _Run:
         for stat in found:
             old = stored.get((stat.root, stat.relative_path))
             same_stat = old is not None and (old.size, old.mtime_ns) == (stat.size, stat.mtime_ns)
-            # Read by an older version of its format's reader: read again and written anew.
-            reread = old is not None and not read_by_current_reader(old.reading, stat.relative_path)
+            # Read by an older version of its format's reader, or chunked by an older chunking:
+            # read again and written anew.
+            reread = old is not None and not read_as_now(old.reading, stat.relative_path)
             if (
                 old is not None
                 and not rechunk_all
@@ -562,7 +563,7 @@ class _Run:
                 headers=item.headers,
                 hashes=doc_hashes,
                 line_offset=doc.line_offset,
-                reading=doc.reading,
+                reading=document_reading(doc.reading),
             )
             self.store.write_document(brain, record)
             self.progress.advance(FILES)
@@ -825,9 +826,23 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
     return report
 
 
+def document_reading(reader: str) -> str:
+    """What a document is stored with: the reader and version that made its text (`reading_of`,
+    "html_page/2") and the chunking version that cut it ("html_page/2+chunks/1")."""
+    return f"{reader}+chunks/{CHUNKING_VERSION}"
+
+
+def read_as_now(stored: str, relative_path: str) -> bool:
+    """A document stored with the `stored` reading would be read and chunked the same way now.
+    '' (stored before readings were recorded) is version 1 of its reader and of chunking."""
+    if not stored:
+        return reading_of(relative_path).endswith("/1") and CHUNKING_VERSION == 1
+    return stored == document_reading(reading_of(relative_path))
+
+
 def stale_files(store: IndexStore, brain: Brain) -> int:
     """Files under the brain's roots that are new, changed (size/mtime) or gone since indexing, or
-    that a newer reader of their format would read again."""
+    that a newer reader of their format, or newer chunking, would read again."""
     # Documents are identified by absolute path, as `index` does: overlapping roots count once.
     by_path = {_file_path(doc.root, doc.relative_path): doc for doc in store.documents(brain).values()}
     seen: set[str] = set()
@@ -858,7 +873,7 @@ def stale_files(store: IndexStore, brain: Brain) -> int:
                 old is None
                 or old.size != item.size
                 or old.mtime_ns != item.mtime_ns
-                or not read_by_current_reader(old.reading, item.relative_path)
+                or not read_as_now(old.reading, item.relative_path)
             ):
                 stale += 1
     stale += sum(1 for path in by_path if path not in seen and not any(_under(path, k) for k in kept_below))

@@ -1,9 +1,10 @@
-"""A newer reader reaches files that did not change (docs/guide.md, "After an upgrade").
+"""A newer reader or chunking reaches files that did not change (docs/guide.md, "After an upgrade").
 
-Each document is stored with the reader and version that made its text
-(`readers.registry.reading_of`); `index` reads again, and writes anew, every unchanged file an
-older version read, embedding only the chunks whose embedded text changed. A document stored
-before readings were recorded ('') counts as read by version 1 of its reader.
+Each document is stored with the reader and version that made its text and the chunking
+version that cut it (`indexer.document_reading`: "html_page/2+chunks/1"); `index` reads again,
+and writes anew, every unchanged file an older version made, embedding only the chunks whose
+embedded text changed. A document stored before readings were recorded ('') counts as made by
+version 1 of its reader and of chunking.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from locallens import indexer
+from locallens.indexer import document_reading, read_as_now
 from locallens.readers import registry
 from locallens.readers.base import Extracted
-from locallens.readers.registry import read_by_current_reader, reading_of
+from locallens.readers.registry import reading_of
 from locallens.storage.sqlite import Store
 
 from .helpers import FakeModels, cli, cli_json, stdout_json
@@ -28,14 +31,18 @@ PAGE = """<html><head><title>Boiler room</title></head><body>
 """
 
 
-def test_a_reading_names_the_reader_and_its_version() -> None:
-    assert reading_of("manual/page.HTML") == f"html_page/{registry.reader_for('.html').version}"
+def test_a_reading_names_the_reader_the_chunking_and_their_versions() -> None:
+    spec = registry.reader_for(".html")
+    assert spec is not None
+    assert reading_of("manual/page.HTML") == f"html_page/{spec.version}"
     assert reading_of("notes.org") == "org/1"
     assert reading_of("data.weird") == reading_of("notes.md")  # --include'd: read as text
-    assert read_by_current_reader(reading_of("a.html"), "b.htm")
-    assert read_by_current_reader("", "notes.org")  # stored before readings: version 1
-    assert not read_by_current_reader("", "page.html")  # the HTML reader has changed since
-    assert not read_by_current_reader("text/2", "page.html")  # another reader made it
+    assert document_reading("org/1") == f"org/1+chunks/{indexer.CHUNKING_VERSION}"
+    assert read_as_now(document_reading(reading_of("a.html")), "b.htm")
+    assert read_as_now("", "notes.org")  # stored before readings: version 1 of both
+    assert not read_as_now("", "page.html")  # the HTML reader has changed since
+    assert not read_as_now(document_reading("text/2"), "page.html")  # another reader made it
+    assert not read_as_now("org/1", "notes.org")  # no chunking version: not this release's
 
 
 @pytest.fixture()
@@ -45,6 +52,11 @@ def folder(tmp_path: Path) -> Path:
     (root / "boiler.html").write_text(PAGE, encoding="utf-8")
     (root / "keys.org").write_text("* Keys\nThe spare keys hang in the porter's lodge.\n", encoding="utf-8")
     return root
+
+
+def _now(path: str, html_version: int | None = None) -> str:
+    reader = reading_of(path) if html_version is None else f"html_page/{html_version}"
+    return document_reading(reader)
 
 
 def _readings(db: Path) -> dict[str, str]:
@@ -57,7 +69,7 @@ def test_an_index_from_before_readings_reads_again_only_formats_read_otherwise_s
 ) -> None:
     db = tmp_path / "index.db"
     cli_json("index", str(folder), "--db", str(db))
-    assert _readings(db) == {"boiler.html": reading_of("boiler.html"), "keys.org": "org/1"}
+    assert _readings(db) == {"boiler.html": _now("boiler.html"), "keys.org": _now("keys.org")}
     # As the previous release left it: no `reading` column, schema step 7.
     with Store(db) as store, store.transaction():
         store.conn.execute("ALTER TABLE documents DROP COLUMN reading")
@@ -75,7 +87,7 @@ def test_an_index_from_before_readings_reads_again_only_formats_read_otherwise_s
     }
     assert report["chunks"]["embedded"] == 0 and len(fake_models.embedder.passages) == embedded
     # the org file was not read again: '' is its reader's version 1, the one it has now
-    assert _readings(db) == {"boiler.html": reading_of("boiler.html"), "keys.org": ""}
+    assert _readings(db) == {"boiler.html": _now("boiler.html"), "keys.org": ""}
     assert cli_json("index", str(folder), "--db", str(db))["files"]["read_again"] == 0
     assert stdout_json(cli("status", "--db", str(db), "--json"))["brains"][0]["stale"] == 0
 
@@ -98,16 +110,34 @@ def test_a_newer_reader_rewrites_an_unchanged_file_and_embeds_only_what_changed(
     assert spec is not None
     monkeypatch.setitem(registry._READERS, ".html", replace(spec, version=spec.version + 1))
     dry = cli_json("index", str(folder), "--db", str(db), "--dry-run")
-    assert dry["files"]["read_again"] == 1 and _readings(db)["boiler.html"] == f"html_page/{spec.version}"
+    assert dry["files"]["read_again"] == 1 and _readings(db)["boiler.html"] == _now("boiler.html", spec.version)
     embedded = len(fake_models.embedder.passages)
     report = cli_json("index", str(folder), "--db", str(db))
     assert report["files"]["read_again"] == 1 and report["files"]["unchanged"] == 1
     assert report["files"]["changed"] == 0
-    assert _readings(db)["boiler.html"] == f"html_page/{spec.version + 1}"
+    assert _readings(db)["boiler.html"] == _now("boiler.html", spec.version + 1)
     new_passages = fake_models.embedder.passages[embedded:]
     assert new_passages and all("2025" in p for p in new_passages)
     out = stdout_json(cli("ask", "When was the boiler last serviced?", "--db", str(db), "--context-only", "--json"))
     assert any("last serviced in 2025" in s["content"] for s in out["sources"])
+
+
+def test_newer_chunking_rechunks_every_file_and_embeds_only_what_changed(
+    folder: Path, tmp_path: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "index.db"
+    first = cli_json("index", str(folder), "--db", str(db))
+    monkeypatch.setattr(indexer, "CHUNKING_VERSION", indexer.CHUNKING_VERSION + 1)
+    assert stdout_json(cli("status", "--db", str(db), "--json"))["brains"][0]["stale"] == 2
+    embedded = len(fake_models.embedder.passages)
+    report = cli_json("index", str(folder), "--db", str(db))
+    assert report["files"]["read_again"] == 2 and report["chunks"]["embedded"] == 0
+    assert report["chunks"]["total"] == first["chunks"]["total"]
+    assert len(fake_models.embedder.passages) == embedded
+    assert set(_readings(db).values()) == {
+        f"html_page/{registry.reader_for('.html').version}+chunks/2",
+        "org/1+chunks/2",
+    }  # type: ignore[union-attr]
 
 
 def test_postgres_reads_again_after_its_schema_5_step(folder: Path, fake_models: FakeModels, pg_url: str) -> None:

@@ -192,9 +192,9 @@ def test_replace_brain_swaps_in_the_rebuilt_one(store: IndexStore, brain: Brain)
 def test_documents_and_their_chunks(store: IndexStore, brain: Brain) -> None:
     a = write(store, brain, "a.md", ["first", "second", "third"], [e(1), e(0, 1), e(0, 0, 1)])
     write(store, brain, "B.md", ["upper"], [e(1)])
-    write(store, brain, "b.md", ["lower"], [e(1)], root="/s", reading="text/2")
+    write(store, brain, "b.md", ["lower"], [e(1)], root="/s", reading="text/2+chunks/1")
     docs = store.documents(brain)
-    assert [docs[key].reading for key in (("/r", "a.md"), ("/s", "b.md"))] == ["", "text/2"]
+    assert [docs[key].reading for key in (("/r", "a.md"), ("/s", "b.md"))] == ["", "text/2+chunks/1"]
     assert set(docs) == {("/r", "a.md"), ("/r", "B.md"), ("/s", "b.md")}
     doc = docs[("/r", "a.md")]
     assert (doc.root, doc.relative_path, doc.size, doc.mtime_ns, doc.checksum) == ("/r", "a.md", 16, 1, a[0].checksum)

@@ -27,7 +27,14 @@ from locallens.config import CHUNKERS, DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from locallens.domain import Chunk, Document
 from locallens.errors import UsageError
 
+# What chunking makes of a document's text, numbered: raise it with any change that gives some
+# document other chunks or chunk headers (a chunker, `locallens.headers`). Each document is stored
+# with it (`indexer.document_reading`), and the next `index` run re-chunks every document
+# chunked by an earlier version, re-embedding only chunks whose embedded text changed.
+CHUNKING_VERSION = 1
+
 __all__ = [
+    "CHUNKING_VERSION",
     "STRATEGIES",
     "Chunker",
     "ChunkerSpec",

@@ -25,8 +25,9 @@ class ReaderSpec:
     enabled: Callable[[], bool] | None = None
     # What the reader makes of a file, numbered. Raise it with any change that gives some file
     # another text, title or headings: an index keeps, with each document, the reading that made
-    # it (`reading_of`), and its next `index` run reads again every file of an older one, so
-    # an improvement reaches files that did not change. 1: as read before readings were recorded.
+    # it (`reading_of`, `indexer.document_reading`), and its next `index` run reads again every
+    # file of an older one, so an improvement reaches files that did not change. 1: as read
+    # before readings were recorded.
     version: int = 1
 
     def install_hint(self, package: str) -> str:
@@ -55,13 +56,6 @@ def reading_of(relative_path: str) -> str:
     document; a file of an unregistered extension (taken in by --include) is read as text."""
     spec = reader_for(os.path.splitext(relative_path)[1].lower())
     return f"{spec.module if spec else 'text'}/{spec.version if spec else _TEXT_VERSION}"
-
-
-def read_by_current_reader(stored: str, relative_path: str) -> bool:
-    """A document stored with the `stored` reading would be read the same way now ("": stored
-    before readings were recorded, i.e. by version 1 of the reader its path has now)."""
-    current = reading_of(relative_path)
-    return stored == current or (not stored and current.endswith("/1"))
 
 
 @functools.cache

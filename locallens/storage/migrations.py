@@ -325,13 +325,13 @@ def _format_locations(conn: apsw.Connection) -> None:
 
 
 def _reading_versions(conn: apsw.Connection) -> None:
-    """Step 8: each document records the reader and version that made its text (`documents.reading`).
+    """Step 8: each document records the reader and chunking versions that made it (`documents.reading`).
 
-    "html_page/2": `locallens.readers.registry.reading_of`. A reader whose version is raised
-    gives some files another text; the next `index` run reads again every document stored by an
-    older one, its file unchanged or not, and writes it anew (vectors reused where a chunk's
-    embedded text is the same). '' marks a document stored before this step: read by version 1
-    of its reader, so only formats whose reader changed since are read again.
+    "html_page/2+chunks/1": `locallens.indexer.document_reading`. When a reader's version or the
+    chunking version is raised, the next `index` run reads again every document an older one
+    made, its file unchanged or not, and writes it anew (vectors reused where a chunk's embedded
+    text is the same). '' marks a document stored before this step: version 1 of its reader and
+    of chunking, so only formats whose reader changed since are read again.
     """
     _add_column(conn, "documents", "reading", "TEXT NOT NULL DEFAULT ''")
 

@@ -165,9 +165,9 @@ def _step_format_locations(conn: psycopg.Connection[Any]) -> None:
 
 
 def _step_reading_versions(conn: psycopg.Connection[Any]) -> None:
-    """Step 5: as SQLite's step 8 `reading_versions`: `documents.reading`, the reader and version
-    that made each document's text ('': stored before this step, by version 1 of its reader); the
-    next `index` reads again the documents a newer reader would read otherwise."""
+    """Step 5: as SQLite's step 8 `reading_versions`: `documents.reading`, the reader and chunking
+    versions that made each document ('': stored before this step, version 1 of both); the next
+    `index` reads again the documents a newer reader or chunking would make otherwise."""
     conn.execute(f"ALTER TABLE {SCHEMA}.documents ADD COLUMN IF NOT EXISTS reading text NOT NULL DEFAULT ''")
 
 

@@ -111,8 +111,8 @@ class StoredDocument:
     # Blank lines before the text (docs/behaviour.md#locations); None: stored before chunk
     # locations existed, its chunks not located yet.
     line_offset: int | None = None
-    # The reader and its version that made the stored text ("html_page/2"; "": stored before
-    # readings were recorded), `readers.registry.read_by_current_reader`.
+    # The reader and chunking versions that made the stored text and chunks ("html_page/2+chunks/1";
+    # "": stored before readings were recorded), `indexer.read_as_now`.
     reading: str = ""
 
 
@@ -146,7 +146,7 @@ class DocumentRecord:
     headers: Sequence[str] | None = None
     hashes: Sequence[bytes] | None = None
     line_offset: int | None = 0
-    reading: str = ""  # the reader and its version that made the text
+    reading: str = ""  # the reader and chunking versions that made the text and chunks
 
     def header_list(self) -> list[str]:
         return list(self.headers) if self.headers is not None else [""] * len(self.chunks)

@@ -9,6 +9,7 @@ version 1 of its reader and of chunking.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,3 +153,56 @@ def test_postgres_reads_again_after_its_schema_5_step(folder: Path, fake_models:
     assert (report["files"]["read_again"], report["files"]["unchanged"]) == (1, 1)
     assert report["chunks"]["embedded"] == 0 and len(fake_models.embedder.passages) == embedded
     assert cli_json("index", str(folder), "--db", pg_url)["files"]["read_again"] == 0
+
+
+# -- the guard: a reader's output does not change under the same version --------------------------
+
+
+def _digest_script() -> dict[str, object]:
+    import runpy
+
+    return runpy.run_path(str(Path(__file__).resolve().parent.parent / "scripts" / "reading_digests.py"))
+
+
+def test_every_readers_output_is_recorded_under_its_version() -> None:
+    """`scripts/reading_digests.py --check`: what each reader (and chunking) makes of the
+    repository's own files is the digest recorded for its version. When this fails, a change of
+    output needs its version raised, or people's indexes would keep the old reading."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "reading_digests.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_guard_names_a_reader_whose_output_changed_under_the_same_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from locallens.readers import html_page
+
+    script = _digest_script()
+    recorded = json.loads((Path(__file__).resolve().parent / "data" / "reading_digests.json").read_text())
+    read = html_page.read
+    monkeypatch.setattr(html_page, "read", lambda data, ext: replace(read(data, ext), text=read(data, ext).text + " x"))
+    now = script["digests"]()  # type: ignore[operator]
+    assert script["changed_without_a_new_version"](now, recorded) == [reading_of("page.html")]  # type: ignore[operator]
+    spec = registry.reader_for(".html")
+    assert spec is not None
+    monkeypatch.setitem(registry._READERS, ".html", replace(spec, version=spec.version + 1))
+    monkeypatch.setitem(registry._READERS, ".htm", replace(spec, version=spec.version + 1))
+    raised = script["digests"]()  # type: ignore[operator]
+    assert script["changed_without_a_new_version"](raised, recorded) == []  # type: ignore[operator]
+
+
+def test_the_guard_names_chunking_when_its_output_changed_under_the_same_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from locallens import headers
+
+    script = _digest_script()
+    recorded = json.loads((Path(__file__).resolve().parent / "data" / "reading_digests.json").read_text())
+    chunk_headers = headers.chunk_headers
+    monkeypatch.setattr(
+        headers, "chunk_headers", lambda doc, contents: [h.upper() for h in chunk_headers(doc, contents)]
+    )
+    now = script["digests"]()  # type: ignore[operator]
+    assert script["changed_without_a_new_version"](now, recorded) == [f"chunks/{indexer.CHUNKING_VERSION}"]  # type: ignore[operator]

@@ -28,7 +28,8 @@ from locallens.domain import Chunk, Document
 from locallens.errors import UsageError
 
 # What chunking makes of a document's text, numbered: raise it with any change that gives some
-# document other chunks or chunk headers (a chunker, `locallens.headers`). Each document is stored
+# document other chunks, chunk headers or locations (a chunker, `locallens.headers`,
+# `locallens.locations`). Each document is stored
 # with it (`indexer.document_reading`), and the next `index` run re-chunks every document
 # chunked by an earlier version, re-embedding only chunks whose embedded text changed.
 CHUNKING_VERSION = 1

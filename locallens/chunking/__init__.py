@@ -29,9 +29,9 @@ from locallens.errors import UsageError
 
 # What chunking makes of a document's text, numbered: raise it with any change that gives some
 # document other chunks, chunk headers or locations (a chunker, `locallens.headers`,
-# `locallens.locations`). Each document is stored
-# with it (`indexer.document_reading`), and the next `index` run re-chunks every document
-# chunked by an earlier version, re-embedding only chunks whose embedded text changed.
+# `locallens.locations`). Each document is stored with it (`indexer.document_reading`), and the
+# next `index` run re-chunks every document chunked by an earlier version, re-embedding only
+# chunks whose embedded text changed (`scripts/reading_digests.py` checks it is raised).
 CHUNKING_VERSION = 1
 
 __all__ = [

@@ -1599,7 +1599,8 @@ def status(
         for b in info["brains"]:
             # A brain whose first run never finished has no "since": its files are still to index.
             freshness = (
-                f"last indexed {b['last_indexed']}, {b['stale']} file(s) changed since"
+                # stale: new, changed or gone since, or made by an older reader or chunking
+                f"last indexed {b['last_indexed']}, {b['stale']} file(s) out of date"
                 if b["last_indexed"]
                 else f"first index not finished, {b['stale']} file(s) still to index (run `locallens index` again)"
             )

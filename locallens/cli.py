@@ -544,25 +544,23 @@ def _completion(install: bool) -> Any:
     return callback
 
 
+def _completion_option(install: bool, help: str) -> Any:
+    """`--install-completion` / `--show-completion`: eager flags whose SHELL `_completion_shell` took."""
+    name = "--install-completion" if install else "--show-completion"
+    return typer.Option(False, name, is_eager=True, expose_value=False, callback=_completion(install), help=help)
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
     ),
-    install_completion: bool = typer.Option(
-        False,
-        "--install-completion",
-        is_eager=True,
-        expose_value=False,
-        callback=_completion(install=True),
+    install_completion: bool = _completion_option(
+        install=True,
         help=f"Install completion for the shell named after it ({or_list(SHELLS)}) or the shell this runs in.",
     ),
-    show_completion: bool = typer.Option(
-        False,
-        "--show-completion",
-        is_eager=True,
-        expose_value=False,
-        callback=_completion(install=False),
+    show_completion: bool = _completion_option(
+        install=False,
         help=f"Print the completion script for the shell named after it ({or_list(SHELLS)}) or the shell "
         "this runs in: locallens --show-completion bash > /etc/bash_completion.d/locallens",
     ),

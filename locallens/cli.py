@@ -504,13 +504,14 @@ def _completion_shell(args: list[str]) -> tuple[list[str], str | None]:
         if equals:
             return [*args[:at], option, *args[at + 1 :]], value
         following = args[at + 1] if at + 1 < len(args) else ""
-        if following and not following.startswith("-") and following not in app_command_names():
+        if following and not following.startswith("-") and following not in _command_names():
             return [*args[: at + 1], *args[at + 2 :]], following
         return args, None
     return args, None
 
 
-def app_command_names() -> set[str]:
+def _command_names() -> set[str]:
+    """The commands' names (a word after the option that is one is the command, not a shell)."""
     return {command.name or command.callback.__name__ for command in app.registered_commands if command.callback}
 
 

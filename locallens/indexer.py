@@ -473,12 +473,8 @@ class _Run:
             return
         documents, self.unchunked, self.unchunked_chars = self.unchunked, [], 0
         for read, texts in zip(documents, self._get_chunker().chunk_many([d.text for d in documents]), strict=True):
-            chunks = make_chunks(read, self.request.brain, texts)
-            contents = [chunk.content for chunk in chunks]
-            locations = locate(read, contents)
-            chunks = [replace(chunk, location=loc) for chunk, loc in zip(chunks, locations, strict=True)]
-            headers = chunk_headers(read, contents) if self.settings.headers else [""] * len(chunks)
-            hashes = [content_hash(embedded_text(h, t)) for h, t in zip(headers, contents, strict=True)]
+            chunks, headers = cut(read, self.request.brain, texts, headers=self.settings.headers)
+            hashes = [content_hash(embedded_text(h, c.content)) for h, c in zip(headers, chunks, strict=True)]
             self.pending.append(_Pending(read, chunks, headers, hashes))
             self.pending_chunks += len(chunks)
 
@@ -824,6 +820,15 @@ def _dry_run(request: IndexRequest, progress: Progress, started: float) -> Index
             store.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def cut(read: Document, brain: str, texts: Sequence[str], *, headers: bool) -> tuple[list[Chunk], list[str]]:
+    """A document's chunks as a brain stores them, from the chunker's texts: numbered, each with
+    its location, and each one's header ("" for every chunk when `headers` is off)."""
+    chunks = make_chunks(read, brain, texts)
+    contents = [chunk.content for chunk in chunks]
+    located = [replace(chunk, location=loc) for chunk, loc in zip(chunks, locate(read, contents), strict=True)]
+    return located, chunk_headers(read, contents) if headers else [""] * len(chunks)
 
 
 def document_reading(reader: str) -> str:

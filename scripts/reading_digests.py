@@ -40,10 +40,9 @@ OUR_OWN = ("", "defusedxml")
 def digests() -> dict[str, str]:
     """{"html_page/2": sha256, ..., "chunks/1": sha256} over the files of FOLDERS."""
     sys.path.insert(0, str(ROOT))
-    from locallens.chunking import CHUNKING_VERSION, get_chunker, make_chunks
+    from locallens.chunking import CHUNKING_VERSION, get_chunker
     from locallens.domain import Document, FileStat
-    from locallens.headers import chunk_headers
-    from locallens.locations import locate
+    from locallens.indexer import cut
     from locallens.readers import ocr, read_document
     from locallens.readers.registry import extensions, reader_for, reading_of
 
@@ -68,14 +67,14 @@ def digests() -> dict[str, str]:
         for path in sorted((ROOT / "sample_docs").rglob("*.md"))
         for text in [path.read_text(encoding="utf-8").strip()]
     ]
-    chunks = hashlib.sha256()
+    chunking = hashlib.sha256()
     chunker = get_chunker("paragraph")
     for note, texts in zip(notes, chunker.chunk_many([d.text for d in notes]), strict=True):
-        contents = [chunk.content for chunk in make_chunks(note, "default", texts)]
-        record = [note.relative_path, contents, chunk_headers(note, contents), locate(note, contents)]
-        chunks.update(json.dumps(record, default=repr).encode())
+        chunks, headers = cut(note, "default", texts, headers=True)  # as `index` cuts it
+        record = [note.relative_path, [c.content for c in chunks], headers, [c.location for c in chunks]]
+        chunking.update(json.dumps(record, default=repr).encode())
     out = {name: digest.hexdigest() for name, digest in sorted(readings.items())}
-    out[f"chunks/{CHUNKING_VERSION}"] = chunks.hexdigest()
+    out[f"chunks/{CHUNKING_VERSION}"] = chunking.hexdigest()
     return out
 
 

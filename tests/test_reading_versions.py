@@ -196,13 +196,11 @@ def test_the_guard_names_a_reader_whose_output_changed_under_the_same_version(mo
 def test_the_guard_names_chunking_when_its_output_changed_under_the_same_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from locallens import headers
-
     script = _digest_script()
     recorded = json.loads((Path(__file__).resolve().parent / "data" / "reading_digests.json").read_text())
-    chunk_headers = headers.chunk_headers
+    chunk_headers = indexer.chunk_headers
     monkeypatch.setattr(
-        headers, "chunk_headers", lambda doc, contents: [h.upper() for h in chunk_headers(doc, contents)]
+        indexer, "chunk_headers", lambda doc, contents: [h.upper() for h in chunk_headers(doc, contents)]
     )
     now = script["digests"]()  # type: ignore[operator]
     assert script["changed_without_a_new_version"](now, recorded) == [f"chunks/{indexer.CHUNKING_VERSION}"]  # type: ignore[operator]

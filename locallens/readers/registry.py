@@ -54,8 +54,8 @@ def reader_for(ext: str) -> ReaderSpec | None:
 def reading_of(relative_path: str) -> str:
     """The reader that reads this file now and its version ("html_page/2"), as stored with the
     document; a file of an unregistered extension (taken in by --include) is read as text."""
-    spec = reader_for(os.path.splitext(relative_path)[1].lower())
-    return f"{spec.module if spec else 'text'}/{spec.version if spec else _TEXT_VERSION}"
+    spec = reader_for(os.path.splitext(relative_path)[1].lower()) or _READERS[".txt"]
+    return f"{spec.module}/{spec.version}"
 
 
 @functools.cache
@@ -74,8 +74,7 @@ def _ocr_enabled() -> bool:
 # rendered (`linkgit:x[1]` as x(1), `{litdd}` as --) and a labelled list's terms kept with their
 # descriptions; html_page 2, navigation (bars, rows and containers of links) left out, a title
 # without its site's name, `<pre>` in list items and definition terms read as such.
-_TEXT_VERSION = 2
-register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=_TEXT_VERSION))
+register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=2))
 register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=2))
 register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page", version=2))

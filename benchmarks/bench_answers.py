@@ -60,6 +60,12 @@ is in no document, the right answer being the refusal):
   asciidoc (`settings.html`, `commands.html`, ...) beside AsciiDoc sources (`.asciidoc`, `.txt`
   manual pages with `*--option*::` definition lists), so the package's own readers are measured;
   written before anything was measured on them; a development corpus, out of the default `--sets`.
+- bash-html, bash-pdf, bash-mixed: benchmarks/data/bash_questions.jsonl (35 + 6) over the Bash
+  manual page and reference manual as Debian's `bash-doc` ships them (`corpora.py --bash KIND`):
+  as HTML, as PDF, and the package's folder as shipped (both manuals in both formats beside the
+  examples); a question's files are the manuals in the corpus's formats. Written in a user's words
+  before anything was measured on them; the same questions over each format measure what reading
+  a PDF loses against its HTML, and what copies of one manual cost the answer.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -122,7 +128,9 @@ from typing import Any
 
 import _common as c
 from corpora import (
+    BASH_KINDS,
     write_adoc_corpus,
+    write_bash_corpus,
     write_apache_corpus,
     write_borg_corpus,
     write_postfix_corpus,
@@ -174,6 +182,16 @@ SETS.update(
         if corpus in HTML_CORPORA
     }
 )
+# The Bash manuals of Debian's bash-doc (`corpora.py --bash`), the same questions over the HTML, the
+# PDF and the package's folder as shipped (both formats of both manuals, and the examples): what
+# PDF reading loses against HTML, and what copies of one manual in two formats cost the answer.
+# A question's files are the manuals in the corpus's formats.
+SETS.update({f"bash-{kind}": (f"bash-{kind}", [DATA / "bash_questions.jsonl"]) for kind in BASH_KINDS})
+BASH_FILES = {
+    "html": ["bash.html", "bashref.html"],
+    "pdf": ["bash.pdf", "bashref.pdf"],
+    "mixed": ["bash.html", "bashref.html", "bash.pdf", "bashref.pdf"],
+}
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
 # whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
@@ -190,7 +208,12 @@ def load_set(name: str) -> list[dict[str, Any]]:
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
-    if SETS[name][0].endswith("-html"):
+    corpus = SETS[name][0]
+    if corpus.startswith("bash-"):
+        for row in rows:
+            if row.get("answerable", True):
+                row["files"] = BASH_FILES[corpus.removeprefix("bash-")]
+    elif corpus.endswith("-html"):
         for row in rows:
             row["files"] = [f"{Path(f).stem}.html" for f in row.get("files", [])]
     return rows
@@ -217,6 +240,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
     if corpus == "stdlib":
         dest = workdir / "stdlib-corpus"
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
+    if corpus.startswith("bash-"):
+        return write_bash_corpus(workdir / f"{corpus}-corpus", corpus.removeprefix("bash-"))
     kind = corpus.removesuffix("-html")
     if kind != corpus:
         return _WRITERS[kind](workdir / f"{corpus}-corpus", html=True)

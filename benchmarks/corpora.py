@@ -677,6 +677,42 @@ def write_adoc_corpus(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
+# The Bash manuals as Debian's bash-doc package ships them (/usr/share/doc/bash): the manual page
+# (`bash.html`, `bash.pdf`) and the reference manual (`bashref.html`, `bashref.pdf`), each once as
+# HTML and once as PDF, beside the package's examples (scripts, READMEs, an index). `BASH_KINDS`:
+# which of its files a corpus holds.
+BASH_PACKAGE = "bash-doc"
+BASH_DOC = "usr/share/doc/bash"
+BASH_KINDS = {
+    "html": ("bash.html", "bashref.html"),
+    "pdf": ("bash.pdf", "bashref.pdf"),
+    "mixed": None,  # the folder as shipped: both manuals in both formats, and the examples
+}
+
+
+def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Copy bash-doc's files byte for byte to `dest` (`BASH_KINDS[kind]`; "mixed": the whole folder
+    as shipped, subfolders and all), so that locallens's own HTML and PDF readers are what is
+    measured, and return `dest`. The package is fetched with `apt-get download` into `dest/../`
+    (kept, so a second run needs no network) unless `deb` names one; a file is rewritten only when
+    its bytes changed."""
+    dest = pathlib.Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    deb = deb or _debian_package(BASH_PACKAGE, dest.parent)
+    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
+        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
+        root = pathlib.Path(unpacked) / BASH_DOC
+        names = BASH_KINDS[kind]
+        files = [root / name for name in names] if names else [p for p in root.rglob("*") if p.is_file()]
+        for source in sorted(files):
+            path = dest / source.relative_to(root)
+            data = source.read_bytes()
+            if not (path.is_file() and path.read_bytes() == data):
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+    return dest
+
+
 def _read_page(page: pathlib.Path) -> str:
     """The text of `page` (UTF-8, newlines as `read_text` reads them), decompressed if gzipped."""
     if page.suffix == ".gz":
@@ -750,11 +786,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--zsh", action="store_true", help="the Z shell manual and FAQ from Debian's zsh-doc package")
     parser.add_argument(
+        "--bash",
+        choices=tuple(BASH_KINDS),
+        help="the Bash manual page and reference manual from Debian's bash-doc package, as HTML, as PDF "
+        "or the package's folder as shipped (mixed)",
+    )
+    parser.add_argument(
         "--adoc",
         action="store_true",
         help="AsciiDoc documentation and its HTML from the qutebrowser and asciidoc sdists",
     )
     args = parser.parse_args(argv)
+    if args.bash:
+        out = write_bash_corpus(args.dest, args.bash)
+        print(f"wrote {sum(1 for p in out.rglob('*') if p.is_file())} files to {out}")
+        return
     if args.adoc:
         out = write_adoc_corpus(args.dest)
         print(f"wrote {sum(1 for p in out.iterdir() if p.is_file())} files to {out}")

@@ -51,6 +51,59 @@ def test_pdf_pages_are_page_spans_numbered_as_in_the_file(tmp_path: Path) -> Non
     assert not document.line_mapped
 
 
+def _pdf_lines(lines: list[str]) -> bytes:
+    """A page's content stream: each line of `lines` 14 points below the one before."""
+    shown = b" 0 -14 Td ".join(b"(" + line.encode("latin-1") + b") Tj" for line in lines)
+    return b"BT /F1 11 Tf 72 720 Td " + shown + b" ET"
+
+
+def test_pdf_running_heads_and_feet_are_not_the_documents_text(tmp_path: Path) -> None:
+    bodies = [
+        "Boarding closes ten minutes before",
+        "Bicycles ride free on the lower deck",
+        "Dogs stay on a lead",
+        "Tickets are sold at the pier",
+    ]
+    pages = [
+        _pdf_lines([f"Chapter 2: Ferry rules {10 + n}", body, f"Island Ferries Handbook 2026 page {n + 1}"])
+        for n, body in enumerate(bodies)
+    ]
+    write(tmp_path / "handbook.pdf", make_pdf(pages))
+    document = doc(tmp_path, "handbook.pdf")
+    assert [document.text[s.start : s.end] for s in document.spans] == bodies
+    assert [s.label for s in document.spans] == ["1", "2", "3", "4"]
+
+
+def test_pdf_a_line_repeated_on_a_few_scattered_pages_is_kept() -> None:
+    from locallens.readers.pdf import clean_pages
+
+    words = "harbour tide ferry pier deck cabin anchor mooring buoy lighthouse".split()
+    pages = [f"Slide {n}\nThe {words[n % 10]} and the {words[(3 * n) % 10]} {n}" for n in range(30)]
+    for n in (2, 14, 27):  # the same title on three slides far apart: a title, not a running head
+        pages[n] = f"Results\nThe {words[n % 10]} and the {words[(3 * n) % 10]} {n}"
+    cleaned = clean_pages(pages)
+    assert all(cleaned[n].startswith("Results\nThe ") for n in (2, 14, 27))
+    assert cleaned[5] == "The cabin and the cabin 5"  # "Slide N" runs over the deck: a running head
+
+
+def test_pdf_words_broken_at_a_lines_end_are_joined() -> None:
+    from locallens.readers.pdf import clean_pages
+
+    page = "Bash handles several filenames spe-\ncially when the value is non-\nzero, and lets a user re-\nedit a failed sub-\nstitution.\nThe --no-\nclobber flag; Line-\nStart"
+    assert clean_pages([page]) == [
+        "Bash handles several filenames specially when the value is non-zero, and lets a user re-edit a "
+        "failed substitution.\nThe --no-\nclobber flag; Line-\nStart"
+    ]
+
+
+def test_pdf_typesetting_characters_are_plain_ones() -> None:
+    from locallens.readers.pdf import clean_pages
+
+    assert clean_pages(["the ﬁrst ﬂag −e, a hy\u00adphen and a bro\u00ad\nken word"]) == [
+        "the first flag -e, a hyphen and a broken word"
+    ]
+
+
 def test_registry_names_a_module_per_format_family() -> None:
     for ext in (".md", ".markdown", ".txt", ".rst"):
         assert reader_for(ext) is not None and reader_for(ext).module == "text"  # type: ignore[union-attr]

@@ -3,11 +3,23 @@
 A page without a text layer (a scan) is read by OCR when the `ocr` extra is installed
 (`locallens.readers.ocr`); otherwise it is left out, and a PDF with no text at all is a skip
 that says how to get OCR.
+
+The text layer is what the page prints, typesetting and all; three things of it are not the
+document's text and are undone (`clean_pages`, docs/formats.md#pdf):
+- running heads and feet: a line at a page's top or bottom that stands, its numbers aside, at the
+  same edge of a run of pages ("BASH(1) General Commands Manual BASH(1)", "Chapter 4: Shell
+  Builtin Commands 74", "GNU Bash 5.2 2022 September 19 35", a page number alone);
+- a word hyphenated at a line's end ("spe-" / "cially" is "specially"; "non-" / "zero" stays
+  "non-zero", both halves being words and the joined one rarer);
+- typesetting characters: ligatures ("ﬁle" is "file"), the minus sign of option dashes ("−e" is
+  "-e"), soft hyphens.
 """
 
 from __future__ import annotations
 
 import io
+import re
+from collections import Counter
 from typing import Any
 
 from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBuilder, first_line, one_line, require
@@ -46,6 +58,7 @@ def read(data: bytes, ext: str) -> Extracted:
                 ocr_hint = f" ({reason})"
         else:
             ocr_hint = f" ({ocr.ENGINE_HINT})"
+    pages = clean_pages(pages)
     builder = TextBuilder()
     for number, page in enumerate(pages, start=1):
         builder.begin("page", str(number))
@@ -66,3 +79,94 @@ def _pdf_title(reader: Any) -> str:
     if not isinstance(title, str):
         return ""
     return one_line(title.replace("\x00", "").encode("utf-8", "replace").decode("utf-8"))
+
+
+# Typesetting characters that stand for plain ones: ligatures, the minus sign typesetters print
+# for an option's dash, and a soft hyphen (a place where a word may be broken: not a character;
+# at a line's end, where the word was broken, a hyphen that `_join_broken` joins).
+_TYPESET = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+        "\u2212": "-",
+        "\u00ad": "",
+    }
+)
+# A running head or foot: one of a page's first or last EDGE_LINES lines whose shape (numbers and
+# roman numerals as "#", case and spacing aside) stands at the same edge of at least RUNNING_PAGES
+# pages, and of at least RUNNING_DENSITY of the pages from its first to its last (a chapter's head
+# runs over the chapter, on every page or every other one; a slide title repeated three times in
+# thirty slides is a title).
+EDGE_LINES = 2
+RUNNING_PAGES = 3
+RUNNING_DENSITY = 0.4
+_NUMBER = re.compile(r"\d+|\b[ivxlcdm]+\b")
+# A word broken at a line's end: letters, a hyphen, the line's end, and the word's lower-case rest.
+_BROKEN = re.compile(r"(?<![\w-])([^\W\d_]+)-\n([^\W\d_A-Z][^\W\d_]*)")
+# How common a word must be in English prose (wordfreq's Zipf scale) to count as a word of its own
+# when it is half of a broken word: "non" + "zero" stay "non-zero"; "spe" + "cially" is "specially".
+HALF_WORD_ZIPF = 3.0
+
+
+def clean_pages(pages: list[str]) -> list[str]:
+    """The pages' text without running heads and feet, with the words broken at a line's end
+    joined and typesetting characters as plain ones."""
+    pages = [page.replace("\u00ad\n", "-\n").translate(_TYPESET) for page in pages]
+    lines = [page.split("\n") for page in pages]
+    running = _running_lines(lines)
+    return [_join_broken("\n".join(_without_running(page, running))) for page in lines]
+
+
+def _shape(line: str) -> str:
+    return " ".join(_NUMBER.sub("#", line.lower()).split())
+
+
+def _edges(page: list[str]) -> list[tuple[str, int]]:
+    """(edge, index) of the page's first and last EDGE_LINES lines with text: "top"/"bottom"."""
+    filled = [i for i, line in enumerate(page) if line.strip()]
+    return [("top", i) for i in filled[:EDGE_LINES]] + [("bottom", i) for i in filled[-EDGE_LINES:]]
+
+
+def _running_lines(pages: list[list[str]]) -> set[tuple[str, str]]:
+    """The (edge, shape) of every running head and foot (`RUNNING_PAGES`, `RUNNING_DENSITY`)."""
+    where: dict[tuple[str, str], list[int]] = {}
+    for number, page in enumerate(pages):
+        for key in {(edge, _shape(page[i])) for edge, i in _edges(page)}:
+            where.setdefault(key, []).append(number)
+    return {
+        key
+        for key, numbers in where.items()
+        if len(numbers) >= RUNNING_PAGES and len(numbers) >= RUNNING_DENSITY * (numbers[-1] - numbers[0] + 1)
+    }
+
+
+def _without_running(page: list[str], running: set[tuple[str, str]]) -> list[str]:
+    if not running:
+        return page
+    drop = {i for edge, i in _edges(page) if (edge, _shape(page[i])) in running}
+    return [line for i, line in enumerate(page) if i not in drop]
+
+
+def _join_broken(text: str) -> str:
+    if "-\n" not in text:
+        return text
+    return _BROKEN.sub(_joined, text)
+
+
+def _joined(match: re.Match[str]) -> str:
+    head, tail = match.group(1), match.group(2)
+    whole = head + tail
+    if _zipf(head) >= HALF_WORD_ZIPF and _zipf(tail) >= HALF_WORD_ZIPF and _zipf(whole) < min(_zipf(head), _zipf(tail)):
+        return f"{head}-{tail}"  # a compound broken at its own hyphen: "non-zero", "re-edit"
+    return whole
+
+
+def _zipf(word: str) -> float:
+    from wordfreq import zipf_frequency
+
+    return float(zipf_frequency(word.lower(), "en"))

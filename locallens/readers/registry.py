@@ -73,12 +73,14 @@ def _ocr_enabled() -> bool:
 # Versions: text 2, a .txt file that is AsciiDoc read as AsciiDoc; asciidoc 2, inline markup
 # rendered (`linkgit:x[1]` as x(1), `{litdd}` as --) and a labelled list's terms kept with their
 # descriptions; html_page 2, navigation (bars, rows and containers of links) left out, a title
-# without its site's name, `<pre>` in list items and definition terms read as such.
+# without its site's name, `<pre>` in list items and definition terms read as such; pdf 2, running
+# heads and feet left out, words broken at a line's end joined, ligatures and minus signs as plain
+# letters.
 register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=2))
 register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=2))
 register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page", version=2))
-register(ReaderSpec((".pdf",), "pdf", package="pypdf"))
+register(ReaderSpec((".pdf",), "pdf", package="pypdf", version=2))
 register(ReaderSpec((".docx",), "docx", package="python-docx"))
 register(ReaderSpec((".pptx",), "pptx", package="python-pptx"))
 register(ReaderSpec((".xlsx", ".xlsm"), "xlsx", package="openpyxl"))

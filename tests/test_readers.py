@@ -77,7 +77,7 @@ def test_pdf_running_heads_and_feet_are_not_the_documents_text(tmp_path: Path) -
 def test_pdf_a_line_repeated_on_a_few_scattered_pages_is_kept() -> None:
     from locallens.readers.pdf import clean_pages
 
-    words = "harbour tide ferry pier deck cabin anchor mooring buoy lighthouse".split()
+    words = ["harbour", "tide", "ferry", "pier", "deck", "cabin", "anchor", "mooring", "buoy", "lighthouse"]
     pages = [f"Slide {n}\nThe {words[n % 10]} and the {words[(3 * n) % 10]} {n}" for n in range(30)]
     for n in (2, 14, 27):  # the same title on three slides far apart: a title, not a running head
         pages[n] = f"Results\nThe {words[n % 10]} and the {words[(3 * n) % 10]} {n}"

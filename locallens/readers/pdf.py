@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import io
 import re
-from collections import Counter
 from typing import Any
 
 from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBuilder, first_line, one_line, require

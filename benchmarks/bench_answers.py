@@ -130,8 +130,8 @@ import _common as c
 from corpora import (
     BASH_KINDS,
     write_adoc_corpus,
-    write_bash_corpus,
     write_apache_corpus,
+    write_bash_corpus,
     write_borg_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,

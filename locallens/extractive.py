@@ -1009,6 +1009,14 @@ def _tokens(unit: Unit) -> int:
     return count_tokens(unit.text) + 3  # the citation
 
 
+# A unit repeats a printed one when its words hold the printed unit's, or are held by them, the
+# shorter text of at least this many words: one sentence kept in two documents made from the same
+# source (a manual page and the reference manual, a page and its PDF), one of them with a heading
+# or a list marker run into it ("Invoked as an interactive non-login shell When an interactive
+# shell ... is started, Bash reads ~/.bashrc" after "When an interactive shell ... ~/.bashrc").
+REPEAT_WORDS = 6
+
+
 @dataclass
 class _Passage:
     """The passage being assembled: the units chosen (each with whether it answers), those
@@ -1031,8 +1039,21 @@ class _Passage:
         return {(u.excerpt, u.index): i for i, u in enumerate(self.scored.units)}
 
     def unprinted(self, group: list[Unit]) -> list[Unit]:
-        """The units of `group` the passage does not print yet, by place or by text."""
-        return [u for u in group if (u.excerpt, u.index) not in self.taken and _text_key(u) not in self.seen_text]
+        """The units of `group` the passage does not print yet, by place or by text (`_repeats`)."""
+        return [u for u in group if (u.excerpt, u.index) not in self.taken and not self._repeats(_text_key(u))]
+
+    def _repeats(self, key: str) -> bool:
+        """Whether a unit of text `key` says what a printed one says: the same words, or words
+        that hold a printed unit's or are held by one's, the shorter of at least REPEAT_WORDS."""
+        if key in self.seen_text:
+            return True
+        if len(key.split()) < REPEAT_WORDS:
+            return False
+        padded = f" {key} "
+        return any(
+            len(seen.split()) >= REPEAT_WORDS and (f" {seen} " in padded or padded in f" {seen} ")
+            for seen in self.seen_text
+        )
 
     def fits(self, group: Iterable[Unit]) -> bool:
         return self.used + sum(_tokens(u) for u in group) <= self.budget

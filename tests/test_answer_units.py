@@ -1477,3 +1477,26 @@ def test_the_same_sentence_in_two_formats_is_printed_once() -> None:
     )
     printed = [u.text for u, _ in passage_units(_scored(units, [0.9, 0.85]))]
     assert printed == [units[0].text]
+
+
+def test_a_sentence_held_in_a_longer_unit_of_another_excerpt_is_printed_once() -> None:
+    """A manual page and the reference manual made from the same source: one of them has its
+    heading run into the sentence (a PDF's layout); the sentence is printed once."""
+    units = excerpt_units("When an interactive shell that is not a login shell is started, Bash reads ~/.bashrc.", 1)
+    units += excerpt_units(
+        "Invoked as an interactive non-login shell When an interactive shell that is not a login shell is "
+        "started, Bash reads ~/.bashrc.",
+        2,
+    )
+    units += excerpt_units("The --norc option inhibits this behavior.", 3)
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.9, 0.88, 0.8]))]
+    assert printed == [units[0].text, units[2].text]
+    # The other way round: the longer one first, the sentence it holds not printed again.
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.85, 0.9, 0.8]))]
+    assert printed == [units[1].text, units[2].text]
+
+
+def test_a_short_phrase_held_in_another_unit_is_not_a_repeat() -> None:
+    units = excerpt_units("Default: 30 minutes.", 1) + excerpt_units("The lock is kept for a default of 30 minutes.", 2)
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.9, 0.85]))]
+    assert printed == [units[0].text, units[1].text]

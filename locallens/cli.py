@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -737,10 +737,31 @@ def _print_index_report(report: Any, json_out: bool, quiet: bool, watching: bool
             f"files: {report.new} new, {report.changed} changed, {report.unchanged} unchanged, "
             f"{report.removed} removed, {len(report.skipped)} skipped"
             f"{f', {report.reread} read again (made by an older reader or chunking)' if report.reread else ''}\n"
+            f"{_other_types_line(report.other_types)}"
             f"chunks: {report.chunks_embedded} embedded, {report.chunks_reused} reused, "
             f"{report.chunks_total} in the brain; {report.seconds:.2f}s",
             markup=False,
         )
+
+
+# How many kinds of file `index`'s summary names among those that are not documents.
+OTHER_TYPES_SHOWN = 3
+
+
+def _other_types_line(others: Mapping[str, int]) -> str:
+    """The summary's line on the files under the roots that are not documents (scripts, archives,
+    images without OCR...), with the commonest kinds, or "" when there are none: "other files: 88
+    not read (47 without extension, 18 .sh, 9 .bash, 14 of 4 more kinds); --include GLOB reads
+    a kind as text"."""
+    if not others:
+        return ""
+    ranked = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = [f"{n} {clean(ext) if ext else 'without extension'}" for ext, n in ranked[:OTHER_TYPES_SHOWN]]
+    rest = ranked[OTHER_TYPES_SHOWN:]
+    if rest:
+        shown.append(f"{sum(n for _, n in rest)} more of {len(rest)} kind{'s' if len(rest) > 1 else ''}")
+    total = sum(others.values())
+    return f"other files: {total} not read ({', '.join(shown)}); --include GLOB reads a kind as text\n"
 
 
 def _watch(request: Any, json_out: bool, quiet: bool) -> int:

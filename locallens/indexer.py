@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -114,6 +115,9 @@ class IndexReport:
     over_length: int = 0  # chunks longer than the embedder's max sequence length
     sentences_embedded: int = 0  # with --sentence-vectors
     skipped: list[Skipped] = field(default_factory=list)
+    # Files under the roots that are not documents, by lower-case extension ("" for none):
+    # neither a known format nor `--include`d (hidden, ignored and excluded files aside).
+    other_types: Counter[str] = field(default_factory=Counter)
     notes: list[str] = field(default_factory=list)  # said on stderr (overlapping roots)
     seconds: float = 0.0
     dry_run: bool = False
@@ -145,6 +149,7 @@ class IndexReport:
             "sentences_embedded": self.sentences_embedded,
             "located": self.located,
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "other_files": dict(self.other_types.most_common()),
             "seconds": round(self.seconds, 3),
         }
 
@@ -297,7 +302,7 @@ class _Run:
             outer = self._outer_root(report, key, run_dirs) if root.is_dir() else key
             prefix = "" if outer == key else os.path.relpath(key, outer).replace(os.sep, "/") + "/"
             listed = 0
-            for item in walk(root, self.request.include, self.request.exclude):
+            for item in walk(root, self.request.include, self.request.exclude, report.other_types):
                 listed += 1
                 if isinstance(item, Skipped) and item.same_as:
                     # Another path to a file (or folder) found first: not a document, so a

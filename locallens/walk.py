@@ -3,8 +3,9 @@
 `walk(root)` yields a `FileStat` for every candidate file, or a `Skipped` for a file or folder it
 had to leave out for a reason the user should hear about (permission denied, broken symlink,
 symlink out of the root or into a loop, a second path to a file already found). Pure policy
-(hidden files, `.git`, `.gitignore`d paths, files that are not documents) is silent. The indexer
-decides from (size, mtime_ns) alone whether a file needs reading; reading is `locallens.readers`.
+(hidden files, `.git`, `.gitignore`d paths, files that are not documents) is silent; the files
+that are not documents are only counted by extension (`others`), so that a summary can say how many
+a folder holds and of which kinds. The indexer decides from (size, mtime_ns) alone whether a file needs reading; reading is `locallens.readers`.
 
 Symlinks:
 - One file is one document however it is reached. The walk visits names sorted within each
@@ -26,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import stat as stat_mod
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +123,9 @@ class _Walker:
     ancestors: set[tuple[int, int]] = field(default_factory=set)  # folders on the current path
     visited: dict[tuple[int, int], str] = field(default_factory=dict)  # every folder walked: its first path
     files: dict[tuple[int, int], str] = field(default_factory=dict)  # every file found: its first path
+    # Regular files that are not documents (neither a known extension nor `--include`d, not
+    # `--exclude`d, ignored or hidden), by lower-case extension ("" for none): when given.
+    others: Counter[str] | None = None
 
     def is_candidate(self, rel: str, name: str) -> bool:
         """A document by extension (case-insensitive) or by `--include`, and not `--exclude`d."""
@@ -128,6 +133,11 @@ class _Walker:
             self.include is not None and self.include.match_file(rel)
         )
         return wanted and not (self.exclude is not None and self.exclude.match_file(rel))
+
+    def count_other(self, rel: str, name: str) -> None:
+        """Count a regular file that is not a document, unless `--exclude` names it."""
+        if self.others is not None and not (self.exclude is not None and self.exclude.match_file(rel)):
+            self.others[os.path.splitext(name)[1].lower()] += 1
 
     def is_inside_root(self, real: str) -> bool:
         if real == self.root:
@@ -220,8 +230,11 @@ class _Walker:
             if stat_mod.S_ISDIR(st.st_mode):
                 yield from self.enter_folder(entry.path, rel, frame, stack, (st.st_dev, st.st_ino))
             elif stat_mod.S_ISREG(st.st_mode):
-                if not _is_gitignored(frame.rules, rel, False) and self.is_candidate(rel, name):
-                    yield self.file_stat(rel, st)
+                if not _is_gitignored(frame.rules, rel, False):
+                    if self.is_candidate(rel, name):
+                        yield self.file_stat(rel, st)
+                    else:
+                        self.count_other(rel, name)
             elif not _is_gitignored(frame.rules, rel, False) and self.is_candidate(rel, name):
                 # A FIFO, socket or device named like a document: reading it could block forever.
                 yield Skipped(rel, REASON_NOT_REGULAR, error=False)
@@ -334,8 +347,11 @@ def walk(
     root: Path,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    others: Counter[str] | None = None,
 ) -> Iterator[FileStat | Skipped]:
     """Every candidate file under `root`, in a deterministic order, or a `Skipped` saying why not.
+    `others`, when given, counts the regular files of a folder that are not documents by extension
+    (`_Walker.others`).
 
     Raises `UsageError` at once (not on first iteration) if `root` does not exist or a glob is bad.
     """
@@ -348,7 +364,7 @@ def walk(
     resolved = root_path.resolve()
     if not resolved.is_dir():
         return _walk_single_file(root_path)
-    walker = _Walker(root=str(resolved), include=include_spec, exclude=exclude_spec)
+    walker = _Walker(root=str(resolved), include=include_spec, exclude=exclude_spec, others=others)
     return walker.walk()
 
 

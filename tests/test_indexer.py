@@ -314,3 +314,30 @@ def test_library_index_reports_like_the_cli(corpus: Path, db: Path, fake_models:
     }
     assert cli_json("status", "--db", str(db), "--brain", "work")["brains"][0]["documents"] == len(CORPUS)
     assert fake_models.embedder_loads == [DEFAULT_MODEL]  # the unchanged second run loaded no model
+
+
+def test_the_summary_counts_the_files_that_are_not_documents(corpus: Path, db: Path, fake_models: FakeModels) -> None:
+    """A folder of documents beside scripts and archives: the summary says how many files were
+    not read, of which kinds, and how to read a kind; --json has them by extension."""
+    for rel in ("bin/deploy.sh", "bin/backup.sh", "bin/Makefile", "old.tar.gz", "logo.svg", "a.bak", "b.bak"):
+        (corpus / rel).parent.mkdir(parents=True, exist_ok=True)
+        (corpus / rel).write_text("x", encoding="utf-8")
+    result = cli("index", str(corpus), "--db", str(db))
+    assert result.exit_code == 0, result.output
+    assert (
+        "other files: 7 not read (2 .bak, 2 .sh, 1 without extension, 2 more of 2 kinds); "
+        "--include GLOB reads a kind as text\n" in result.stdout
+    )
+    out = cli_json("index", str(corpus), "--db", str(db))
+    assert out["other_files"] == {".bak": 2, ".sh": 2, "": 1, ".gz": 1, ".svg": 1}
+    # Read as text once included: no longer other files.
+    out = cli_json("index", str(corpus), "--db", str(db), "--include", "*.sh")
+    assert out["files"]["new"] == 2 and out["other_files"] == {".bak": 2, "": 1, ".gz": 1, ".svg": 1}
+
+
+def test_the_summary_has_no_other_files_line_when_every_file_is_a_document(
+    corpus: Path, db: Path, fake_models: FakeModels
+) -> None:
+    result = cli("index", str(corpus), "--db", str(db))
+    assert result.exit_code == 0 and "other files" not in result.stdout
+    assert cli_json("index", str(corpus), "--db", str(db))["other_files"] == {}

@@ -690,6 +690,22 @@ def test_include_and_exclude_globs(tmp_path: Path) -> None:
     assert rels(results) == ["keep.md", "notes/a/b/run.log", "notes/run.log", "todo.cfg"]
 
 
+def test_files_that_are_not_documents_are_counted_by_extension(tmp_path: Path) -> None:
+    from collections import Counter
+
+    write(tmp_path / "notes.md", "x")
+    for rel in ("run.sh", "tools/build.sh", "tools/Makefile", "tools/configure", "data.tar.GZ", "later.log"):
+        write(tmp_path / rel, "x")
+    write(tmp_path / ".hidden.sh", "x")  # hidden: policy, not counted
+    write(tmp_path / "vendor" / "lib.sh", "x")
+    write(tmp_path / ".gitignore", "vendor/\n")  # ignored: not counted
+    write(tmp_path / "skip.sh", "x")  # excluded by the user: not counted
+    others: Counter[str] = Counter()
+    results = list(walk(tmp_path, include=["*.log"], exclude=["skip.sh"], others=others))
+    assert rels(results) == ["later.log", "notes.md"]
+    assert others == {".sh": 2, "": 2, ".gz": 1}
+
+
 def test_invalid_glob_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--include"):
         walk(tmp_path, include=["\\"])

@@ -973,12 +973,30 @@ _MARKS = re.compile(r"[^\w\s]+")
 
 def _plain(unit: Unit) -> str:
     """The unit's text as printed: code as it is; otherwise on one line, without list or table
-    markup (a term that is a flag, `--compression::`, keeps its dashes)."""
+    markup (a term that is a flag, `--compression::`, keeps its dashes) and without a labelled
+    list's marks (`_unlabelled`)."""
     if unit.kind == CODE:
         return unit.text
     if _FLAG_START.match(unit.text):
-        return " ".join(unit.text.split())
-    return claim_text(unit.text)
+        return _unlabelled(" ".join(unit.text.split()))
+    return _unlabelled(claim_text(unit.text))
+
+
+# The marks of a labelled list's terms (`--force::`, `term;;`: AsciiDoc's, and the HTML reader's
+# for a `<dt>`): what tells the answer units a term from its description, not what a person reads.
+# Only before a space or the end: `std::vector` and `Foo::Bar` are names.
+_LABEL_MARK = re.compile(r"(?::{2,4}|;;)(?=\s|$)")
+
+
+def _unlabelled(text: str) -> str:
+    """`text` with a labelled list's marks as a person reads them: terms stacked on one another
+    joined by commas, a colon before the description, a term alone without mark ("-k:: --keep::
+    Keep them." is "-k, --keep: Keep them.", "HISTSIZE::" is "HISTSIZE")."""
+    parts = [part.strip() for part in _LABEL_MARK.split(text)]
+    if len(parts) == 1:
+        return text
+    terms = ", ".join(part for part in parts[:-1] if part)
+    return f"{terms}: {parts[-1]}" if parts[-1] else terms
 
 
 def _printed(unit: Unit) -> str:

@@ -222,6 +222,26 @@ def test_list_item_answers_and_definition_prints_its_term() -> None:
     assert "25 working days" in checked.answer.splitlines()[0] or "25 working days" in checked.answer
     checked, _ = ask_extractive("What is the default compression algorithm?", OPTIONS)
     assert "lz4" in checked.answer and "--compression" in checked.answer
+    # The term is printed as a person reads it: without the labelled list's marks.
+    assert checked.answer.splitlines()[:2] == ["--compression [1]", "Sets the compression algorithm; the default is lz4 [1]."]
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        ("HISTSIZE::", "HISTSIZE"),
+        ("-k, --keep-artifacts::", "-k, --keep-artifacts"),
+        ("-z:: --zero:: Ends each line with NUL.", "-z, --zero: Ends each line with NUL."),
+        ("${name/pattern/repl}:: ${name//pattern/repl}::", "${name/pattern/repl}, ${name//pattern/repl}"),
+        ("recipe;;", "recipe"),
+        ("std::vector keeps its items in order.", "std::vector keeps its items in order."),
+        ("Returns Foo::Bar::", "Returns Foo::Bar"),
+    ],
+)
+def test_a_labelled_lists_marks_are_not_printed(text: str, printed: str) -> None:
+    from locallens.extractive import _unlabelled
+
+    assert _unlabelled(text) == printed
 
 
 def test_spanish_question_over_english_notes_is_answered_by_its_names_and_numbers() -> None:

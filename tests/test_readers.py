@@ -86,6 +86,12 @@ def test_pdf_a_line_repeated_on_a_few_scattered_pages_is_kept() -> None:
     assert cleaned[5] == "The cabin and the cabin 5"  # "Slide N" runs over the deck: a running head
 
 
+def test_pdf_pages_of_one_repeated_line_keep_it() -> None:
+    from locallens.readers.pdf import clean_pages
+
+    assert clean_pages(["Readable despite its xref"] * 3) == ["Readable despite its xref"] * 3
+
+
 def test_pdf_words_broken_at_a_lines_end_are_joined() -> None:
     from locallens.readers.pdf import clean_pages
 

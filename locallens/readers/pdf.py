@@ -148,7 +148,9 @@ def _without_running(page: list[str], running: set[tuple[str, str]]) -> list[str
     if not running:
         return page
     drop = {i for edge, i in _edges(page) if (edge, _shape(page[i])) in running}
-    return [line for i, line in enumerate(page) if i not in drop]
+    kept = [line for i, line in enumerate(page) if i not in drop]
+    # A page that is nothing but such lines (the same short text on every page) is its text.
+    return kept if any(line.strip() for line in kept) else page
 
 
 def _join_broken(text: str) -> str:

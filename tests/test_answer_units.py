@@ -223,7 +223,10 @@ def test_list_item_answers_and_definition_prints_its_term() -> None:
     checked, _ = ask_extractive("What is the default compression algorithm?", OPTIONS)
     assert "lz4" in checked.answer and "--compression" in checked.answer
     # The term is printed as a person reads it: without the labelled list's marks.
-    assert checked.answer.splitlines()[:2] == ["--compression [1]", "Sets the compression algorithm; the default is lz4 [1]."]
+    assert checked.answer.splitlines()[:2] == [
+        "--compression [1]",
+        "Sets the compression algorithm; the default is lz4 [1].",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,8 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 
 def write_pydoc_corpus(dest: pathlib.Path) -> pathlib.Path:
@@ -697,11 +698,7 @@ def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path 
     (kept, so a second run needs no network) unless `deb` names one; a file is rewritten only when
     its bytes changed."""
     dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    deb = deb or _debian_package(BASH_PACKAGE, dest.parent)
-    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
-        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        root = pathlib.Path(unpacked) / BASH_DOC
+    with _unpacked(BASH_PACKAGE, deb, dest, BASH_DOC) as root:
         names = BASH_KINDS[kind]
         files = [root / name for name in names] if names else [p for p in root.rglob("*") if p.is_file()]
         for source in sorted(files):
@@ -711,6 +708,17 @@ def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path 
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
     return dest
+
+
+@contextmanager
+def _unpacked(package: str, deb: pathlib.Path | None, dest: pathlib.Path, folder: str) -> Iterator[pathlib.Path]:
+    """`dest` created if missing, and `folder` of `deb` (`package`'s, fetched into `dest/../` when
+    None: `_debian_package`) unpacked into a temporary folder for the time of the `with`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    deb = deb or _debian_package(package, dest.parent)
+    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
+        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
+        yield pathlib.Path(unpacked) / folder
 
 
 def _read_page(page: pathlib.Path) -> str:
@@ -739,11 +747,7 @@ def _write_pages(
     them instead (`usage/prune.html` -> `usage-prune.html`, navigation and all), for locallens's own
     HTML reader to read, as a person indexing the package's folder has them."""
     dest = pathlib.Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    deb = deb or _debian_package(package, dest.parent)
-    with tempfile.TemporaryDirectory(prefix="locallens-deb-") as unpacked:
-        subprocess.run(["dpkg-deb", "-x", str(deb), unpacked], check=True, timeout=600)
-        root = pathlib.Path(unpacked) / folder
+    with _unpacked(package, deb, dest, folder) as root:
         for page in sorted(pages(root)):
             source = _read_page(page)
             text = page_text(source)

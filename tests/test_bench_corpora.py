@@ -393,6 +393,49 @@ def test_a_corpus_as_html_copies_the_chapters_as_shipped(tmp_path: Path, monkeyp
     ]
 
 
+def test_the_bash_corpora_copy_the_manuals_in_their_format_or_the_whole_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bash-html and bash-pdf hold the two manuals in one format; bash-mixed the package's folder
+    as shipped. A question's files are the manuals of the corpus's formats."""
+    import corpora
+    from bench_answers import load_set
+
+    shipped = {
+        "bash.html": b"<html>man page</html>",
+        "bashref.html": b"<html>reference</html>",
+        "bash.pdf": b"%PDF man page",
+        "bashref.pdf": b"%PDF reference",
+        "examples/scripts/center": b"#! /bin/bash",
+    }
+
+    def unpack(command: list[str], **_: object) -> None:
+        folder = Path(command[-1]) / corpora.BASH_DOC
+        for name, data in shipped.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
+
+    monkeypatch.setattr(corpora.subprocess, "run", unpack)
+    deb = tmp_path / "bash-doc_5.2.15-2_all.deb"
+    deb.write_bytes(b"")
+    files = {
+        kind: sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+        for kind in corpora.BASH_KINDS
+        for out in [corpora.write_bash_corpus(tmp_path / f"bash-{kind}", kind, deb)]
+    }
+    assert files == {
+        "html": ["bash.html", "bashref.html"],
+        "pdf": ["bash.pdf", "bashref.pdf"],
+        "mixed": sorted(shipped),
+    }
+    assert (tmp_path / "bash-pdf" / "bashref.pdf").read_bytes() == shipped["bashref.pdf"]
+    for kind, expected in [("html", {"bash.html", "bashref.html"}), ("pdf", {"bash.pdf", "bashref.pdf"})]:
+        rows = load_set(f"bash-{kind}")
+        assert len(rows) == 41 and sum(r.get("answerable", True) for r in rows) == 35
+        assert all(set(r["files"]) == expected for r in rows if r.get("answerable", True))
+    assert all(len(r["files"]) == 4 for r in load_set("bash-mixed") if r.get("answerable", True))
+
+
 def test_a_seeded_benchmark_index_built_by_other_indexing_code_is_built_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

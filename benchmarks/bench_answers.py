@@ -129,6 +129,7 @@ from typing import Any
 import _common as c
 from corpora import (
     BASH_KINDS,
+    BASH_MANUALS,
     write_adoc_corpus,
     write_apache_corpus,
     write_bash_corpus,
@@ -187,11 +188,6 @@ SETS.update(
 # PDF reading loses against HTML, and what copies of one manual in two formats cost the answer.
 # A question's files are the manuals in the corpus's formats.
 SETS.update({f"bash-{kind}": (f"bash-{kind}", [DATA / "bash_questions.jsonl"]) for kind in BASH_KINDS})
-BASH_FILES = {
-    "html": ["bash.html", "bashref.html"],
-    "pdf": ["bash.pdf", "bashref.pdf"],
-    "mixed": ["bash.html", "bashref.html", "bash.pdf", "bashref.pdf"],
-}
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
 # whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
@@ -212,7 +208,7 @@ def load_set(name: str) -> list[dict[str, Any]]:
     if corpus.startswith("bash-"):
         for row in rows:
             if row.get("answerable", True):
-                row["files"] = BASH_FILES[corpus.removeprefix("bash-")]
+                row["files"] = list(BASH_MANUALS[corpus.removeprefix("bash-")])
     elif corpus.endswith("-html"):
         for row in rows:
             row["files"] = [f"{Path(f).stem}.html" for f in row.get("files", [])]

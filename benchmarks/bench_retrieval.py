@@ -43,6 +43,11 @@ offline from the same two rankings, so no setting costs a second index:
   names and extensions kept), with `benchmarks/data/adoc_questions.jsonl` and its Spanish questions
   `adoc_es_over_en.jsonl` (one index); scored like stdlib. A development corpus, outside the
   default `--corpora`.
+- bash-html, bash-pdf, bash-mixed: the Bash manual page and reference manual of Debian's
+  `bash-doc` (`corpora.py --bash KIND`) as HTML, as PDF, and the package's folder as shipped,
+  with `benchmarks/data/bash_questions.jsonl`; a question's files are the manuals in the corpus's
+  formats, so hit@5 says little and `answer@5` what the PDF's text costs. Development corpora,
+  outside the default `--corpora`.
 
 Searches: vector, keyword, hybrid as the corpus's depth asks for it (`search(k=depth)`: max(depth,
 HYBRID_CANDIDATES) candidates per side, as `eval` ranks) and `hybrid_ask`, fused from
@@ -122,6 +127,7 @@ ZSH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_questions.jsonl"
 ZSH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_es_over_en.jsonl"
 ADOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_questions.jsonl"
 ADOC_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_es_over_en.jsonl"
+BASH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "bash_questions.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
 # language-reference topics (held out: nothing is tuned on it).
@@ -219,6 +225,26 @@ def load_docs(
                 Query(str(number), item["question"], {f: 1 for f in item["files"]}, item.get("answers") or [])
             )
     return Corpus(name, folder, names, queries, DOCS_CHUNKS)
+
+
+def load_bash(kind: str, work: Path) -> Corpus:
+    """The Bash manuals of Debian's bash-doc (`corpora.py --bash KIND`: as HTML, as PDF, or the
+    package's folder as shipped) with `bash_questions.jsonl`; a question's files are the manuals
+    in the corpus's formats (`corpora.BASH_MANUALS`), its answer strings its own."""
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    from corpora import BASH_MANUALS, write_bash_corpus
+
+    folder = write_bash_corpus(work / f"bash-{kind}-docs", kind)
+    names = {
+        p.relative_to(folder).as_posix(): p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+    }
+    rows = [json.loads(line) for line in BASH_QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    queries = [
+        Query(str(n), row["question"], dict.fromkeys(BASH_MANUALS[kind], 1), row.get("answers") or [])
+        for n, row in enumerate(rows, start=1)
+        if row.get("answerable", True)
+    ]
+    return Corpus(f"bash-{kind}", folder, names, queries, DOCS_CHUNKS)
 
 
 def load_stdlib(work: Path) -> Corpus:
@@ -930,6 +956,10 @@ def main() -> None:
         "rsyslog-html-es": lambda: load_debian("rsyslog", args.work, RSYSLOG_ES_QUESTIONS, "rsyslog-es", html=True),
         "zsh-html": lambda: load_debian("zsh", args.work, ZSH_QUESTIONS, html=True),
         "zsh-html-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es", html=True),
+        # The Bash manuals as HTML, as PDF and as the package's folder (bench_answers.py's bash sets).
+        "bash-html": lambda: load_bash("html", args.work),
+        "bash-pdf": lambda: load_bash("pdf", args.work),
+        "bash-mixed": lambda: load_bash("mixed", args.work),
         "sample": load_sample,
         "es": lambda: load_sample(ES_QUESTIONS, "es"),
         "pydoc-es": lambda: load_pydoc_es(args.work),

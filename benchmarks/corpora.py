@@ -689,6 +689,12 @@ BASH_KINDS = {
     "pdf": ("bash.pdf", "bashref.pdf"),
     "mixed": None,  # the folder as shipped: both manuals in both formats, and the examples
 }
+# The files a question's answer is in, per corpus: the manuals in the corpus's formats.
+BASH_MANUALS = {
+    "html": ("bash.html", "bashref.html"),
+    "pdf": ("bash.pdf", "bashref.pdf"),
+    "mixed": ("bash.html", "bashref.html", "bash.pdf", "bashref.pdf"),
+}
 
 
 def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path | None = None) -> pathlib.Path:

@@ -751,7 +751,7 @@ OTHER_TYPES_SHOWN = 3
 def _other_types_line(others: Mapping[str, int]) -> str:
     """The summary's line on the files under the roots that are not documents (scripts, archives,
     images without OCR...), with the commonest kinds, or "" when there are none: "other files: 88
-    not read (47 without extension, 18 .sh, 9 .bash, 14 of 4 more kinds); --include GLOB reads
+    not read (47 without extension, 18 .sh, 9 .bash, 14 more of 4 kinds); --include GLOB reads
     a kind as text"."""
     if not others:
         return ""

@@ -4,8 +4,9 @@
 had to leave out for a reason the user should hear about (permission denied, broken symlink,
 symlink out of the root or into a loop, a second path to a file already found). Pure policy
 (hidden files, `.git`, `.gitignore`d paths, files that are not documents) is silent; the files
-that are not documents are only counted by extension (`others`), so that a summary can say how many
-a folder holds and of which kinds. The indexer decides from (size, mtime_ns) alone whether a file needs reading; reading is `locallens.readers`.
+that are not documents are only counted by extension (`others`), so that a summary can say how
+many a folder holds and of which kinds. The indexer decides from (size, mtime_ns) alone whether a
+file needs reading; reading is `locallens.readers`.
 
 Symlinks:
 - One file is one document however it is reached. The walk visits names sorted within each

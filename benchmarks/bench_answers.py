@@ -66,6 +66,10 @@ is in no document, the right answer being the refusal):
   examples); a question's files are the manuals in the corpus's formats. Written in a user's words
   before anything was measured on them; the same questions over each format measure what reading
   a PDF loses against its HTML, and what copies of one manual cost the answer.
+- bash-symbols, zsh-symbols (and zsh-html-symbols), pydoc-symbols: bash_symbols.jsonl (10, over
+  bash-html), zsh_symbols.jsonl (4) and pydoc_symbols.jsonl (5): questions naming a symbol (`$?`,
+  `<<<`, `${#var}`, `(N)`, `!!`, `@`, `//`, `->`), which the keyword index and the answer units'
+  key terms drop; written before anything was run on them, the baseline for handling symbols.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -171,6 +175,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
     "adoc": ("adoc", [DATA / "adoc_questions.jsonl"]),
     "adoc-es": ("adoc", [DATA / "adoc_es_over_en.jsonl"]),
+    # Questions naming a symbol (`$?`, `<<<`, `//`, `(N)`), which the keyword index and the answer
+    # units' key terms drop: written before anything was run on them, the baseline of that lead.
+    "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),
+    "zsh-symbols": ("zsh", [DATA / "zsh_symbols.jsonl"]),
 }
 # The same questions over the same pages as the package ships them, read by locallens's own HTML
 # reader rather than by corpora.py's converter (`<corpus>-html`: "varnish-html", "varnish-html-es";
@@ -188,6 +196,7 @@ SETS.update(
 # PDF reading loses against HTML, and what copies of one manual in two formats cost the answer.
 # A question's files are the manuals in the corpus's formats.
 SETS.update({f"bash-{kind}": (f"bash-{kind}", [DATA / "bash_questions.jsonl"]) for kind in BASH_KINDS})
+SETS["bash-symbols"] = ("bash-html", [DATA / "bash_symbols.jsonl"])
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
 # whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);

@@ -66,6 +66,7 @@ from locallens.unit_scores import (
     question_terms,
     refusal_linear,
     says_default,
+    symbol_keys,
     unit_keys,
     word_salience,
 )
@@ -244,10 +245,14 @@ def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
     """The share of the question's key terms that the excerpts hold. Asked across languages
     (`_across`), a word no excerpt holds counts only if a translation would keep it
     (`missing_words`): the English excerpt may say it in English."""
-    terms = key_terms(question.text, refined=True)  # the refusal's keys (`unit_scores._key`)
+    # The refusal's keys (`unit_scores._key`), and the symbols the question names as written
+    # (`symbol_keys`: "$?", which the excerpts hold or not as written too).
+    symbols = symbol_keys(question.text)
+    terms = key_terms(question.text, refined=True) | symbols
     if not terms:
         return 1.0
-    held = len(terms & _held(hits))
+    held_symbols = symbols & frozenset().union(*(symbol_keys(h.content) for h in hits)) if symbols else frozenset()
+    held = len(terms & (_held(hits) | held_symbols))
     if not _across(question.text, hits):
         return held / len(terms)
     missing = len({k for w in missing_words(question.text, hits) for k in key_terms(w, refined=True)} & terms)

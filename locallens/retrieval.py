@@ -248,7 +248,7 @@ def term_coverage(store: IndexStore, brain: Brain, texts: Sequence[str]) -> Call
     """A chunk's key-term coverage: the share of a question's key terms (`unit_scores.question_terms`,
     each weighted by its salience in `brain`) that the chunk's text, or the terms given with it,
     hold; the best over `texts` (the question and its renderings); 0 for a question without any."""
-    from locallens.unit_scores import question_terms, unit_keys
+    from locallens.unit_scores import question_terms, symbol_keys, unit_keys
 
     def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
         return store.term_counts(brain, words, COVERAGE_COUNT_CAP)
@@ -264,7 +264,7 @@ def term_coverage(store: IndexStore, brain: Brain, texts: Sequence[str]) -> Call
     def coverage(content: str, shared: frozenset[str] = frozenset()) -> float:
         if not weighted:
             return 0.0
-        keys = unit_keys(content) | shared
+        keys = unit_keys(content) | symbol_keys(content) | shared
         return max(sum(w for t, w in weights.items() if t in keys) / total for weights, total in weighted)
 
     return coverage

@@ -554,14 +554,38 @@ class QuestionTerms:
 
 
 def question_terms(question: str, term_counts: TermCountsLike | None = None) -> QuestionTerms:
-    """The question's key terms, the kind of answer it asks for, and each term's salience in
-    the brain (`term_counts`: the store's keyword counts, `modes.TermCounts`)."""
+    """The question's key terms (its symbols among them, `symbol_keys`), the kind of answer it
+    asks for, and each term's salience in the brain (`term_counts`: the store's keyword counts,
+    `modes.TermCounts`; a symbol, which the keyword index does not hold, weighs 1)."""
     salience = None
     words = key_words(question)
     if term_counts is not None and words:
         of_word = word_salience(list(words.values()), term_counts)
         salience = {k: of_word[w] for k, w in words.items()}
-    return QuestionTerms(question, key_terms(question), answer_type(question), salience)
+    return QuestionTerms(question, key_terms(question) | symbol_keys(question), answer_type(question), salience)
+
+
+# A symbol: a word of two characters or more, none a letter or digit ("$?", "<<<", "&>", "//", "->",
+# "!!", "..."), brackets and quotes around it aside ("($?)", '"//"'), and a stop after it. The
+# keyword index and the key terms (`_TOKEN`) drop it, so a question naming one ("What does $#
+# give me?") weighed only its other words; a unit holding it as written now holds that key term
+# (`features`, the chunk's coverage). A single character ("/", "#", ">", "^") is too common in
+# prose and markup to tell a unit apart: on the Z shell sets it made a question refused.
+_SYMBOL_EDGES = "()[]{}\"'`‘’“”«»"
+
+
+def symbol_keys(text: str) -> frozenset[str]:
+    """The symbols of `text` (`_SYMBOL_EDGES`), each keyed as "§" + the symbol, a key no word has."""
+    keys = set()
+    for token in text.split():
+        core = token.strip(_SYMBOL_EDGES)
+        if len(core) > 1:
+            core = core.rstrip(".,;:") or core
+        if len(core) > 2 and core.endswith("?"):  # "&>?" ends a question; "$?" is a symbol
+            core = core[:-1].strip(_SYMBOL_EDGES)
+        if len(core) >= 2 and not any(ch.isalnum() for ch in core):
+            keys.add("§" + core)
+    return frozenset(keys)
 
 
 def word_salience(words: Sequence[str], term_counts: TermCountsLike | None) -> dict[str, float]:
@@ -610,9 +634,14 @@ def features(
     position = {(u.excerpt, u.index): i for i, u in enumerate(units)}
     asks_default_ = asks_default(question.text)
     rows = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
+    symbols = frozenset(t for t in question.terms if t.startswith("§"))
     for i, unit in enumerate(units):
         own = unit_keys(unit.text)
-        context = key_terms(" ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else "")))
+        context_text = " ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else ""))
+        context = key_terms(context_text)
+        if symbols:  # only the question's: a unit's other symbols count as nothing it says
+            own |= symbol_keys(unit.text) & symbols
+            context |= symbol_keys(context_text) & symbols
         linked = [j for j in (unit.setup, unit.header) if j is not None]
         linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]
         wants = question.wants

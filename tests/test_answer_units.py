@@ -1523,3 +1523,49 @@ def test_a_short_phrase_held_in_another_unit_is_not_a_repeat() -> None:
     units = excerpt_units("Default: 30 minutes.", 1) + excerpt_units("The lock is kept for a default of 30 minutes.", 2)
     printed = [u.text for u, _ in passage_units(_scored(units, [0.9, 0.85]))]
     assert printed == [units[0].text, units[1].text]
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("What does $? hold?", {"§$?"}),
+        ("($?) Expands to the exit status.", {"§$?"}),
+        ('The "//" (floor division) operator, and <<< word.', {"§//", "§<<<"}),
+        ("What is the @ operator for?", set()),  # one character: too common to tell units apart
+        ("What does |& mean, and &>?", {"§|&", "§&>"}),
+        ("What is $??", {"§$?"}),
+        # punctuation of one character, words with symbols in them: no symbol
+        ("A - B: yes, (and) ... no; ${#var} and --force.", {"§..."}),
+    ],
+)
+def test_symbols_are_the_words_without_a_letter_or_digit(text: str, keys: set[str]) -> None:
+    from locallens.unit_scores import symbol_keys
+
+    assert symbol_keys(text) == keys
+
+
+def test_a_question_naming_a_symbol_is_answered_by_the_unit_holding_it() -> None:
+    """The keyword index and the key terms drop "$#": the unit holding it as written holds that
+    key term, and is printed over its neighbours, which share the question's other words."""
+    from locallens.unit_scores import question_terms
+
+    params = (
+        "Special parameters of the shell.\n\n"
+        "($!) Expands to the process ID of the job most recently placed into the background.\n\n"
+        "($#) Expands to the number of positional parameters in decimal.\n\n"
+        "($$) Expands to the process ID of the shell."
+    )
+    assert "§$#" in question_terms("What does $# expand to?").terms
+    checked, _ = ask_extractive("What does $# expand to?", params)
+    assert checked.answer.splitlines()[0].startswith("($#) Expands to the number of positional parameters")
+    # A question without a symbol keeps the terms it had.
+    assert question_terms("What does the shell expand?").terms == question_terms("What does the shell expand?").terms
+
+
+def test_the_refusals_term_coverage_counts_the_symbols_the_excerpts_hold() -> None:
+    from locallens.unit_scores import question_terms
+
+    excerpts = [hit("($?) Expands to the exit status of the most recent pipeline.", "bashref.html", 0)]
+    # "hold" is in no excerpt, "$?" is: half the key terms, not none
+    assert term_coverage(question_terms("What does $? hold?"), excerpts) == 0.5
+    assert term_coverage(question_terms("What does $# hold?"), excerpts) == 0.0

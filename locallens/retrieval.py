@@ -261,10 +261,12 @@ def term_coverage(store: IndexStore, brain: Brain, texts: Sequence[str]) -> Call
         if (total := sum(weights.values())) > 0:
             weighted.append((weights, total))
 
+    symbols = any(t.startswith("§") for weights, _ in weighted for t in weights)
+
     def coverage(content: str, shared: frozenset[str] = frozenset()) -> float:
         if not weighted:
             return 0.0
-        keys = unit_keys(content) | symbol_keys(content) | shared
+        keys = unit_keys(content) | (symbol_keys(content) if symbols else frozenset()) | shared
         return max(sum(w for t, w in weights.items() if t in keys) / total for weights, total in weighted)
 
     return coverage

@@ -161,10 +161,10 @@ def _join_broken(text: str) -> str:
 
 def _joined(match: re.Match[str]) -> str:
     head, tail = match.group(1), match.group(2)
-    whole = head + tail
-    if _zipf(head) >= HALF_WORD_ZIPF and _zipf(tail) >= HALF_WORD_ZIPF and _zipf(whole) < min(_zipf(head), _zipf(tail)):
+    halves = min(_zipf(head), _zipf(tail))
+    if halves >= HALF_WORD_ZIPF and _zipf(head + tail) < halves:
         return f"{head}-{tail}"  # a compound broken at its own hyphen: "non-zero", "re-edit"
-    return whole
+    return head + tail
 
 
 def _zipf(word: str) -> float:

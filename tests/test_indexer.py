@@ -19,6 +19,9 @@ from locallens.storage.sqlite import Store
 
 from .helpers import CORPUS, DEFAULT_MODEL, FakeModels, cli, cli_json, snapshot, table_counts, write_corpus
 
+# The file counts of a second run over the unchanged corpus: every file unchanged, nothing else.
+CORPUS_UNCHANGED = {"new": 0, "changed": 0, "unchanged": len(CORPUS), "removed": 0, "skipped": 0, "read_again": 0}
+
 
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
@@ -102,14 +105,7 @@ def test_unchanged_reindex_reads_and_embeds_nothing(
 
     monkeypatch.setattr("locallens.readers.read_document", no_read)
     again = cli_json("index", str(corpus), "--db", str(db))
-    assert again["files"] == {
-        "new": 0,
-        "changed": 0,
-        "unchanged": len(CORPUS),
-        "removed": 0,
-        "skipped": 0,
-        "read_again": 0,
-    }
+    assert again["files"] == CORPUS_UNCHANGED
     assert again["chunks"]["embedded"] == 0 and again["chunks"]["total"] == first["chunks"]["total"]
     assert len(fake_models.embedder.calls) == calls
 
@@ -304,14 +300,7 @@ def test_library_index_reports_like_the_cli(corpus: Path, db: Path, fake_models:
     assert report.new == len(CORPUS) and report.chunks_embedded == report.chunks_total > 0
     again = index(IndexRequest(paths=[corpus], db=db, brain="work"))
     assert (again.unchanged, again.chunks_embedded, again.chunks_total) == (len(CORPUS), 0, report.chunks_total)
-    assert again.as_json()["files"] == {
-        "new": 0,
-        "changed": 0,
-        "unchanged": len(CORPUS),
-        "removed": 0,
-        "skipped": 0,
-        "read_again": 0,
-    }
+    assert again.as_json()["files"] == CORPUS_UNCHANGED
     assert cli_json("status", "--db", str(db), "--brain", "work")["brains"][0]["documents"] == len(CORPUS)
     assert fake_models.embedder_loads == [DEFAULT_MODEL]  # the unchanged second run loaded no model
 

@@ -70,6 +70,9 @@ is in no document, the right answer being the refusal):
   bash-html), zsh_symbols.jsonl (4) and pydoc_symbols.jsonl (5): questions naming a symbol (`$?`,
   `<<<`, `${#var}`, `(N)`, `!!`, `@`, `//`, `->`), which the keyword index and the answer units'
   key terms drop; written before anything was run on them, the baseline for handling symbols.
+- zsh-pdf, zsh-pdf-es, zsh-pdf-es2: the zsh sets' questions over the Z shell manual as zsh-doc
+  ships it typeset (`corpora.py --zsh-pdf`: `zsh.pdf` alone, without the FAQ), against zsh-html:
+  what reading a PDF of ~250 pages loses against its HTML pages.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -145,6 +148,7 @@ from corpora import (
     write_stdlib_corpus,
     write_varnish_corpus,
     write_zsh_corpus,
+    write_zsh_pdf_corpus,
 )
 
 ROOT = c.ROOT
@@ -197,6 +201,16 @@ SETS.update(
 # A question's files are the manuals in the corpus's formats.
 SETS.update({f"bash-{kind}": (f"bash-{kind}", [DATA / "bash_questions.jsonl"]) for kind in BASH_KINDS})
 SETS["bash-symbols"] = ("bash-html", [DATA / "bash_symbols.jsonl"])
+# The Z shell manual as zsh-doc ships it typeset (`zsh.pdf`, without the FAQ): the zsh sets'
+# questions over the PDF ("zsh-pdf", "zsh-pdf-es", "zsh-pdf-es2"), what reading a PDF loses
+# against the HTML pages (zsh-html). Questions answered in the FAQ alone count as missed.
+SETS.update(
+    {
+        name.replace("zsh", "zsh-pdf", 1): ("zsh-pdf", files)
+        for name, (corpus, files) in list(SETS.items())
+        if corpus == "zsh" and name in ("zsh", "zsh-es", "zsh-es2")
+    }
+)
 FIT_SETS = ("sample", "pydoc", "stdlib")
 # default: the default mode as `ask` runs it (its prompt holds what DEFAULT_PROMPT_PASSAGES says);
 # whole: the default mode with the whole excerpts in the prompt (`ask --whole-excerpts`);
@@ -218,6 +232,10 @@ def load_set(name: str) -> list[dict[str, Any]]:
         for row in rows:
             if row.get("answerable", True):
                 row["files"] = list(BASH_MANUALS[corpus.removeprefix("bash-")])
+    elif corpus == "zsh-pdf":
+        for row in rows:
+            if row.get("files"):
+                row["files"] = ["zsh.pdf"]
     elif corpus.endswith("-html"):
         for row in rows:
             row["files"] = [f"{Path(f).stem}.html" for f in row.get("files", [])]
@@ -247,6 +265,8 @@ def corpus_dir(corpus: str, workdir: Path) -> Path:
         return dest if dest.exists() and any(dest.iterdir()) else write_stdlib_corpus(dest)
     if corpus.startswith("bash-"):
         return write_bash_corpus(workdir / f"{corpus}-corpus", corpus.removeprefix("bash-"))
+    if corpus == "zsh-pdf":
+        return write_zsh_pdf_corpus(workdir / f"{corpus}-corpus")
     kind = corpus.removesuffix("-html")
     if kind != corpus:
         return _WRITERS[kind](workdir / f"{corpus}-corpus", html=True)

@@ -7,10 +7,16 @@ and a mixed folder of every format indexed twice with the real embedder.
    (LibreOffice's rendering of Debian's "Users and Groups" handbook, and the handbook fixture) is
    rendered to a 300 dpi greyscale image (poppler's `pdftoppm`, not the reader's own renderer,
    so the scan is made independently of what reads it) and OCR'd with the reader's
-   `ocr.image_text`. The truth is the page's text layer (pypdf). Characters correct =
+   `ocr.image_text`. The truth is the page's text layer (pypdf, a reader made independently of the one measured). Characters correct =
    1 - edit distance / characters of the truth, whitespace runs collapsed to one space on both
    sides. Target >= 95% over all pages. Seconds per page beside it.
 2. Reader speed: median milliseconds of `read_document` per fixture (5 repeats).
+   PDF text, the reader's library (PDFium) against pypdf, the peer it replaced: per PDF of
+   tests/data/formats and of `--pdfs DIR` (the Bash manuals: `corpora.py DEST --bash pdf`), seconds
+   to extract every page and the share of words (two letters or more) that are no English word
+   wordfreq knows, after the reader's own cleaning (`clean_pages`) of both: "in vocation" is two
+   unknown pieces where "invocation" is a word. Names nobody's dictionary has (`shopt`) count for
+   both alike.
 3. Mixed folder (tests/format_corpus.py: every format, 12 variants each, plus the six edge cases
    that must be skipped; 4 variants with --quick), plus real files nobody here wrote
    (`add_real_files`): the HTML documentation Debian packages ship in /usr/share/doc, CPython's
@@ -21,6 +27,7 @@ and a mixed folder of every format indexed twice with the real embedder.
    location per format. The second run must embed 0; no run may print a traceback.
 
     .venv/bin/python benchmarks/bench_formats.py --mixed-only [--quick]   # only part 3
+    .venv/bin/python benchmarks/bench_formats.py --pdf-only [--pdfs DIR]  # only the PDF libraries
 """
 
 from __future__ import annotations
@@ -116,6 +123,62 @@ def reader_speed(table: c.Table) -> None:
             times.append(seconds * 1000)
         chars = len(getattr(result, "text", ""))
         table.add(path.name, c.fmt_ms(c.median(times)), "", None, f"{st.st_size} bytes -> {chars} chars")
+
+
+def _unknown_share(pages: list[str]) -> tuple[float, int]:
+    from wordfreq import zipf_frequency
+
+    words = [word for word in re.findall(r"[^\W\d_]+", "\n".join(pages)) if len(word) > 1]
+    unknown = sum(1 for word in words if zipf_frequency(word.lower(), "en") == 0)
+    return unknown / max(len(words), 1), len(words)
+
+
+def _pypdf_pages(data: bytes) -> list[str]:
+    import io
+
+    from pypdf import PdfReader
+
+    return [page.extract_text() or "" for page in PdfReader(io.BytesIO(data)).pages]
+
+
+def _pdfium_pages(data: bytes) -> list[str]:
+    from locallens.readers import pdf
+
+    with pdf.PDFIUM_LOCK:
+        import pypdfium2
+
+        document = pypdfium2.PdfDocument(data)
+        try:
+            return [pdf._page_text(document, i) for i in range(len(document))]
+        finally:
+            document.close()
+
+
+def pdf_libraries(table: c.Table, folder: str | None) -> None:
+    import logging
+
+    from locallens.readers.pdf import clean_pages
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # its font notes, once per page
+    table.section("PDF text: PDFium (the reader's) against pypdf; seconds, words no dictionary knows")
+    paths = sorted(FIXTURES.glob("*.pdf")) + (sorted(Path(folder).glob("*.pdf")) if folder else [])
+    for path in paths:
+        if path.name.startswith("scan"):
+            continue
+        data = path.read_bytes()
+        figures = []
+        for library in (_pdfium_pages, _pypdf_pages):
+            seconds, pages = c.timed(lambda library=library, data=data: library(data))
+            share, words = _unknown_share(clean_pages(pages))
+            figures.append((seconds, share, words))
+        (ours_s, ours_u, words), (peer_s, peer_u, _) = figures
+        table.add(
+            path.name,
+            f"{ours_s:.2f} s, {ours_u:.2%} unknown",
+            "",
+            None,
+            f"pypdf {peer_s:.2f} s ({peer_s / max(ours_s, 1e-9):.1f}x), {peer_u:.2%} unknown; {words} words",
+        )
 
 
 # Where the real files come from (those that exist on this machine are taken).
@@ -254,16 +317,24 @@ def mixed_folder(table: c.Table, quick: bool, work: Path) -> None:
 
 
 def main() -> None:
-    args = c.parse_args(__doc__.split("\n")[0], extra=(("--mixed-only", "only the mixed folder (part 3)"),))
+    args = c.parse_args(
+        __doc__.split("\n")[0],
+        extra=(("--mixed-only", "only the mixed folder (part 3)"), ("--pdf-only", "only the PDF libraries")),
+        strings=(("--pdfs", "a folder of more PDFs to compare the libraries on"),),
+    )
     c.offline_env()
     started = time.perf_counter()
     c.print_machine("bench_formats", args.quick)
     table = c.Table("formats")
     with c.bench_dir("formats") as work:
-        if not args.mixed_only:
-            ocr_accuracy(table, args.quick, work)
-            reader_speed(table)
-        mixed_folder(table, args.quick, work)
+        if args.pdf_only:
+            pdf_libraries(table, args.pdfs)
+        else:
+            if not args.mixed_only:
+                ocr_accuracy(table, args.quick, work)
+                reader_speed(table)
+                pdf_libraries(table, args.pdfs)
+            mixed_folder(table, args.quick, work)
     table.print()
     c.print_end(started)
 

@@ -618,6 +618,22 @@ def write_zsh_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None, *, htm
     return _write_pages(ZSH_PACKAGE, deb, ZSH_HTML, dest, _zsh_pages, zsh_page_text, html=html)
 
 
+# The same manual as the package ships it typeset (TeX's PDF, 1 file, ~250 pages; without the FAQ).
+ZSH_PDF = "usr/share/doc/zsh-common/zsh.pdf"
+
+
+def write_zsh_pdf_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Copy the Z shell manual's PDF byte for byte to `dest/zsh.pdf` (locallens's own PDF reader is
+    what is measured) and return `dest`; fetched and kept as `write_zsh_corpus` does."""
+    dest = pathlib.Path(dest)
+    with _unpacked(ZSH_PACKAGE, deb, dest, "") as root:
+        data = (root / ZSH_PDF).read_bytes()
+        path = dest / pathlib.PurePosixPath(ZSH_PDF).name
+        if not (path.is_file() and path.read_bytes() == data):
+            path.write_bytes(data)
+    return dest
+
+
 def _zsh_pages(root: pathlib.Path) -> list[pathlib.Path]:
     """The manual's chapter pages and the FAQ's chapters (what `write_zsh_corpus` converts)."""
     return [
@@ -796,6 +812,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--zsh", action="store_true", help="the Z shell manual and FAQ from Debian's zsh-doc package")
     parser.add_argument(
+        "--zsh-pdf", action="store_true", help="the Z shell manual as zsh-doc ships it typeset (zsh.pdf)"
+    )
+    parser.add_argument(
         "--bash",
         choices=tuple(BASH_KINDS),
         help="the Bash manual page and reference manual from Debian's bash-doc package, as HTML, as PDF "
@@ -814,6 +833,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.adoc:
         out = write_adoc_corpus(args.dest)
         print(f"wrote {sum(1 for p in out.iterdir() if p.is_file())} files to {out}")
+        return
+    if args.zsh_pdf:
+        out = write_zsh_pdf_corpus(args.dest)
+        print(f"wrote zsh.pdf to {out}")
         return
     if args.zsh:
         out = write_zsh_corpus(args.dest)

@@ -16,7 +16,7 @@ the figures do not depend on whether Tesseract is installed; a file a reader ref
 out). Chunking's digest: the Markdown notes of `sample_docs/`, their text taken as it is (no
 reader: a reader's change must not look like chunking's), cut as a new brain cuts them
 (paragraph chunks of the default size, their headers and locations). Only the readers written on the standard library (text, AsciiDoc, Org, HTML, mail,
-notebooks; OpenDocument and EPUB through defusedxml): what pypdf or python-docx extract may
+notebooks; OpenDocument and EPUB through defusedxml): what PDFium or python-docx extract may
 change with their releases, which no version of ours can follow.
 """
 

@@ -470,3 +470,26 @@ def test_a_seeded_benchmark_index_built_by_other_indexing_code_is_built_again(
     (work / f"{db.stem}.index-code").unlink()
     bench_answers.build_index("notes", work)
     assert indexed[-1] is False
+
+
+def test_the_zsh_pdf_corpus_is_the_manuals_pdf_and_the_zsh_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import corpora
+    from bench_answers import load_set
+
+    def unpack(command: list[str], **_: object) -> None:
+        path = Path(command[-1]) / corpora.ZSH_PDF
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"%PDF the manual")
+        (path.parent / "html").mkdir()
+
+    monkeypatch.setattr(corpora.subprocess, "run", unpack)
+    deb = tmp_path / "zsh-doc_5.9-4_all.deb"
+    deb.write_bytes(b"")
+    dest = corpora.write_zsh_pdf_corpus(tmp_path / "zsh-pdf", deb)
+    assert [p.name for p in dest.iterdir()] == ["zsh.pdf"] and (dest / "zsh.pdf").read_bytes() == b"%PDF the manual"
+    for name in ("zsh", "zsh-es", "zsh-es2"):
+        pdf, text = load_set(name.replace("zsh", "zsh-pdf", 1)), load_set(name)
+        assert [r["question"] for r in pdf] == [r["question"] for r in text]
+        assert all(r["files"] == ["zsh.pdf"] for r in pdf if r.get("files"))

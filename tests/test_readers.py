@@ -110,6 +110,42 @@ def test_pdf_typesetting_characters_are_plain_ones() -> None:
     ]
 
 
+def test_pdf_words_are_spaced_as_the_page_shows_them() -> None:
+    """A page of Bash's manual page as Debian's bash-doc ships it (groff through Ghostscript,
+    GPL-3): its words are set in pieces placed by their positions ("in" / "vo" / "cation").
+    pypdf read "upon in vocation", "whether e xecuted", "to in voke t he shell"."""
+    from locallens.readers.pdf import read as read_pdf
+
+    text = " ".join(read_pdf((FIXTURES / "bash-manual-page.pdf").read_bytes(), ".pdf").text.split())
+    for words in (
+        "as specified upon invocation, by the set builtin command",
+        "whether executed as an asynchronous command",
+        "used to invoke the shell or shell script being executed",
+    ):
+        assert words in text
+
+
+def test_pdf_words_pdfium_marks_as_broken_are_joined_by_the_same_rule() -> None:
+    from locallens.readers.pdf import clean_pages
+
+    # PDFium drops the line break after a hyphen it takes for a broken word and marks the hyphen.
+    assert clean_pages(["the last com\ufffemand with a non\ufffezero status; \ufffe and x\ufffe"]) == [
+        "the last command with a non-zero status; - and x-"
+    ]
+
+
+def test_pdfs_read_in_several_threads_at_once_read_as_in_one(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from locallens.readers.pdf import read as read_pdf
+
+    files = [FIXTURES / name for name in ("handbook.pdf", "users-and-groups.pdf", "bash-manual-page.pdf")] * 4
+    alone = [read_pdf(path.read_bytes(), ".pdf").text for path in files]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        together = list(pool.map(lambda path: read_pdf(path.read_bytes(), ".pdf").text, files))
+    assert together == alone
+
+
 def test_registry_names_a_module_per_format_family() -> None:
     for ext in (".md", ".markdown", ".txt", ".rst"):
         assert reader_for(ext) is not None and reader_for(ext).module == "text"  # type: ignore[union-attr]

@@ -150,7 +150,7 @@ class LibraryNoise:
             self.first = " ".join(message.split())[:200]
 
     def summary(self, library: str) -> str:
-        """` (pypdf warned 3 times, first: EOF marker not found)`, or "" when it said nothing."""
+        """` (openpyxl warned 3 times, first: ...)`, or "" when it said nothing."""
         if not self.count:
             return ""
         times = "once" if self.count == 1 else f"{self.count} times"
@@ -186,7 +186,7 @@ def library_noise_captured() -> Iterator[LibraryNoise]:
     """Around one reader call: what its libraries log (WARNING and above) or warn is counted in
     the `LibraryNoise` yielded, never printed.
 
-    A library such as pypdf logs a line for every malformed object of a broken file and Python
+    A format library may log a line for every malformed part of a broken file, and Python
     prints them on stderr (the root logger has no handler: `logging.lastResort`), around
     locallens' own one-line skip and through `--quiet`. For the duration, the root logger's
     handlers are replaced by a collector, so every library record that propagates ends there, and

@@ -3,7 +3,7 @@ pytesseract) — the `ocr` extra: `pip install 'locallens[ocr]'` and `apt-get in
 tesseract-ocr` (or the system's own package). Off unless both are there: `available()` is
 cheap and is asked before any image is walked.
 
-Pages of a PDF are rendered with pypdfium2 at `DPI`; images are read with Pillow. Nothing here
+Pages of a PDF are rendered with pypdfium2 (the PDF reader's) at `DPI`; images are read with Pillow. Nothing here
 is imported until a scan shows up.
 """
 
@@ -57,24 +57,17 @@ def image_text(image: Any) -> str:
         raise ReadSkip(f"cannot OCR: {first_line(exc)}", error=True) from None
 
 
-def pdf_pages_text(data: bytes, pages: list[int]) -> dict[int, str]:
-    """OCR of some pages of a PDF (0-based numbers), each rendered at `DPI`."""
-    pdfium = require("pypdfium2", "pypdfium2")
+def pdf_page_text(document: Any, index: int) -> str:
+    """OCR of one page (0-based) of an open PDFium document, rendered at `DPI` (the caller holds
+    `pdf.PDFIUM_LOCK`)."""
     _engine()
-    out: dict[int, str] = {}
-    document = pdfium.PdfDocument(data)
+    page = document[index]
     try:
-        for number in pages:
-            page = document[number]
-            try:
-                width, height = page.get_size()
-                scale = DPI / 72
-                if width * height * scale * scale > MAX_PIXELS:
-                    scale = (MAX_PIXELS / (width * height)) ** 0.5
-                image = page.render(scale=scale, grayscale=True).to_pil()
-            finally:
-                page.close()
-            out[number] = image_text(image)
+        width, height = page.get_size()
+        scale = DPI / 72
+        if width * height * scale * scale > MAX_PIXELS:
+            scale = (MAX_PIXELS / (width * height)) ** 0.5
+        image = page.render(scale=scale, grayscale=True).to_pil()
     finally:
-        document.close()
-    return out
+        page.close()
+    return image_text(image)

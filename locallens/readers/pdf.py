@@ -1,11 +1,13 @@
-"""PDF: the text layer of every page (pypdf), each page cited by its number.
+"""PDF: the text layer of every page (PDFium, through pypdfium2), each page cited by its number.
 
 A page without a text layer (a scan) is read by OCR when the `ocr` extra is installed
 (`locallens.readers.ocr`); otherwise it is left out, and a PDF with no text at all is a skip
 that says how to get OCR.
 
-The text layer is what the page prints, typesetting and all; three things of it are not the
-document's text and are undone (`clean_pages`, docs/formats.md#pdf):
+PDFium places words by their glyphs' positions, as a viewer selects them; it was chosen over
+pypdf for its spacing ("in vocation", "e xecuted" were pypdf's text of a groff page) and speed
+(docs/decisions.md#pdf-text). The text layer is what the page prints, typesetting and all; three
+things of it are not the document's text and are undone (`clean_pages`, docs/formats.md#pdf):
 - running heads and feet: a line at a page's top or bottom that stands, its numbers aside, at the
   same edge of a run of pages ("BASH(1) General Commands Manual BASH(1)", "Chapter 4: Shell
   Builtin Commands 74", "GNU Bash 5.2 2022 September 19 35", a page number alone);
@@ -13,34 +15,47 @@ document's text and are undone (`clean_pages`, docs/formats.md#pdf):
   "non-zero", both halves being words and the joined one rarer);
 - typesetting characters: ligatures ("ﬁle" is "file"), the minus sign of option dashes ("−e" is
   "-e"), soft hyphens.
+
+PDFium is a native library and not thread-safe: every call into it holds `PDFIUM_LOCK`.
 """
 
 from __future__ import annotations
 
-import io
 import re
+import threading
 from typing import Any
 
 from locallens.readers.base import REASON_ENCRYPTED, Extracted, ReadSkip, TextBuilder, first_line, one_line, require
 
 REASON_PDF_NO_TEXT = "PDF has no extractable text"
+# One PDFium call at a time, in any thread (its documentation: no concurrent calls, even on
+# different documents). Reentrant: the OCR of a scanned page runs inside the reading of its PDF.
+PDFIUM_LOCK = threading.RLock()
+# Why PDFium could not open a file, by its error code (FPDF_ERR_*), as a person reads it.
+_OPEN_ERRORS = {3: "damaged or not a PDF", 4: REASON_ENCRYPTED, 5: "unsupported encryption"}
 
 
 def read(data: bytes, ext: str) -> Extracted:
-    pypdf = require("pypdf", "pypdf")
-    # What pypdf logs and warns about a malformed object is counted by the caller, not printed
-    # (readers.base.library_noise_captured).
+    pdfium = require("pypdfium2", "pypdfium2")
+    with PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError as exc:
+            # A PDF "encrypted" with an empty user password (permissions only) opens as any other.
+            reason = _OPEN_ERRORS.get(getattr(exc, "err_code", None) or 0) or first_line(exc)
+            raise ReadSkip(f"cannot read PDF: {reason}", error=True) from None
+        try:
+            return _read_document(document)
+        finally:
+            document.close()
+
+
+def _read_document(document: Any) -> Extracted:
     try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        # Many PDFs are "encrypted" with an empty user password (permissions only).
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise ReadSkip(f"cannot read PDF: {REASON_ENCRYPTED}", error=True)
-        pages = [page.extract_text() or "" for page in reader.pages]
-        title = _pdf_title(reader)
-    except ReadSkip:
-        raise
-    except Exception as exc:  # pypdf raises many types (PdfReadError, KeyError, ValueError, ...)
+        pages = [_page_text(document, i) for i in range(len(document))]
+    except Exception as exc:  # a page PDFium cannot load (PdfiumError) costs the file, with its reason
         raise ReadSkip(f"cannot read PDF: {first_line(exc)}", error=True) from None
+    title = _pdf_title(document)
     # A page without a text layer is taken for a scan: OCR'd when OCR is installed. A page with
     # any text keeps its text layer, which is exact.
     scans = [i for i, page in enumerate(pages) if not page.strip()]
@@ -50,8 +65,8 @@ def read(data: bytes, ext: str) -> Extracted:
 
         if ocr.available():
             try:
-                for i, text in ocr.pdf_pages_text(data, scans).items():
-                    pages[i] = text
+                for i in scans:
+                    pages[i] = ocr.pdf_page_text(document, i)
             except Exception as exc:  # OCR failing costs the scanned pages, not the text layer
                 reason = exc.reason if isinstance(exc, ReadSkip) else f"cannot OCR: {first_line(exc)}"
                 ocr_hint = f" ({reason})"
@@ -68,11 +83,24 @@ def read(data: bytes, ext: str) -> Extracted:
     return extracted
 
 
-def _pdf_title(reader: Any) -> str:
+def _page_text(document: Any, index: int) -> str:
+    """A page's text layer, its lines ending in "\n" (PDFium writes "\r\n")."""
+    page = document[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            text = str(textpage.get_text_range())
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _pdf_title(document: Any) -> str:
     """The document information's /Title, when it has a readable one."""
     try:
-        metadata = reader.metadata
-        title = metadata.title if metadata is not None else None
+        title = document.get_metadata_value("Title")
     except Exception:  # a broken info dictionary costs the title, not the document
         return ""
     if not isinstance(title, str):
@@ -107,6 +135,10 @@ RUNNING_DENSITY = 0.4
 _NUMBER = re.compile(r"\d+|\b[ivxlcdm]+\b")
 # A word broken at a line's end: letters, a hyphen, the line's end, and the word's lower-case rest.
 _BROKEN = re.compile(r"(?<![\w-])([^\W\d_]+)-\n([^\W\d_A-Z][^\W\d_]*)")
+# PDFium's mark for a hyphen it took for a word broken at a line's end, the line break dropped
+# ("com\ufffemand"); the same rule says whether the hyphen was the word's own.
+_MARKED = "\ufffe"
+_MARKED_BROKEN = re.compile(r"([^\W\d_]*)\ufffe([^\W\d_]*)")
 # How common a word must be in English prose (wordfreq's Zipf scale) to count as a word of its own
 # when it is half of a broken word: "non" + "zero" stay "non-zero"; "spe" + "cially" is "specially".
 HALF_WORD_ZIPF = 3.0
@@ -154,6 +186,8 @@ def _without_running(page: list[str], running: set[tuple[str, str]]) -> list[str
 
 
 def _join_broken(text: str) -> str:
+    if _MARKED in text:
+        text = _MARKED_BROKEN.sub(_joined, text)
     if "-\n" not in text:
         return text
     return _BROKEN.sub(_joined, text)
@@ -161,6 +195,8 @@ def _join_broken(text: str) -> str:
 
 def _joined(match: re.Match[str]) -> str:
     head, tail = match.group(1), match.group(2)
+    if not head or not tail:  # a marked hyphen beside no letters is a hyphen
+        return f"{head}-{tail}"
     halves = min(_zipf(head), _zipf(tail))
     if halves >= HALF_WORD_ZIPF and _zipf(head + tail) < halves:
         return f"{head}-{tail}"  # a compound broken at its own hyphen: "non-zero", "re-edit"

@@ -1,10 +1,11 @@
 """Script classes: the Unicode ranges of the scripts locallens treats apart from space-separated
 text, as character-class bodies (`[...]` without the brackets) that both a regular expression
-and SQLite's GLOB accept.
+and SQLite's GLOB accept; and the symbols of a question (`symbols`), which no word index holds.
 
 One definition for every station that cares: token estimates (`tokens`), keyword indexing and
 search in both stores (`storage.sqlite`, `storage.postgres`, the SQLite trigram step in
-`storage.migrations`) and the answer check's word keys (`claims.words`). A leaf: imports nothing.
+`storage.migrations`), the answer check's word keys (`claims.words`) and the answer units' key
+terms (`unit_scores`). A leaf: imports nothing.
 """
 
 from __future__ import annotations
@@ -38,3 +39,26 @@ NO_SPACE_CLASS = (
 HANGUL_CLASS = HANGUL_JAMO + HANGUL_COMPATIBILITY_JAMO + HANGUL_BLOCK
 # Chinese, Japanese and Korean characters as the answer check compares them (no Thai, no jamo).
 CJK_CLASS = KANA + HAN + HANGUL_SYLLABLES
+
+
+# A symbol: a word of two characters or more, none a letter or digit ("$?", "<<<", "&>", "//", "->",
+# "!!", "..."), brackets and quotes around it aside ("($?)", '"//"'), and a stop after it. Word
+# indexes and word tokens drop it, so a question naming one ("What does $# give me?") is searched
+# and scored by its other words unless a station reads its symbols too (the stores' keyword search,
+# the answer units' key terms). A single character ("/", "#", ">", "^") is too common in prose and
+# markup to tell a passage apart: on the Z shell sets it made a question refused.
+SYMBOL_EDGES = "()[]{}\"'`‘’“”«»"
+
+
+def symbols(text: str) -> list[str]:
+    """The symbols of `text` in order of first appearance, each once."""
+    found: dict[str, None] = {}
+    for token in text.split():
+        core = token.strip(SYMBOL_EDGES)
+        if len(core) > 1:
+            core = core.rstrip(".,;:") or core
+        if len(core) > 2 and core.endswith("?"):  # "&>?" ends a question; "$?" is a symbol
+            core = core[:-1].strip(SYMBOL_EDGES)
+        if len(core) >= 2 and not any(ch.isalnum() for ch in core):
+            found[core] = None
+    return list(found)

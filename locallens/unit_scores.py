@@ -64,7 +64,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from locallens.text import NO_SPACE_CLASS
+from locallens.text import NO_SPACE_CLASS, symbols
 from locallens.units import CODE, DEFINITION, HEADER, Unit
 
 # `modes.TermCounts`, named here without importing the modes module.
@@ -565,27 +565,10 @@ def question_terms(question: str, term_counts: TermCountsLike | None = None) -> 
     return QuestionTerms(question, key_terms(question) | symbol_keys(question), answer_type(question), salience)
 
 
-# A symbol: a word of two characters or more, none a letter or digit ("$?", "<<<", "&>", "//", "->",
-# "!!", "..."), brackets and quotes around it aside ("($?)", '"//"'), and a stop after it. The
-# keyword index and the key terms (`_TOKEN`) drop it, so a question naming one ("What does $#
-# give me?") weighed only its other words; a unit holding it as written now holds that key term
-# (`features`, the chunk's coverage). A single character ("/", "#", ">", "^") is too common in
-# prose and markup to tell a unit apart: on the Z shell sets it made a question refused.
-_SYMBOL_EDGES = "()[]{}\"'`‘’“”«»"
-
-
 def symbol_keys(text: str) -> frozenset[str]:
-    """The symbols of `text` (`_SYMBOL_EDGES`), each keyed as "§" + the symbol, a key no word has."""
-    keys = set()
-    for token in text.split():
-        core = token.strip(_SYMBOL_EDGES)
-        if len(core) > 1:
-            core = core.rstrip(".,;:") or core
-        if len(core) > 2 and core.endswith("?"):  # "&>?" ends a question; "$?" is a symbol
-            core = core[:-1].strip(_SYMBOL_EDGES)
-        if len(core) >= 2 and not any(ch.isalnum() for ch in core):
-            keys.add("§" + core)
-    return frozenset(keys)
+    """The symbols of `text` (`text.symbols`: "$?", "<<<", "//"), each keyed as "§" + the symbol,
+    a key no word has: a unit holding one as written holds that key term."""
+    return frozenset("§" + symbol for symbol in symbols(text))
 
 
 def word_salience(words: Sequence[str], term_counts: TermCountsLike | None) -> dict[str, float]:
@@ -634,14 +617,14 @@ def features(
     position = {(u.excerpt, u.index): i for i, u in enumerate(units)}
     asks_default_ = asks_default(question.text)
     rows = np.zeros((len(units), len(FEATURES)), dtype=np.float64)
-    symbols = frozenset(t for t in question.terms if t.startswith("§"))
+    asked_symbols = frozenset(t for t in question.terms if t.startswith("§"))
     for i, unit in enumerate(units):
         own = unit_keys(unit.text)
         context_text = " ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else ""))
         context = key_terms(context_text)
-        if symbols:  # only the question's: a unit's other symbols count as nothing it says
-            own |= symbol_keys(unit.text) & symbols
-            context |= symbol_keys(context_text) & symbols
+        if asked_symbols:  # only the question's: a unit's other symbols count as nothing it says
+            own |= symbol_keys(unit.text) & asked_symbols
+            context |= symbol_keys(context_text) & asked_symbols
         linked = [j for j in (unit.setup, unit.header) if j is not None]
         linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]
         wants = question.wants

@@ -425,6 +425,39 @@ def test_keyword_scores_weigh_rare_words_over_repeated_common_ones(store: IndexS
     assert keyword_paths(store, brain, "zebra")[0] == "more.md"
 
 
+def test_keyword_search_finds_a_symbol_the_question_names_as_written(store: IndexStore, brain: Brain) -> None:
+    # No word index holds "$?" or "<<<": the chunks holding them as written are found by a scan
+    # and their ranking fused with the words'. "$ ? 2" holds both characters, not the symbol.
+    write(
+        store, brain, "status.md", ["Special parameter ($?) expands to the exit status of the last pipeline."], [e(1)]
+    )
+    write(store, brain, "prompt.md", ["The prompt shows $ and asks ? when the last status is 2."], [e(1)])
+    write(store, brain, "here.md", ["A here string: cat <<< word feeds word to the command."], [e(1)])
+    write(store, brain, "sub/status.md", ["In scripts, test $? after each command; $? is reset."], [e(1)])
+    for n in range(4):
+        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    assert keyword_paths(store, brain, "What does $? hold?")[:2] == ["sub/status.md", "status.md"]
+    assert "prompt.md" in keyword_paths(store, brain, "what does the prompt show")
+    assert keyword_paths(store, brain, "What is <<< for?")[0] == "here.md"
+    assert keyword_paths(store, brain, "What does $? hold?", path_glob="sub/*") == ["sub/status.md"]
+    # A question without a symbol is searched by its words alone, as before.
+    assert keyword_paths(store, brain, "exit pipeline") == ["status.md"]
+
+
+def test_a_symbol_is_not_scanned_for_past_the_brains_size_cap(
+    store: IndexStore, brain: Brain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import locallens.storage.postgres_keywords
+    import locallens.storage.sqlite
+
+    for n in range(4):
+        write(store, brain, f"s{n}.md", [f"Parameter {n}: ($?) expands to the exit status."], [e(1)])
+    assert len(keyword_paths(store, brain, "What does $? hold?")) == 4
+    for module in (locallens.storage.sqlite, locallens.storage.postgres_keywords):
+        monkeypatch.setattr(module, "SYMBOL_SCAN_MAX_CHUNKS", 3)
+    assert keyword_paths(store, brain, "What does $? hold?") == []  # its words match nothing
+
+
 STEMMED_NOTES = {
     "pool.md": "Each connection to the database comes from the pool.",
     "index.md": "The documents were indexed overnight.",

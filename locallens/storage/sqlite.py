@@ -53,14 +53,17 @@ from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
+    SYMBOL_SCAN_MAX_CHUNKS,
     Brain,
     BrainSettings,
     BrainStats,
     DocumentRecord,
     StoredDocument,
+    fused_rankings,
     location_columns,
+    symbol_ranking,
 )
-from locallens.text import NO_SPACE_CLASS
+from locallens.text import NO_SPACE_CLASS, symbols
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -84,9 +87,8 @@ PARALLEL_MIN_VECTORS = 20_000
 # TRIGRAM_EXPANSIONS of the indexed trigrams that start with it.
 NO_SPACE_RUN = re.compile(f"[{NO_SPACE_CLASS}]+")
 TRIGRAM_EXPANSIONS = 32
-# The word (stemmed unicode61) and trigram rankings of one query are fused by reciprocal rank, with the
-# constant of retrieval.RRF_K.
-KEYWORD_RRF_K = 60
+# The word (stemmed unicode61), trigram and symbol rankings of one query are fused by reciprocal
+# rank (`storage.types.fused_rankings`).
 # A chunk with several vectors (one per window of the model, `brains.multi_vector`) keeps its first
 # at rowid `chunks.id` and window j at `chunks.id + (j << WINDOW_SHIFT)`: the extra rowids can
 # never meet a chunk id, the chunk is `rowid & CHUNK_ROWID_MASK`, and the partition
@@ -902,20 +904,39 @@ class Store(StoreBase):
         Words go to the stemmed word index `chunks_fts`; the score is FTS5's bm25() negated.
         When the query has runs of Han, kana, Hangul or Thai, they (and its other words of 3
         characters or more, which such text often glues to its neighbours: `VPNの設定`) also go to
-        the trigram index `chunks_trigram`, and the two rankings are fused by reciprocal rank: the
-        score is then the fused one. Without such runs the result is the word ranking alone.
+        the trigram index `chunks_trigram`. When it names symbols ("$?", "<<<"; `text.symbols`),
+        the chunks holding them as written are ranked too (`_symbol_search`). The rankings are then
+        fused by reciprocal rank, and the score is the fused one; with neither, the result is the
+        word ranking alone.
         """
         words = self._word_search(brain, query, k, path_glob=path_glob)
-        if k <= 0 or not NO_SPACE_RUN.search(query):
+        if k <= 0:
             return words
-        trigrams = self._trigram_search(brain, query, k, path_glob=path_glob)
-        if not words or not trigrams:
-            return words or trigrams
-        fused: dict[int, float] = {}
-        for ranking in (words, trigrams):
-            for rank, (chunk_id, _) in enumerate(ranking, start=1):
-                fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (KEYWORD_RRF_K + rank)
-        return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]
+        rankings = [words]
+        if NO_SPACE_RUN.search(query):
+            rankings.append(self._trigram_search(brain, query, k, path_glob=path_glob))
+        asked = symbols(query)
+        if asked:
+            rankings.append(self._symbol_search(brain, asked, k, path_glob))
+        return fused_rankings(rankings, k)
+
+    def _symbol_search(self, brain: Brain, asked: list[str], k: int, path_glob: str | None) -> list[tuple[int, float]]:
+        """(chunk id, score) of `brain`'s chunks holding any of the symbols `asked` as written
+        (`storage.types.symbol_ranking`): one scan of the brain's chunks with `instr`, in a brain
+        of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
+        ((total,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        if total > SYMBOL_SCAN_MAX_CHUNKS:
+            return []
+        counts = ", ".join("(length(c.content) - length(replace(c.content, ?, ''))) / ?" for _ in asked)
+        held = " OR ".join("instr(c.content, ?) > 0" for _ in asked)
+        where, params = "", [*(p for s in asked for p in (s, len(s))), brain.id, *asked]
+        if path_glob:
+            where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
+        rows = self.execute(
+            f"SELECT c.id, length(c.content), {counts} FROM chunks c WHERE c.brain_id = ? AND ({held}){where}",
+            params,
+        )
+        return symbol_ranking([(r[0], r[1], r[2:]) for r in rows], int(total), k)
 
     def _trigram_terms(self, query: str) -> list[str]:
         """The trigrams that stand for `query` in `chunks_trigram`, as quoted FTS5 strings.

@@ -8,6 +8,7 @@ each other or the face.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -186,3 +187,48 @@ KEYWORD_PRUNE_MIN_CHUNKS = 20_000
 # A multi-vector brain's knn asks the vector table for this many times k rows (each chunk counts
 # once, at its best window), and asks again for more while fewer than k distinct chunks came back.
 MULTI_VECTOR_OVERFETCH = 3
+
+
+# Symbols a question names ("$?", "<<<", "//"; `locallens.text.symbols`) are in no word index:
+# both stores find the chunks holding one as written by a scan (SQLite `instr`, PostgreSQL
+# `strpos`), only for a question naming one, rank them by BM25 over the symbols' occurrences
+# (`symbol_ranking`) and fuse that ranking with the words' by reciprocal rank (`fused_rankings`).
+# The scan reads every chunk's text, about 1.7 ms per 1,000 chunks (20,000 chunks of 1,400
+# characters: 35 ms; docs/decisions.md#symbols-in-a-question): in a brain of more than
+# SYMBOL_SCAN_MAX_CHUNKS chunks it is not made, and the question is searched by its words, its
+# symbols still weighed by the answer stage.
+KEYWORD_RRF_K = 60
+SYMBOL_SCAN_MAX_CHUNKS = 20_000
+
+
+def symbol_ranking(
+    rows: Sequence[tuple[int, int, Sequence[int]]], total: int, k: int, k1: float = 1.2, b: float = 0.75
+) -> list[tuple[int, float]]:
+    """(chunk id, score) best first, of `rows` (chunk id, its length in characters, how often it
+    holds each symbol) among `total` chunks: BM25 with each symbol a term (idf from the rows
+    holding it; lengths against the rows' mean length, which a scan that reads only the matching
+    rows has). Equal scores in id order."""
+    if not rows or k <= 0:
+        return []
+    held = [sum(1 for _, _, counts in rows if counts[i] > 0) for i in range(len(rows[0][2]))]
+    idf = [max(math.log((total - n + 0.5) / (n + 0.5) + 1.0), 1e-6) for n in held]
+    mean_length = sum(length for _, length, _ in rows) / len(rows) or 1.0
+    scored = []
+    for chunk_id, length, counts in rows:
+        norm = k1 * (1 - b + b * length / mean_length)
+        score = sum(w * tf * (k1 + 1) / (tf + norm) for w, tf in zip(idf, counts) if tf > 0)
+        scored.append((chunk_id, score))
+    return sorted(scored, key=lambda item: (-item[1], item[0]))[:k]
+
+
+def fused_rankings(rankings: Sequence[list[tuple[int, float]]], k: int) -> list[tuple[int, float]]:
+    """One ranking of several (best first each) by reciprocal rank, 1 / (KEYWORD_RRF_K + rank)
+    summed; a single non-empty ranking as it is."""
+    present = [ranking for ranking in rankings if ranking]
+    if len(present) <= 1:
+        return present[0] if present else []
+    fused: dict[int, float] = {}
+    for ranking in present:
+        for rank, (chunk_id, _) in enumerate(ranking, start=1):
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + 1.0 / (KEYWORD_RRF_K + rank)
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))[:k]

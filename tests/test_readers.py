@@ -134,6 +134,45 @@ def test_pdf_words_pdfium_marks_as_broken_are_joined_by_the_same_rule() -> None:
     ]
 
 
+def test_pdf_definition_terms_are_marked_as_the_page_lays_them_out(tmp_path: Path) -> None:
+    """A term over its description indented under it reads `term::`, a short term beside its
+    description past a wide gap `term  description` (as the HTML reader writes a `<dt>`); a
+    bullet's wrapped line, a heading's sentence and a justified line's wide space stay as they are."""
+    lines = [
+        (72, "SECONDS"),
+        (108, "Each time this parameter is referenced, it expands to seconds."),
+        (72, "PWD"),
+        (144, "The current working directory as set by the cd builtin."),
+        (72, "- Waders for the"),
+        (84, "river crossing, checked yearly."),
+        (72, "It ends here."),
+        (108, "An indented quotation."),
+    ]
+    shown = b" ".join(b"1 0 0 1 %d %d Tm (%s) Tj" % (x, 720 - 14 * n, t.encode()) for n, (x, t) in enumerate(lines))
+    # PWD is set beside its description at 144 pt, as a manual page sets a short term.
+    shown = shown.replace(b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 678 Tm", b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 692 Tm")
+    write(tmp_path / "vars.pdf", make_pdf([b"BT /F1 11 Tf " + shown + b" ET"]))
+    assert doc(tmp_path, "vars.pdf").text.split("\n") == [
+        "SECONDS::",
+        "Each time this parameter is referenced, it expands to seconds.",
+        "PWD  The current working directory as set by the cd builtin.",
+        "- Waders for the",
+        "river crossing, checked yearly.",
+        "It ends here.",
+        "An indented quotation.",
+    ]
+
+
+def test_pdf_marked_terms_are_definitions_to_the_answer_units() -> None:
+    from locallens.readers.pdf import read as read_pdf
+    from locallens.units import DEFINITION, excerpt_units
+
+    text = read_pdf((FIXTURES / "bash-manual-page.pdf").read_bytes(), ".pdf").text
+    assert "\nBASHPID::\nExpands to the process ID of the current bash process." in text
+    units = excerpt_units(text, 1)
+    assert any(u.kind == DEFINITION and u.term.rstrip(":") == "BASHPID" for u in units)
+
+
 def test_pdfs_read_in_several_threads_at_once_read_as_in_one(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

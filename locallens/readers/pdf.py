@@ -84,17 +84,81 @@ def _read_document(document: Any) -> Extracted:
 
 
 def _page_text(document: Any, index: int) -> str:
-    """A page's text layer, its lines ending in "\n" (PDFium writes "\r\n")."""
+    """A page's text layer, its lines ending in "\n" (PDFium writes "\r\n"), a definition's term
+    marked where the page lays one out (`_marked_terms`)."""
     page = document[index]
     try:
         textpage = page.get_textpage()
         try:
             text = str(textpage.get_text_range())
+            if len(text) == textpage.count_chars():  # one character per PDFium character
+                text = _marked_terms(text, textpage.get_charbox)
         finally:
             textpage.close()
     finally:
         page.close()
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# A definition list as a typeset page lays it out (a manual page's variables and options, a
+# reference manual's entries): its term at a line's start, its description indented under it, or
+# beside it past a wide gap. The reader marks the term as the HTML reader marks a `<dt>`: `term::`
+# over the description, or `term`, two spaces, the description on its line (docs/formats.md#pdf).
+# A term line: at most TERM_MAX_CHARS, not a list item (a bullet's wrapped lines are indented
+# too) and not ending a sentence or a clause; its description starts at least HANGING_INDENT_PT
+# right of it on the next line. A gap after a line's first words (at most TERM_MAX_CHARS, not
+# ending a sentence or a clause: "them.  Spend" is a justified line) of at least TERM_GAP_EM times
+# the text's height sets a term beside its description.
+TERM_MAX_CHARS = 40
+HANGING_INDENT_PT = 18.0
+TERM_GAP_EM = 1.5
+# Private marks until the running heads are gone (a marked head would no longer look like its
+# neighbours' heads): `clean_pages` turns them into "::" and two spaces.
+_TERM_MARK = "\ue000"
+_GAP_MARK = "\ue001"
+_LIST_ITEM = re.compile(r"^\s*(?:[•·◦▪‣*–-]|\d+[.)]|[a-z][.)])\s")
+_CLAUSE_END = ".?!:;,-\ufffe"
+
+
+def _marked_terms(text: str, box: Any) -> str:
+    """`text` (one page, lines ending in "\r\n") with its definition terms marked; `box(i)` is
+    character i's (left, bottom, right, top) on the page."""
+    lines = text.split("\r\n")
+    starts, lefts, at = [], [], 0
+    for line in lines:
+        lead = len(line) - len(line.lstrip())
+        starts.append(at)
+        lefts.append(box(at + lead)[0] if line.strip() else None)
+        at += len(line) + 2
+    out = []
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        following = lefts[i + 1] if i + 1 < len(lines) else None
+        if (
+            stripped
+            and following is not None
+            and following >= lefts[i] + HANGING_INDENT_PT
+            and len(stripped) <= TERM_MAX_CHARS
+            and stripped[-1] not in _CLAUSE_END
+            and not _LIST_ITEM.match(line)
+        ):
+            out.append(line + _TERM_MARK)
+            continue
+        gap = line.find(" ", len(line) - len(line.lstrip()))
+        if (
+            stripped
+            and 0 < gap <= TERM_MAX_CHARS
+            and gap + 1 < len(line)
+            and line[gap + 1] != " "
+            and line[gap - 1] not in _CLAUSE_END
+        ):
+            left, bottom, right, top = box(starts[i] + gap - 1)
+            after = box(starts[i] + gap + 1)[0]
+            if right > left and after - right >= TERM_GAP_EM * (top - bottom):
+                out.append(line[:gap] + _GAP_MARK + line[gap + 1 :])
+                continue
+        out.append(line)
+    return "\r\n".join(out)
 
 
 def _pdf_title(document: Any) -> str:
@@ -150,11 +214,14 @@ def clean_pages(pages: list[str]) -> list[str]:
     pages = [page.replace("\u00ad\n", "-\n").translate(_TYPESET) for page in pages]
     lines = [page.split("\n") for page in pages]
     running = _running_lines(lines)
-    return [_join_broken("\n".join(_without_running(page, running))) for page in lines]
+    return [_join_broken("\n".join(_without_running(page, running))).translate(_MARKS) for page in lines]
+
+
+_MARKS = str.maketrans({_TERM_MARK: "::", _GAP_MARK: "  "})
 
 
 def _shape(line: str) -> str:
-    return " ".join(_NUMBER.sub("#", line.lower()).split())
+    return " ".join(_NUMBER.sub("#", line.replace(_TERM_MARK, "").replace(_GAP_MARK, " ").lower()).split())
 
 
 def _edges(page: list[str]) -> list[tuple[str, int]]:

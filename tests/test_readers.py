@@ -150,7 +150,9 @@ def test_pdf_definition_terms_are_marked_as_the_page_lays_them_out(tmp_path: Pat
     ]
     shown = b" ".join(b"1 0 0 1 %d %d Tm (%s) Tj" % (x, 720 - 14 * n, t.encode()) for n, (x, t) in enumerate(lines))
     # PWD is set beside its description at 144 pt, as a manual page sets a short term.
-    shown = shown.replace(b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 678 Tm", b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 692 Tm")
+    shown = shown.replace(
+        b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 678 Tm", b"1 0 0 1 72 692 Tm (PWD) Tj 1 0 0 1 144 692 Tm"
+    )
     write(tmp_path / "vars.pdf", make_pdf([b"BT /F1 11 Tf " + shown + b" ET"]))
     assert doc(tmp_path, "vars.pdf").text.split("\n") == [
         "SECONDS::",

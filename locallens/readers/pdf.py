@@ -124,7 +124,9 @@ def _marked_terms(text: str, box: Any) -> str:
     """`text` (one page, lines ending in "\r\n") with its definition terms marked; `box(i)` is
     character i's (left, bottom, right, top) on the page."""
     lines = text.split("\r\n")
-    starts, lefts, at = [], [], 0
+    starts: list[int] = []
+    lefts: list[float | None] = []
+    at = 0
     for line in lines:
         lead = len(line) - len(line.lstrip())
         starts.append(at)
@@ -133,11 +135,11 @@ def _marked_terms(text: str, box: Any) -> str:
     out = []
     for i, line in enumerate(lines):
         stripped = line.strip()
-        following = lefts[i + 1] if i + 1 < len(lines) else None
+        left, following = lefts[i], lefts[i + 1] if i + 1 < len(lines) else None
         if (
-            stripped
+            left is not None
             and following is not None
-            and following >= lefts[i] + HANGING_INDENT_PT
+            and following >= left + HANGING_INDENT_PT
             and len(stripped) <= TERM_MAX_CHARS
             and stripped[-1] not in _CLAUSE_END
             and not _LIST_ITEM.match(line)
@@ -152,9 +154,9 @@ def _marked_terms(text: str, box: Any) -> str:
             and line[gap + 1] != " "
             and line[gap - 1] not in _CLAUSE_END
         ):
-            left, bottom, right, top = box(starts[i] + gap - 1)
+            first, bottom, last, top = box(starts[i] + gap - 1)  # the term's last character
             after = box(starts[i] + gap + 1)[0]
-            if right > left and after - right >= TERM_GAP_EM * (top - bottom):
+            if last > first and after - last >= TERM_GAP_EM * (top - bottom):
                 out.append(line[:gap] + _GAP_MARK + line[gap + 1 :])
                 continue
         out.append(line)

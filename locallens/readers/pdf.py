@@ -90,7 +90,7 @@ def _page_text(document: Any, index: int) -> str:
     try:
         textpage = page.get_textpage()
         try:
-            text = str(textpage.get_text_range())
+            text = str(textpage.get_text_range()).translate(_UNMARKED)  # a page's own such characters
             if len(text) == textpage.count_chars():  # one character per PDFium character
                 text = _marked_terms(text, textpage.get_charbox)
         finally:
@@ -116,6 +116,7 @@ TERM_GAP_EM = 1.5
 # neighbours' heads): `clean_pages` turns them into "::" and two spaces.
 _TERM_MARK = "\ue000"
 _GAP_MARK = "\ue001"
+_UNMARKED = str.maketrans({_TERM_MARK: " ", _GAP_MARK: " "})
 _LIST_ITEM = re.compile(r"^\s*(?:[•·◦▪‣*–-]|\d+[.)]|[a-z][.)])\s")
 _CLAUSE_END = ".?!:;,-\ufffe"
 

@@ -191,12 +191,20 @@ _LABEL_LINE = re.compile(r"^\S.{0,80}?(?::{2,4}|;;)$")
 MAX_LABEL_WORDS = 3
 
 
+# What a term line may say in brackets after the name: its flags, its type, its tags ("NOTIFY
+# (-5, ksh: -b) <Z>::", "timeout (integer)::"); a term's words are counted without them.
+_ANNOTATIONS = re.compile(r"\s+(?:\([^()]*\)|<[^<>]*>|\[[^\[\]]*\])(?=\s|:|;|$)")
+
+
 def _is_label(text: str) -> bool:
     """One to four AsciiDoc labeled-list term lines (see `_LABEL_LINE`)."""
     lines = text.split("\n")
     return len(lines) <= 4 and all(
         _LABEL_LINE.match(line.strip())
-        and (bool(_NAMED_TERM.match(line.strip().lstrip("*'`_\"<["))) or len(line.split()) <= MAX_LABEL_WORDS)
+        and (
+            bool(_NAMED_TERM.match(line.strip().lstrip("*'`_\"<[")))
+            or len(_ANNOTATIONS.sub("", line.strip()).split()) <= MAX_LABEL_WORDS
+        )
         for line in lines
     )
 

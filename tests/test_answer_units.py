@@ -1424,6 +1424,28 @@ def test_an_excerpt_that_begins_inside_a_code_block_reads_its_prose_as_prose() -
     assert [u.kind for u in excerpt_units(opened, 1)][:2] == ["sentence", CODE]
 
 
+def test_a_terms_bracketed_annotations_do_not_make_it_a_sentence() -> None:
+    """A manual's option entry names its flags and tags in brackets after the name (the Z shell
+    manual's `NOTIFY (-5, ksh: -b) <Z>`): its words are counted without them, so the line is the
+    term of the description below it, which is printed under it."""
+    content = (
+        "MONITOR (-m, ksh: -m)::\nAllow job control. Set by default in interactive shells.\n"
+        "NOTIFY (-5, ksh: -b) <Z>::\nReport the status of background jobs immediately.\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term) for u in units] == [
+        ("sentence", ""),
+        (DEFINITION, "MONITOR (-m, ksh: -m)::"),
+        ("sentence", "MONITOR (-m, ksh: -m)::"),
+        ("sentence", ""),
+        (DEFINITION, "NOTIFY (-5, ksh: -b) <Z>::"),
+    ]
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.1, 0.1, 0.1, 0.1, 0.9]))]
+    assert printed[:2] == ["NOTIFY (-5, ksh: -b) <Z>::", "Report the status of background jobs immediately."]
+    # Words outside brackets still count: a sentence ending in "::" is no term.
+    assert excerpt_units("See the list (below) of the settings::\nNothing here.\n", 1)[1].term == ""
+
+
 def test_a_citation_follows_a_labeled_list_terms_colons() -> None:
     from locallens.claims.citations import with_citations
 

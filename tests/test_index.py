@@ -365,8 +365,9 @@ def _spawn_index(docs: Path, db: Path, *extra: str) -> subprocess.Popen:
 def test_two_concurrent_index_processes(docs: Path, db: Path) -> None:
     a = _spawn_index(docs, db, "--wait", "300")
     b = _spawn_index(docs, db, "--wait", "300")
-    outs = [json.loads(p.communicate(timeout=600)[0]) for p in (a, b)]
-    assert a.returncode == 0 and b.returncode == 0
+    done = [p.communicate(timeout=600) for p in (a, b)]
+    assert a.returncode == 0 and b.returncode == 0, done  # what each printed, when one failed
+    outs = [json.loads(out) for out, _ in done]
     # Exactly one of them did the work; the other found everything in place.
     assert sorted(o["chunks"]["embedded"] for o in outs)[0] == 0
     with Store(db, create=False) as store:

@@ -175,6 +175,37 @@ def test_pdf_marked_terms_are_definitions_to_the_answer_units() -> None:
     assert any(u.kind == DEFINITION and u.term.rstrip(":") == "BASHPID" for u in units)
 
 
+def test_damaged_pdfs_are_read_or_skipped_with_a_reason() -> None:
+    """PDFium is native code: bytes overwritten, cut out or inserted anywhere in real PDFs give a
+    document or a skip with its reason, never another exception (nor a crash of the process)."""
+    import random
+
+    from locallens.readers.base import ReadSkip
+    from locallens.readers.pdf import read as read_pdf
+
+    rng = random.Random(7)
+    sources = [
+        (FIXTURES / name).read_bytes() for name in ("handbook.pdf", "bash-manual-page.pdf", "users-and-groups.pdf")
+    ]
+    outcomes = []
+    for n in range(45):
+        data = bytearray(sources[n % 3])
+        at = rng.randrange(len(data))
+        if n % 3 == 0:
+            for _ in range(rng.randint(1, 40)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif n % 3 == 1:
+            del data[at : at + rng.randint(1, 4000)]
+        else:
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 200)))
+        try:
+            outcomes.append(bool(read_pdf(bytes(data), ".pdf").text))
+        except ReadSkip as skip:
+            assert skip.reason.startswith(("cannot read PDF: ", "PDF has no extractable text")), skip.reason
+            outcomes.append(False)
+    assert any(outcomes) and not all(outcomes)  # some still read, some not: both paths taken
+
+
 def test_pdfs_read_in_several_threads_at_once_read_as_in_one(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

@@ -24,6 +24,8 @@ from typing import Any
 
 from locallens.stemming import porter_stem
 from locallens.storage.types import (
+    BM25_B,
+    BM25_K1,
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     SYMBOL_SCAN_MAX_CHUNKS,
@@ -36,10 +38,8 @@ from locallens.storage.types import (
 )
 from locallens.text import NO_SPACE_CLASS, symbols
 
-# BM25's parameters, FTS5's (the SQLite store's) values; the brain's chunk count and mean length
-# are read again after this many seconds (see KeywordIndex._stats).
-BM25_K1 = 1.2
-BM25_B = 0.75
+# The brain's chunk count and mean length are read again after this many seconds (see
+# KeywordIndex._stats).
 KEYWORD_STATS_TTL_S = 60.0
 KEYWORD_TERMS_KEPT = 10_000  # term counts kept a brain (see _term_counts)
 PRUNE_MIN_CHUNKS = 5_000  # keyword search leaves common words out from this many chunks in a brain

@@ -199,11 +199,13 @@ MULTI_VECTOR_OVERFETCH = 3
 # symbols still weighed by the answer stage.
 KEYWORD_RRF_K = 60
 SYMBOL_SCAN_MAX_CHUNKS = 20_000
+# BM25's parameters, FTS5's (the SQLite store's word index) values: PostgreSQL's word ranking
+# (`postgres_keywords`) and both stores' symbol ranking compute BM25 with them.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
-def symbol_ranking(
-    rows: Sequence[tuple[int, int, Sequence[int]]], total: int, k: int, k1: float = 1.2, b: float = 0.75
-) -> list[tuple[int, float]]:
+def symbol_ranking(rows: Sequence[tuple[int, int, Sequence[int]]], total: int, k: int) -> list[tuple[int, float]]:
     """(chunk id, score) best first, of `rows` (chunk id, its length in characters, how often it
     holds each symbol) among `total` chunks: BM25 with each symbol a term (idf from the rows
     holding it; lengths against the rows' mean length, which a scan that reads only the matching
@@ -215,8 +217,8 @@ def symbol_ranking(
     mean_length = sum(length for _, length, _ in rows) / len(rows) or 1.0
     scored = []
     for chunk_id, length, counts in rows:
-        norm = k1 * (1 - b + b * length / mean_length)
-        score = sum(w * tf * (k1 + 1) / (tf + norm) for w, tf in zip(idf, counts) if tf > 0)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / mean_length)
+        score = sum(w * tf * (BM25_K1 + 1) / (tf + norm) for w, tf in zip(idf, counts) if tf > 0)
         scored.append((chunk_id, score))
     return sorted(scored, key=lambda item: (-item[1], item[0]))[:k]
 

@@ -924,7 +924,7 @@ class Store(StoreBase):
         """(chunk id, score) of `brain`'s chunks holding any of the symbols `asked` as written
         (`storage.types.symbol_ranking`): one scan of the brain's chunks with `instr`, in a brain
         of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
-        ((total,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        total = self._chunk_count(brain)
         if total > SYMBOL_SCAN_MAX_CHUNKS:
             return []
         counts = ", ".join("(length(c.content) - length(replace(c.content, ?, ''))) / ?" for _ in asked)
@@ -936,7 +936,7 @@ class Store(StoreBase):
             f"SELECT c.id, length(c.content), {counts} FROM chunks c WHERE c.brain_id = ? AND ({held}){where}",
             params,
         )
-        return symbol_ranking([(r[0], r[1], r[2:]) for r in rows], int(total), k)
+        return symbol_ranking([(r[0], r[1], r[2:]) for r in rows], total, k)
 
     def _trigram_terms(self, query: str) -> list[str]:
         """The trigrams that stand for `query` in `chunks_trigram`, as quoted FTS5 strings.
@@ -1057,6 +1057,11 @@ class Store(StoreBase):
             common.discard(min(words, key=lambda t: frequency[t]))
         return [t for t in terms if t not in common]
 
+    def _chunk_count(self, brain: Brain) -> int:
+        """How many chunks `brain` holds."""
+        ((total,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        return int(total)
+
     def term_counts(self, brain: Brain, words: Sequence[str], cap: int) -> tuple[int, dict[str, int]]:
         """(the brain's chunks, how many of them hold each of `words`, counted up to `cap`).
 
@@ -1064,7 +1069,7 @@ class Store(StoreBase):
         `minutes` counts the chunks holding `minute`; a word with inner punctuation (`sha-256`)
         counts those holding its parts in sequence. A word of no letters or digits counts 0.
         """
-        ((total,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        total = self._chunk_count(brain)
         counts: dict[str, int] = {}
         for word in dict.fromkeys(words):
             parts = re.findall(r"\w+", word.lower())
@@ -1077,7 +1082,7 @@ class Store(StoreBase):
                 ('"' + " ".join(parts) + '"', brain.id, cap),
             )
             counts[word] = int(n)
-        return int(total), counts
+        return total, counts
 
     def hits_by_id(self, brain: Brain, query: np.ndarray, ids: Sequence[int]) -> dict[int, Hit]:
         """These chunks as hits, scored by cosine similarity with `query` like knn() scores them."""
@@ -1153,7 +1158,7 @@ class Store(StoreBase):
 
     def stats(self, brain: Brain) -> BrainStats:
         ((documents,),) = self.execute("SELECT count(*) FROM documents WHERE brain_id = ?", (brain.id,))
-        ((chunks,),) = self.execute("SELECT count(*) FROM chunks WHERE brain_id = ?", (brain.id,))
+        chunks = self._chunk_count(brain)
         vectors = self.vector_count(brain)  # chunks with vectors (a multi-vector chunk counts once)
         # The FTS index is shared by all brains: count this brain's rows through its doc sizes.
         ((fts_rows,),) = self.execute(

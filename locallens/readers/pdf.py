@@ -224,7 +224,7 @@ _MARKS = str.maketrans({_TERM_MARK: "::", _GAP_MARK: "  "})
 
 
 def _shape(line: str) -> str:
-    return " ".join(_NUMBER.sub("#", line.replace(_TERM_MARK, "").replace(_GAP_MARK, " ").lower()).split())
+    return " ".join(_NUMBER.sub("#", line.translate(_UNMARKED).lower()).split())  # marked or not, one shape
 
 
 def _edges(page: list[str]) -> list[tuple[str, int]]:

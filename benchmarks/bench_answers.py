@@ -70,6 +70,9 @@ is in no document, the right answer being the refusal):
   bash-html), zsh_symbols.jsonl (4) and pydoc_symbols.jsonl (5): questions naming a symbol (`$?`,
   `<<<`, `${#var}`, `(N)`, `!!`, `@`, `//`, `->`), which the keyword index and the answer units'
   key terms drop; written before anything was run on them, the baseline for handling symbols.
+  bash-symbols2, pydoc-symbols2: bash_symbols2.jsonl (16, over bash-html) and pydoc_symbols2.jsonl
+  (10): a second such set (`${var%pattern}`, `2>&1`, `<(list)`, `~`, `<<`, `**` in a dict display),
+  written before anything was run on it to judge what was built on the first; nothing is tuned on it.
 - zsh-pdf, zsh-pdf-es, zsh-pdf-es2: the zsh sets' questions over the Z shell manual as zsh-doc
   ships it typeset (`corpora.py --zsh-pdf`: `zsh.pdf` alone, without the FAQ), against zsh-html:
   what reading a PDF of ~250 pages loses against its HTML pages.
@@ -183,6 +186,8 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     # units' key terms drop: written before anything was run on them, the baseline of that lead.
     "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),
     "zsh-symbols": ("zsh", [DATA / "zsh_symbols.jsonl"]),
+    # A second set, written before anything was run on it, to judge what was built on the first.
+    "pydoc-symbols2": ("pydoc", [DATA / "pydoc_symbols2.jsonl"]),
 }
 # The same questions over the same pages as the package ships them, read by locallens's own HTML
 # reader rather than by corpora.py's converter (`<corpus>-html`: "varnish-html", "varnish-html-es";
@@ -201,6 +206,7 @@ SETS.update(
 # A question's files are the manuals in the corpus's formats.
 SETS.update({f"bash-{kind}": (f"bash-{kind}", [DATA / "bash_questions.jsonl"]) for kind in BASH_KINDS})
 SETS["bash-symbols"] = ("bash-html", [DATA / "bash_symbols.jsonl"])
+SETS["bash-symbols2"] = ("bash-html", [DATA / "bash_symbols2.jsonl"])
 # The Z shell manual as zsh-doc ships it typeset (`zsh.pdf`, without the FAQ): the zsh sets'
 # questions over the PDF ("zsh-pdf", "zsh-pdf-es", "zsh-pdf-es2"), what reading a PDF loses
 # against the HTML pages (zsh-html). Questions answered in the FAQ alone count as missed.

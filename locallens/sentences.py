@@ -24,7 +24,8 @@ The walk is line based and linear:
 5. Everything else is prose: consecutive prose lines are joined into one run and split after
    ``.``/``!``/``?`` (and runs such as ``?!``), plus any closing quotes or brackets, when
    whitespace follows and the next character is an opener (``" ( ¿ ¡ “ « 「 『 （`` ...) or a
-   letter that is not lower case: upper case in any cased script, or any letter of a script
+   letter that is not lower case (a lone ``!`` or ``?`` that ends a word of no letter or digit,
+   a shell's ``$?`` or ``($!)``, is the symbol's, not an end): upper case in any cased script, or any letter of a script
    without case (Hangul, kana, Han, ...), so ``회의는 월요일입니다. 자료를 ...`` is two sentences.
 6. Chinese and Japanese ends: the fullwidth ``。！？｡`` (and a single ``．``, unless a digit
    precedes it or a digit or a cased letter follows it: ``３．５``, ``ｗｗｗ．ｅｘａｍｐｌｅ``) end a
@@ -809,6 +810,20 @@ def _dot_end(text: str, start: int, after_pos: int, sentence_start: int) -> int:
     return after_pos
 
 
+# What a symbol's `!` or `?` may follow in its word (`$?`, `$!`, `-?`): no letter, digit or mark of
+# a sentence's end, and at least one such character (`...?` and a lone `?` end sentences).
+_SYMBOL_MARK_WORD = re.compile(r"[^\w\s.!?…]+")
+
+
+def _symbol_mark(run: str, start: int) -> bool:
+    """Whether the `!` or `?` at `run[start]` ends a symbol written in the text (`$?`, `($!)`),
+    a word of no letter or digit, rather than a sentence."""
+    before = run[max(0, start - _LOOKBACK) : start]
+    if not before or before[-1].isspace():
+        return False
+    return bool(_SYMBOL_MARK_WORD.fullmatch(before.rsplit(None, 1)[-1].lstrip(_TOKEN_OPENERS)))
+
+
 def _latin_end(run: str, match: re.Match[str], sentence_start: int, protect: int) -> int:
     """Where a `_CANDIDATE` match cuts (-1: nowhere)."""
     after_pos = match.end()
@@ -822,7 +837,9 @@ def _latin_end(run: str, match: re.Match[str], sentence_start: int, protect: int
         return -1  # the dot of an enumeration marker (`a. The first item`)
     punct = match.group(1)
     if "!" in punct or "?" in punct:
-        return after_pos  # `!`, `?`, `?!`, `...?` always end a sentence
+        if len(punct) == 1 and _symbol_mark(run, start):
+            return -1  # `($?) Expands to ...`: the shell's `$?`, not a question's end
+        return after_pos  # `!`, `?`, `?!`, `...?` end a sentence
     if punct != ".":
         if _opens(run, sentence_start, start):
             return -1  # `.... Then`: an ellipsis that opens the sentence

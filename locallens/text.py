@@ -10,6 +10,8 @@ terms (`unit_scores`). A leaf: imports nothing.
 
 from __future__ import annotations
 
+import re
+
 THAI = "\u0e00-\u0e7f"
 HANGUL_JAMO = "\u1100-\u11ff"
 HANGUL_COMPATIBILITY_JAMO = "\u3130-\u318f"
@@ -61,4 +63,39 @@ def symbols(text: str) -> list[str]:
             core = core[:-1].strip(SYMBOL_EDGES)
         if len(core) >= 2 and not any(ch.isalnum() for ch in core):
             found[core] = None
+    return list(found)
+
+
+# A construct written with names of one's own: an expansion or substitution (`${#var}`,
+# `${var:-default}`, `$(command)`, `$((expr))`, `<(list)`, `=(cmd)`, `@{u}`). A manual writes the same
+# construct with its own placeholders (`${#parameter}`, `${parameter:-word}`, `=(...)`), so
+# both are known by their shape (`shapes`): each name, and an ellipsis, read as "x".
+_SHAPE_START = re.compile(r"[$<>=@]+[({]")
+_SHAPE_NAME = re.compile(r"[^\W\d]\w*|\.\.\.|…")
+_CLOSING = {")": "(", "]": "[", "}": "{"}
+_OPENING = {"(": ")", "[": "]", "{": "}"}
+
+
+def _balanced(token: str) -> str:
+    """`token` without the quotes, stops and unmatched brackets around it (`‘${x}’,` -> `${x}`)."""
+    token = token.strip("\"'`‘’“”«»").rstrip(".,;:").strip("\"'`‘’“”«»")
+    while token[-1:] in _CLOSING and token.count(token[-1]) > token.count(_CLOSING[token[-1]]):
+        token = token[:-1].rstrip(".,;:")
+    while token[:1] in _OPENING and token.count(token[0]) > token.count(_OPENING[token[0]]):
+        token = token[1:]
+    return token
+
+
+def shapes(text: str) -> list[str]:
+    """The constructs of `text` (`${#var}`, `<(list)`) by their shape (`${#x}`, `<(x)`), in order
+    of first appearance, each once."""
+    found: dict[str, None] = {}
+    for token in text.split():
+        if "(" not in token and "{" not in token:
+            continue  # the common word: no construct is without one
+        core = _balanced(token)
+        while core[:1] in _OPENING and core[-1:] == _OPENING[core[0]] and _SHAPE_START.match(core[1:]):
+            core = core[1:-1]  # `($(command))`: a construct in brackets of the prose
+        if _SHAPE_START.match(core) and any(ch.isalpha() or ch in ".…" for ch in core):
+            found[_SHAPE_NAME.sub("x", core)] = None
     return list(found)

@@ -64,7 +64,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from locallens.text import NO_SPACE_CLASS, symbols
+from locallens.text import NO_SPACE_CLASS, shapes, symbols
 from locallens.units import CODE, DEFINITION, HEADER, Unit
 
 # `modes.TermCounts`, named here without importing the modes module.
@@ -566,9 +566,17 @@ def question_terms(question: str, term_counts: TermCountsLike | None = None) -> 
 
 
 def symbol_keys(text: str) -> frozenset[str]:
-    """The symbols of `text` (`text.symbols`: "$?", "<<<", "//"), each keyed as "§" + the symbol,
-    a key no word has: a unit holding one as written holds that key term."""
-    return frozenset("§" + symbol for symbol in symbols(text))
+    """The symbols of `text` (`text.symbols`: "$?", "<<<", "//") and its constructs by their
+    shape (`text.shapes`: "${#x}" for `${#var}` and `${#parameter}`), each keyed as "§" + the
+    symbol, a key no word has: a unit holding one as written holds that key term. A shell
+    manual lists its special parameters by name, as terms (`?::`, `#::`): such a term holds the
+    symbol that expands it (`$?`)."""
+    parameters = ["$" + name for name in _PARAMETER_TERM.findall(text)] if "::" in text else []
+    return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *parameters))
+
+
+# A term of one character that is not a letter or digit (`?::`, `_::`): a special parameter.
+_PARAMETER_TERM = re.compile(r"(?<!\S)([^\w\s]|_)::(?!\S)")
 
 
 def word_salience(words: Sequence[str], term_counts: TermCountsLike | None) -> dict[str, float]:

@@ -1557,7 +1557,12 @@ def test_a_short_phrase_held_in_another_unit_is_not_a_repeat() -> None:
         ("What does |& mean, and &>?", {"§|&", "§&>"}),
         ("What is $??", {"§$?"}),
         # punctuation of one character, words with symbols in them: no symbol
-        ("A - B: yes, (and) ... no; ${#var} and --force.", {"§..."}),
+        ("A - B: yes, (and) ... no; f(x), x->y and --force.", {"§..."}),
+        # a construct by its shape, whatever its names: the question's and the manual's meet
+        ("What does ${#var} give me?", {"§${#x}"}),
+        ("‘${#parameter}’ is the length.", {"§${#x}"}),
+        ("${parameter:-word}, ${var:-default} and ${x%y}", {"§${x:-x}", "§${x%x}"}),
+        ("Substitution: ($(command)), <(list) and =(...).", {"§$(x)", "§<(x)", "§=(x)", "§=(...)"}),
     ],
 )
 def test_symbols_are_the_words_without_a_letter_or_digit(text: str, keys: set[str]) -> None:
@@ -1582,6 +1587,23 @@ def test_a_question_naming_a_symbol_is_answered_by_the_unit_holding_it() -> None
     assert checked.answer.splitlines()[0].startswith("($#) Expands to the number of positional parameters")
     # A question without a symbol keeps the terms it had.
     assert question_terms("What does the shell expand?").terms == question_terms("What does the shell expand?").terms
+
+
+def test_a_special_parameter_listed_by_its_name_holds_the_symbol_expanding_it() -> None:
+    """A shell manual lists its special parameters by name (`?::`, `#::`): the definition's term
+    holds the symbol that expands it (`$?`), so its description answers "What does $? hold?"."""
+    from locallens.unit_scores import symbol_keys
+
+    assert symbol_keys("?::") == {"§$?"} and symbol_keys("$:: and _::") == {"§$$", "§$_"}
+    assert symbol_keys("HOME:: 0:: -e:: a ?: b") == frozenset()
+    params = (
+        "Special Parameters\n\n"
+        "#::\nExpands to the number of positional parameters in decimal.\n\n"
+        "?::\nExpands to the exit status of the most recently executed foreground pipeline.\n\n"
+        "$::\nExpands to the process ID of the shell."
+    )
+    checked, _ = ask_extractive("What does $? hold?", params)
+    assert "the exit status" in checked.answer.splitlines()[1]
 
 
 def test_the_refusals_term_coverage_counts_the_symbols_the_excerpts_hold() -> None:

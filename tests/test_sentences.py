@@ -216,6 +216,25 @@ def test_prose_splits_before_upper_case_or_opener(text: str, expected: list[str]
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a shell's `$?` and `$!` end no sentence, as written or in brackets
+        (
+            "($?) Expands to the exit status. ($!) Expands to a PID.",
+            ["($?) Expands to the exit status.", "($!) Expands to a PID."],
+        ),
+        ("Test $? Before the next command.", ["Test $? Before the next command."]),
+        # ... the stop after one does; so do a lone mark and the marks after a word or a dot
+        ("The status is $?. Then it ends.", ["The status is $?.", "Then it ends."]),
+        ("Use (?) Here.", ["Use (?)", "Here."]),
+        ("Is it? Yes. Wait...? No.", ["Is it?", "Yes.", "Wait...?", "No."]),
+    ],
+)
+def test_a_symbols_question_or_exclamation_mark_is_not_a_sentences_end(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "lower case after. it continues.",  # no upper-case letter after the dot

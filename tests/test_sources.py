@@ -370,11 +370,13 @@ def test_html_title_names_the_page_not_its_site(tmp_path: Path) -> None:
 def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:
     """A short `<dt>` is written `term::` over its description (stacked aliases one a line), so
     the answer's units read it as the term it is, not a title; a `<dt>` that is a question or a
-    sentence (a FAQ) is left as written."""
+    sentence (a FAQ) is left as written; one of punctuation alone (the shell's special
+    parameters `?` and `!`) is a term."""
     write(
         tmp_path / "opts.html",
         "<dl><dt>-q</dt><dt>--quiet</dt><dd><p>Be quiet.</p></dd><dt>precmd</dt><dd>Run before a prompt.</dd>"
-        "<dt>How do I reset it?</dt><dd>Delete the file.</dd></dl>",
+        "<dt>How do I reset it?</dt><dd>Delete the file.</dd>"
+        "<dt><code>?</code></dt><dd><p>($?) Expands to the exit status.</p></dd></dl>",
     )
     assert read(tmp_path, "opts.html").text.split("\n") == [  # type: ignore[union-attr]
         "-q::",
@@ -386,6 +388,9 @@ def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:
         "Run before a prompt.",
         "How do I reset it?",
         "Delete the file.",
+        "?::",
+        "",
+        "($?) Expands to the exit status.",
     ]
 
 

@@ -304,13 +304,19 @@ class _TextExtractor(HTMLParser):
                 self.dt_start = len(self.parts)
 
     def _end_term(self) -> None:
-        """A short term (`--timeout <seconds>`, `precmd`) is written `term::`, as AsciiDoc writes
-        a labeled list's term; one that reads as a sentence or a question is left as it is."""
+        """A short term (`--timeout <seconds>`, `precmd`, the shell's `?` and `!`) is written
+        `term::`, as AsciiDoc writes a labeled list's term; one that reads as a sentence or a
+        question is left as it is."""
         start, self.dt_start = self.dt_start, None
         if start is None:
             return
         text = "".join(part for part in self.parts[start:]).strip()
-        if text and "\n" not in text and len(text) <= MAX_TERM_CHARS and text[-1] not in ".?!:;,":
+        if (
+            text
+            and "\n" not in text
+            and len(text) <= MAX_TERM_CHARS
+            and (text[-1] not in ".?!:;," or not any(ch.isalnum() for ch in text))
+        ):
             self._write("::", None)
 
     def _end_pre(self) -> None:

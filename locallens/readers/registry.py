@@ -79,7 +79,7 @@ def _ocr_enabled() -> bool:
 register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=2))
 register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=2))
 register(ReaderSpec((".org",), "org"))
-register(ReaderSpec((".html", ".htm"), "html_page", version=2))
+register(ReaderSpec((".html", ".htm"), "html_page", version=3))
 register(ReaderSpec((".pdf",), "pdf", package="pypdfium2", version=3))
 register(ReaderSpec((".docx",), "docx", package="python-docx"))
 register(ReaderSpec((".pptx",), "pptx", package="python-pptx"))

@@ -519,13 +519,18 @@ def has_type(unit: Unit, wants: str) -> bool:
 
 
 # A question about the value used when nothing is set ("by default", "out of the box", "if I never
-# choose one", "unless I raise the limit", "por defecto") and a unit that states a default.
+# choose one", "if I don't say which", "when none is given", "unless I raise the limit", "por
+# defecto") and a unit that states a default.
 _ASKS_DEFAULT = re.compile(
     r"\bby default\b|\bdefault (?:value|setting|level|limit|port|size)\b|\bout of the box\b|\bnormally\b"
     # a setting left alone: "if I never choose one", "if I don't change anything", "if I leave its
     # settings alone", "unless I raise the limit" (not "what happens if I don't run the migrations?")
     r"|\bif (?:i|you|we) (?:never|don'?t|do not|didn'?t|did not) (?:\w+ )?(?:change|set|configure|specify|give"
-    r"|choose|pick|pass|touch|provide|select|override|tune|adjust)\b|\bif (?:i|you|we) leave\b.*\balone\b"
+    r"|choose|pick|pass|touch|provide|select|override|tune|adjust|say|tell|name|mention)\b"
+    r"|\bif (?:i|you|we) leave\b.*\balone\b"
+    # a value not given: "when none is given", "if no port is specified", "if omitted"
+    r"|\b(?:when|if) (?:none|nothing|no \w+) is (?:given|set|specified|chosen|passed|provided|named)\b"
+    r"|\b(?:when|if) (?:it is |it's )?(?:omitted|left out|not (?:given|set|specified))\b"
     r"|\bunless (?:i|you|we) (?:raise|change|set|increase|lower|configure|override|specify|pass|give|adjust)\b"
     r"|\bpor defecto\b|\bpredeterminad[oa]s?\b|\bsi no (?:cambio|toco|elijo|indico|configuro|pongo)\b",
     re.I,

@@ -713,3 +713,28 @@ def test_claim_text_drops_bold_marks_only(sentence: str, claim: str) -> None:
     from locallens.claims.citations import claim_text
 
     assert claim_text(sentence) == claim
+
+
+@pytest.mark.parametrize(
+    ("sentence", "claim"),
+    [
+        # the space a citation leaves before a stop goes ...
+        ("It is 5 [1], or 6 [2].", "It is 5, or 6."),
+        ("Is it [1]? Yes [2].", "Is it? Yes."),
+        ("Done [1].)", "Done.)"),
+        # ... a mark that starts a word, or is named, keeps the space before it
+        (
+            "Load it from config.py to keep settings changed via :set/:bind [1].",
+            "Load it from config.py to keep settings changed via :set/:bind.",
+        ),
+        ("Edit your .bashrc file.", "Edit your .bashrc file."),
+        ("What does !! do, and the ! character?", "What does !! do, and the ! character?"),
+    ],
+)
+def test_claim_text_keeps_the_excerpts_marks_as_written(sentence: str, claim: str) -> None:
+    """A printed unit is its excerpt's text: only the space a removed citation left is taken
+    out ("via:set/:bind" was printed for "via :set/:bind")."""
+    from locallens.claims.citations import claim_text, with_citations
+
+    assert claim_text(sentence) == claim
+    assert with_citations(claim, set(), 3).replace(" [3]", "") == claim

@@ -31,13 +31,24 @@ def _unbold(match: re.Match[str]) -> str:
     return match.group(0) if _DUNDER.fullmatch(match.group(0)) else match.group(2)
 
 
+# The space a citation left before a stop ("stated [1]." without its citation): a comma, colon or
+# semicolon followed by a space, a closing mark or the end; a `.`, `!` or `?` followed by a closing
+# mark, the end, or a space and no lower-case letter. A mark that starts a word (":set",
+# ".bashrc", "!!") or is named in a sentence ("the ! character") keeps the space before it.
+_SPACE_BEFORE_STOP = re.compile(r"[ \t\n]+(?:([,;:])(?=[\s)\]\"'”’»]|$)|([.!?])(?=[)\]\"'”’»]|$|\s+(?![a-z])))")
+
+
+def _stop(match: re.Match[str]) -> str:
+    return match.group(1) or match.group(2)
+
+
 def claim_text(sentence: str) -> str:
     """The sentence without citation markers, list/heading markup and bold marks."""
     body = CITATION_RE.sub("", sentence)
     # Bold marks, outside code, before the list markup (`- **Note:** ...`).
     body = "".join(part if part.startswith("`") else _EMPHASIS.sub(_unbold, part) for part in _CODE_SPAN.split(body))
     body = _MARKUP_LEAD.sub("", body)
-    body = re.sub(r"\s+([.,;:!?])", r"\1", body)  # where a citation stood before the stop
+    body = _SPACE_BEFORE_STOP.sub(_stop, body)  # where a citation stood before the stop
     return _SPACES.sub(" ", body).strip().strip("|").strip()
 
 
@@ -49,7 +60,7 @@ def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
         return f"[{', '.join(map(str, numbers))}]" if numbers else ""
 
     text = CITATION_RE.sub(repl, sentence)
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    text = _SPACE_BEFORE_STOP.sub(_stop, re.sub(r"[ \t]{2,}", " ", text)).strip()
     if add is not None:
         stop = _TRAILING_STOP.search(text)
         # A labeled list's term ("--timeout <seconds>::") keeps its colons: they are no stop.

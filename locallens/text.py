@@ -86,16 +86,37 @@ def _balanced(token: str) -> str:
     return token
 
 
+def _token_shape(token: str) -> str | None:
+    """The shape of one word of text (`${#var}` -> `${#x}`), None when it is no construct."""
+    if "(" not in token and "{" not in token:
+        return None  # the common word: no construct is without one
+    core = _balanced(token)
+    while core[:1] in _OPENING and core[-1:] == _OPENING[core[0]] and _SHAPE_START.match(core[1:]):
+        core = core[1:-1]  # `($(command))`: a construct in brackets of the prose
+    if _SHAPE_START.match(core) and any(ch.isalpha() or ch in ".…" for ch in core):
+        return _SHAPE_NAME.sub("x", core)
+    return None
+
+
 def shapes(text: str) -> list[str]:
     """The constructs of `text` (`${#var}`, `<(list)`) by their shape (`${#x}`, `<(x)`), in order
     of first appearance, each once."""
     found: dict[str, None] = {}
     for token in text.split():
-        if "(" not in token and "{" not in token:
-            continue  # the common word: no construct is without one
-        core = _balanced(token)
-        while core[:1] in _OPENING and core[-1:] == _OPENING[core[0]] and _SHAPE_START.match(core[1:]):
-            core = core[1:-1]  # `($(command))`: a construct in brackets of the prose
-        if _SHAPE_START.match(core) and any(ch.isalpha() or ch in ".…" for ch in core):
-            found[_SHAPE_NAME.sub("x", core)] = None
+        if (shape := _token_shape(token)) is not None:
+            found[shape] = None
     return list(found)
+
+
+def shape_pieces(shape: str) -> list[str]:
+    """What a text holding `shape` holds as written: its pieces between the names (`${#x}` ->
+    `${#`, `}`), for a scan to find the candidates of a search by shape."""
+    return [piece for piece in shape.split("x") if piece]
+
+
+def occurrences(text: str, term: str) -> int:
+    """How often `text` holds `term`: a symbol as written (`$?`), a shape (`${#x}`) by its words'
+    shapes."""
+    if not any(ch.isalpha() for ch in term):
+        return text.count(term)
+    return sum(1 for token in text.split() if _token_shape(token) == term)

@@ -444,6 +444,19 @@ def test_keyword_search_finds_a_symbol_the_question_names_as_written(store: Inde
     assert keyword_paths(store, brain, "exit pipeline") == ["status.md"]
 
 
+def test_keyword_search_finds_a_construct_by_its_shape(store: IndexStore, brain: Brain) -> None:
+    # "${#var}" and the manual's "${#parameter}" are one construct (`text.shapes`): the chunk
+    # writing it is found though no word of the question is in it; one holding its pieces
+    # apart ("${" here, "#" there) is not.
+    write(store, brain, "length.md", ["${#parameter} gives the length in characters of the value."], [e(1)])
+    write(store, brain, "default.md", ["${parameter:-word} uses a default value when unset."], [e(1)])
+    write(store, brain, "apart.md", ["Write ${HOME} in a path; a # starts a comment} here."], [e(1)])
+    for n in range(4):
+        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    assert keyword_paths(store, brain, "What does ${#var} give me?") == ["length.md"]
+    assert keyword_paths(store, brain, "What does ${var:-default} do?")[0] == "default.md"
+
+
 def test_a_symbol_is_not_scanned_for_past_the_brains_size_cap(
     store: IndexStore, brain: Brain, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,12 +31,15 @@ from locallens.storage.types import (
     SYMBOL_SCAN_MAX_CHUNKS,
     Brain,
     fused_rankings,
+    scan_pieces,
+    scanned_symbols,
     symbol_ranking,
+    symbol_rows,
 )
 from locallens.storage.types import (
     POSTGRES_SCHEMA as SCHEMA,
 )
-from locallens.text import NO_SPACE_CLASS, symbols
+from locallens.text import NO_SPACE_CLASS
 
 # The brain's chunk count and mean length are read again after this many seconds (see
 # KeywordIndex._stats).
@@ -150,30 +153,29 @@ class KeywordIndex:
         when it names symbols ("$?", "<<<"; `text.symbols`), the chunks holding them as written
         (`symbol_scores`), the two rankings fused by reciprocal rank as in the SQLite store."""
         words = self.word_scores(brain, query, k, pattern)
-        asked = symbols(query)
+        asked = scanned_symbols(query)
         if k <= 0 or not asked:
             return words
         return fused_rankings([words, self.symbol_scores(brain, asked, k, pattern)], k)
 
     def symbol_scores(self, brain: Brain, asked: list[str], k: int, pattern: str | None) -> list[tuple[int, float]]:
-        """(chunk id, score) of `brain`'s chunks holding any of the symbols `asked` as written
-        (`storage.types.symbol_ranking`): one scan of the brain's chunks with `strpos`, in a brain
-        of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
+        """(chunk id, score) of `brain`'s chunks holding any of the symbols or shapes `asked`
+        (`storage.types.scanned_symbols`, `symbol_ranking`): one scan of the brain's chunks with
+        `strpos`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
         total, _ = self._stats(brain)
         if total > SYMBOL_SCAN_MAX_CHUNKS:
             return []
-        counts = ", ".join("(length(c.content) - length(replace(c.content, %s, ''))) / %s" for _ in asked)
-        held = " OR ".join("strpos(c.content, %s) > 0" for _ in asked)
-        params: list[Any] = [*(p for s in asked for p in (s, len(s))), brain.id, *asked]
+        groups = scan_pieces(asked)
+        held = " OR ".join("(" + " AND ".join("strpos(c.content, %s) > 0" for _ in pieces) + ")" for pieces in groups)
+        params: list[Any] = [brain.id, *(piece for pieces in groups for piece in pieces)]
         where = ""
         if pattern is not None:
             where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"
             params.append(pattern)
         rows = self.execute(
-            f"SELECT c.id, length(c.content), {counts} FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND ({held}){where}",
-            params,
+            f"SELECT c.id, c.content FROM {SCHEMA}.chunks c WHERE c.brain_id = %s AND ({held}){where}", params
         )
-        return symbol_ranking([(int(r[0]), int(r[1]), [int(n) for n in r[2:]]) for r in rows], total, k)
+        return symbol_ranking(symbol_rows([(int(r[0]), str(r[1])) for r in rows], asked), total, k)
 
     def word_scores(self, brain: Brain, query: str, k: int, pattern: str | None) -> list[tuple[int, float]]:
         """(chunk id, BM25 score) for the terms of `query` (see keyword_terms), best (highest) first;

@@ -61,9 +61,12 @@ from locallens.storage.types import (
     StoredDocument,
     fused_rankings,
     location_columns,
+    scan_pieces,
+    scanned_symbols,
     symbol_ranking,
+    symbol_rows,
 )
-from locallens.text import NO_SPACE_CLASS, symbols
+from locallens.text import NO_SPACE_CLASS
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -915,28 +918,25 @@ class Store(StoreBase):
         rankings = [words]
         if NO_SPACE_RUN.search(query):
             rankings.append(self._trigram_search(brain, query, k, path_glob=path_glob))
-        asked = symbols(query)
+        asked = scanned_symbols(query)
         if asked:
             rankings.append(self._symbol_search(brain, asked, k, path_glob))
         return fused_rankings(rankings, k)
 
     def _symbol_search(self, brain: Brain, asked: list[str], k: int, path_glob: str | None) -> list[tuple[int, float]]:
-        """(chunk id, score) of `brain`'s chunks holding any of the symbols `asked` as written
-        (`storage.types.symbol_ranking`): one scan of the brain's chunks with `instr`, in a brain
-        of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
+        """(chunk id, score) of `brain`'s chunks holding any of the symbols or shapes `asked`
+        (`storage.types.scanned_symbols`, `symbol_ranking`): one scan of the brain's chunks with
+        `instr`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
         total = self._chunk_count(brain)
         if total > SYMBOL_SCAN_MAX_CHUNKS:
             return []
-        counts = ", ".join("(length(c.content) - length(replace(c.content, ?, ''))) / ?" for _ in asked)
-        held = " OR ".join("instr(c.content, ?) > 0" for _ in asked)
-        where, params = "", [*(p for s in asked for p in (s, len(s))), brain.id, *asked]
+        groups = scan_pieces(asked)
+        held = " OR ".join("(" + " AND ".join("instr(c.content, ?) > 0" for _ in pieces) + ")" for pieces in groups)
+        where, params = "", [brain.id, *(piece for pieces in groups for piece in pieces)]
         if path_glob:
             where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
-        rows = self.execute(
-            f"SELECT c.id, length(c.content), {counts} FROM chunks c WHERE c.brain_id = ? AND ({held}){where}",
-            params,
-        )
-        return symbol_ranking([(r[0], r[1], r[2:]) for r in rows], total, k)
+        rows = self.execute(f"SELECT c.id, c.content FROM chunks c WHERE c.brain_id = ? AND ({held}){where}", params)
+        return symbol_ranking(symbol_rows([(r[0], r[1]) for r in rows], asked), total, k)
 
     def _trigram_terms(self, query: str) -> list[str]:
         """The trigrams that stand for `query` in `chunks_trigram`, as quoted FTS5 strings.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from locallens.domain import Location
+from locallens.text import occurrences, shape_pieces, shapes, symbols
 
 if TYPE_CHECKING:
     import numpy as np
@@ -189,10 +190,12 @@ KEYWORD_PRUNE_MIN_CHUNKS = 20_000
 MULTI_VECTOR_OVERFETCH = 3
 
 
-# Symbols a question names ("$?", "<<<", "//"; `locallens.text.symbols`) are in no word index:
-# both stores find the chunks holding one as written by a scan (SQLite `instr`, PostgreSQL
-# `strpos`), only for a question naming one, rank them by BM25 over the symbols' occurrences
-# (`symbol_ranking`) and fuse that ranking with the words' by reciprocal rank (`fused_rankings`).
+# Symbols a question names ("$?", "<<<", "//"; `locallens.text.symbols`) and constructs it writes
+# (`${#var}`, known by their shape `${#x}`; `locallens.text.shapes`) are in no word index: both
+# stores find the chunks holding one by a scan (SQLite `instr`, PostgreSQL `strpos`; a shape's
+# pieces as written, `${#` and `}`, then its words' shapes), only for a question naming one, rank
+# them by BM25 over the occurrences (`symbol_ranking`) and fuse that ranking with the words' by
+# reciprocal rank (`fused_rankings`).
 # The scan reads every chunk's text, about 1.7 ms per 1,000 chunks (20,000 chunks of 1,400
 # characters: 35 ms; docs/decisions.md#symbols-in-a-question): in a brain of more than
 # SYMBOL_SCAN_MAX_CHUNKS chunks it is not made, and the question is searched by its words, its
@@ -203,6 +206,29 @@ SYMBOL_SCAN_MAX_CHUNKS = 20_000
 # (`postgres_keywords`) and both stores' symbol ranking compute BM25 with them.
 BM25_K1 = 1.2
 BM25_B = 0.75
+
+
+def scanned_symbols(query: str) -> list[str]:
+    """What a store scans its chunks for, for `query`: its symbols and its constructs' shapes."""
+    return [*symbols(query), *shapes(query)]
+
+
+def scan_pieces(asked: Sequence[str]) -> list[list[str]]:
+    """For each of `asked` (`scanned_symbols`), what a chunk holding it holds as written: a
+    symbol itself, a shape's pieces (`${#x}`: `${#` and `}`). A scan keeps the chunks holding
+    all of one's pieces, and `symbol_rows` counts the occurrences."""
+    return [shape_pieces(term) if any(ch.isalpha() for ch in term) else [term] for term in asked]
+
+
+def symbol_rows(rows: Sequence[tuple[int, str]], asked: Sequence[str]) -> list[tuple[int, int, list[int]]]:
+    """(chunk id, length, occurrences of each of `asked`) of the scanned `rows` (chunk id, text)
+    that hold one, for `symbol_ranking`."""
+    out = []
+    for chunk_id, content in rows:
+        counts = [occurrences(content, term) for term in asked]
+        if any(counts):
+            out.append((chunk_id, len(content), counts))
+    return out
 
 
 def symbol_ranking(rows: Sequence[tuple[int, int, Sequence[int]]], total: int, k: int) -> list[tuple[int, float]]:

@@ -24,9 +24,10 @@ The walk is line based and linear:
 5. Everything else is prose: consecutive prose lines are joined into one run and split after
    ``.``/``!``/``?`` (and runs such as ``?!``), plus any closing quotes or brackets, when
    whitespace follows and the next character is an opener (``" ( ¿ ¡ “ « 「 『 （`` ...) or a
-   letter that is not lower case (a lone ``!`` or ``?`` that ends a word of no letter or digit,
-   a shell's ``$?`` or ``($!)``, is the symbol's, not an end): upper case in any cased script, or any letter of a script
+   letter that is not lower case: upper case in any cased script, or any letter of a script
    without case (Hangul, kana, Han, ...), so ``회의는 월요일입니다. 자료를 ...`` is two sentences.
+   A lone ``!`` or ``?`` that ends a word of no letter or digit (a shell's ``$?``, ``($!)``) is
+   the symbol's, not an end.
 6. Chinese and Japanese ends: the fullwidth ``。！？｡`` (and a single ``．``, unless a digit
    precedes it or a digit or a cased letter follows it: ``３．５``, ``ｗｗｗ．ｅｘａｍｐｌｅ``) end a
    sentence with no space after them and whatever comes next (CJK has no case); runs such as ``！？`` and closing marks (``」』）”’】》`` ...) stay on the

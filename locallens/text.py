@@ -1,11 +1,12 @@
 """Script classes: the Unicode ranges of the scripts locallens treats apart from space-separated
 text, as character-class bodies (`[...]` without the brackets) that both a regular expression
-and SQLite's GLOB accept; and the symbols of a question (`symbols`), which no word index holds.
+and SQLite's GLOB accept; and the symbols of a question (`symbols`) and the constructs it writes,
+by their shape (`shapes`), which no word index holds.
 
 One definition for every station that cares: token estimates (`tokens`), keyword indexing and
 search in both stores (`storage.sqlite`, `storage.postgres`, the SQLite trigram step in
 `storage.migrations`), the answer check's word keys (`claims.words`) and the answer units' key
-terms (`unit_scores`). A leaf: imports nothing.
+terms (`unit_scores`). A leaf: imports nothing of locallens.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ from functools import lru_cache
 import numpy as np
 
 from locallens.text import NO_SPACE_CLASS, shapes, symbols
-from locallens.units import CODE, DEFINITION, HEADER, Unit
+from locallens.units import CODE, DEFINITION, HEADER, ITEM, SENTENCE, Unit
 
 # `modes.TermCounts`, named here without importing the modes module.
 TermCountsLike = Callable[[Sequence[str]], tuple[int, dict[str, int]]]
@@ -497,7 +497,8 @@ def key_words(text: str, *, refined: bool = False) -> dict[str, str]:
 
 
 def answer_type(question: str) -> str | None:
-    """What the question asks for: "code", "number", "name", "path", or None."""
+    """What the question asks for: "code", "number", "name", "path", or None (and "meaning",
+    `question_terms`, for a symbol's)."""
     for name, pattern in _WANTS:
         if pattern.search(question):
             return name
@@ -515,6 +516,8 @@ def has_type(unit: Unit, wants: str) -> bool:
         return bool(_NAME.search(text))
     if wants == "path":
         return bool(_PATHISH.search(text) or _NAME.search(text))
+    if wants == "meaning":
+        return unit.kind in (SENTENCE, DEFINITION, ITEM)
     return False
 
 
@@ -567,7 +570,18 @@ def question_terms(question: str, term_counts: TermCountsLike | None = None) -> 
     if term_counts is not None and words:
         of_word = word_salience(list(words.values()), term_counts)
         salience = {k: of_word[w] for k, w in words.items()}
-    return QuestionTerms(question, key_terms(question) | symbol_keys(question), answer_type(question), salience)
+    symbol_terms = symbol_keys(question)
+    wants = answer_type(question) or ("meaning" if symbol_terms and _ASKS_MEANING.search(question) else None)
+    return QuestionTerms(question, key_terms(question) | symbol_terms, wants, salience)
+
+
+# "What does $? hold?", "What does ${#var} give me?", "What does -> mean ...?": what a symbol or
+# construct means, which a manual says in prose (its entry's description), not in an example of
+# code that uses it.
+_ASKS_MEANING = re.compile(
+    r"\bwhat (?:does|do|is|are) (?:the )?\S*[^\w\s?]\S* (?:\w+ )?(?:do|does|mean|hold|give|return|expand|stand)",
+    re.I,
+)
 
 
 def symbol_keys(text: str) -> frozenset[str]:

@@ -1611,6 +1611,28 @@ def test_a_special_parameter_listed_by_its_name_holds_the_symbol_expanding_it() 
     assert "the exit status" in checked.answer.splitlines()[1]
 
 
+def test_what_a_symbol_means_is_answered_in_prose_not_by_an_example_using_it() -> None:
+    """ "What does ${var:=value} do?" asks what a construct means: its entry's description is
+    printed before an example of code that writes it (and holds the question's `var`)."""
+    from locallens.unit_scores import question_terms
+
+    assert question_terms("What does ${var:=value} do if var is empty?").wants == "meaning"
+    assert question_terms("What does $? hold?").wants == "meaning"
+    assert question_terms("What does dict.popitem do?").wants is None  # no symbol
+    assert question_terms("Which option does ${var} need?").wants == "code"  # asked as before
+    entry = (
+        "${parameter:=word}::\n\nIf parameter is unset or null, the expansion of word is assigned to parameter.\n\n"
+        "```\n$ var=\n$ : ${var:=DEFAULT}\n$ echo $var\nDEFAULT\n```"
+    )
+    units = [u for u in excerpt_units(entry, 1) if u.kind in (DEFINITION, CODE)]
+    assert [u.kind for u in units] == [DEFINITION, CODE]
+    terms = question_terms("What does ${var:=value} do if var is empty?")
+    rows = features(terms, units, np.zeros(len(units)), ["bashref.html"], [0.5])
+    typed, missed = list(FEATURES).index("type_match"), list(FEATURES).index("type_miss")
+    assert (rows[0, typed], rows[0, missed]) == (1.0, 0.0)  # the description says what it means
+    assert (rows[1, typed], rows[1, missed]) == (0.0, 1.0)  # the example only writes it
+
+
 def test_the_refusals_term_coverage_counts_the_symbols_the_excerpts_hold() -> None:
     from locallens.unit_scores import question_terms
 

@@ -650,7 +650,9 @@ def features(
         context_text = " ".join(context_of(unit, units, paths[unit.excerpt - 1] if paths else ""))
         context = key_terms(context_text)
         if asked_symbols:  # only the question's: a unit's other symbols count as nothing it says
-            own |= symbol_keys(unit.text) & asked_symbols
+            # A description under the symbol's own term (`!!::`, `${parameter:-word}::`) says what
+            # it does: the term's symbols are the unit's own.
+            own |= symbol_keys(f"{unit.text} {unit.term}") & asked_symbols
             context |= symbol_keys(context_text) & asked_symbols
         linked = [j for j in (unit.setup, unit.header) if j is not None]
         linked_cos = [float(cosines[position[(unit.excerpt, j)]]) for j in linked if (unit.excerpt, j) in position]

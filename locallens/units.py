@@ -45,6 +45,9 @@ HEADING = "heading"
 INTRODUCED = frozenset({ITEM, ROW, HEADER, CODE, DEFINITION})
 
 _HAS_ALNUM = re.compile(r"\w")
+# A labeled list's term of punctuation alone, which is no decoration: a shell's special parameter
+# (`?::`, `#::`) or history designator (`!!::`) over its description.
+_SYMBOL_TERM = re.compile(r"^\S{1,8}::$")
 _DIGIT = re.compile(r"\d")
 _HAS_SENTENCE_END = re.compile(r"[.!?]\s|[.!?]$")
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -278,7 +281,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
         line_start = body.rfind("\n", 0, start) + 1
         raw = body[line_start : start + len(piece)].split("\n")
         pos = start + len(piece)
-        if _TABLE_RULE.match(piece) or not _HAS_ALNUM.search(piece):
+        if _TABLE_RULE.match(piece) or (not _HAS_ALNUM.search(piece) and not _SYMBOL_TERM.match(piece)):
             # The `|---|` line under a table's header row makes that row a header.
             if _TABLE_RULE.match(piece) and kinds and kinds[-1][1] == ROW:
                 kinds[-1] = (kinds[-1][0], HEADER, "")

@@ -55,7 +55,7 @@ from locallens.unit_scores import (
     question_terms,
     unit_keys,
 )
-from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, answer_units, excerpt_units
+from locallens.units import CODE, DEFINITION, HEADER, HEADING, ITEM, ROW, SENTENCE, answer_units, excerpt_units
 
 from .helpers import cli
 from .test_claims import fake_encode, fake_vector, hit
@@ -1609,6 +1609,18 @@ def test_a_special_parameter_listed_by_its_name_holds_the_symbol_expanding_it() 
     )
     checked, _ = ask_extractive("What does $? hold?", params)
     assert "the exit status" in checked.answer.splitlines()[1]
+    # ... also with its description a paragraph below it, as the HTML reader writes a <dd>'s <p>;
+    # and the term is printed as written, its citation after it.
+    history = "!::\n\nStart a history expansion.\n\n!!::\n\nRefer to the previous command."
+    units = excerpt_units(history, 1)
+    assert [(u.kind, u.term) for u in units] == [
+        (SENTENCE, ""),
+        (DEFINITION, "!::"),
+        (SENTENCE, ""),
+        (DEFINITION, "!!::"),
+    ]
+    checked, _ = ask_extractive("What does !! do?", history)
+    assert checked.answer.splitlines()[:2] == ["!! [1]", "Refer to the previous command [1]."]
 
 
 def test_what_a_symbol_means_is_answered_in_prose_not_by_an_example_using_it() -> None:

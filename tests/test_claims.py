@@ -738,3 +738,12 @@ def test_claim_text_keeps_the_excerpts_marks_as_written(sentence: str, claim: st
 
     assert claim_text(sentence) == claim
     assert with_citations(claim, set(), 3).replace(" [3]", "") == claim
+
+
+def test_a_citation_goes_before_a_stop_not_into_a_symbol() -> None:
+    from locallens.claims.citations import with_citations
+
+    assert with_citations("It is done.", set(), 2) == "It is done [2]."
+    assert with_citations('He said "stop."', set(), 2) == 'He said "stop [2]."'
+    assert with_citations("The status is in $?", set(), 2) == "The status is in $? [2]"
+    assert with_citations("!!", set(), 2) == "!! [2]"  # a term of punctuation alone

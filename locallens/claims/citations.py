@@ -63,7 +63,13 @@ def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
     text = _SPACE_BEFORE_STOP.sub(_stop, re.sub(r"[ \t]{2,}", " ", text)).strip()
     if add is not None:
         stop = _TRAILING_STOP.search(text)
-        # A labeled list's term ("--timeout <seconds>::") keeps its colons: they are no stop.
-        cut = stop.start() if stop and not text.endswith(("::", ";;")) else len(text)
+        # A labeled list's term ("--timeout <seconds>::") keeps its colons, and a symbol its marks
+        # ("$?", a term "!!"): they are no stop, which follows a word or a closing mark.
+        after_word = (
+            stop is not None
+            and stop.start() > 0
+            and (text[stop.start() - 1].isalnum() or text[stop.start() - 1] in "\"'”’»)]`")
+        )
+        cut = stop.start() if stop and after_word and not text.endswith(("::", ";;")) else len(text)
         text = f"{text[:cut].rstrip()} [{add}]{text[cut:]}"
     return text

@@ -50,7 +50,8 @@ CJK_CLASS = KANA + HAN + HANGUL_SYLLABLES
 # and scored by its other words unless a station reads its symbols too (the stores' keyword search,
 # the answer units' key terms). A single character ("/", "#", ">", "^") is too common in prose and
 # markup to tell a passage apart: on the Z shell sets it made a question refused.
-SYMBOL_EDGES = "()[]{}\"'`‘’“”«»"
+_QUOTES = "\"'`‘’“”«»"
+SYMBOL_EDGES = "()[]{}" + _QUOTES
 
 
 def symbols(text: str) -> list[str]:
@@ -73,13 +74,13 @@ def symbols(text: str) -> list[str]:
 # both are known by their shape (`shapes`): each name, and an ellipsis, read as "x".
 _SHAPE_START = re.compile(r"[$<>=@]+[({]")
 _SHAPE_NAME = re.compile(r"[^\W\d]\w*|\.\.\.|…")
-_CLOSING = {")": "(", "]": "[", "}": "{"}
 _OPENING = {"(": ")", "[": "]", "{": "}"}
+_CLOSING = {close: open_ for open_, close in _OPENING.items()}
 
 
 def _balanced(token: str) -> str:
     """`token` without the quotes, stops and unmatched brackets around it (`‘${x}’,` -> `${x}`)."""
-    token = token.strip("\"'`‘’“”«»").rstrip(".,;:").strip("\"'`‘’“”«»")
+    token = token.strip(_QUOTES).rstrip(".,;:").strip(_QUOTES)
     while token[-1:] in _CLOSING and token.count(token[-1]) > token.count(_CLOSING[token[-1]]):
         token = token[:-1].rstrip(".,;:")
     while token[:1] in _OPENING and token.count(token[0]) > token.count(_OPENING[token[0]]):
@@ -111,7 +112,8 @@ def shapes(text: str) -> list[str]:
 
 def shape_pieces(shape: str) -> list[str]:
     """What a text holding `shape` holds as written: its pieces between the names (`${#x}` ->
-    `${#`, `}`), for a scan to find the candidates of a search by shape."""
+    `${#`, `}`; a symbol, which has no name, is its one piece: `$?`), for a scan to find the
+    candidates of a search by symbol or shape."""
     return [piece for piece in shape.split("x") if piece]
 
 

@@ -19,7 +19,10 @@ _SPACES = re.compile(r"\s+")
 _EMPHASIS = re.compile(r"(?<![\w*\\])(\*\*|__)(?=[^\s*_])(.+?)(?<=[^\s*_])\1(?![\w*])")
 _DUNDER = re.compile(r"__\w+__")
 _CODE_SPAN = re.compile(r"(`[^`\n]*`)")
-_TRAILING_STOP = re.compile(r"([.!?…:;]+[\"'”’»)\]]*)$")
+# The closing marks a stop may stand before (`"stop."`, `(see above).`).
+_CLOSING_MARKS = "\"'”’»)]"
+_CLOSERS = "[" + re.escape(_CLOSING_MARKS) + "]"
+_TRAILING_STOP = re.compile(r"([.!?…:;]+" + _CLOSERS + "*)$")
 
 
 def move_citations_before_stops(text: str) -> str:
@@ -35,7 +38,9 @@ def _unbold(match: re.Match[str]) -> str:
 # semicolon followed by a space, a closing mark or the end; a `.`, `!` or `?` followed by a closing
 # mark, the end, or a space and no lower-case letter. A mark that starts a word (":set",
 # ".bashrc", "!!") or is named in a sentence ("the ! character") keeps the space before it.
-_SPACE_BEFORE_STOP = re.compile(r"[ \t\n]+(?:([,;:])(?=[\s)\]\"'”’»]|$)|([.!?])(?=[)\]\"'”’»]|$|\s+(?![a-z])))")
+_SPACE_BEFORE_STOP = re.compile(
+    r"[ \t\n]+(?:([,;:])(?=\s|" + _CLOSERS + r"|$)|([.!?])(?=" + _CLOSERS + r"|$|\s+(?![a-z])))"
+)
 
 
 def _stop(match: re.Match[str]) -> str:
@@ -68,7 +73,7 @@ def with_citations(sentence: str, keep: set[int], add: int | None) -> str:
         after_word = (
             stop is not None
             and stop.start() > 0
-            and (text[stop.start() - 1].isalnum() or text[stop.start() - 1] in "\"'”’»)]`")
+            and (text[stop.start() - 1].isalnum() or text[stop.start() - 1] in _CLOSING_MARKS + "`")
         )
         cut = stop.start() if stop and after_word and not text.endswith(("::", ";;")) else len(text)
         text = f"{text[:cut].rstrip()} [{add}]{text[cut:]}"

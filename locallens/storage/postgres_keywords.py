@@ -31,7 +31,7 @@ from locallens.storage.types import (
     SYMBOL_SCAN_MAX_CHUNKS,
     Brain,
     fused_rankings,
-    scan_pieces,
+    scan_condition,
     scanned_symbols,
     symbol_ranking,
     symbol_rows,
@@ -165,9 +165,8 @@ class KeywordIndex:
         total, _ = self._stats(brain)
         if total > SYMBOL_SCAN_MAX_CHUNKS:
             return []
-        groups = scan_pieces(asked)
-        held = " OR ".join("(" + " AND ".join("strpos(c.content, %s) > 0" for _ in pieces) + ")" for pieces in groups)
-        params: list[Any] = [brain.id, *(piece for pieces in groups for piece in pieces)]
+        held, pieces = scan_condition(asked, "strpos(c.content, %s) > 0")
+        params: list[Any] = [brain.id, *pieces]
         where = ""
         if pattern is not None:
             where = f" AND c.document_id IN (SELECT d.id FROM {SCHEMA}.documents d WHERE d.relative_path ~ %s)"

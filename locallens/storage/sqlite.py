@@ -61,7 +61,7 @@ from locallens.storage.types import (
     StoredDocument,
     fused_rankings,
     location_columns,
-    scan_pieces,
+    scan_condition,
     scanned_symbols,
     symbol_ranking,
     symbol_rows,
@@ -930,9 +930,8 @@ class Store(StoreBase):
         total = self._chunk_count(brain)
         if total > SYMBOL_SCAN_MAX_CHUNKS:
             return []
-        groups = scan_pieces(asked)
-        held = " OR ".join("(" + " AND ".join("instr(c.content, ?) > 0" for _ in pieces) + ")" for pieces in groups)
-        where, params = "", [brain.id, *(piece for pieces in groups for piece in pieces)]
+        held, pieces = scan_condition(asked, "instr(c.content, ?) > 0")
+        where, params = "", [brain.id, *pieces]
         if path_glob:
             where, params = " AND c.relative_path GLOB ?", [*params, path_glob]
         rows = self.execute(f"SELECT c.id, c.content FROM chunks c WHERE c.brain_id = ? AND ({held}){where}", params)

@@ -213,11 +213,14 @@ def scanned_symbols(query: str) -> list[str]:
     return [*symbols(query), *shapes(query)]
 
 
-def scan_pieces(asked: Sequence[str]) -> list[list[str]]:
-    """For each of `asked` (`scanned_symbols`), what a chunk holding it holds as written: a
-    symbol itself, a shape's pieces (`${#x}`: `${#` and `}`). A scan keeps the chunks holding
-    all of one's pieces, and `symbol_rows` counts the occurrences."""
-    return [shape_pieces(term) if any(ch.isalpha() for ch in term) else [term] for term in asked]
+def scan_condition(asked: Sequence[str], holds: str) -> tuple[str, list[str]]:
+    """The SQL condition of a scan for `asked` (`scanned_symbols`) and its parameters, in order:
+    a chunk holding all the pieces of one of them as written (`text.shape_pieces`: a symbol
+    itself, a shape's `${#` and `}`), `holds` being the store's test of one piece
+    ("instr(c.content, ?) > 0"). `symbol_rows` then counts the occurrences."""
+    groups = [shape_pieces(term) for term in asked]
+    condition = " OR ".join("(" + " AND ".join(holds for _ in pieces) + ")" for pieces in groups)
+    return condition, [piece for pieces in groups for piece in pieces]
 
 
 def symbol_rows(rows: Sequence[tuple[int, str]], asked: Sequence[str]) -> list[tuple[int, int, list[int]]]:

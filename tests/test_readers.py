@@ -527,6 +527,63 @@ def test_asciidoc_is_read_line_for_line_with_its_markup_lines_made_plain(tmp_pat
     assert reader_for(".adoc").module == reader_for(".asciidoc").module == "asciidoc"  # type: ignore[union-attr]
 
 
+def test_an_asciidoc_literal_paragraph_is_a_code_block_and_list_text_is_not() -> None:
+    """An indented paragraph after a blank line renders preformatted: the blank lines around it
+    become its fences (every line in place) and its lines stay as written. An indented list item,
+    a labeled list's entry, a description below its term and a paragraph with no blank line to
+    close it stay text."""
+    from locallens.readers.asciidoc import plain_lines
+
+    source = [
+        "Options can also be set in the source file. For example:",
+        "",
+        "  // a2x: -dbook --epubcheck",
+        "  //    a2x: --dblatex-opts {litdd}verbose",
+        "",
+        "  // a second paragraph, the same block",
+        "",
+        "--keep::",
+        "  Keep the files.",
+        "",
+        "--dry-run::",
+        "",
+        "  Do not do anything.",
+        "",
+        "Formats:",
+        "",
+        "  * pdf",
+        "  chunked;; The output directory.",
+        "",
+        "The end, indented:",
+        "",
+        "  no blank line below",
+    ]
+    out = plain_lines("\n".join(source))[0].split("\n")
+    assert len(out) == len(source)
+    assert out[1:7] == [
+        "```",
+        "  // a2x: -dbook --epubcheck",
+        "  //    a2x: --dblatex-opts {litdd}verbose",
+        "",
+        "  // a second paragraph, the same block",
+        "```",
+    ]
+    assert out[7:] == source[7:]
+
+
+def test_an_asciidoc_example_after_its_setup_line_is_one_answer_unit_under_it() -> None:
+    """The literal paragraph an "For example:" line introduces is a code unit with that setup."""
+    from locallens.readers.asciidoc import plain_lines
+    from locallens.units import CODE, excerpt_units
+
+    text = plain_lines("Set the options in the file itself, for example:\n\n  // a2x: -dbook\n\nThen run it.")[0]
+    units = excerpt_units(text, 1)
+    code = next(u for u in units if u.kind == CODE)
+    assert code.text == "```\n  // a2x: -dbook\n```"
+    assert code.setup is not None
+    assert next(u for u in units if u.index == code.setup).text == "Set the options in the file itself, for example:"
+
+
 def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path) -> None:
     manual = ADOC.read_text().replace("= ferryctl-cache(1)", "ferryctl-cache(1)\n=================")
     write(tmp_path / "manual.txt", manual)
@@ -647,4 +704,6 @@ def test_asciidoc_keeps_every_line_in_place(lines: list[str]) -> None:
     assert len(out) == len(lines)
     for before, after in zip(lines, out, strict=True):
         rendered = render_inline(before)
-        assert after in (rendered, "", "```") or (after.startswith("#") and after.lstrip("# ") in rendered)
+        # A literal paragraph's lines are as written, its fences where blank lines were.
+        assert after in (rendered, before, "", "```") or (after.startswith("#") and after.lstrip("# ") in rendered)
+        assert after != "```" or not before.strip() or before.startswith(("----", "....", "++++"))

@@ -12,6 +12,12 @@ Only lines that are markup, not content, change:
   unit and not a title over a line of dashes; the delimiters of example, sidebar, quote and open
   blocks (`====`, `****`, `____`, `--`) become blank lines (their content is prose); a comment
   block (`////`) and comment lines (`// ...`) become blank lines.
+- Literal paragraphs: an indented paragraph after a blank line (`  $ a2x -f pdf notes.txt`, a
+  configuration example, a diagram) renders as preformatted text, so it is a code block too: the
+  blank lines around it become its fences and its lines stay as written. A list item or a
+  labeled list's entry is the list's however indented, and so is a description parted from its
+  term by a blank line; a paragraph with no blank line below it (the file's end, a delimited
+  block) stays text.
 - Lines that only set something up become blank lines: block attributes and anchors (`[verse]`,
   `[source,shell]`, `[[id]]`), attribute entries (`:doctype: manpage`), preprocessor directives
   (`ifdef::...[]`, `include::...[]`) and list continuations (a lone `+`).
@@ -69,6 +75,10 @@ _BLOCK_ATTRIBUTE = re.compile(r"^\[[^\]\s][^\]]*\]\]?[ \t]*$")
 _ATTRIBUTE_ENTRY = re.compile(r"^:!?\w[\w -]*!?:(?:[ \t].*)?$")
 _DIRECTIVE = re.compile(r"^(?:ifdef|ifndef|ifeval|endif|include)::\S*\[.*\][ \t]*$")
 _CONTINUATION = re.compile(r"^\+[ \t]*$")
+# A list item's marker, however indented (`* item`, `- item`, `. step`, `1. step`, `a. step`), and a
+# labeled list's term (`term::`, `term;;`, `term:::`, with or without its text on the line).
+_LIST_START = re.compile(r"^[ \t]*(?:[-*.]+|\d+\.|[a-zA-Z]\.)[ \t]+\S")
+_LABELED = re.compile(r"\S(?::{2,4}|;;)(?:[ \t]|$)")
 _BLOCK_TITLE = re.compile(r"^\.[^\s.]")
 # A paragraph's first line that cannot be a title (a list item, a labeled list's term, a
 # block title `.Title`, an admonition).
@@ -179,8 +189,13 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
     attributes: dict[str, str] = {}  # the attribute entries met so far
     block = ""  # the delimiter line of the verbatim or comment block we are in
     open_containers: list[str] = []
+    literal_end: int | None = None  # the blank line that closes the literal paragraph we are in
     for i, line in enumerate(lines):
         stripped = line.rstrip()
+        if literal_end is not None:  # a literal paragraph's lines are shown as written
+            if i == literal_end:
+                out[i], literal_end = "```", None
+            continue
         if block:
             if stripped == block:
                 out[i] = "" if block.startswith("/") else "```"
@@ -217,6 +232,13 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
                 attributes[entry.group(1)] = render_inline((entry.group(2) or "").strip().rstrip(" \\"), attributes)
             out[i] = ""
             continue
+        if stripped and line[:1] in " \t" and i and not lines[i - 1].strip():
+            literal_end = _literal_end(lines, i)
+            if literal_end is not None:
+                # Its fences are the blank lines around it; right after another literal
+                # paragraph, the two are one block.
+                out[i - 1] = "" if out[i - 1] == "```" else "```"
+                continue
         title = _TITLE.match(stripped)
         if title and at_block_start:
             level = len(title.group(1))
@@ -240,6 +262,27 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
         if out[i] == line:  # a content line (a two-line title's underline is blank by now)
             out[i] = render_inline(line, attributes)
     return "\n".join(out), tuple(headings)
+
+
+def _literal_end(lines: list[str], i: int) -> int | None:
+    """The blank line that ends the literal paragraph opening at line i (an indented line after a
+    blank one), or None when it is none: a list item or a labeled list's entry, however indented,
+    is the list's (`  * item`, `  chunked;; ...`); so is a description below its term, parted from
+    it by a blank line (`--flag::`, a blank line, the indented text); and a paragraph that runs
+    to the end of the file or into a delimited block has no blank line of its own to close it.
+    Its blank lines above and below become its fences, so every line stays in place."""
+    if _LIST_START.match(lines[i]) or _LABELED.search(lines[i]):
+        return None
+    above = next((line for line in reversed(lines[: i - 1]) if line.strip()), "")
+    if _LABELED.search(above):
+        return None
+    for j in range(i + 1, len(lines)):
+        line = lines[j].rstrip()
+        if not line:
+            return j
+        if _VERBATIM.match(line) or _COMMENT_BLOCK.match(line) or _CONTAINER.match(line) or _LABELED.search(line):
+            return None
+    return None
 
 
 def _text_of(text: str) -> str:

@@ -75,9 +75,10 @@ def _ocr_enabled() -> bool:
 # descriptions; html_page 2, navigation (bars, rows and containers of links) left out, a title
 # without its site's name, `<pre>` in list items and definition terms read as such; pdf 2, running
 # heads and feet left out, words broken at a line's end joined, ligatures and minus signs as plain
-# letters; pdf 3, the text laid out by PDFium instead of pypdf (spacing).
-register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=2))
-register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=2))
+# letters; pdf 3, the text laid out by PDFium instead of pypdf (spacing); asciidoc 3 (and text 3, for
+# the `.txt` files that are AsciiDoc), an indented paragraph read as the literal block it renders as.
+register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=3))
+register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=3))
 register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page", version=3))
 register(ReaderSpec((".pdf",), "pdf", package="pypdfium2", version=3))

@@ -60,6 +60,10 @@ is in no document, the right answer being the refusal):
   asciidoc (`settings.html`, `commands.html`, ...) beside AsciiDoc sources (`.asciidoc`, `.txt`
   manual pages with `*--option*::` definition lists), so the package's own readers are measured;
   written before anything was measured on them; a development corpus, out of the default `--sets`.
+- filter-repo: benchmarks/data/filter_repo_questions.jsonl (35 + 6) over git-filter-repo 2.47.0's
+  documentation as its sdist ships it (`corpora.py --filter-repo`): a manual page in AsciiDoc
+  written as Git's own are, beside Markdown guides; written before anything was run on it and
+  never tuned on.
 - bash-html, bash-pdf, bash-mixed: benchmarks/data/bash_questions.jsonl (35 + 6) over the Bash
   manual page and reference manual as Debian's `bash-doc` ships them (`corpora.py --bash KIND`):
   as HTML, as PDF, and the package's folder as shipped (both manuals in both formats beside the
@@ -141,6 +145,7 @@ from corpora import (
     BASH_KINDS,
     BASH_MANUALS,
     write_adoc_corpus,
+    write_filter_repo_corpus,
     write_apache_corpus,
     write_bash_corpus,
     write_borg_corpus,
@@ -182,6 +187,9 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "zsh-es2": ("zsh", [DATA / "zsh_es2_over_en.jsonl"]),
     "adoc": ("adoc", [DATA / "adoc_questions.jsonl"]),
     "adoc-es": ("adoc", [DATA / "adoc_es_over_en.jsonl"]),
+    # git-filter-repo's manual page (AsciiDoc, written as Git's are) and Markdown guides: a corpus
+    # in the held-out manual's style, its questions written before anything was run on them.
+    "filter-repo": ("filter-repo", [DATA / "filter_repo_questions.jsonl"]),
     # Questions naming a symbol (`$?`, `<<<`, `//`, `(N)`), which the keyword index and the answer
     # units' key terms drop: written before anything was run on them, the baseline of that lead.
     "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),
@@ -260,6 +268,7 @@ _WRITERS = {
     "rsyslog": write_rsyslog_corpus,
     "zsh": write_zsh_corpus,
     "adoc": write_adoc_corpus,
+    "filter-repo": write_filter_repo_corpus,
 }
 
 

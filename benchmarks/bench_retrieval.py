@@ -43,6 +43,10 @@ offline from the same two rankings, so no setting costs a second index:
   names and extensions kept), with `benchmarks/data/adoc_questions.jsonl` and its Spanish questions
   `adoc_es_over_en.jsonl` (one index); scored like stdlib. A development corpus, outside the
   default `--corpora`.
+- filter-repo: git-filter-repo's documentation as its PyPI sdist ships it (`corpora.py
+  --filter-repo`; an AsciiDoc manual page written as Git's are, Markdown guides) with
+  `benchmarks/data/filter_repo_questions.jsonl`, written before anything was run on it; outside
+  the default `--corpora`.
 - bash-html, bash-pdf, bash-mixed: the Bash manual page and reference manual of Debian's
   `bash-doc` (`corpora.py --bash KIND`) as HTML, as PDF, and the package's folder as shipped,
   with `benchmarks/data/bash_questions.jsonl`; a question's files are the manuals in the corpus's
@@ -127,6 +131,7 @@ ZSH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_questions.jsonl"
 ZSH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_es_over_en.jsonl"
 ADOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_questions.jsonl"
 ADOC_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_es_over_en.jsonl"
+FILTER_REPO_QUESTIONS = c.ROOT / "benchmarks" / "data" / "filter_repo_questions.jsonl"
 BASH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "bash_questions.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
@@ -944,6 +949,7 @@ def main() -> None:
         "zsh-es": lambda: load_debian("zsh", args.work, ZSH_ES_QUESTIONS, "zsh-es"),
         "adoc": lambda: load_debian("adoc", args.work, ADOC_QUESTIONS),
         "adoc-es": lambda: load_debian("adoc", args.work, ADOC_ES_QUESTIONS, "adoc-es"),
+        "filter-repo": lambda: load_debian("filter_repo", args.work, FILTER_REPO_QUESTIONS, "filter-repo"),
         # The same questions over the pages as the packages ship them (bench_answers.py's -html sets).
         "borg-html": lambda: load_debian("borg", args.work, BORG_QUESTIONS, html=True),
         "varnish-html": lambda: load_debian("varnish", args.work, VARNISH_QUESTIONS, html=True),

@@ -66,9 +66,16 @@
   and `adoc_es_over_en.jsonl` hold questions about it, written before anything was measured on it.
   It needs PyPI (`pip download`) once; the source distributions are kept beside the folder.
 
+- `write_filter_repo_corpus` writes git-filter-repo 2.47.0's documentation as its PyPI sdist ships
+  it: the manual page `git-filter-repo.txt` in AsciiDoc, written as Git's own manual pages are
+  (option entries over tab-indented descriptions, `~~~~` subsections, `linkgit:`), beside its FAQ,
+  install notes, read-me and guides in Markdown (7 files, 4,000 lines).
+  `benchmarks/data/filter_repo_questions.jsonl` holds questions about it, written before anything
+  was run on it: a corpus in the held-out manual's style that nothing was tuned on.
+
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
-       | --rsyslog | --zsh | --adoc]
+       | --rsyslog | --zsh | --adoc | --filter-repo]
 """
 
 from __future__ import annotations
@@ -663,9 +670,32 @@ ADOC_SOURCES = (
     ("asciidoc", "10.2.1", ("doc/a2x.1.txt", "doc/asciidoc.1.txt")),
 )
 ADOC_SUFFIXES = (".html", ".asciidoc", ".txt")
+FILTER_REPO_SUFFIXES = (".txt", ".md")
+# git-filter-repo's documentation as its PyPI sdist ships it: a manual page in AsciiDoc written the
+# way Git's own pages are (`--path <dir_or_file>::` over a tab-indented description, `~~~~`
+# subsection titles, `linkgit:`), beside its FAQ, install notes, read-me and guides in Markdown.
+FILTER_REPO_SOURCES = (
+    (
+        "git_filter_repo",
+        "2.47.0",
+        (
+            "Documentation/git-filter-repo.txt",
+            *(f"Documentation/{page}.md" for page in ("FAQ", "converting-from-bfg-repo-cleaner")),
+            *(f"Documentation/{page}.md" for page in ("converting-from-filter-branch", "examples-from-user-filed-issues")),
+            "README.md",
+            "INSTALL.md",
+        ),
+    ),
+)
 
 
-def write_adoc_corpus(dest: pathlib.Path) -> pathlib.Path:
+def write_filter_repo_corpus(dest: pathlib.Path) -> pathlib.Path:
+    """Write git-filter-repo's documentation (`FILTER_REPO_SOURCES`) to `dest` as it ships, as
+    `write_adoc_corpus` does, and return `dest`."""
+    return write_adoc_corpus(dest, FILTER_REPO_SOURCES)
+
+
+def write_adoc_corpus(dest: pathlib.Path, sources: tuple[tuple[str, str, tuple[str, ...]], ...] = ADOC_SOURCES) -> pathlib.Path:
     """Write the files of `ADOC_SOURCES` to `dest/<file name>` byte for byte (`settings.html`,
     `qutebrowser.1.asciidoc`, `a2x.1.txt`, ...: names, extensions and markup as shipped, so that
     the package's own readers are what is measured) and return `dest`.
@@ -677,7 +707,7 @@ def write_adoc_corpus(dest: pathlib.Path) -> pathlib.Path:
 
     dest = pathlib.Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for name, version, files in ADOC_SOURCES:
+    for name, version, files in sources:
         sdist = _pypi_sdist(name, version, dest.parent)
         with tarfile.open(sdist) as archive:
             for member in files:
@@ -825,13 +855,16 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="AsciiDoc documentation and its HTML from the qutebrowser and asciidoc sdists",
     )
+    parser.add_argument(
+        "--filter-repo", action="store_true", help="git-filter-repo's documentation from its sdist (AsciiDoc, Markdown)"
+    )
     args = parser.parse_args(argv)
     if args.bash:
         out = write_bash_corpus(args.dest, args.bash)
         print(f"wrote {sum(1 for p in out.rglob('*') if p.is_file())} files to {out}")
         return
-    if args.adoc:
-        out = write_adoc_corpus(args.dest)
+    if args.adoc or args.filter_repo:
+        out = write_adoc_corpus(args.dest, ADOC_SOURCES if args.adoc else FILTER_REPO_SOURCES)
         print(f"wrote {sum(1 for p in out.iterdir() if p.is_file())} files to {out}")
         return
     if args.zsh_pdf:

@@ -123,3 +123,22 @@ def occurrences(text: str, term: str) -> int:
     if not any(ch.isalpha() for ch in term):
         return text.count(term)
     return sum(1 for token in text.split() if _token_shape(token) == term)
+
+
+# A line that is code whatever surrounds it: a prompt, a definition, an import, a bracket, a comment,
+# an assignment.
+_CODE_LINE = re.compile(r"^(?:>>>|\.\.\.|\$|def |class |import |from |return\b|@|[{}\[\]#]|\w+\s*=[^=])")
+
+
+def reads_as_prose(text: str) -> bool:
+    """Whether an indented block reads as prose (sentences), not as code: it opens with a capital
+    letter, ends with a stop, a colon or a bracket, is three quarters letters and spaces, and no
+    line of it is code (`_CODE_LINE`). pydoc and reST indent descriptions so; an AsciiDoc page
+    indents a note under a list item so."""
+    if text.startswith(("```", "~~~")) or not text[:1].isalpha() or not text[:1].isupper():
+        return False
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if any(_CODE_LINE.match(line) for line in lines):
+        return False
+    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
+    return text.rstrip().endswith((".", ":", ")")) and letters >= 0.75 * len(text)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from locallens.domain import Hit
 from locallens.sentences import fence_opener, split_chunk_prefix, split_sentences
+from locallens.text import reads_as_prose
 
 SENTENCE = "sentence"
 ITEM = "item"
@@ -124,20 +125,6 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
         ):
             return DEFINITION, head.rstrip(":").strip()
     return SENTENCE, ""
-
-
-_CODE_LINE = re.compile(r"^(?:>>>|\.\.\.|\$|def |class |import |from |return\b|@|[{}\[\]#]|\w+\s*=[^=])")
-
-
-def _indented_prose(text: str) -> bool:
-    """An indented block that reads as prose (sentences), not as code."""
-    if text.startswith(("```", "~~~")) or not text[:1].isalpha() or not text[:1].isupper():
-        return False
-    lines = [line.strip() for line in text.split("\n") if line.strip()]
-    if any(_CODE_LINE.match(line) for line in lines):
-        return False
-    letters = sum(ch.isalpha() or ch.isspace() for ch in text)
-    return text.rstrip().endswith((".", ":", ")")) and letters >= 0.75 * len(text)
 
 
 def _indented(piece: str, body: str) -> bool:
@@ -294,7 +281,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
                 kinds.append((sub, *_kind(sub, [sub])))
             continue
         kind, term = _kind(piece, raw)
-        if kind == CODE and _indented_prose(piece):
+        if kind == CODE and reads_as_prose(piece):
             # An indented paragraph (pydoc and reST indent descriptions): its sentences, under
             # the term line right above it when there is one (`object.__iter__(self)`).
             above = kinds[-1] if kinds else None

@@ -530,8 +530,8 @@ def test_asciidoc_is_read_line_for_line_with_its_markup_lines_made_plain(tmp_pat
 def test_an_asciidoc_literal_paragraph_is_a_code_block_and_list_text_is_not() -> None:
     """An indented paragraph after a blank line renders preformatted: the blank lines around it
     become its fences (every line in place) and its lines stay as written. An indented list item,
-    a labeled list's entry, a description below its term and a paragraph with no blank line to
-    close it stay text."""
+    a labeled list's entry, a description below its term, a note that reads as prose and a
+    paragraph with no blank line to close it stay text."""
     from locallens.readers.asciidoc import plain_lines
 
     source = [
@@ -553,6 +553,10 @@ def test_an_asciidoc_literal_paragraph_is_a_code_block_and_list_text_is_not() ->
         "",
         "  * pdf",
         "  chunked;; The output directory.",
+        "",
+        "  - Fetching all refs",
+        "",
+        "    Note that this step may discard local changes.",
         "",
         "The end, indented:",
         "",

@@ -17,7 +17,7 @@ Only lines that are markup, not content, change:
   blank lines around it become its fences and its lines stay as written. A list item or a
   labeled list's entry is the list's however indented, and so is a description parted from its
   term by a blank line; a paragraph with no blank line below it (the file's end, a delimited
-  block) stays text.
+  block) stays text, and so does one that reads as prose (a note indented under a list item).
 - Lines that only set something up become blank lines: block attributes and anchors (`[verse]`,
   `[source,shell]`, `[[id]]`), attribute entries (`:doctype: manpage`), preprocessor directives
   (`ifdef::...[]`, `include::...[]`) and list continuations (a lone `+`).
@@ -54,6 +54,7 @@ from __future__ import annotations
 import re
 
 from locallens.readers.base import Extracted, decode_text, one_line
+from locallens.text import reads_as_prose
 
 EXTENSIONS = (".adoc", ".asciidoc")
 
@@ -279,7 +280,9 @@ def _literal_end(lines: list[str], i: int) -> int | None:
     for j in range(i + 1, len(lines)):
         line = lines[j].rstrip()
         if not line:
-            return j
+            # A note indented under a list item reads as prose; the renderer shows it preformatted,
+            # but a reader reads its sentences.
+            return None if reads_as_prose("\n".join(part.strip() for part in lines[i:j])) else j
         if _VERBATIM.match(line) or _COMMENT_BLOCK.match(line) or _CONTAINER.match(line) or _LABELED.search(line):
             return None
     return None

@@ -16,7 +16,9 @@ chunk text, its id and the prompt are unchanged: the header only steers retrieva
 - Headings: markdown ATX (`## Usage`) and setext/reStructuredText underlined headings outside
   fenced code, man-page sections (a line in capitals at the margin, `DESCRIPTION`) in `.txt`
   files, and HTML h1-h6. A chunk's path is the innermost heading of each level above its start;
-  a heading the chunk itself starts with is already in its text and is left out.
+  a heading the chunk itself starts with is already in its text and is left out, and so are the
+  sections it closes (a chunk opening on `### Path shortcuts` is under `OPTIONS`, not under the
+  `### Renaming` section before it).
 """
 
 from __future__ import annotations
@@ -172,14 +174,23 @@ def chunk_headers(document: Document, chunks: Sequence[str]) -> list[str]:
         if at < 0:
             at = cursor
         cursor = at + 1 if at < len(text) else at
+        start = at + len(chunk) - len(chunk.lstrip())  # the chunk's first line
+        lead = _lead(chunk)
         path: dict[int, str] = {}
         for heading in marks:
-            if heading.position >= at:
+            # A heading the chunk starts with closes the sections of its level and deeper above
+            # it (`compose` then leaves it to the chunk's text).
+            if heading.position > start or (heading.position == start and not lead.startswith(heading.text.lower())):
                 break
             path = {level: name for level, name in path.items() if level < heading.level}
             path[heading.level] = heading.text
         out.append(compose(title, [path[level] for level in sorted(path)], chunk))
     return out
+
+
+def _lead(chunk: str) -> str:
+    """How the chunk begins, its heading marks left out, cleaned as a heading is, lower-cased."""
+    return _clean(chunk.lstrip().lstrip("#")[: 2 * PART_CHARS]).lower()
 
 
 def compose(title: str, path: Sequence[str], chunk: str) -> str:
@@ -189,7 +200,7 @@ def compose(title: str, path: Sequence[str], chunk: str) -> str:
     for part in (title, *path):
         if part and part.lower() not in (p.lower() for p in parts):
             parts.append(part)
-    lead = chunk.lstrip().lstrip("#").lstrip()[:MAX_HEADER_CHARS].lower()
+    lead = _lead(chunk)
     while parts and lead.startswith(parts[-1].lower()):
         parts.pop()
     header = SEPARATOR.join(parts)

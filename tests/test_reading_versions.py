@@ -32,7 +32,7 @@ PAGE = """<html><head><title>Boiler room</title></head><body>
 """
 
 
-def test_a_reading_names_the_reader_the_chunking_and_their_versions() -> None:
+def test_a_reading_names_the_reader_the_chunking_and_their_versions(monkeypatch: pytest.MonkeyPatch) -> None:
     spec = registry.reader_for(".html")
     assert spec is not None
     assert reading_of("manual/page.HTML") == f"html_page/{spec.version}"
@@ -40,7 +40,9 @@ def test_a_reading_names_the_reader_the_chunking_and_their_versions() -> None:
     assert reading_of("data.weird") == reading_of("notes.md")  # --include'd: read as text
     assert document_reading("org/1") == f"org/1+chunks/{indexer.CHUNKING_VERSION}"
     assert read_as_now(document_reading(reading_of("a.html")), "b.htm")
-    assert read_as_now("", "notes.org")  # stored before readings: version 1 of both
+    assert not read_as_now("", "notes.org")  # stored before readings: chunking version 1, not today's
+    monkeypatch.setattr(indexer, "CHUNKING_VERSION", 1)
+    assert read_as_now("", "notes.org")  # ... which was version 1 of both
     assert not read_as_now("", "page.html")  # the HTML reader has changed since
     assert not read_as_now(document_reading("text/2"), "page.html")  # another reader made it
     assert not read_as_now("org/1", "notes.org")  # no chunking version: not this release's
@@ -66,8 +68,11 @@ def _readings(db: Path) -> dict[str, str]:
 
 
 def test_an_index_from_before_readings_reads_again_only_formats_read_otherwise_since(
-    folder: Path, tmp_path: Path, fake_models: FakeModels
+    folder: Path, tmp_path: Path, fake_models: FakeModels, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # As the release that recorded no readings chunked: chunking version 1 (a later chunking
+    # reads every such file again, which the next test shows).
+    monkeypatch.setattr(indexer, "CHUNKING_VERSION", 1)
     db = tmp_path / "index.db"
     cli_json("index", str(folder), "--db", str(db))
     assert _readings(db) == {"boiler.html": _now("boiler.html"), "keys.org": _now("keys.org")}
@@ -136,14 +141,17 @@ def test_newer_chunking_rechunks_every_file_and_embeds_only_what_changed(
     assert report["chunks"]["total"] == first["chunks"]["total"]
     assert len(fake_models.embedder.passages) == embedded
     assert set(_readings(db).values()) == {
-        f"html_page/{registry.reader_for('.html').version}+chunks/2",
-        "org/1+chunks/2",
+        f"html_page/{registry.reader_for('.html').version}+chunks/{indexer.CHUNKING_VERSION}",
+        f"org/1+chunks/{indexer.CHUNKING_VERSION}",
     }  # type: ignore[union-attr]
 
 
-def test_postgres_reads_again_after_its_schema_5_step(folder: Path, fake_models: FakeModels, pg_url: str) -> None:
+def test_postgres_reads_again_after_its_schema_5_step(
+    folder: Path, fake_models: FakeModels, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import psycopg
 
+    monkeypatch.setattr(indexer, "CHUNKING_VERSION", 1)  # as the release before readings chunked
     cli_json("index", str(folder), "--db", pg_url)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # as schema 4 left them
         conn.execute("ALTER TABLE locallens.documents DROP COLUMN reading")

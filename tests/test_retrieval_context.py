@@ -52,6 +52,27 @@ def test_a_chunk_that_starts_with_its_heading_leaves_it_to_the_text() -> None:
     assert embedded_text("", "body") == "body" and embedded_text("T > S", "body") == "T > S\n\nbody"
 
 
+def test_a_chunk_that_opens_a_section_is_not_under_the_section_before_it() -> None:
+    """A chunk starting on a heading is under that heading's parents, not under the sibling or
+    deeper sections the heading closes (their words would steer the chunk's vector and keywords);
+    a heading written with code marks counts as the same heading."""
+    text = (
+        "# Tool\n\n## OPTIONS\n\n### Renaming\n\n--tag-rename::\n\tRename tags.\n\n#### Deep\n\nx\n\n"
+        "### Path shortcuts\n\n--paths-from-file::\n\tRead paths.\n\n## Why did `tool` rewrite it?\n\nBecause."
+    )
+    d = doc("tool.md", text)
+    assert chunk_headers(
+        d,
+        [
+            "### Renaming\n\n--tag-rename::\n\tRename tags.",
+            "### Path shortcuts\n\n--paths-from-file::\n\tRead paths.",
+            "## Why did `tool` rewrite it?\n\nBecause.",
+        ],
+    ) == ["Tool > OPTIONS", "Tool > OPTIONS", "Tool"]
+    # A chunk that starts just after a heading is still under it.
+    assert chunk_headers(d, ["--paths-from-file::\n\tRead paths."]) == ["Tool > OPTIONS > Path shortcuts"]
+
+
 def test_text_manual_sections_and_the_file_name_as_title() -> None:
     text = "NAME\n    shutil - copy files\n\nFUNCTIONS\n    copy(src, dst)\n        Copy data."
     d = doc("lib/shutil.txt", text)

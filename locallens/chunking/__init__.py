@@ -32,7 +32,8 @@ from locallens.errors import UsageError
 # `locallens.locations`). Each document is stored with it (`indexer.document_reading`), and the
 # next `index` run re-chunks every document chunked by an earlier version, re-embedding only
 # chunks whose embedded text changed (`scripts/reading_digests.py` checks it is raised).
-CHUNKING_VERSION = 1
+# 2: a chunk that opens on a heading is no longer under the sections that heading closes.
+CHUNKING_VERSION = 2
 
 __all__ = [
     "CHUNKING_VERSION",

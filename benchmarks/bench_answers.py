@@ -64,6 +64,9 @@ is in no document, the right answer being the refusal):
   documentation as its sdist ships it (`corpora.py --filter-repo`): a manual page in AsciiDoc
   written as Git's own are, beside Markdown guides; written before anything was run on it and
   never tuned on.
+- filter-repo-options, adoc-options: benchmarks/data/filter_repo_options.jsonl (10) and
+  adoc_options.jsonl (6), questions naming an option and asking what it does, over the same two
+  corpora; written before anything was run on them.
 - bash-html, bash-pdf, bash-mixed: benchmarks/data/bash_questions.jsonl (35 + 6) over the Bash
   manual page and reference manual as Debian's `bash-doc` ships them (`corpora.py --bash KIND`):
   as HTML, as PDF, and the package's folder as shipped (both manuals in both formats beside the
@@ -190,6 +193,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     # git-filter-repo's manual page (AsciiDoc, written as Git's are) and Markdown guides: a corpus
     # in the held-out manual's style, its questions written before anything was run on them.
     "filter-repo": ("filter-repo", [DATA / "filter_repo_questions.jsonl"]),
+    # Questions naming an option and asking what it does (`What does --no-ff do?`), over the two
+    # corpora of AsciiDoc manual pages: written before anything was run on them.
+    "filter-repo-options": ("filter-repo", [DATA / "filter_repo_options.jsonl"]),
+    "adoc-options": ("adoc", [DATA / "adoc_options.jsonl"]),
     # Questions naming a symbol (`$?`, `<<<`, `//`, `(N)`), which the keyword index and the answer
     # units' key terms drop: written before anything was run on them, the baseline of that lead.
     "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),

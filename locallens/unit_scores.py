@@ -591,11 +591,17 @@ def symbol_keys(text: str) -> frozenset[str]:
     manual lists its special parameters by name, as terms (`?::`, `#::`): such a term holds the
     symbol that expands it (`$?`)."""
     parameters = ["$" + name for name in _PARAMETER_TERM.findall(text)] if "::" in text else []
-    return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *parameters))
+    flags = _FLAG.findall(text) if "-" in text else []
+    return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *parameters, *flags))
 
 
 # A term of one character that is not a letter or digit (`?::`, `_::`): a special parameter.
 _PARAMETER_TERM = re.compile(r"(?<!\S)([^\w\s]|_)::(?!\S)")
+# A command-line option as written (`--prune-empty`, `--no-ff`, `-s`; at a word's start, not
+# `${var:-word}`'s). Its words key as its first word alone (`prune`), so `--prune-empty` and
+# `--prune-degenerate` would be one key; as written, the option a question names is held by its
+# own entry only.
+_FLAG = re.compile(r"(?<![^\s(\[{\"'‘“`])--?[A-Za-z](?:[\w-]*[A-Za-z0-9])?(?![\w-])")
 
 
 def word_salience(words: Sequence[str], term_counts: TermCountsLike | None) -> dict[str, float]:

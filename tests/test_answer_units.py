@@ -1561,8 +1561,9 @@ def test_a_short_phrase_held_in_another_unit_is_not_a_repeat() -> None:
         ("What is the @ operator for?", set()),  # one character: too common to tell units apart
         ("What does |& mean, and &>?", {"§|&", "§&>"}),
         ("What is $??", {"§$?"}),
-        # punctuation of one character, words with symbols in them: no symbol
-        ("A - B: yes, (and) ... no; f(x), x->y and --force.", {"§..."}),
+        # punctuation of one character, words with symbols in them: no symbol; an option as
+        # written is one
+        ("A - B: yes, (and) ... no; f(x), x->y and --force.", {"§...", "§--force"}),
         # a construct by its shape, whatever its names: the question's and the manual's meet
         ("What does ${#var} give me?", {"§${#x}"}),
         ("‘${#parameter}’ is the length.", {"§${#x}"}),
@@ -1600,7 +1601,7 @@ def test_a_special_parameter_listed_by_its_name_holds_the_symbol_expanding_it() 
     from locallens.unit_scores import symbol_keys
 
     assert symbol_keys("?::") == {"§$?"} and symbol_keys("$:: and _::") == {"§$$", "§$_"}
-    assert symbol_keys("HOME:: 0:: -e:: a ?: b") == frozenset()
+    assert symbol_keys("HOME:: 0:: a ?: b") == frozenset() and symbol_keys("-e::") == {"§-e"}  # an option
     params = (
         "Special Parameters\n\n"
         "#::\nExpands to the number of positional parameters in decimal.\n\n"
@@ -1621,6 +1622,26 @@ def test_a_special_parameter_listed_by_its_name_holds_the_symbol_expanding_it() 
     ]
     checked, _ = ask_extractive("What does !! do?", history)
     assert checked.answer.splitlines()[:2] == ["!! [1]", "Refer to the previous command [1]."]
+
+
+def test_an_option_named_as_written_is_answered_by_its_own_entry() -> None:
+    """`--prune-empty` and `--prune-degenerate` key as one word (`prune`): the option a question
+    names is held, as written, by its own entry only, whose description is printed first."""
+    from locallens.unit_scores import symbol_keys
+
+    assert symbol_keys("What does --prune-empty do with -s?") == {"§--prune-empty", "§-s"}
+    assert symbol_keys("--path-match <dir_or_file>::") == {"§--path-match"}  # not `--path`
+    assert symbol_keys("an e-mail, a non-empty list, -5 degrees, - an item, x--y") == frozenset()
+    options = (
+        "Parent rewriting\n\n"
+        "--prune-degenerate {always, auto, never}::\n"
+        "\tMerge commits can become degenerate when other commits are pruned; 'auto' prunes "
+        "empty merge commits which become degenerate.\n\n"
+        "--prune-empty {always, auto, never}::\n"
+        "\tWhether to prune empty commits. 'auto' (the default) means only prune commits which become empty.\n"
+    )
+    checked, _ = ask_extractive("What does --prune-empty auto do?", options)
+    assert checked.answer.splitlines()[0] == "--prune-empty {always, auto, never} [1]"
 
 
 def test_what_a_symbol_means_is_answered_in_prose_not_by_an_example_using_it() -> None:

@@ -681,7 +681,10 @@ FILTER_REPO_SOURCES = (
         (
             "Documentation/git-filter-repo.txt",
             *(f"Documentation/{page}.md" for page in ("FAQ", "converting-from-bfg-repo-cleaner")),
-            *(f"Documentation/{page}.md" for page in ("converting-from-filter-branch", "examples-from-user-filed-issues")),
+            *(
+                f"Documentation/{page}.md"
+                for page in ("converting-from-filter-branch", "examples-from-user-filed-issues")
+            ),
             "README.md",
             "INSTALL.md",
         ),
@@ -695,7 +698,9 @@ def write_filter_repo_corpus(dest: pathlib.Path) -> pathlib.Path:
     return write_adoc_corpus(dest, FILTER_REPO_SOURCES)
 
 
-def write_adoc_corpus(dest: pathlib.Path, sources: tuple[tuple[str, str, tuple[str, ...]], ...] = ADOC_SOURCES) -> pathlib.Path:
+def write_adoc_corpus(
+    dest: pathlib.Path, sources: tuple[tuple[str, str, tuple[str, ...]], ...] = ADOC_SOURCES
+) -> pathlib.Path:
     """Write the files of `ADOC_SOURCES` to `dest/<file name>` byte for byte (`settings.html`,
     `qutebrowser.1.asciidoc`, `a2x.1.txt`, ...: names, extensions and markup as shipped, so that
     the package's own readers are what is measured) and return `dest`.

@@ -15,6 +15,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from corpora import (  # noqa: E402
     ADOC_SOURCES,
     ADOC_SUFFIXES,
+    FILTER_REPO_SOURCES,
+    FILTER_REPO_SUFFIXES,
     apache_page_text,
     borg_page_text,
     postfix_page_text,
@@ -22,6 +24,7 @@ from corpora import (  # noqa: E402
     sqlite_page_text,
     varnish_page_text,
     write_adoc_corpus,
+    write_filter_repo_corpus,
     write_zsh_corpus,
     zsh_page_text,
 )
@@ -307,6 +310,9 @@ def test_zsh_page_text_keeps_the_chapter_only() -> None:
         ("zsh_es_over_en", 10, 8, 0),
         ("adoc_questions", 48, 40, 5),
         ("adoc_es_over_en", 10, 8, 0),
+        ("filter_repo_questions", 41, 35, 0),
+        ("filter_repo_options", 10, 10, 0),
+        ("adoc_options", 6, 6, 0),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:
@@ -319,19 +325,22 @@ def test_question_sets_shape(name: str, total: int, answerable_count: int, broad
     assert sum(1 for r in answerable if "answers" not in r) == broad
     assert all(r["answers"] for r in answerable if "answers" in r)
     assert all(r["files"] and r["question"].strip() for r in answerable)
-    # The corpora are written as `.txt` pages; the adoc corpus keeps its files' own extensions.
-    suffixes = ADOC_SUFFIXES if name.startswith("adoc") else (".txt",)
+    # The corpora are written as `.txt` pages; the adoc and filter-repo corpora keep their files'
+    # own extensions.
+    suffixes = ADOC_SUFFIXES if name.startswith("adoc") else FILTER_REPO_SUFFIXES if name.startswith("filter") else (".txt",)
     assert all(f.endswith(suffixes) and "/" not in f for r in answerable for f in r["files"])
     assert len({r["question"] for r in rows}) == total
 
 
-def _fake_sdists(folder: Path, missing: str = "") -> None:
-    """Source distributions holding every file `ADOC_SOURCES` names (but `missing`), each file's
+def _fake_sdists(
+    folder: Path, missing: str = "", sources: tuple[tuple[str, str, tuple[str, ...]], ...] = ADOC_SOURCES
+) -> None:
+    """Source distributions holding every file `sources` names (but `missing`), each file's
     bytes its own path, as `pip download` leaves them in the corpus folder's parent."""
     import io
     import tarfile
 
-    for name, version, files in ADOC_SOURCES:
+    for name, version, files in sources:
         with tarfile.open(folder / f"{name}-{version}.tar.gz", "w:gz") as archive:
             for member in files:
                 if member == missing:
@@ -352,6 +361,15 @@ def test_write_adoc_corpus_copies_the_files_as_shipped(tmp_path: Path) -> None:
     before = {p.name: p.stat().st_mtime_ns for p in dest.iterdir()}
     write_adoc_corpus(dest)  # the cached sdists, nothing fetched; unchanged files are not rewritten
     assert {p.name: p.stat().st_mtime_ns for p in dest.iterdir()} == before
+
+
+def test_write_filter_repo_corpus_copies_its_manual_and_guides_as_shipped(tmp_path: Path) -> None:
+    _fake_sdists(tmp_path, sources=FILTER_REPO_SOURCES)
+    dest = write_filter_repo_corpus(tmp_path / "filter-repo")
+    names = sorted(p.name for p in dest.iterdir())
+    assert len(names) == 7 and "git-filter-repo.txt" in names and "FAQ.md" in names
+    assert all(n.endswith(FILTER_REPO_SUFFIXES) for n in names)
+    assert (dest / "README.md").read_bytes() == b"git_filter_repo README.md\n"
 
 
 def test_write_adoc_corpus_names_a_missing_file(tmp_path: Path) -> None:

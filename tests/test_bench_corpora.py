@@ -327,7 +327,9 @@ def test_question_sets_shape(name: str, total: int, answerable_count: int, broad
     assert all(r["files"] and r["question"].strip() for r in answerable)
     # The corpora are written as `.txt` pages; the adoc and filter-repo corpora keep their files'
     # own extensions.
-    suffixes = ADOC_SUFFIXES if name.startswith("adoc") else FILTER_REPO_SUFFIXES if name.startswith("filter") else (".txt",)
+    suffixes = (
+        ADOC_SUFFIXES if name.startswith("adoc") else FILTER_REPO_SUFFIXES if name.startswith("filter") else (".txt",)
+    )
     assert all(f.endswith(suffixes) and "/" not in f for r in answerable for f in r["files"])
     assert len({r["question"] for r in rows}) == total
 

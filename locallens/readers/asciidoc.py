@@ -274,7 +274,7 @@ def _literal_end(lines: list[str], i: int) -> int | None:
     Its blank lines above and below become its fences, so every line stays in place."""
     if _LIST_START.match(lines[i]) or _LABELED.search(lines[i]):
         return None
-    above = next((line for line in reversed(lines[: i - 1]) if line.strip()), "")
+    above = next((lines[k] for k in range(i - 2, -1, -1) if lines[k].strip()), "")
     if _LABELED.search(above):
         return None
     for j in range(i + 1, len(lines)):

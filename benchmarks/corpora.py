@@ -680,11 +680,10 @@ FILTER_REPO_SOURCES = (
         "2.47.0",
         (
             "Documentation/git-filter-repo.txt",
-            *(f"Documentation/{page}.md" for page in ("FAQ", "converting-from-bfg-repo-cleaner")),
-            *(
-                f"Documentation/{page}.md"
-                for page in ("converting-from-filter-branch", "examples-from-user-filed-issues")
-            ),
+            "Documentation/FAQ.md",
+            "Documentation/converting-from-bfg-repo-cleaner.md",
+            "Documentation/converting-from-filter-branch.md",
+            "Documentation/examples-from-user-filed-issues.md",
             "README.md",
             "INSTALL.md",
         ),
@@ -701,7 +700,8 @@ def write_filter_repo_corpus(dest: pathlib.Path) -> pathlib.Path:
 def write_adoc_corpus(
     dest: pathlib.Path, sources: tuple[tuple[str, str, tuple[str, ...]], ...] = ADOC_SOURCES
 ) -> pathlib.Path:
-    """Write the files of `ADOC_SOURCES` to `dest/<file name>` byte for byte (`settings.html`,
+    """Write the files of `sources` (`ADOC_SOURCES` unless another corpus's) to `dest/<file name>`
+    byte for byte (`settings.html`,
     `qutebrowser.1.asciidoc`, `a2x.1.txt`, ...: names, extensions and markup as shipped, so that
     the package's own readers are what is measured) and return `dest`.
 

@@ -1,7 +1,8 @@
 """Script classes: the Unicode ranges of the scripts locallens treats apart from space-separated
 text, as character-class bodies (`[...]` without the brackets) that both a regular expression
-and SQLite's GLOB accept; and the symbols of a question (`symbols`) and the constructs it writes,
-by their shape (`shapes`), which no word index holds.
+and SQLite's GLOB accept; the symbols of a question (`symbols`) and the constructs it writes,
+by their shape (`shapes`), which no word index holds; and whether an indented block reads as
+prose (`reads_as_prose`: the answer units and the AsciiDoc reader).
 
 One definition for every station that cares: token estimates (`tokens`), keyword indexing and
 search in both stores (`storage.sqlite`, `storage.postgres`, the SQLite trigram step in

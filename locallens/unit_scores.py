@@ -589,7 +589,8 @@ def symbol_keys(text: str) -> frozenset[str]:
     shape (`text.shapes`: "${#x}" for `${#var}` and `${#parameter}`), each keyed as "§" + the
     symbol, a key no word has: a unit holding one as written holds that key term. A shell
     manual lists its special parameters by name, as terms (`?::`, `#::`): such a term holds the
-    symbol that expands it (`$?`)."""
+    symbol that expands it (`$?`). A command-line option is keyed as written too (`_FLAG`:
+    "§--prune-empty"), which its words alone do not tell from its neighbours'."""
     parameters = ["$" + name for name in _PARAMETER_TERM.findall(text)] if "::" in text else []
     flags = _FLAG.findall(text) if "-" in text else []
     return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *parameters, *flags))

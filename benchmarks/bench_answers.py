@@ -64,6 +64,9 @@ is in no document, the right answer being the refusal):
   documentation as its sdist ships it (`corpora.py --filter-repo`): a manual page in AsciiDoc
   written as Git's own are, beside Markdown guides; written before anything was run on it and
   never tuned on.
+- tig: benchmarks/data/tig_questions.jsonl (40 + 6, 2 of the 40 broad) over tig's manual and
+  manual pages as Debian's tig package ships them (`corpora.py --tig`: HTML written by AsciiDoc
+  from sources in Git's style), written and committed before anything was run on them.
 - filter-repo-options, adoc-options: benchmarks/data/filter_repo_options.jsonl (10) and
   adoc_options.jsonl (6), questions naming an option and asking what it does, over the same two
   corpora; written before anything was run on them.
@@ -157,6 +160,7 @@ from corpora import (
     write_rsyslog_corpus,
     write_sqlite_corpus,
     write_stdlib_corpus,
+    write_tig_corpus,
     write_varnish_corpus,
     write_zsh_corpus,
     write_zsh_pdf_corpus,
@@ -197,6 +201,9 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     # corpora of AsciiDoc manual pages: written before anything was run on them.
     "filter-repo-options": ("filter-repo", [DATA / "filter_repo_options.jsonl"]),
     "adoc-options": ("adoc", [DATA / "adoc_options.jsonl"]),
+    # tig's manual and manual pages as Debian ships them (HTML written by AsciiDoc from sources in
+    # Git's style): questions written and committed before anything was run on them.
+    "tig": ("tig", [DATA / "tig_questions.jsonl"]),
     # Questions naming a symbol (`$?`, `<<<`, `//`, `(N)`), which the keyword index and the answer
     # units' key terms drop: written before anything was run on them, the baseline of that lead.
     "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),
@@ -276,6 +283,7 @@ _WRITERS = {
     "zsh": write_zsh_corpus,
     "adoc": write_adoc_corpus,
     "filter-repo": write_filter_repo_corpus,
+    "tig": write_tig_corpus,
 }
 
 

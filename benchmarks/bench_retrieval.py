@@ -47,6 +47,9 @@ offline from the same two rankings, so no setting costs a second index:
   --filter-repo`; an AsciiDoc manual page written as Git's are, Markdown guides) with
   `benchmarks/data/filter_repo_questions.jsonl`, written before anything was run on it; outside
   the default `--corpora`.
+- tig: tig's manual and manual pages as Debian's tig package ships them (`corpora.py --tig`; HTML
+  written by AsciiDoc from sources in Git's style) with `benchmarks/data/tig_questions.jsonl`,
+  written and committed before anything was run on it; outside the default `--corpora`.
 - bash-html, bash-pdf, bash-mixed: the Bash manual page and reference manual of Debian's
   `bash-doc` (`corpora.py --bash KIND`) as HTML, as PDF, and the package's folder as shipped,
   with `benchmarks/data/bash_questions.jsonl`; a question's files are the manuals in the corpus's
@@ -132,6 +135,7 @@ ZSH_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "zsh_es_over_en.jsonl"
 ADOC_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_questions.jsonl"
 ADOC_ES_QUESTIONS = c.ROOT / "benchmarks" / "data" / "adoc_es_over_en.jsonl"
 FILTER_REPO_QUESTIONS = c.ROOT / "benchmarks" / "data" / "filter_repo_questions.jsonl"
+TIG_QUESTIONS = c.ROOT / "benchmarks" / "data" / "tig_questions.jsonl"
 BASH_QUESTIONS = c.ROOT / "benchmarks" / "data" / "bash_questions.jsonl"
 SAMPLE_QUESTIONS = c.ROOT / "tests" / "data" / "questions.jsonl"
 # Spanish questions over English notes: over sample_docs/ (its notes in Spanish too), and over the
@@ -292,6 +296,16 @@ def load_debian(kind: str, work: Path, questions: Path, name: str | None = None,
     suffixes = getattr(corpora, f"{kind.upper()}_SUFFIXES", (".txt",))
     corpus = load_docs(name or kind, write(work / f"{kind}-docs"), questions, suffixes)
     return dataclasses.replace(corpus, index=kind)
+
+
+def load_tig(work: Path) -> Corpus:
+    """tig's manual and manual pages as Debian ships them (`corpora.py --tig`, HTML), read by
+    locallens's HTML reader, with `benchmarks/data/tig_questions.jsonl`."""
+    sys.path.insert(0, str(c.ROOT / "benchmarks"))
+    import corpora
+
+    folder = corpora.write_tig_corpus(work / "tig-docs")
+    return dataclasses.replace(load_docs("tig", folder, TIG_QUESTIONS, (".html",), html=True), index="tig")
 
 
 def load_sample(questions: Path = SAMPLE_QUESTIONS, name: str = "sample") -> Corpus:
@@ -950,6 +964,7 @@ def main() -> None:
         "adoc": lambda: load_debian("adoc", args.work, ADOC_QUESTIONS),
         "adoc-es": lambda: load_debian("adoc", args.work, ADOC_ES_QUESTIONS, "adoc-es"),
         "filter-repo": lambda: load_debian("filter_repo", args.work, FILTER_REPO_QUESTIONS, "filter-repo"),
+        "tig": lambda: load_tig(args.work),
         # The same questions over the pages as the packages ship them (bench_answers.py's -html sets).
         "borg-html": lambda: load_debian("borg", args.work, BORG_QUESTIONS, html=True),
         "varnish-html": lambda: load_debian("varnish", args.work, VARNISH_QUESTIONS, html=True),

@@ -73,9 +73,14 @@
   `benchmarks/data/filter_repo_questions.jsonl` holds questions about it, written before anything
   was run on it: a corpus in the held-out manual's style that nothing was tuned on.
 
+- `write_tig_corpus` copies tig's manual and manual pages as Debian's tig package ships them
+  (`manual.html`, `tig.1.html`, `tigrc.5.html`: HTML that AsciiDoc wrote from sources in Git's
+  style). `benchmarks/data/tig_questions.jsonl` holds questions about it, written and committed
+  before anything was run on it.
+
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
-       | --rsyslog | --zsh | --adoc | --filter-repo]
+       | --rsyslog | --zsh | --adoc | --filter-repo | --tig]
 """
 
 from __future__ import annotations
@@ -767,6 +772,29 @@ def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path 
     return dest
 
 
+# tig's documentation as Debian's tig package ships it (/usr/share/doc/tig): its manual and its two
+# manual pages, HTML that AsciiDoc wrote from sources in Git's style (option and setting entries
+# as `<dl>` lists, `NAME`/`OPTIONS` sections), the way Git's own HTML pages are written.
+TIG_PACKAGE = "tig"
+TIG_DOC = "usr/share/doc/tig"
+TIG_PAGES = ("manual.html", "tig.1.html", "tigrc.5.html")
+
+
+def write_tig_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pathlib.Path:
+    """Copy tig's manual and manual pages (`TIG_PAGES`) byte for byte to `dest`, so that the
+    package's HTML reader is what is measured, and return `dest`. The package is fetched with
+    `apt-get download` into `dest/../` (kept) unless `deb` names one; a file is rewritten only when
+    its bytes changed."""
+    dest = pathlib.Path(dest)
+    with _unpacked(TIG_PACKAGE, deb, dest, TIG_DOC) as root:
+        for name in TIG_PAGES:
+            data = (root / name).read_bytes()
+            path = dest / name
+            if not (path.is_file() and path.read_bytes() == data):
+                path.write_bytes(data)
+    return dest
+
+
 @contextmanager
 def _unpacked(package: str, deb: pathlib.Path | None, dest: pathlib.Path, folder: str) -> Iterator[pathlib.Path]:
     """`dest` created if missing, and `folder` of `deb` (`package`'s, fetched into `dest/../` when
@@ -863,7 +891,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--filter-repo", action="store_true", help="git-filter-repo's documentation from its sdist (AsciiDoc, Markdown)"
     )
+    parser.add_argument(
+        "--tig", action="store_true", help="tig's manual and manual pages from Debian's tig package (HTML)"
+    )
     args = parser.parse_args(argv)
+    if args.tig:
+        out = write_tig_corpus(args.dest)
+        print(f"wrote {len(TIG_PAGES)} pages to {out}")
+        return
     if args.bash:
         out = write_bash_corpus(args.dest, args.bash)
         print(f"wrote {sum(1 for p in out.rglob('*') if p.is_file())} files to {out}")

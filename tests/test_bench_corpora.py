@@ -313,6 +313,7 @@ def test_zsh_page_text_keeps_the_chapter_only() -> None:
         ("filter_repo_questions", 41, 35, 0),
         ("filter_repo_options", 10, 10, 0),
         ("adoc_options", 6, 6, 0),
+        ("tig_questions", 46, 40, 2),
     ],
 )
 def test_question_sets_shape(name: str, total: int, answerable_count: int, broad: int) -> None:
@@ -328,7 +329,13 @@ def test_question_sets_shape(name: str, total: int, answerable_count: int, broad
     # The corpora are written as `.txt` pages; the adoc and filter-repo corpora keep their files'
     # own extensions.
     suffixes = (
-        ADOC_SUFFIXES if name.startswith("adoc") else FILTER_REPO_SUFFIXES if name.startswith("filter") else (".txt",)
+        ADOC_SUFFIXES
+        if name.startswith("adoc")
+        else FILTER_REPO_SUFFIXES
+        if name.startswith("filter")
+        else (".html",)
+        if name.startswith("tig")
+        else (".txt",)
     )
     assert all(f.endswith(suffixes) and "/" not in f for r in answerable for f in r["files"])
     assert len({r["question"] for r in rows}) == total
@@ -454,6 +461,29 @@ def test_the_bash_corpora_copy_the_manuals_in_their_format_or_the_whole_folder(
         assert len(rows) == 41 and sum(r.get("answerable", True) for r in rows) == 35
         assert all(set(r["files"]) == expected for r in rows if r.get("answerable", True))
     assert all(len(r["files"]) == 4 for r in load_set("bash-mixed") if r.get("answerable", True))
+
+
+def test_write_tig_corpus_copies_the_manual_and_manual_pages_as_shipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import corpora
+    from bench_answers import load_set
+
+    shipped = {name: f"<html>{name}</html>".encode() for name in corpora.TIG_PAGES}
+
+    def unpack(command: list[str], **_: object) -> None:
+        folder = Path(command[-1]) / corpora.TIG_DOC
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in {**shipped, "NEWS.html": b"<html>news</html>"}.items():
+            (folder / name).write_bytes(data)
+
+    monkeypatch.setattr(corpora.subprocess, "run", unpack)
+    deb = tmp_path / "tig_2.5.5-1_amd64.deb"
+    deb.write_bytes(b"")
+    out = corpora.write_tig_corpus(tmp_path / "tig", deb)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == shipped
+    rows = load_set("tig")
+    assert {f for r in rows if r.get("answerable", True) for f in r["files"]} == set(corpora.TIG_PAGES)
 
 
 def test_a_seeded_benchmark_index_built_by_other_indexing_code_is_built_again(

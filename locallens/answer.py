@@ -245,6 +245,8 @@ class AskResult:
                 out["unknown_words"] = list(checked.unknown)  # refused: words no indexed file holds
                 if checked.close:
                     out["did_you_mean"] = dict(checked.close)  # the notes' word each may misspell
+                if checked.topic:
+                    out["topic_word"] = checked.topic  # of those, the word the question is about
             out["withheld"] = checked.withheld
             out["citations"] = checked.citations
             out["invalid_citations"] = self.invalid_citations
@@ -387,7 +389,8 @@ def notices_to_print(data: Mapping[str, Any]) -> list[str]:
     a small model. With `--show-unsupported` the sentences set aside are printed, marked, so no
     line is needed either. Everything stays in the JSON (`notices`, `fallback`, `withheld`,
     `model_answer`). One refusal gets a line: over a word no indexed file holds (`unknown_words`),
-    which may be the person's typo."""
+    which may be the person's typo, or the very thing asked about (`topic_word`, a word the
+    language uses: "dog")."""
     if data.get("refused") and data.get("unknown_words"):
         # The one refusal a person can act on: a word no indexed file holds, maybe misspelt.
         close = data.get("did_you_mean") or {}
@@ -395,6 +398,8 @@ def notices_to_print(data: Mapping[str, Any]) -> list[str]:
         if close:
             meant = ", ".join(f'"{c}"' for c in close.values())
             return [f"no indexed file mentions {words}; did you mean {meant}?"]
+        if data["unknown_words"] == [data.get("topic_word")]:
+            return [f"no indexed file mentions {words}"]
         return [f"no indexed file mentions {words}: is it spelt as in your notes?"]
     if data.get("refused") or data.get("fallback") or f"{UNSUPPORTED_MARK} " in (data.get("answer") or ""):
         return []

@@ -128,6 +128,12 @@ MIN_TOPIC_MATCH = 0.5
 # ... and not when a word of the topic is missing from the excerpts and rare in the brain (its
 # `missing_salience` reaches this: in at most about the square root of the brain's chunks).
 MIN_TOPIC_SALIENCE = 0.5
+# A word of the question that no chunk of the brain holds refuses the question, whatever the
+# weights, when leaving it out of the question moves the question's vector this far (1 - cosine)
+# and brings the question closer to the excerpts (`missing_topic`): the word is what the question
+# is about ("Can I bring my dog to the Madrid office?", 0.24), not a word of its own phrasing.
+# Chosen on the development sets (docs/decisions.md#a-topic-the-notes-never-mention).
+MIN_TOPIC_DROP = 0.15
 
 _BROAD = re.compile(
     r"^\s*(?:"
@@ -907,6 +913,45 @@ def weighed_evidence(
     return best
 
 
+def _without(question: str, word: str) -> str:
+    """`question` with every occurrence of `word` (as a whole word, any case) left out."""
+    return " ".join(re.sub(rf"(?i)(?<!\w){re.escape(word)}(?!\w)", " ", question).split())
+
+
+def missing_topic(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, encode: Encode
+) -> str | None:
+    """The word the question is about that the notes never mention, if any: a word no excerpt
+    holds (`missing_words`) and no chunk of the brain holds either (`word_salience` 1), that
+    carries the question (left out, the question's vector moves by at least `MIN_TOPIC_DROP`,
+    1 - cosine) and that the excerpts do not speak of in other words (left out, the question is
+    closer to the excerpts' best unit than with it: the word pulls away from what they say).
+    `unknown_words` refuses over a name the language hardly uses ("uvloop"); this one over any
+    word the question is about: "dog" in "Can I bring my dog to the Madrid office?" over the
+    office's page (it moves the question by 0.24; without it the best unit is 0.15 closer). A
+    word of the question's own phrasing moves it little ("pain" in "quoting dates with spaces is
+    a pain"); a word the notes put otherwise brings the question closer to them ("folder" where
+    the manual says "directory": without it the best unit is 0.11 further). None without the
+    brain's counts or units."""
+    if term_counts is None or not hits or not scored.units:
+        return None
+    missing = missing_words(question, hits)
+    if not missing:
+        return None
+    salience = word_salience(missing, term_counts)
+    nowhere = [w for w in missing if salience[w] >= 1.0]
+    if not nowhere:
+        return None
+    vectors = unit_rows(np.asarray(encode([question, *(_without(question, w) for w in nowhere)]), dtype=np.float64))
+    units = unit_rows(np.asarray(scored.vectors, dtype=np.float64))
+    drops = 1.0 - vectors[1:] @ vectors[0]
+    closest = (units @ vectors.T).max(axis=0)  # the best unit's cosine with each text
+    for i in np.argsort(-drops, kind="stable"):
+        if float(drops[i]) >= MIN_TOPIC_DROP and float(closest[i + 1]) > float(closest[0]):
+            return nowhere[int(i)]
+    return None
+
+
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     """`best` with what belongs to it: its setup line or header row before it, the block a setup
     line introduces after it."""
@@ -1424,6 +1469,7 @@ def extractive_answer(
     if rendering is not None and rendering.vector is not None:
         scored = with_rendering(scored, score_units(rendering.text, hits, rendering.vector, encode, term_counts))
     claims: list[Claim] = []
+    topic_word: str | None = None  # the word the question is about that no note holds, when refused over it
     topic = is_broad(question)
     if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
@@ -1432,7 +1478,11 @@ def extractive_answer(
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif topic and not _states_topic(topic, scored):
         pass  # a broad question no document covers, and no unit is about its whole topic: refused
-    elif scored.units and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence:
+    elif (
+        scored.units
+        and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence
+        and not (topic_word := missing_topic(question, hits, scored, term_counts, encode))
+    ):
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(
@@ -1445,9 +1495,12 @@ def extractive_answer(
     unknown: tuple[str, ...] = ()
     close: dict[str, str] = {}
     if refused and term_counts is not None:
-        unknown = tuple(unknown_words(question, hits, term_counts))
+        unknown = tuple(
+            dict.fromkeys([*unknown_words(question, hits, term_counts), *([topic_word] if topic_word else [])])
+        )
         written = _written(hits) if unknown else frozenset()
-        close = {w: c for w in unknown if (c := close_word(w, written, term_counts))}
+        # The word the question is about is one the language uses, no typo to correct.
+        close = {w: c for w in unknown if w != topic_word and (c := close_word(w, written, term_counts))}
     return CheckedAnswer(
         raw=answer,
         claims=claims,
@@ -1459,6 +1512,7 @@ def extractive_answer(
         unanswered=refused,
         unknown=unknown,
         close=close,
+        topic=topic_word or "",
     )
 
 

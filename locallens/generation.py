@@ -270,10 +270,11 @@ def checked_answer(
             unanswered=True,
             unknown=extracted.unknown,
             close=extracted.close,
+            topic=extracted.topic,
         )
     if extracted.refused:  # and so is the model's answer: the plain refusal
         checked.check_ms += extracted.check_ms
-        checked.unknown, checked.close = extracted.unknown, extracted.close
+        checked.unknown, checked.close, checked.topic = extracted.unknown, extracted.close, extracted.topic
         return checked
     return compose(checked, extracted, question, term_counts=term_counts, show_unsupported=show_unsupported)
 

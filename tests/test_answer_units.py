@@ -18,11 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from locallens.domain import Hit
 from locallens.extractive import (
     EVIDENCE_SIGNALS,
     EVIDENCE_WEIGHTS,
+    MIN_TOPIC_DROP,
     Scored,
     _tokens,
+    _without,
     _written,
     close_word,
     evidence_features,
@@ -34,6 +37,7 @@ from locallens.extractive import (
     is_broad,
     missing_name,
     missing_salience,
+    missing_topic,
     missing_words,
     passage_units,
     readings_evidence,
@@ -436,6 +440,85 @@ def test_unknown_word_is_a_name_the_notes_never_mention_and_the_language_hardly_
     # Across languages only what a translation keeps counts: a name, not a Spanish word.
     assert unknown_word("¿Cómo instalo shipctl con XAMPP?", hits, nowhere) == 1.0
     assert unknown_word("¿Cuánto tiempo sigue shipctl reintentando un deploy?", hits, nowhere) == 0.0
+
+
+OFFICE = """# Madrid office
+
+This page explains how to get online in the Madrid office, how to let a visitor connect, and how
+to print. The office is open from 08:00 to 20:00 on weekdays. Visitors sign in at the front desk.
+"""
+
+
+def _topic_encode(texts: list[str]) -> np.ndarray:
+    """`fake_encode` with "dog" weighing four words (the word the question is about), and
+    "folder" read as "directory" (a word the notes put otherwise), weighing twelve."""
+    rows = []
+    for text in texts:
+        vector = fake_vector(text) * len(re.findall(r"\w+", text))
+        vector = vector + 3 * fake_vector("dog") * len(re.findall(r"(?i)\bdog\b", text))
+        vector = vector + 11 * fake_vector("directory") * len(re.findall(r"(?i)\b(?:folder|directory)\b", text))
+        rows.append(vector / max(float(np.linalg.norm(vector)), 1e-12))
+    return np.stack(rows)
+
+
+def _topic_scored(question: str, hits: list[Hit]) -> Scored:
+    from locallens.extractive import score_units
+
+    return score_units(question, hits, _topic_encode([question])[0], _topic_encode)
+
+
+def test_missing_topic_is_a_word_no_note_holds_that_carries_the_question() -> None:
+    hits = [hit(OFFICE, "it/madrid-office.md")]
+    question = "Can I bring my dog to the Madrid office?"
+
+    def nowhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {}
+
+    def elsewhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"dog": 2}
+
+    scored = _topic_scored(question, hits)
+    assert missing_words(question, hits) == ["bring", "dog"]
+    # Left out, "dog" moves the question far, and closer to what the excerpts say: it is what
+    # the question is about, and they do not speak of it.
+    assert missing_topic(question, hits, scored, nowhere, _topic_encode) == "dog"
+    # A word of the phrasing moves it little (every word weighs one here: 1 - sqrt(7/8) < 0.15).
+    assert missing_topic(question, hits, scored, nowhere, fake_encode) is None
+    # Some chunk of the brain holds it: not a topic the notes never mention.
+    assert missing_topic(question, hits, scored, elsewhere, _topic_encode) is None
+    # The brain's counts unknown, or the excerpts hold every word: nothing to say.
+    assert missing_topic(question, hits, scored, None, _topic_encode) is None
+    visitor = "Can a visitor print in the Madrid office?"
+    assert missing_topic(visitor, hits, _topic_scored(visitor, hits), nowhere, _topic_encode) is None
+    # A word the notes put otherwise: left out, the question moves far but away from the excerpts.
+    manual = [hit("# shutil\n\nshutil.rmtree(path) deletes an entire directory tree.", "shutil.txt")]
+    folder = "How can I delete a whole folder including everything inside it?"
+    assert missing_words(folder, manual) == ["folder", "including"]
+    moved = _topic_encode([folder, _without(folder, "folder")])
+    assert (
+        1.0 - float(moved[0] @ moved[1]) >= MIN_TOPIC_DROP
+    )  # it carries the question, but the manual says it otherwise
+    assert missing_topic(folder, manual, _topic_scored(folder, manual), nowhere, _topic_encode) is None
+
+
+def test_a_question_about_a_topic_no_note_holds_is_refused_and_the_word_named() -> None:
+    from locallens.answer import notices_to_print
+
+    def nowhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {}
+
+    def elsewhere(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"dog": 2, "bring": 2}
+
+    hits = [hit(OFFICE, "it/madrid-office.md")]
+    question = "Can I bring my dog to the Madrid office?"
+    answered = extractive_answer(question, hits, _topic_encode([question])[0], _topic_encode, term_counts=elsewhere)
+    assert not answered.refused, answered.answer  # the evidence alone lets it through
+    checked = extractive_answer(question, hits, _topic_encode([question])[0], _topic_encode, term_counts=nowhere)
+    assert checked.refused and checked.unknown == ("dog",) and checked.topic == "dog"
+    # Named plainly: a word the language uses is no typo to ask about.
+    lines = notices_to_print({"refused": True, "unknown_words": list(checked.unknown), "topic_word": checked.topic})
+    assert lines == ['no indexed file mentions "dog"']
 
 
 def test_a_question_naming_something_unknown_is_refused_whatever_the_units_score() -> None:

@@ -255,6 +255,9 @@ class CheckedAnswer:
     # uses (`locallens.extractive.unknown_words`): a tool the notes never mention, or a typo.
     unknown: tuple[str, ...] = ()
     close: dict[str, str] = field(default_factory=dict)  # of those, the notes' word each may misspell
+    # Refused over the word the question is about, which no chunk holds though the language uses
+    # it (`locallens.extractive.missing_topic`: "dog"); it is among `unknown` too.
+    topic: str = ""
 
     def notices(self, show_unsupported: bool = False) -> list[str]:
         """What the check did to the model's answer, in one plain line, when it matters to the

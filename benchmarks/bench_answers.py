@@ -127,6 +127,11 @@ a full run. `--replay F.pkl --rank-study` studies the units' ranking as learning
 signals, each corpus left out) and the passage's rules chosen with each corpus left out;
 `--replay F.pkl --token-study` signals read from MiniLM's token states (late interaction, the
 question as a statement: `token_study.py`), each added to the shipped score, each corpus left out.
+
+`--topic-study` measures the refusal's missing-topic gate (`extractive.missing_topic`): for every
+question answered by the evidence, each of its words that no excerpt and no chunk of the brain
+holds, how far leaving it out moves the question and whether the question is then closer to the
+excerpts' best unit; then how many near misses and answerable questions each rule would refuse.
 """
 
 from __future__ import annotations
@@ -1601,6 +1606,76 @@ def why_refused(
     return out
 
 
+def topic_study(args: argparse.Namespace) -> None:
+    """`--topic-study`: for every question `ask --extractive` answers by its evidence (those refused
+    by the missing-topic gate counted as answered), each word of it no excerpt and no chunk of the
+    brain holds: how far leaving it out moves the question (1 - cosine) and how much closer the
+    question then is to the excerpts' best unit; then, per rule, the near misses and the
+    answerable questions (stated or not) it would refuse (docs/decisions.md#a-topic-the-notes-never-mention)."""
+    import numpy as np
+
+    from locallens.evaluation.metrics import contains_answer
+    from locallens.extractive import MIN_TOPIC_DROP, _without, extractive_answer, missing_words
+    from locallens.models import WarmModels
+    from locallens.trim import unit_rows
+    from locallens.unit_scores import word_salience
+
+    rules = {
+        "moves >= 0.10": lambda drop, closer: drop >= 0.10,
+        "moves >= 0.12": lambda drop, closer: drop >= 0.12,
+        f"moves >= {MIN_TOPIC_DROP}": lambda drop, closer: drop >= MIN_TOPIC_DROP,
+        f"moves >= {MIN_TOPIC_DROP}, closer (shipped)": lambda drop, closer: drop >= MIN_TOPIC_DROP and closer > 0,
+    }
+    refused: dict[str, dict[str, list[str]]] = {
+        rule: {"near miss": [], "stated": [], "not stated": []} for rule in rules
+    }
+    counted = {"near miss": 0, "answerable": 0}
+    models = WarmModels()
+    for set_name, db, row in fit_questions(tuple(args.sets), Path(args.workdir)):
+        q = row["question"]
+        with question_context(row, set_name, db, models) as found:
+            if found is None:
+                continue
+            checked = extractive_answer(
+                q, found.hits, found.vector, found.encode, term_counts=found.counts, rendering=found.rendering
+            )
+            if checked.refused and not checked.topic:
+                continue  # refused by the evidence itself: not at stake
+            answerable = row.get("answerable", True)
+            counted["answerable" if answerable else "near miss"] += 1
+            kind = (
+                "near miss"
+                if not answerable
+                else "stated"
+                if contains_answer(checked.answer, row.get("answers") or [])
+                else "not stated"
+            )
+            missing = missing_words(q, found.hits)
+            salience = word_salience(missing, found.counts) if missing else {}
+            nowhere = [w for w in missing if salience[w] >= 1.0]
+            if not nowhere or not found.scored.units:
+                continue
+            vectors = unit_rows(np.asarray(found.encode([q, *(_without(q, w) for w in nowhere)]), dtype=np.float64))
+            closest = (unit_rows(np.asarray(found.scored.vectors, dtype=np.float64)) @ vectors.T).max(axis=0)
+            for i, word in enumerate(nowhere):
+                drop, closer = 1.0 - float(vectors[i + 1] @ vectors[0]), float(closest[i + 1] - closest[0])
+                if drop >= 0.10:
+                    print(f"[{set_name}] {kind:<10} {word!r:<16} moves {drop:.3f}  closer {closer:+.3f}  {q}")
+                for rule, fires in rules.items():
+                    if fires(drop, closer) and f"{set_name}: {q}" not in refused[rule][kind]:
+                        refused[rule][kind].append(f"{set_name}: {q}")
+    models.close()
+    print(
+        f"\nanswered by the evidence: {counted['near miss']} near misses, {counted['answerable']} answerable questions"
+    )
+    print(f"{'a word no chunk holds, left out':<44}{'near misses':>12}{'stated':>8}{'not stated':>12}")
+    for rule, found_ in refused.items():
+        print(
+            f"{rule:<44}"
+            + "".join(f"{len(found_[k]):>{w}}" for k, w in (("near miss", 12), ("stated", 8), ("not stated", 12)))
+        )
+
+
 def refusals(args: argparse.Namespace) -> None:
     """`--refusals`: every answerable question `ask --extractive` refuses, and every near miss,
     explained by `why_refused` (one block per question; `--save F`: one JSON row each), then per
@@ -1843,6 +1918,11 @@ def main() -> None:
         action="store_true",
         help="why each answerable question refused, and each near miss, was decided so (the evidence, the rule)",
     )
+    parser.add_argument(
+        "--topic-study",
+        action="store_true",
+        help="the words no chunk holds of the questions answered: how far each moves the question (the missing-topic gate)",
+    )
     parser.add_argument("--cache", default=None, help="with --diagnose: write every question's scored units (pickle)")
     parser.add_argument("--replay", default=None, help="replay the passage offline from a --cache pickle")
     parser.add_argument(
@@ -1883,6 +1963,8 @@ def main() -> None:
         diagnose(args)
     elif args.refusals:
         refusals(args)
+    elif args.topic_study:
+        topic_study(args)
     elif args.replay and args.rank_study:
         rank_study(args)
     elif args.replay and args.token_study:

@@ -394,6 +394,28 @@ def test_html_definition_terms_are_marked_as_terms(tmp_path: Path) -> None:
     ]
 
 
+def test_html_definition_terms_without_their_end_tags_are_marked_too(tmp_path: Path) -> None:
+    """HTML lets a `<dt>` and a `<dd>` go unclosed, and man2html's manual pages write them so
+    (`<DT><B>cdspell</B><DD>If set, ...`): the term ends where its description or the next term
+    starts, and is marked as a closed one is. Without the mark, "cdable_vars" ran into the
+    sentence before it ("... interactive shells. cdable_vars If set, ...")."""
+    write(
+        tmp_path / "shopt.html",
+        "<DL COMPACT><DT><B>autocd</B>\n\n<DD>\nIf set, a directory name is executed as cd.\n"
+        "<DT><B>-q</B>\n<DT><B>--quiet</B>\n<DD>Be quiet.\n"
+        "<DT><B>cdspell</B>\n\n<DD>\nIf set, minor errors are corrected.\n</DL>",
+    )
+    assert read(tmp_path, "shopt.html").text.split("\n") == [  # type: ignore[union-attr]
+        "autocd::",
+        "If set, a directory name is executed as cd.",
+        "-q::",
+        "--quiet::",
+        "Be quiet.",
+        "cdspell::",
+        "If set, minor errors are corrected.",
+    ]
+
+
 # --- PDF --------------------------------------------------------------------------------------
 
 

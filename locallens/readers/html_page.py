@@ -299,6 +299,11 @@ class _TextExtractor(HTMLParser):
         elif tag in _HTML_PARAGRAPH:
             self._break(2)
         elif tag in _HTML_LINE:
+            if tag in ("dt", "dd"):
+                # A term whose </dt> is left out (HTML allows it; man2html's manual pages write
+                # `<DT><B>cdspell</B><DD>If set, ...`) ends where its description or the next
+                # term starts.
+                self._end_term()
             self._break(1)
             if tag == "dt":
                 self.dt_start = len(self.parts)

@@ -252,11 +252,36 @@ def _past_cut_block(body: str) -> str:
     return "\n".join(rest).lstrip("\n")
 
 
+def _at_terms(pieces: list[str]) -> list[str]:
+    """`pieces` cut before every labeled-list term line inside one (`_is_label`): a compact list,
+    its entries not parted by blank lines (`-a::` / its description / `-b::` / ..., as AsciiDoc
+    allows and the HTML reader writes a `<dt>` over a `<dd>` without a paragraph), runs on as one
+    prose run, and an entry's term would otherwise sit inside the sentence before it ("... are
+    exported. -b:: Report the status ..."), its description under the list's first term. Each
+    part starting on a term line is the term with its description, as a list's first entry is."""
+    out: list[str] = []
+    for piece in pieces:
+        lines = piece.split("\n")
+        cuts = [
+            i
+            for i in range(1, len(lines))
+            if _is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip())
+        ]  # (not between the stacked term lines of one entry: `-n::` over `--dry-run::`)
+        if not cuts or piece.startswith(("```", "~~~")):
+            out.append(piece)
+            continue
+        for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+            part = "\n".join(lines[start:end]).strip()
+            if part:
+                out.append(part)
+    return out
+
+
 def excerpt_units(content: str, excerpt: int) -> list[Unit]:
     """The answer units of one excerpt (`content` as stored, `excerpt` its number)."""
     _prefix, body = split_chunk_prefix(content)
     body = _past_cut_block(body)
-    pieces = split_sentences(body)
+    pieces = _at_terms(split_sentences(body))
     units: list[Unit] = []
     section = ""
     pos = 0

@@ -1450,6 +1450,32 @@ def test_an_asciidoc_labeled_list_term_is_the_term_of_its_description() -> None:
     assert all(u.kind != DEFINITION for u in rest)
 
 
+def test_a_compact_labeled_list_gives_each_entry_its_own_term() -> None:
+    """Entries not parted by blank lines (as AsciiDoc allows, and as the HTML reader writes a
+    `<dt>` over a `<dd>` without a paragraph) run on as one prose run: each term line still starts
+    its entry, and the description's later sentences carry their own term, not the list's first
+    ("If a compound command fails ..." is `-e`'s, not `-a`'s)."""
+    content = (
+        "-a::\nEach variable that is created is exported.\n-b::\nReport the status of jobs.\n"
+        "-n::\n--noexec::\nRead commands but do not run them.\n"
+        "-e::\nExit immediately if a pipeline fails. If a compound command fails, the shell does not exit.\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term, u.text) for u in units] == [
+        ("sentence", "", "-a::"),
+        (DEFINITION, "-a::", "Each variable that is created is exported."),
+        ("sentence", "", "-b::"),
+        (DEFINITION, "-b::", "Report the status of jobs."),
+        ("sentence", "", "-n::\n--noexec::"),
+        (DEFINITION, "-n::\n--noexec::", "Read commands but do not run them."),
+        ("sentence", "", "-e::"),
+        (DEFINITION, "-e::", "Exit immediately if a pipeline fails."),
+        ("sentence", "-e::", "If a compound command fails, the shell does not exit."),
+    ]
+    # Every unit is the excerpt's own text.
+    assert all(u.text in content for u in units)
+
+
 def test_a_question_for_a_duration_gets_the_unit_of_the_best_ones_excerpt_that_states_one() -> None:
     """ "How long are drafts kept?" over a description that restates the question ("The drafts
     are kept ... until they expire.") and an option's entry stating the duration: when no printed

@@ -1701,6 +1701,8 @@ def refusals(args: argparse.Namespace) -> None:
                 out = {"set": set_name, "answerable": answerable, "refused": checked.refused} | why_refused(
                     q, row.get("answers"), found.hits, found.scored, found.counts, found.rendering
                 )
+                if checked.topic:  # the evidence passed; the word the question is about refused it
+                    out["rule"] = f"missing topic ({checked.topic})"
         rows_out.append(out)
         label = "false refusal" if answerable else "near miss refused" if out["refused"] else "near miss answered"
         tally.setdefault(f"{label}: {out.get('rule', out['route'])}", {}).setdefault(set_name, 0)

@@ -184,7 +184,7 @@ def chunk_headers(document: Document, chunks: Sequence[str]) -> list[str]:
                 break
             path = {level: name for level, name in path.items() if level < heading.level}
             path[heading.level] = heading.text
-        out.append(compose(title, [path[level] for level in sorted(path)], chunk))
+        out.append(compose(title, [path[level] for level in sorted(path)], chunk, lead=lead))
     return out
 
 
@@ -193,14 +193,15 @@ def _lead(chunk: str) -> str:
     return _clean(chunk.lstrip().lstrip("#")[: 2 * PART_CHARS]).lower()
 
 
-def compose(title: str, path: Sequence[str], chunk: str) -> str:
+def compose(title: str, path: Sequence[str], chunk: str, *, lead: str | None = None) -> str:
     """`title > heading > ...`: parts said twice are kept once, and a part the chunk starts with
-    (its own heading, or the title a BEIR document starts with) is left to the chunk."""
+    (its own heading, or the title a BEIR document starts with) is left to the chunk. `lead`: the
+    chunk's `_lead`, when the caller has it already."""
     parts: list[str] = []
     for part in (title, *path):
         if part and part.lower() not in (p.lower() for p in parts):
             parts.append(part)
-    lead = _lead(chunk)
+    lead = _lead(chunk) if lead is None else lead
     while parts and lead.startswith(parts[-1].lower()):
         parts.pop()
     header = SEPARATOR.join(parts)

@@ -261,13 +261,16 @@ def _at_terms(pieces: list[str]) -> list[str]:
     part starting on a term line is the term with its description, as a list's first entry is."""
     out: list[str] = []
     for piece in pieces:
+        if piece.startswith(("```", "~~~")) or "\n" not in piece:
+            out.append(piece)
+            continue
         lines = piece.split("\n")
         cuts = [
             i
             for i in range(1, len(lines))
             if _is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip())
         ]  # (not between the stacked term lines of one entry: `-n::` over `--dry-run::`)
-        if not cuts or piece.startswith(("```", "~~~")):
+        if not cuts:
             out.append(piece)
             continue
         for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):

@@ -1612,13 +1612,9 @@ def topic_study(args: argparse.Namespace) -> None:
     brain holds: how far leaving it out moves the question (1 - cosine) and how much closer the
     question then is to the excerpts' best unit; then, per rule, the near misses and the
     answerable questions (stated or not) it would refuse (docs/decisions.md#a-topic-the-notes-never-mention)."""
-    import numpy as np
-
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import MIN_TOPIC_DROP, _without, extractive_answer, missing_words
+    from locallens.extractive import MIN_TOPIC_DROP, extractive_answer, topic_moves
     from locallens.models import WarmModels
-    from locallens.trim import unit_rows
-    from locallens.unit_scores import word_salience
 
     rules = {
         "moves >= 0.10": lambda drop, closer: drop >= 0.10,
@@ -1650,15 +1646,7 @@ def topic_study(args: argparse.Namespace) -> None:
                 if contains_answer(checked.answer, row.get("answers") or [])
                 else "not stated"
             )
-            missing = missing_words(q, found.hits)
-            salience = word_salience(missing, found.counts) if missing else {}
-            nowhere = [w for w in missing if salience[w] >= 1.0]
-            if not nowhere or not found.scored.units:
-                continue
-            vectors = unit_rows(np.asarray(found.encode([q, *(_without(q, w) for w in nowhere)]), dtype=np.float64))
-            closest = (unit_rows(np.asarray(found.scored.vectors, dtype=np.float64)) @ vectors.T).max(axis=0)
-            for i, word in enumerate(nowhere):
-                drop, closer = 1.0 - float(vectors[i + 1] @ vectors[0]), float(closest[i + 1] - closest[0])
+            for word, drop, closer in topic_moves(q, found.hits, found.scored, found.counts, found.encode):
                 if drop >= 0.10:
                     print(f"[{set_name}] {kind:<10} {word!r:<16} moves {drop:.3f}  closer {closer:+.3f}  {q}")
                 for rule, fires in rules.items():

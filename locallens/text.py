@@ -1,7 +1,8 @@
 """Script classes: the Unicode ranges of the scripts locallens treats apart from space-separated
 text, as character-class bodies (`[...]` without the brackets) that both a regular expression
 and SQLite's GLOB accept; the symbols of a question (`symbols`) and the constructs it writes,
-by their shape (`shapes`), which no word index holds; and whether an indented block reads as
+by their shape (`shapes`) and the key chords it names in any notation (`chords`: "Ctrl-R",
+"C-r", "^R"), which no word index holds; and whether an indented block reads as
 prose (`reads_as_prose`: the answer units and the AsciiDoc reader).
 
 One definition for every station that cares: token estimates (`tokens`), keyword indexing and
@@ -118,12 +119,112 @@ def shape_pieces(shape: str) -> list[str]:
     return [piece for piece in shape.split("x") if piece]
 
 
+def scan_alternatives(term: str) -> list[list[str]]:
+    """What a text holding `term` (a symbol, a shape or a key chord) holds as written: one or
+    more alternatives, each the pieces it holds all of (`shape_pieces`; a chord's notations,
+    `chord_pieces`, one piece each)."""
+    return [[piece] for piece in chord_pieces(term)] if is_chord(term) else [shape_pieces(term)]
+
+
 def occurrences(text: str, term: str) -> int:
     """How often `text` holds `term`: a symbol as written (`$?`), a shape (`${#x}`) by its words'
-    shapes."""
+    shapes, a key chord in any notation (`chord_list`)."""
+    if is_chord(term):
+        return chord_list(text).count(term)
     if not any(ch.isalpha() for ch in term):
         return text.count(term)
     return sum(1 for token in text.split() if _token_shape(token) == term)
+
+
+# A key chord: Control or Meta (Alt) held with one letter key, which people and manuals write in
+# several notations: "Ctrl-R", "Ctrl+R", "CTRL-R", "Ctrl R", "Control-R", "C-r" (Emacs and
+# Readline, the Bash manual), "^R" (caret notation: a terminal's, the Z shell manual's); "Alt-F",
+# "Alt+F", "Meta-F", "M-f", "^[f" (Escape, then the key). A word index reads "C-r" as "c" and "r"
+# and "^R" as "r", so a question's "Ctrl-R" met none of a manual's "^R" or "C-r". `chords` reads
+# each as one key: "^R" for a control chord (its letter in capitals), "M-f" for a meta chord (in
+# lower case). A plural is its chord ("enough Ctrl-Ds in a row"). A caret before a capital that
+# begins a word ("^TS") or in a bracket ("[^A-Z]"), and two carets ("^^DIRECTORY^^"), are no chord.
+_CHORD_END = r"(?:(?<=[A-Z])s)?(?![\w-])"
+_CHORD = re.compile(
+    r"(?<![\w-])(?:(?P<control>(?i:ctrl|control))[-+]|(?P<spaced>(?i:ctrl)) )(?P<c1>[A-Za-z])"
+    + _CHORD_END
+    + r"|(?<![\w-])(?i:alt|meta)[-+](?P<m1>[A-Za-z])"
+    + _CHORD_END
+    + r"|(?<![\w-])C-(?P<c2>[A-Za-z])(?![\w-])"
+    + r"|(?<![\w-])M-(?P<m2>[A-Za-z])(?![\w-])"
+    + r"|(?:(?<![\w^\[\\])|(?<=\^[A-Z]))\^(?P<c3>[A-Z])(?=$|[^\w]|\^|[a-z](?!\w))"
+    + r"|(?<![\w^\[\\])\^\[(?P<m3>[a-z])(?!\w)"
+)
+_CHORD_KEY = re.compile(r"\^[A-Z]|M-[a-z]")
+# What a terminal's control chord sends, by the names manuals give it (a terminal's defaults, as
+# `stty` sets them): Ctrl-D ends the input (EOF, "end of file"), Ctrl-C interrupts (SIGINT; Python's
+# KeyboardInterrupt), Ctrl-Z suspends (SIGTSTP). "How do I stop the shell exiting when I press
+# Ctrl-D?" is answered by IGNOREEOF's "on receipt of an EOF character", which no notation of ^D
+# is in.
+_SENDS = {
+    "^D": ("EOF", "end-of-file", "end of file", "End-of-file", "End of file"),
+    "^C": ("SIGINT", "KeyboardInterrupt"),
+    "^Z": ("SIGTSTP",),
+}
+_SENT_LOWERED = frozenset(name.lower() for names in _SENDS.values() for name in names)
+_SENT = re.compile(
+    "|".join(
+        rf"(?P<{'s' + chord[1]}>" + "|".join(rf"(?<![\w-]){re.escape(name)}s?(?![\w-])" for name in names) + ")"
+        for chord, names in _SENDS.items()
+    )
+)
+
+
+def _chord(found: re.Match[str]) -> str:
+    control = found["c1"] or found["c2"] or found["c3"]
+    return f"^{control.upper()}" if control else f"M-{(found['m1'] or found['m2'] or found['m3']).lower()}"
+
+
+def chord_list(text: str) -> list[str]:
+    """Every key chord `text` writes, in any notation, as its key ("^R", "M-f"), in order; then
+    every control chord it names by what the chord sends (`_SENDS`: "EOF" as "^D")."""
+    lowered = text.lower()
+    written = [_chord(found) for found in _CHORD.finditer(text)] if _may_hold_chord(text, lowered) else []
+    if not any(name in lowered for name in _SENT_LOWERED):
+        return written
+    return written + [f"^{found.lastgroup[1]}" for found in _SENT.finditer(text) if found.lastgroup]
+
+
+def chords(text: str) -> list[str]:
+    """The key chords of `text` (`chord_list`), each once."""
+    return list(dict.fromkeys(chord_list(text)))
+
+
+def without_chords(text: str) -> str:
+    """`text` with its key chords left out (each a space): their letters are no words."""
+    return _CHORD.sub(" ", text) if _may_hold_chord(text, text.lower()) else text
+
+
+def _may_hold_chord(text: str, lowered: str) -> bool:
+    """Whether `text` (`lowered`: in lower case) may write a key chord: a test of its marks and
+    words, several times faster than `_CHORD`'s search, which it spares most texts."""
+    if "^" in text or "C-" in text or "M-" in text or "ctrl" in lowered:
+        return True
+    return any(word in lowered for word in _CHORD_WORDS)
+
+
+_CHORD_WORDS = tuple(f"{word}{mark}" for word in ("control", "alt", "meta") for mark in "-+")
+
+
+def is_chord(term: str) -> bool:
+    """Whether `term` is a key chord's key (`chords`: "^R", "M-f")."""
+    return bool(_CHORD_KEY.fullmatch(term))
+
+
+def chord_pieces(chord: str) -> list[str]:
+    """What a text writing `chord` holds as written in one of its notations, one piece of each
+    (`^R`, `-r`, `+R`, `l r`...), for a scan to find the candidates; `chord_list` then reads them."""
+    letter = chord[-1]
+    pieces = [f"{mark}{case}" for mark in "-+" for case in (letter.lower(), letter.upper())]
+    if chord.startswith("^"):
+        spaced = (f"{end} {case}" for end in "lL" for case in (letter.lower(), letter.upper()))
+        return [chord, *pieces, *spaced, *_SENDS.get(chord, ())]
+    return [f"^[{letter}", *pieces]
 
 
 # A line that is code whatever surrounds it: a prompt, a definition, an import, a bracket, a comment,

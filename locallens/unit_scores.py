@@ -64,7 +64,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from locallens.text import NO_SPACE_CLASS, shapes, symbols
+from locallens.text import NO_SPACE_CLASS, chords, shapes, symbols, without_chords
 from locallens.units import CODE, DEFINITION, HEADER, ITEM, SENTENCE, Unit
 
 # `modes.TermCounts`, named here without importing the modes module.
@@ -445,9 +445,10 @@ _HYPHENATED = re.compile(r"^\D*[^\W\d_]-[^\W\d_]\D*$")
 def key_terms(text: str, *, refined: bool = False) -> frozenset[str]:
     """The key terms of `text`: keys of its content words, numbers and identifiers (`_key`); an
     identifier's parts too (`shutil.rmtree` holds `rmtree`), and with `refined` keys a hyphenated
-    word's (`keep-alive` holds `keep` and `alive`)."""
+    word's (`keep-alive` holds `keep` and `alive`). A key chord's letters are none
+    (`text.without_chords`: "Ctrl-R" is keyed by `symbol_keys`)."""
     keys = set()
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(without_chords(text)):
         key = _key(token, refined)
         if key:
             keys.add(key)
@@ -481,7 +482,7 @@ def key_words(text: str, *, refined: bool = False) -> dict[str, str]:
     the capitalised one, a name: "Scheduler" of "schedule ... the Windows Task Scheduler").
     Runs of a script written without spaces are left out: their words are not delimited."""
     out: dict[str, str] = {}
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(without_chords(text)):
         if _NO_SPACE.search(token):
             continue
         key = _key(token, refined)
@@ -590,10 +591,12 @@ def symbol_keys(text: str) -> frozenset[str]:
     symbol, a key no word has: a unit holding one as written holds that key term. A shell
     manual lists its special parameters by name, as terms (`?::`, `#::`): such a term holds the
     symbol that expands it (`$?`). A command-line option is keyed as written too (`_FLAG`:
-    "§--prune-empty"), which its words alone do not tell from its neighbours'."""
+    "§--prune-empty"), which its words alone do not tell from its neighbours'; a key chord by
+    its key whatever its notation (`text.chords`: "Ctrl-R", "C-r" and "^R" as "§^R"), its
+    letters no word of `key_terms`."""
     parameters = ["$" + name for name in _PARAMETER_TERM.findall(text)] if "::" in text else []
     flags = _FLAG.findall(text) if "-" in text else []
-    return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *parameters, *flags))
+    return frozenset("§" + symbol for symbol in (*symbols(text), *shapes(text), *chords(text), *parameters, *flags))
 
 
 # A term of one character that is not a letter or digit (`?::`, `_::`): a special parameter.

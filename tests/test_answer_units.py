@@ -1771,6 +1771,79 @@ def test_what_a_symbol_means_is_answered_in_prose_not_by_an_example_using_it() -
     assert (rows[1, typed], rows[1, missed]) == (0.0, 1.0)  # the example only writes it
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # a person's notations and the manuals': Readline's and Emacs's "C-r", caret notation
+        ("What is the Ctrl-R widget? Ctrl+r, CTRL-R, Control-R, ctrl r", ["^R", "^R", "^R", "^R", "^R"]),
+        ("reverse-search-history (C-r)::", ["^R"]),
+        ("history-incremental-search-backward (^R ^Xr) (unbound)", ["^R", "^X"]),
+        ("^X^R, then ^[b", ["^X", "^R", "M-b"]),  # a sequence; Escape then b is a meta chord
+        ("Alt-F, Meta+B, M-f", ["M-f", "M-b", "M-f"]),
+        ("Will enough Ctrl-Ds in a row close the shell?", ["^D"]),  # its plural
+        # a control chord named by what it sends, after the chords written
+        ("an EOF character; ten consecutive EOFs; SIGINT/^C; IGNOREEOF; end-of-file", ["^C", "^D", "^D", "^C", "^D"]),
+        # no chord: a caret in a bracket, two carets, a caret before a word's capitals, a
+        # C- before a word, "control" in prose, an option
+        ("[^A-Z] ^^DIRECTORY^^ Header echo ^TS C-style C- b to control a process -r +R", []),
+    ],
+)
+def test_a_key_chord_is_one_key_whatever_its_notation(text: str, found: list[str]) -> None:
+    from locallens.text import chord_list, occurrences
+
+    assert chord_list(text) == found
+    for chord in set(found):
+        assert occurrences(text, chord) == found.count(chord)
+
+
+def test_a_key_chord_is_a_key_term_and_its_letters_are_no_words() -> None:
+    """A question's "Ctrl-R" and a manual's "^R" or "C-r" are one key term ("§^R"); "Ctrl" and
+    "R" are no words of the question, so neither is missing from excerpts writing "^R"."""
+    from locallens.unit_scores import key_words, question_terms, symbol_keys
+
+    question = "What is the name of the Ctrl-R widget that searches back through my history as I type?"
+    assert "§^R" in question_terms(question).terms
+    assert not {"ctrl", "r"} & set(key_words(question, refined=True))
+    assert symbol_keys("reverse-search-history (C-r)::") == symbol_keys("(^R ^Xr)") - {"§^X"} == {"§^R"}
+    excerpts = [hit("The widget history-incremental-search-backward (^R ^Xr) runs a search.", "zle.txt", 0)]
+    assert missing_words("Which widget does Ctrl-R run?", excerpts) == []
+    assert term_coverage(question_terms("Which widget does Ctrl-R run?"), excerpts) == 1.0
+    assert term_coverage(question_terms("Which widget does Ctrl-T run?"), excerpts) == 2 / 3
+
+
+def test_a_question_naming_a_key_chord_is_answered_by_the_entry_binding_it() -> None:
+    """Of a manual's widgets, the one its entry binds to "^R" answers a question about Ctrl-R,
+    though its neighbours share the question's other words."""
+    widgets = (
+        "Zle widgets\n\n"
+        "history-search-backward (ESC-P ESC-p)::\n\n"
+        "Search backward in the history for a line beginning with the first word in the buffer.\n\n"
+        "history-incremental-search-backward (^R ^Xr)::\n\n"
+        "Search backward incrementally for a specified string.\n\n"
+        "beginning-of-history::\n\n"
+        "Move to the first event in the history list."
+    )
+    checked, _ = ask_extractive("Which widget searches the history when I press Ctrl-R?", widgets)
+    assert checked.answer.splitlines()[0] == "history-incremental-search-backward (^R ^Xr) [1]"
+    checked, _ = ask_extractive("Which widget searches the history when I press Ctrl-T?", widgets)
+    assert not checked.answer.startswith("history-incremental-search-backward")
+
+
+def test_a_control_chord_is_met_by_what_it_sends() -> None:
+    """Ctrl-D is the terminal's end of input: the option's sentence about EOFs answers a question
+    about Ctrl-Ds, though it names no notation of the chord."""
+    options = (
+        "IGNORE_EOF (-7)::\n\n"
+        "Do not exit on end-of-file. Require the use of exit or logout instead. "
+        "However, ten consecutive EOFs will cause the shell to exit anyway.\n\n"
+        "IGNORE_BRACES (-I)::\n\n"
+        "Do not perform brace expansion. For historical reasons this also includes the effect of the "
+        "IGNORE_CLOSE_BRACES option."
+    )
+    checked, _ = ask_extractive("With the option set, will enough Ctrl-Ds in a row still close the shell?", options)
+    assert "ten consecutive EOFs" in checked.answer
+
+
 def test_the_refusals_term_coverage_counts_the_symbols_the_excerpts_hold() -> None:
     from locallens.unit_scores import question_terms
 

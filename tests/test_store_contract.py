@@ -457,6 +457,18 @@ def test_keyword_search_finds_a_construct_by_its_shape(store: IndexStore, brain:
     assert keyword_paths(store, brain, "What does ${var:-default} do?")[0] == "default.md"
 
 
+def test_keyword_search_finds_a_key_chord_in_any_notation(store: IndexStore, brain: Brain) -> None:
+    # A question's "Ctrl-R" is a manual's "^R" or "C-r" (`text.chords`); "-r" as an option and
+    # "^Rest" are not it, though a scan's first test lets them through.
+    write(store, brain, "zle.md", ["history-incremental-search-backward (^R ^Xr) searches the history."], [e(1)])
+    write(store, brain, "readline.md", ["reverse-search-history (C-r) searches the history."], [e(1)])
+    write(store, brain, "rm.md", ["rm -r removes directories; +r grants reading; ^Rest is a word."], [e(1)])
+    for n in range(4):
+        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    assert sorted(keyword_paths(store, brain, "Which widget does Ctrl-R run?")) == ["readline.md", "zle.md"]
+    assert keyword_paths(store, brain, "What does C-d do, and M-f?") == []
+
+
 def test_a_symbol_is_not_scanned_for_past_the_brains_size_cap(
     store: IndexStore, brain: Brain, monkeypatch: pytest.MonkeyPatch
 ) -> None:

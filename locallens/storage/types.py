@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from locallens.domain import Location
-from locallens.text import occurrences, shape_pieces, shapes, symbols
+from locallens.text import chords, occurrences, scan_alternatives, shapes, symbols
 
 if TYPE_CHECKING:
     import numpy as np
@@ -209,16 +209,18 @@ BM25_B = 0.75
 
 
 def scanned_symbols(query: str) -> list[str]:
-    """What a store scans its chunks for, for `query`: its symbols and its constructs' shapes."""
-    return [*symbols(query), *shapes(query)]
+    """What a store scans its chunks for, for `query`: its symbols, its constructs' shapes and
+    its key chords (`text.chords`: "^R" for "Ctrl-R", which a manual may write "C-r")."""
+    return [*symbols(query), *shapes(query), *chords(query)]
 
 
 def scan_condition(asked: Sequence[str], holds: str) -> tuple[str, list[str]]:
     """The SQL condition of a scan for `asked` (`scanned_symbols`) and its parameters, in order:
-    a chunk holding all the pieces of one of them as written (`text.shape_pieces`: a symbol
-    itself, a shape's `${#` and `}`), `holds` being the store's test of one piece
+    a chunk holding all the pieces of one of their alternatives as written
+    (`text.scan_alternatives`: a symbol itself, a shape's `${#` and `}`, one piece of a chord's
+    notations), `holds` being the store's test of one piece
     ("instr(c.content, ?) > 0"). `symbol_rows` then counts the occurrences."""
-    groups = [shape_pieces(term) for term in asked]
+    groups = [pieces for term in asked for pieces in scan_alternatives(term)]
     condition = " OR ".join("(" + " AND ".join(holds for _ in pieces) + ")" for pieces in groups)
     return condition, [piece for pieces in groups for piece in pieces]
 

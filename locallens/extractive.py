@@ -426,13 +426,13 @@ NEAR_UNITS = 3  # a reference entry's fields read with one of them: this many ei
 
 
 def _carries(units: Sequence[Unit], i: int, kind: str) -> bool:
-    """Whether `units[i]` holds a value of the kind asked (`carries_fact`); a duration also as a
-    bare number whose unit of time it or a field beside it names (`_near`: "Default:
+    """Whether `units[i]` holds a value of the kind asked (`carries_fact`); a duration or a period
+    also as a bare number whose unit of time it or a field beside it names (`_near`: "Default:
     SSLSessionCacheTimeout 300" below "Description: Number of seconds before a session expires")."""
     unit = units[i]
     if carries_fact(unit.text, kind):
         return True
-    if kind != "duration" or not _BARE_NUMBER.search(unit.text):
+    if kind not in ("duration", "frequency") or not _BARE_NUMBER.search(unit.text):
         return False
     return bool(_TIME_WORDS.search(" ".join([unit.text, *_near(units, i)])))
 

@@ -279,6 +279,12 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # "How often is the copy refreshed?", "¿Cada cuánto ...?": a period ("every Sunday", "300
+    # seconds", "nightly").
+    (
+        "frequency",
+        re.compile(r"\bhow (?:often|frequently)\b|\bcada cu[aá]nt[oa]s?\b|\bcon qu[eé] frecuencia\b", re.I),
+    ),
     # "How long can the request line be?" may ask for a length as well as a time: no kind.
     (
         "duration",
@@ -315,6 +321,11 @@ _COUNT = (
     r"forty|fifty|sixty|ninety|hundred|several|few|un|una|uno|dos|tres|cuatro|cinco|seis|siete|ocho|nueve|"
     r"diez|doce|quince|veinte|treinta|noventa"
 )
+_PERIODIC = (
+    r"hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|every|each|once|twice|"
+    r"times (?:a|an|per)|per (?:second|minute|hour|day|week|month|quarter|year)|"
+    r"diari[oa]s?|semanal(?:es|mente)?|mensual(?:es|mente)?|anual(?:es|mente)?|cada|veces al"
+)
 _CARRIES: dict[str, re.Pattern[str]] = {
     "phone": re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,}\d(?!\w|\.\d)"),
     "port": re.compile(r"(?<![\w.])\d{2,5}(?!\w|\.\d)|:\d{2,5}\b"),
@@ -337,13 +348,19 @@ _CARRIES: dict[str, re.Pattern[str]] = {
         r"|\b(?:forever|indefinitely|para siempre)\b",
         re.I,
     ),
+    # a period: a duration, a day of the week, or a word of recurrence ("every", "nightly")
+    "frequency": re.compile(
+        rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
+        rf"|\b(?:{_WEEKDAYS})\b|\b(?:{_PERIODIC})\b",
+        re.I,
+    ),
 }
 ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
 
 
 def asked_fact(question: str) -> str | None:
     """The kind of fact the question asks for, when its wording leaves no doubt: "phone", "port",
-    "price", "date", "duration", "version", or None ("When was Python 3.12 released?" -> "date";
+    "price", "date", "frequency", "duration", "version", or None ("When was Python 3.12 released?" -> "date";
     "¿Cuál es el teléfono de soporte de Stripe?" -> "phone"; "When is the else block skipped?" ->
     None)."""
     for name, pattern in _ASKS:
@@ -354,7 +371,7 @@ def asked_fact(question: str) -> str | None:
 
 def carries_fact(text: str, kind: str) -> bool:
     """Whether `text` holds a value of the kind `asked_fact` names (a phone number, a port, an
-    amount of money, a date or a time of day, a duration, a version number)."""
+    amount of money, a date or a time of day, a period, a duration, a version number)."""
     pattern = _CARRIES.get(kind)
     return bool(pattern and pattern.search(text))
 

@@ -64,6 +64,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from locallens.stemming import porter_stem
 from locallens.text import NO_SPACE_CLASS, chords, shapes, symbols, without_chords
 from locallens.units import CODE, DEFINITION, HEADER, ITEM, SENTENCE, Unit
 
@@ -411,8 +412,9 @@ def _key(token: str, refined: bool = False) -> str | None:
     `version` and `versión`, `required` and `requires` meet), a number or identifier whole.
 
     `refined` (the refusal's keys, `key_terms`): a possessive is its word's (`ISP's` as `ISP`),
-    a hyphenated word is keyed without its hyphens (`keep-alive` meets `KeepAlive`), and a plural
-    of four or five letters as its singular (`_singular`). The unit scorer keeps the plain keys
+    a hyphenated word is keyed without its hyphens (`keep-alive` meets `KeepAlive`), a plural
+    of four or five letters as its singular (`_singular`), and a word whose stem (`porter_stem`)
+    is shorter than five letters by its stem (`running` meets `run`). The unit scorer keeps the plain keys
     its weights were fitted on: on them too, 3 fewer answers stated on the development sets
     (docs/decisions.md#the-refusals-key-terms-names-as-documentation-writes-them)."""
     lowered = token.lower()
@@ -422,7 +424,7 @@ def _key(token: str, refined: bool = False) -> str | None:
         lowered, token = POSSESSIVE.sub("", lowered), POSSESSIVE.sub("", token)
     if lowered in _BRIDGE:  # the English word's key
         english = _BRIDGE[lowered]
-        return _singular(english, english)[:5] if refined else english[:5]
+        return _stemmed(_singular(english, english)) if refined else english[:5]
     if _DIGIT.search(token) or "_" in token or "." in token.strip("."):
         return lowered.strip(".'’-")
     folded = _fold(lowered).strip("'’-.")
@@ -430,6 +432,18 @@ def _key(token: str, refined: bool = False) -> str | None:
         folded = _singular(token, folded.replace("-", ""))
     if len(folded) < 3 and not token.isupper():
         return None
+    return _stemmed(folded) if refined else folded[:5]
+
+
+def _stemmed(folded: str) -> str:
+    """A refined key: five letters of the word, or its stem (`porter_stem`) where that is shorter,
+    so that a short word and its inflections meet where five letters do not: "running" and
+    "run", "exited" and "exit", "cached" and "cache". A singular in "-s" is left alone: the
+    stemmer reads "alias" as "alia", and "aliases" as "alias"."""
+    if folded.isalpha() and not folded.endswith(_NOT_PLURAL):
+        stem = porter_stem(folded)
+        if 3 <= len(stem) < 5:
+            return stem
     return folded[:5]
 
 

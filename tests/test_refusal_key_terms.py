@@ -68,6 +68,12 @@ PROTOCOLS = "varnishd speaks HTTP/1.1 and, with the http2 feature, HTTP/2."
         ("status stat", False),
         ("alias aliases", True),
         ("caches cache", True),
+        # A short word's inflections by their stem.
+        ("running run", True),
+        ("exited exit", True),
+        ("stopped stop", True),
+        ("cached cache", True),
+        ("runtime run", False),
     ],
 )
 def test_refined_keys_meet_a_plural_a_hyphenated_name_and_a_possessive(words: str, same: bool) -> None:
@@ -79,7 +85,7 @@ def test_the_unit_scorers_keys_are_unchanged() -> None:
     # The scorer's weights were fitted on these keys: only the refusal reads the refined ones.
     assert key_terms("files") == frozenset({"files"})
     assert key_terms("keep-alive") == frozenset({"keep-"})
-    assert key_terms("keep-alive", refined=True) == frozenset({"keepa", "keep", "alive"})
+    assert key_terms("keep-alive", refined=True) == frozenset({"keepa", "keep", "aliv"})  # "alive" by its stem
     assert key_terms("sha-256", refined=True) == frozenset({"sha-256"})  # a version is compared whole
 
 

@@ -166,6 +166,11 @@ _SENDS = {
     "^C": ("SIGINT", "KeyboardInterrupt"),
     "^Z": ("SIGTSTP",),
 }
+# A scan's pieces for what a chord sends: a name's forms of its first letter's case share the rest.
+_SENT_PIECES = {
+    chord: tuple(dict.fromkeys(name if name.isupper() else name[1:] for name in names))
+    for chord, names in _SENDS.items()
+}
 _SENT_LOWERED = frozenset(name.lower() for names in _SENDS.values() for name in names)
 _SENT = re.compile(
     "|".join(
@@ -218,12 +223,13 @@ def is_chord(term: str) -> bool:
 
 def chord_pieces(chord: str) -> list[str]:
     """What a text writing `chord` holds as written in one of its notations, one piece of each
-    (`^R`, `-r`, `+R`, `l r`...), for a scan to find the candidates; `chord_list` then reads them."""
+    (`^R`, `-r`, `+R`; `^[f`, `-f`, `+F`; and what a control chord sends, `EOF`), for a scan to
+    find the candidates (`chord_list` then reads them). Few pieces: a scan tests each against
+    every chunk, about 2.5 ms per 3,000 chunks."""
     letter = chord[-1]
     pieces = [f"{mark}{case}" for mark in "-+" for case in (letter.lower(), letter.upper())]
     if chord.startswith("^"):
-        spaced = (f"{end} {case}" for end in "lL" for case in (letter.lower(), letter.upper()))
-        return [chord, *pieces, *spaced, *_SENDS.get(chord, ())]
+        return [chord, *pieces, *_SENT_PIECES.get(chord, ())]
     return [f"^[{letter}", *pieces]
 
 

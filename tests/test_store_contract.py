@@ -472,15 +472,18 @@ def test_keyword_search_finds_a_key_chord_in_any_notation(store: IndexStore, bra
 def test_a_symbol_is_not_scanned_for_past_the_brains_size_cap(
     store: IndexStore, brain: Brain, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import locallens.storage.postgres_keywords
-    import locallens.storage.sqlite
+    import locallens.storage.types
 
     for n in range(4):
-        write(store, brain, f"s{n}.md", [f"Parameter {n}: ($?) expands to the exit status."], [e(1)])
+        write(store, brain, f"s{n}.md", [f"Parameter {n}: ($?) expands to the exit status; ^R searches."], [e(1)])
     assert len(keyword_paths(store, brain, "What does $? hold?")) == 4
-    for module in (locallens.storage.sqlite, locallens.storage.postgres_keywords):
-        monkeypatch.setattr(module, "SYMBOL_SCAN_MAX_CHUNKS", 3)
-    assert keyword_paths(store, brain, "What does $? hold?") == []  # its words match nothing
+    assert len(keyword_paths(store, brain, "What does Ctrl-R do?")) == 4
+    # A chord's scan, several times as long as a symbol's, stops at a smaller brain.
+    monkeypatch.setattr(locallens.storage.types, "CHORD_SCAN_MAX_CHUNKS", 3)
+    assert keyword_paths(store, brain, "What does Ctrl-R do?") == []  # its words match nothing
+    assert len(keyword_paths(store, brain, "What does $? hold?")) == 4
+    monkeypatch.setattr(locallens.storage.types, "SYMBOL_SCAN_MAX_CHUNKS", 3)
+    assert keyword_paths(store, brain, "What does $? hold?") == []
 
 
 STEMMED_NOTES = {

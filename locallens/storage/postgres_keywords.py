@@ -28,11 +28,11 @@ from locallens.storage.types import (
     BM25_K1,
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
-    SYMBOL_SCAN_MAX_CHUNKS,
     Brain,
     fused_rankings,
     scan_condition,
     scanned_symbols,
+    scanned_within,
     symbol_ranking,
     symbol_rows,
 )
@@ -161,9 +161,10 @@ class KeywordIndex:
     def symbol_scores(self, brain: Brain, asked: list[str], k: int, pattern: str | None) -> list[tuple[int, float]]:
         """(chunk id, score) of `brain`'s chunks holding any of the symbols or shapes `asked`
         (`storage.types.scanned_symbols`, `symbol_ranking`): one scan of the brain's chunks with
-        `strpos`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
+        `strpos`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks (`scanned_within`)."""
         total, _ = self._stats(brain)
-        if total > SYMBOL_SCAN_MAX_CHUNKS:
+        asked = scanned_within(asked, total)
+        if not asked:
             return []
         held, pieces = scan_condition(asked, "strpos(c.content, %s) > 0")
         params: list[Any] = [brain.id, *pieces]

@@ -53,7 +53,6 @@ from locallens.storage.types import (
     COMMON_WORD_FRACTION,
     KEYWORD_PRUNE_MIN_CHUNKS,
     MULTI_VECTOR_OVERFETCH,
-    SYMBOL_SCAN_MAX_CHUNKS,
     Brain,
     BrainSettings,
     BrainStats,
@@ -63,6 +62,7 @@ from locallens.storage.types import (
     location_columns,
     scan_condition,
     scanned_symbols,
+    scanned_within,
     symbol_ranking,
     symbol_rows,
 )
@@ -926,9 +926,10 @@ class Store(StoreBase):
     def _symbol_search(self, brain: Brain, asked: list[str], k: int, path_glob: str | None) -> list[tuple[int, float]]:
         """(chunk id, score) of `brain`'s chunks holding any of the symbols or shapes `asked`
         (`storage.types.scanned_symbols`, `symbol_ranking`): one scan of the brain's chunks with
-        `instr`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks."""
+        `instr`, in a brain of at most SYMBOL_SCAN_MAX_CHUNKS chunks (`scanned_within`)."""
         total = self._chunk_count(brain)
-        if total > SYMBOL_SCAN_MAX_CHUNKS:
+        asked = scanned_within(asked, total)
+        if not asked:
             return []
         held, pieces = scan_condition(asked, "instr(c.content, ?) > 0")
         where, params = "", [brain.id, *pieces]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from locallens.domain import Location
-from locallens.text import chords, occurrences, scan_alternatives, shapes, symbols
+from locallens.text import chords, is_chord, occurrences, scan_alternatives, shapes, symbols
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,6 +202,10 @@ MULTI_VECTOR_OVERFETCH = 3
 # symbols still weighed by the answer stage.
 KEYWORD_RRF_K = 60
 SYMBOL_SCAN_MAX_CHUNKS = 20_000
+# A key chord's scan tests several pieces per chunk (its notations, `text.chord_pieces`) and reads
+# the many chunks holding one ("-d"): about 8-11 ms per 1,000 chunks (zsh-html, 2,005 chunks, 15-25
+# ms; apache-html, 3,188, 20-35 ms), so it is made in brains of at most CHORD_SCAN_MAX_CHUNKS.
+CHORD_SCAN_MAX_CHUNKS = 5_000
 # BM25's parameters, FTS5's (the SQLite store's word index) values: PostgreSQL's word ranking
 # (`postgres_keywords`) and both stores' symbol ranking compute BM25 with them.
 BM25_K1 = 1.2
@@ -212,6 +216,14 @@ def scanned_symbols(query: str) -> list[str]:
     """What a store scans its chunks for, for `query`: its symbols, its constructs' shapes and
     its key chords (`text.chords`: "^R" for "Ctrl-R", which a manual may write "C-r")."""
     return [*symbols(query), *shapes(query), *chords(query)]
+
+
+def scanned_within(asked: Sequence[str], total: int) -> list[str]:
+    """Of `asked` (`scanned_symbols`), what a scan of a brain of `total` chunks looks for: nothing
+    past SYMBOL_SCAN_MAX_CHUNKS, no key chord past CHORD_SCAN_MAX_CHUNKS."""
+    if total > SYMBOL_SCAN_MAX_CHUNKS:
+        return []
+    return [term for term in asked if total <= CHORD_SCAN_MAX_CHUNKS or not is_chord(term)]
 
 
 def scan_condition(asked: Sequence[str], holds: str) -> tuple[str, list[str]]:

@@ -146,7 +146,7 @@ def occurrences(text: str, term: str) -> int:
 # begins a word ("^TS") or in a bracket ("[^A-Z]"), and two carets ("^^DIRECTORY^^"), are no chord.
 _CHORD_END = r"(?:(?<=[A-Z])s)?(?![\w-])"
 _CHORD = re.compile(
-    r"(?<![\w-])(?:(?P<control>(?i:ctrl|control))[-+]|(?P<spaced>(?i:ctrl)) )(?P<c1>[A-Za-z])"
+    r"(?<![\w-])(?:(?i:ctrl|control)[-+]|(?i:ctrl) )(?P<c1>[A-Za-z])"
     + _CHORD_END
     + r"|(?<![\w-])(?i:alt|meta)[-+](?P<m1>[A-Za-z])"
     + _CHORD_END

@@ -327,6 +327,8 @@ _PERIODIC = (
     r"times (?:a|an|per)|per (?:second|minute|hour|day|week|month|quarter|year)|"
     r"diari[oa]s?|semanal(?:es|mente)?|mensual(?:es|mente)?|anual(?:es|mente)?|cada|veces al"
 )
+# An amount of time: "300 seconds", "two weeks", "30-day".
+_AMOUNT_OF_TIME = rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
 _CARRIES: dict[str, re.Pattern[str]] = {
     "phone": re.compile(r"(?<![\w.])\+?\(?\d[\d ().-]{5,}\d(?!\w|\.\d)"),
     "port": re.compile(r"(?<![\w.])\d{2,5}(?!\w|\.\d)|:\d{2,5}\b"),
@@ -344,17 +346,9 @@ _CARRIES: dict[str, re.Pattern[str]] = {
     ),
     # "16.2", "v2.4.1", "version 6" (not an address: "127.0.0.1")
     "version": re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:version|release|versi[oó]n) v?\d+\b", re.I),
-    "duration": re.compile(
-        rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
-        r"|\b(?:forever|indefinitely|para siempre)\b",
-        re.I,
-    ),
-    # a period: a duration, a day of the week, or a word of recurrence ("every", "nightly")
-    "frequency": re.compile(
-        rf"(?:\d[\d.,]*[\s-]*|\b(?:{_COUNT})[\s-]+)(?:{_UNITS_OF_TIME})\b"
-        rf"|\b(?:{_WEEKDAYS})\b|\b(?:{_PERIODIC})\b",
-        re.I,
-    ),
+    "duration": re.compile(rf"{_AMOUNT_OF_TIME}|\b(?:forever|indefinitely|para siempre)\b", re.I),
+    # a period: an amount of time, a day of the week, or a word of recurrence ("every", "nightly")
+    "frequency": re.compile(rf"{_AMOUNT_OF_TIME}|\b(?:{_WEEKDAYS})\b|\b(?:{_PERIODIC})\b", re.I),
 }
 ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
 

@@ -425,6 +425,12 @@ def test_keyword_scores_weigh_rare_words_over_repeated_common_ones(store: IndexS
     assert keyword_paths(store, brain, "zebra")[0] == "more.md"
 
 
+def write_shell_notes(store: IndexStore, brain: Brain) -> None:
+    """Four notes sharing a symbol search's question words and none of its symbols."""
+    for n in range(4):
+        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+
+
 def test_keyword_search_finds_a_symbol_the_question_names_as_written(store: IndexStore, brain: Brain) -> None:
     # No word index holds "$?" or "<<<": the chunks holding them as written are found by a scan
     # and their ranking fused with the words'. "$ ? 2" holds both characters, not the symbol.
@@ -434,8 +440,7 @@ def test_keyword_search_finds_a_symbol_the_question_names_as_written(store: Inde
     write(store, brain, "prompt.md", ["The prompt shows $ and asks ? when the last status is 2."], [e(1)])
     write(store, brain, "here.md", ["A here string: cat <<< word feeds word to the command."], [e(1)])
     write(store, brain, "sub/status.md", ["In scripts, test $? after each command; $? is reset."], [e(1)])
-    for n in range(4):
-        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    write_shell_notes(store, brain)
     assert keyword_paths(store, brain, "What does $? hold?")[:2] == ["sub/status.md", "status.md"]
     assert "prompt.md" in keyword_paths(store, brain, "what does the prompt show")
     assert keyword_paths(store, brain, "What is <<< for?")[0] == "here.md"
@@ -451,8 +456,7 @@ def test_keyword_search_finds_a_construct_by_its_shape(store: IndexStore, brain:
     write(store, brain, "length.md", ["${#parameter} gives the length in characters of the value."], [e(1)])
     write(store, brain, "default.md", ["${parameter:-word} uses a default value when unset."], [e(1)])
     write(store, brain, "apart.md", ["Write ${HOME} in a path; a # starts a comment} here."], [e(1)])
-    for n in range(4):
-        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    write_shell_notes(store, brain)
     assert keyword_paths(store, brain, "What does ${#var} give me?") == ["length.md"]
     assert keyword_paths(store, brain, "What does ${var:-default} do?")[0] == "default.md"
 
@@ -463,8 +467,7 @@ def test_keyword_search_finds_a_key_chord_in_any_notation(store: IndexStore, bra
     write(store, brain, "zle.md", ["history-incremental-search-backward (^R ^Xr) searches the history."], [e(1)])
     write(store, brain, "readline.md", ["reverse-search-history (C-r) searches the history."], [e(1)])
     write(store, brain, "rm.md", ["rm -r removes directories; +r grants reading; ^Rest is a word."], [e(1)])
-    for n in range(4):
-        write(store, brain, f"n{n}.md", [f"The shell keeps status {n} of the last command."], [e(1)])
+    write_shell_notes(store, brain)
     assert sorted(keyword_paths(store, brain, "Which widget does Ctrl-R run?")) == ["readline.md", "zle.md"]
     assert keyword_paths(store, brain, "What does C-d do, and M-f?") == []
 

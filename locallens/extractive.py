@@ -540,10 +540,39 @@ def fact_far(question: str, hits: Sequence[Hit], units: Sequence[Unit], term_cou
 _QUOTED = re.compile(r"`[^`\n]*`|\"[^\"\n]*\"|“[^”\n]*”|'[^'\n]*'")
 
 
+# A key of the keyboard by its name: written with a capital by custom, no product's or vendor's
+# name, and written otherwise by the notes ("presses Enter" against "If the line is empty",
+# "RET", "newline"; "Tab" against "TAB", "C-i").
+KEY_NAMES = frozenset(
+    [
+        "enter",
+        "return",
+        "tab",
+        "esc",
+        "escape",
+        "backspace",
+        "space",
+        "spacebar",
+        "delete",
+        "del",
+        "home",
+        "end",
+        "insert",
+        "pgup",
+        "pgdn",
+        "pageup",
+        "pagedown",
+    ]
+)
+
+
 def _is_name(word: str, first: str) -> bool:
     """A word that names something (a product, a vendor, a version): with a digit, a capital past
     its first letter, or a capital anywhere but the question's first word (`Stripe`, `SHA-256`,
-    `PyPI`, `3.12`); a lower-case compound such as `two-factor` is not one."""
+    `PyPI`, `3.12`); a lower-case compound such as `two-factor` is not one, nor a key's name
+    (`KEY_NAMES`: "Enter", "Tab", "Esc"; "ESC" too)."""
+    if word.lower() in KEY_NAMES:
+        return False
     if any(ch.isdigit() for ch in word) or any(ch.isupper() for ch in word[1:]):
         return True
     return word[:1].isupper() and word != first

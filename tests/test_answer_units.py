@@ -429,6 +429,10 @@ def test_missing_name_is_the_product_or_vendor_no_excerpt_mentions() -> None:
     assert missing_name("Which method runs for `x in MyBag`, Python?", code) == 1.0  # "Python" is not held
     assert missing_name("Which method runs for `x in MyBag`?", code) == 0.0
     assert missing_name("Membership test for 'Test' values?", code) == 0.0
+    # A key's name is no product's: the notes write the key otherwise ("If the line is empty").
+    assert missing_name("What happens when I press Enter on an empty line?", code) == 0.0
+    assert missing_name("What happens when I press Tab or ESC twice?", code) == 0.0
+    assert missing_name("What happens when I press Enter in Emacs?", code) == 1.0  # "Emacs" is one
 
 
 def test_unknown_word_is_a_name_the_notes_never_mention_and_the_language_hardly_uses() -> None:

@@ -8,7 +8,7 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 
 - a specific question gets a passage: the best unit with what belongs to it (a table row with its
   header row, a block with the line that introduces it, the block a setup line introduces), then
-  the next best unit if it scores within `MARGIN` of the best, within `passage_tokens`;
+  the next best unit if it scores within `MARGIN` of the best, within `passage_tokens` and as many printed words (`PASSAGE_WORDS`);
 - a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
   whose topic names a document or a section among the excerpts gets an extractive summary of it:
   its lead and its most central units, in document order (`is_broad`, `summary_units`);
@@ -118,7 +118,10 @@ MAX_ANSWERING = 2  # answering units in a passage, at most (and one more from an
 # the best (`passage_units`).
 OTHER_MARGIN = 0.3
 CANDIDATES = 8  # the best units looked at for a passage
-DEFAULT_PASSAGE_TOKENS = 100  # the passage's budget, citations included (~60 words)
+DEFAULT_PASSAGE_TOKENS = 105  # the passage's budget, citations included
+# ... and its budget in words as printed (citations included), scaled with a smaller token budget:
+# a manual's long sentences of plain words fill the tokens with more words than code does.
+PASSAGE_WORDS = 66
 SUMMARY_TOKENS = 90  # a summary's
 MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all
@@ -1112,6 +1115,10 @@ def _tokens(unit: Unit) -> int:
     return count_tokens(unit.text) + 3  # the citation
 
 
+def _words(unit: Unit) -> int:
+    return len(_printed(unit).split())
+
+
 # A unit repeats a printed one when its words hold the printed unit's, or are held by them, the
 # shorter text of at least this many words: one sentence kept in two documents made from the same
 # source (a manual page and the reference manual, a page and its PDF), one of them with a heading
@@ -1124,7 +1131,7 @@ REPEAT_WORDS = 6
 class _Passage:
     """The passage being assembled: the units chosen (each with whether it answers), those
     printed by place and by text (overlapping chunks repeat a text under two excerpts), and the
-    tokens used of the budget."""
+    tokens and printed words used of the budget."""
 
     scored: Scored
     budget: int
@@ -1132,6 +1139,12 @@ class _Passage:
     taken: set[tuple[int, int]] = field(default_factory=set)
     seen_text: set[str] = field(default_factory=set)
     used: int = 0
+    used_words: int = 0
+
+    @property
+    def words(self) -> int:
+        """The budget in printed words (`PASSAGE_WORDS` at the default budget of tokens)."""
+        return self.budget * PASSAGE_WORDS // DEFAULT_PASSAGE_TOKENS
 
     def best(self) -> Unit:
         return next(u for u, answering in self.chosen if answering)
@@ -1159,13 +1172,18 @@ class _Passage:
         )
 
     def fits(self, group: Iterable[Unit]) -> bool:
-        return self.used + sum(_tokens(u) for u in group) <= self.budget
+        group = list(group)
+        return (
+            self.used + sum(_tokens(u) for u in group) <= self.budget
+            and self.used_words + sum(_words(u) for u in group) <= self.words
+        )
 
     def _record(self, group: list[Unit]) -> None:
         for u in group:
             self.taken.add((u.excerpt, u.index))
             self.seen_text.add(_text_key(u))
         self.used += sum(_tokens(u) for u in group)
+        self.used_words += sum(_words(u) for u in group)
 
     def append(self, group: list[Unit], answering: Unit) -> None:
         """`group` at the passage's end, `answering` the unit of it that answers."""

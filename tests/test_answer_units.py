@@ -20,10 +20,13 @@ from hypothesis import strategies as st
 
 from locallens.domain import Hit
 from locallens.extractive import (
+    DEFAULT_PASSAGE_TOKENS,
     EVIDENCE_SIGNALS,
     EVIDENCE_WEIGHTS,
     MIN_TOPIC_DROP,
+    PASSAGE_WORDS,
     Scored,
+    _printed,
     _tokens,
     _without,
     _written,
@@ -1224,6 +1227,24 @@ def test_a_block_after_a_bare_connective_comes_with_the_sentence_before_it() -> 
     scores = [0.1] * len(units)
     scores[best] = 0.9
     assert [u.text.split("\n")[0] for u, _ in passage_units(_scored(units, scores))] == ["Arguments:", "```"]
+
+
+def test_the_passage_keeps_to_a_budget_of_printed_words_as_well_as_tokens() -> None:
+    # Three long sentences of plain words, each close to the best: 29 printed words each, under
+    # the token budget together (96 tokens) but over the words' (PASSAGE_WORDS).
+    sentence = (
+        "The shell reads {} startup file when it is started as an interactive login shell "
+        "and the file exists there and can be read by the user."
+    )
+    one = excerpt_units(" ".join(sentence.format(w) for w in ("the first", "the second", "a third")), 1)
+    words = [len(_printed(u).split()) for u in one]
+    assert sum(_tokens(u) for u in one) <= DEFAULT_PASSAGE_TOKENS and sum(words) > PASSAGE_WORDS
+    scored = _scored(one, [0.9, 0.85, 0.8])
+    assert [u.text for u, _ in passage_units(scored)] == [one[0].text, one[1].text]
+    # The words' budget is scaled with a smaller one of tokens: 72 tokens hold two sentences
+    # (64), their 45 words one.
+    assert sum(_tokens(u) for u in one[:2]) <= 72 < 2 * words[0] * DEFAULT_PASSAGE_TOKENS / PASSAGE_WORDS
+    assert [u.text for u, _ in passage_units(scored, passage_tokens=72)] == [one[0].text]
 
 
 def test_the_line_after_the_best_unit_comes_with_it_when_the_budget_has_room() -> None:

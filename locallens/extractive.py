@@ -42,6 +42,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
+from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.domain import Hit, Rendering
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
@@ -722,7 +723,7 @@ def fact_unstated(
     before, and the fields beside it when it is a reference entry's field (`_near`: "Default:
     Timeout 60" with "Description: Amount of time the server will wait..."), and scored by the
     share of the question's words it holds, each word weighed by its salience in the brain
-    (`_salience`); words of a language other than the unit's excerpt count only when a
+    (`_salience`), an ordinary word of the language by half of it (`COMMON_ZIPF`); words of a language other than the unit's excerpt count only when a
     translation keeps them (names, numbers, bridged words). The
     result is 1 minus the best unit's share: 0 when one unit states a value of the kind about
     every word of the question, 1 when no unit holds such a value; 0 for a question that asks
@@ -742,6 +743,15 @@ def fact_unstated(
     if not words:
         return 0.0
     salience = word_salience(list(words.values()), term_counts)
+    # An ordinary word weighs half: a question's own wording ("open", "works", "keep") is put
+    # otherwise by the unit stating the fact ("go to http://127.0.0.1:6081/"), its subject's names
+    # and rarer words are not.
+    ordinary = {
+        w: COMMON_WEIGHT
+        if w.islower() and not _is_name(w, first) and any(_zipf(w, lang) >= COMMON_ZIPF for lang in {"en", own})
+        else 1.0
+        for w in words.values()
+    }
     question_keys = key_terms(question)
     paths = [h.chunk.relative_path for h in hits]
     best = 0.0
@@ -754,7 +764,7 @@ def fact_unstated(
         counted = words if languages[unit.excerpt - 1] == own else kept
         if not counted:
             continue
-        weight = {w: salience[w] for w in counted.values()}
+        weight = {w: salience[w] * ordinary[w] for w in counted.values()}
         if sum(weight.values()) <= 0:
             # Every word in every chunk (a brain of a note or two): none tells more, all count.
             weight = dict.fromkeys(counted.values(), 1.0)

@@ -736,6 +736,17 @@ def test_fact_unstated_when_no_unit_states_the_asked_fact_about_the_subject() ->
     assert fact_unstated("¿Cuántos segundos tarda un rollback de dispatch-api?", english, answer_units(english)) == 0.0
 
 
+def test_fact_unstated_weighs_the_questions_ordinary_words_half() -> None:
+    note = "# Notes\n\nThe package installs it as a service.\n\nGo to http://127.0.0.1:6081/ to see the page Varnish serves.\n"
+    hits = [hit(note, "notes.md")]
+    units = answer_units(hits)
+    # The unit stating the port holds "Varnish", not the user's own wording: "open" and "check"
+    # are ordinary words and weigh half, "unblock" and "debug" are rarer and weigh in full.
+    ordinary = fact_unstated("Which port does Varnish open so I can check it?", hits, units)
+    rarer = fact_unstated("Which port does Varnish unblock so I can debug it?", hits, units)
+    assert ordinary < rarer < 1.0
+
+
 def test_term_coverage_over_mixed_languages_counts_what_a_translation_keeps() -> None:
     question = "¿Cuántos segundos tarda un rollback de dispatch-api?"
     english = hit(RUNBOOK, "engineering/deploy-runbook.md")

@@ -18,6 +18,10 @@ documentation in their everyday sense ("comando" as "commando", "pila" as "batte
 "post", "por defecto" as "by defect"). Those words are put in English before the question is
 translated (`DOC_TERMS`; Apertium passes a word it does not know through as it is), and an
 identifier the translation mangled ("-O" rendered "-Or") is added back (`keep_identifiers`).
+An English question in a user's everyday words ("folder", "shortcut", "wildcard") is searched
+and read in documentation's words too, the way a Spanish one is in English
+(`documentation_wording`, `USER_WORDS`); so is every English rendering.
+
 Apertium runs as one long-lived pipeline in null-flush mode (`Translator`: once started, ~0.1 s,
 a question costs ~2 ms, against ~0.17 s for a new `apertium` process chain per question).
 """
@@ -823,14 +827,66 @@ class PendingRendering:
             except Exception:  # any failure of the translator falls back to the gloss
                 text = None
             if text:
-                return Rendering(text, "apertium")
+                return Rendering(_worded(text), "apertium")
         text = gloss(self.question)
-        return Rendering(text, "gloss") if text else None
+        return Rendering(_worded(text), "gloss") if text else None
 
 
 def start_rendering(question: str) -> PendingRendering | None:
-    """The English rendering of a Spanish question, started (None for any other question)."""
-    return PendingRendering(question) if wants_rendering(question) else None
+    """The English rendering of a Spanish question, started; for an English question that names
+    something in a user's everyday word, its documentation wording (`documentation_wording`);
+    None for any other question."""
+    if wants_rendering(question):
+        return PendingRendering(question)
+    wording = documentation_wording(question) if _enabled() else None
+    return _Ready(Rendering(wording, "wording")) if wording else None
+
+
+class _Ready(PendingRendering):
+    """A rendering made at once."""
+
+    def __init__(self, rendering: Rendering) -> None:
+        self.question = rendering.text
+        self._rendering = rendering
+
+    def result(self) -> Rendering | None:
+        return self._rendering
+
+
+# A user's everyday word for what documentation names otherwise, by the word documentation uses
+# ("the current folder" is a manual's "the current directory", a "shortcut" its "key binding", a
+# "wildcard" its "glob"); whole words, the case kept. An English question holding one is also
+# searched and read in documentation's words (its rendering "wording", beside the question as a
+# Spanish question's English rendering is), and so is every English rendering.
+USER_WORDS: dict[str, str] = {
+    "folder": "directory",
+    "folders": "directories",
+    "subfolder": "subdirectory",
+    "subfolders": "subdirectories",
+    "shortcut": "key binding",
+    "shortcuts": "key bindings",
+    "wildcard": "glob",
+    "wildcards": "globs",
+}
+_USER_WORD = re.compile(r"(?<![\w./-])(" + "|".join(USER_WORDS) + r")(?![\w/-]|\.\w)", re.I)
+
+
+def _worded(text: str) -> str:
+    """An English rendering in documentation's words (`documentation_wording`)."""
+    return documentation_wording(text) or text
+
+
+def documentation_wording(question: str) -> str | None:
+    """`question` with a user's everyday words put as documentation puts them (`USER_WORDS`), or
+    None when it has none."""
+
+    def put(found: re.Match[str]) -> str:
+        word = found.group(1)
+        english = USER_WORDS[word.lower()]
+        return english.capitalize() if word[:1].isupper() else english
+
+    wording = _USER_WORD.sub(put, question)
+    return wording if wording != question else None
 
 
 def render(question: str) -> Rendering | None:

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Rendering:
     """A question's English rendering (`locallens.crosslang`): its text, and how it was made
-    (`apertium`: Apertium's translator; `gloss`: word by word)."""
+    (`apertium`: Apertium's translator; `gloss`: word by word; `wording`: an English question in
+    documentation's words, "folder" as "directory")."""
 
     text: str
     via: str

@@ -901,10 +901,10 @@ def evidence_readings(question: str, hits: Sequence[Hit], rendering: Rendering |
     measured when not its own (`evidence_features`' `asked`): the question, and its English
     rendering when the question is asked across languages (`_across`; over notes in the
     question's own language the rendering would only lend a near miss the English words it
-    lacks). A rendering that lost the kind of fact asked ("presupuesto" rendered "estimate") is
+    lacks), or its documentation wording ("folder" as "directory": the same words but one). A rendering that lost the kind of fact asked ("presupuesto" rendered "estimate") is
     weighed with the question's; a word-by-word gloss keeps no question form to lose."""
     readings: list[tuple[str, str | None]] = [(question, None)]
-    if rendering is None or not _across(question, hits):
+    if rendering is None or (rendering.via != "wording" and not _across(question, hits)):
         return readings
     lost = rendering.via != "gloss" and _asks_fact(question) and not _asks_fact(rendering.text)
     readings.append((rendering.text, question if lost else None))

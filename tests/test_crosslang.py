@@ -101,7 +101,7 @@ def test_the_questions_own_scores_give_way_to_the_renderings_when_both_are_searc
     assert first(shipped, []) == first(0.0, []) == "vpn-es.md"
 
 
-def test_only_spanish_questions_are_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_spanish_questions_are_translated(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
     assert crosslang.wants_rendering(QUESTION)
     assert not crosslang.wants_rendering("Which port does the staging database listen on?")
@@ -112,6 +112,49 @@ def test_only_spanish_questions_are_rendered(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("LOCALLENS_TRANSLATE", "perhaps")
     with pytest.raises(UsageError, match="LOCALLENS_TRANSLATE"):
         crosslang.wants_rendering(QUESTION)
+
+
+def test_an_english_question_in_a_users_words_is_read_in_documentations_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    wording = crosslang.documentation_wording
+    assert wording("How do I match files in every Folder below the current folder?") == (
+        "How do I match files in every Directory below the current directory?"
+    )
+    assert wording("Which shortcut runs it? Are wildcards expanded in subfolders?") == (
+        "Which key binding runs it? Are globs expanded in subdirectories?"
+    )
+    # Whole words only; a path, a file name or a compound is the user's own.
+    assert wording("Is /srv/folder/ or my-folder or folder.txt or folders2 read?") is None
+    assert crosslang.render("Where is the folder of backups?") == Rendering(
+        "Where is the directory of backups?", "wording"
+    )
+    monkeypatch.setenv("LOCALLENS_TRANSLATE", "0")
+    assert crosslang.render("Where is the folder of backups?") is None
+
+
+def test_a_spanish_questions_english_rendering_is_in_documentations_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    monkeypatch.setattr(crosslang, "_apertium", lambda: None)
+    monkeypatch.setattr(crosslang, "gloss", lambda question: "folder subfolders")
+    assert crosslang.render("¿Qué carpeta y qué subcarpetas?") == Rendering("directory subdirectories", "gloss")
+
+
+def test_retrieve_searches_a_users_word_as_documentation_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end with the bag-of-words embedder: "folder" meets no note, "directory" does."""
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    embedder = FakeEmbedder()
+    notes = {
+        "shell/dirs.md": "The shell searches the current directory first.",
+        "shell/history.md": "The shell saves the history when it exits.",
+    }
+    with Store(tmp_path / "index.db") as store:
+        brain = store.create_brain("default", embedder.name, embedder.dim, "paragraph", 220, 0)
+        write_one_chunk_notes(store, brain, notes, {p: embedder.vector(t) for p, t in notes.items()})
+        result = retrieve(store, brain, embedder, "Which folder gets searched first?", 1)
+        assert result.rendering == Rendering("Which directory gets searched first?", "wording")
+        assert [h.chunk.relative_path for h in result.hits] == ["shell/dirs.md"]
 
 
 def test_without_apertium_the_question_is_glossed_word_by_word(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,8 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 
 - a specific question gets a passage: the best unit with what belongs to it (a table row with its
   header row, a block with the line that introduces it, the block a setup line introduces), then
-  the next best unit if it scores within `MARGIN` of the best, within `passage_tokens` and as many printed words (`PASSAGE_WORDS`);
+  the next best unit if it scores within `MARGIN` of the best, within `passage_tokens` and a
+  budget of printed words (`PASSAGE_WORDS`);
 - a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
   whose topic names a document or a section among the excerpts gets an extractive summary of it:
   its lead and its most central units, in document order (`is_broad`, `summary_units`);
@@ -723,8 +724,9 @@ def fact_unstated(
     before, and the fields beside it when it is a reference entry's field (`_near`: "Default:
     Timeout 60" with "Description: Amount of time the server will wait..."), and scored by the
     share of the question's words it holds, each word weighed by its salience in the brain
-    (`_salience`), an ordinary word of the language by half of it (`COMMON_ZIPF`); words of a language other than the unit's excerpt count only when a
-    translation keeps them (names, numbers, bridged words). The
+    (`_salience`), an ordinary word of the language by half of it (`COMMON_ZIPF`); words of a
+    language other than the unit's excerpt count only when a translation keeps them (names,
+    numbers, bridged words). The
     result is 1 minus the best unit's share: 0 when one unit states a value of the kind about
     every word of the question, 1 when no unit holds such a value; 0 for a question that asks
     for no such fact. "How long is the probation period of new hires?" over notes whose only
@@ -901,8 +903,9 @@ def evidence_readings(question: str, hits: Sequence[Hit], rendering: Rendering |
     measured when not its own (`evidence_features`' `asked`): the question, and its English
     rendering when the question is asked across languages (`_across`; over notes in the
     question's own language the rendering would only lend a near miss the English words it
-    lacks), or its documentation wording ("folder" as "directory": the same words but one). A rendering that lost the kind of fact asked ("presupuesto" rendered "estimate") is
-    weighed with the question's; a word-by-word gloss keeps no question form to lose."""
+    lacks), or its documentation wording ("folder" as "directory": the same words but one). A
+    rendering that lost the kind of fact asked ("presupuesto" rendered "estimate") is weighed
+    with the question's; a word-by-word gloss keeps no question form to lose."""
     readings: list[tuple[str, str | None]] = [(question, None)]
     if rendering is None or (rendering.via != "wording" and not _across(question, hits)):
         return readings

@@ -737,7 +737,10 @@ def test_fact_unstated_when_no_unit_states_the_asked_fact_about_the_subject() ->
 
 
 def test_fact_unstated_weighs_the_questions_ordinary_words_half() -> None:
-    note = "# Notes\n\nThe package installs it as a service.\n\nGo to http://127.0.0.1:6081/ to see the page Varnish serves.\n"
+    note = (
+        "# Notes\n\nThe package installs it as a service.\n\n"
+        "Go to http://127.0.0.1:6081/ to see the page Varnish serves.\n"
+    )
     hits = [hit(note, "notes.md")]
     units = answer_units(hits)
     # The unit stating the port holds "Varnish", not the user's own wording: "open" and "check"

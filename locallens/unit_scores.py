@@ -206,12 +206,13 @@ _NUMBER_WORDS = re.compile(
     re.I,
 )
 
-# What a question asks for, from its wording (English and Spanish).
+# What a question asks for, from its wording (English and Spanish). "What is the name of ...?" and
+# Apertium's "Which is the option that ...?" ask as "Which name / option ...?" does.
 _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "code",
         re.compile(
-            r"\b(?:which|what) (?:\w+ )?(?:command|option|flag|function|method|module|class|exception|error|"
+            r"\b(?:which|what) (?:(?:is|are) (?:the |an? )?)?(?:\w+ )?(?:command|option|flag|function|method|module|class|exception|error|"
             r"keyword|statement|operator|builtin|built-in|call|setting|variable|argument|parameter|type|"
             r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool|directive|constant|field)s?\b"
             r"|\bhow (?:do|can|should) (?:i|you|we)\b|\bhow to\b|\bwhat (?:do i|should i) (?:run|type|call|use)\b"

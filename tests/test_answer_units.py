@@ -168,6 +168,13 @@ def test_answer_type_of_questions() -> None:
     assert answer_type("¿Con qué comando hago rollback?") == "code"
     assert answer_type("Who is the account manager of PagerDuty?") == "name"
     assert answer_type("Why is the sky blue?") is None
+    # "What is the X ...?" asks for the X as "Which X ...?" does, and so does Apertium's "Which is
+    # the option that ...?" for "¿Qué opción ...?"; not when the X asks for no code.
+    assert answer_type("What is the name of the Ctrl-R widget?") == "code"
+    assert answer_type("Which is the option that makes cd push the old directory?") == "code"
+    assert answer_type("What are the options of borg create?") == "code"
+    assert answer_type("What is the leave policy?") is None
+    assert answer_type("What is the default port?") is None
 
 
 def test_answer_type_of_spanish_wordings_is_the_englishs() -> None:

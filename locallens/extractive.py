@@ -123,7 +123,7 @@ CANDIDATES = 8  # the best units looked at for a passage
 DEFAULT_PASSAGE_TOKENS = 105  # the passage's budget, citations included
 # ... and its budget in words as printed (citations included), scaled with a smaller token budget:
 # a manual's long sentences of plain words fill the tokens with more words than code does.
-PASSAGE_WORDS = 66
+PASSAGE_WORDS = 64
 SUMMARY_TOKENS = 90  # a summary's
 MAX_TERM_TOKENS = 30  # a definition's term printed with a later sentence of its description, at most
 SUMMARY_UNITS = 3  # a summary: the lead and at most this many units in all

@@ -1266,7 +1266,7 @@ def test_the_passage_keeps_to_a_budget_of_printed_words_as_well_as_tokens() -> N
     scored = _scored(one, [0.9, 0.85, 0.8])
     assert [u.text for u, _ in passage_units(scored)] == [one[0].text, one[1].text]
     # The words' budget is scaled with a smaller one of tokens: 72 tokens hold two sentences
-    # (64), their 45 words one.
+    # (64), their 43 words one.
     assert sum(_tokens(u) for u in one[:2]) <= 72 < 2 * words[0] * DEFAULT_PASSAGE_TOKENS / PASSAGE_WORDS
     assert [u.text for u, _ in passage_units(scored, passage_tokens=72)] == [one[0].text]
 

@@ -214,7 +214,7 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:which|what) (?:(?:is|are) (?:the |an? )?)?(?:\w+ )?(?:command|option|flag|function|method|module|class|exception|error|"
             r"keyword|statement|operator|builtin|built-in|call|setting|variable|argument|parameter|type|"
-            r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool|directive|constant|field|program|utility|widget)s?\b"
+            r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool|directive|constant|field|program|utility)s?\b"
             r"|\bhow (?:do|can|should) (?:i|you|we)\b|\bhow to\b|\bwhat (?:do i|should i) (?:run|type|call|use)\b"
             # Apertium renders "¿Cómo configuro...?" as "How I configure...?"
             r"|\bhow i (?!am\b|was\b)\w+"

@@ -175,7 +175,7 @@ def test_answer_type_of_questions() -> None:
     assert answer_type("What are the options of borg create?") == "code"
     assert answer_type("What is the leave policy?") is None
     assert answer_type("What is the default port?") is None
-    # a program, a utility, a widget is named as a command is
+    # a program or a utility is named as a command is
     assert answer_type("Which Varnish program writes Apache-style logs?") == "code"
     assert answer_type("What is the name of the utility that checks the config?") == "code"
 

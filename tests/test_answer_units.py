@@ -175,6 +175,10 @@ def test_answer_type_of_questions() -> None:
     assert answer_type("What are the options of borg create?") == "code"
     assert answer_type("What is the leave policy?") is None
     assert answer_type("What is the default port?") is None
+    # "Is there a command / function ...?" asks for one; "Is there a known cause?" for no code
+    assert answer_type("Is there a command that checks my config files for syntax errors?") == "code"
+    assert answer_type("Is there a function I can define that runs before each prompt?") == "code"
+    assert answer_type("Is there a known cause?") is None
     # a program or a utility is named as a command is
     assert answer_type("Which Varnish program writes Apache-style logs?") == "code"
     assert answer_type("What is the name of the utility that checks the config?") == "code"

@@ -839,14 +839,14 @@ def start_rendering(question: str) -> PendingRendering | None:
     if wants_rendering(question):
         return PendingRendering(question)
     wording = documentation_wording(question) if _enabled() else None
-    return _Ready(Rendering(wording, "wording")) if wording else None
+    return _Ready(question, Rendering(wording, "wording")) if wording else None
 
 
 class _Ready(PendingRendering):
-    """A rendering made at once."""
+    """A rendering of `question` made at once."""
 
-    def __init__(self, rendering: Rendering) -> None:
-        self.question = rendering.text
+    def __init__(self, question: str, rendering: Rendering) -> None:
+        self.question = question
         self._rendering = rendering
 
     def result(self) -> Rendering | None:

@@ -216,7 +216,7 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"keyword|statement|operator|builtin|built-in|call|setting|variable|argument|parameter|type|"
             r"attribute|hook|name|names|syntax|escape|prefix|suffix|decorator|package|library|tool|directive|constant|field|program|utility)s?\b"
             r"|\bhow (?:do|can|should) (?:i|you|we)\b|\bhow to\b|\bwhat (?:do i|should i) (?:run|type|call|use)\b"
-            # "Is there a command / function / way ...?" asks for one as "Which command ...?" does
+            # "Is there a command / function ...?" asks for one as "Which command ...?" does
             r"|\bis there (?:a|an|any) (?:\w+ )?(?:command|option|flag|function|method|module|setting|variable|tool"
             r"|directive|escape sequence|hook|program|utility)\b"
             # Apertium renders "¿Cómo configuro...?" as "How I configure...?"

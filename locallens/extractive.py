@@ -583,6 +583,23 @@ def _is_name(word: str, first: str) -> bool:
     return word[:1].isupper() and word != first
 
 
+# An amount the user gives ("larger than 10 megabytes", "every 5 minutes", "3 retries"): a number
+# before a content word is their own value, not a name to look up; after a name it is a version
+# ("RHEL 6 servers", "Python 3 code") and stays one.
+_QUANTITY = re.compile(r"(?<![\w.,-])(\d+(?:[.,]\d+)?)[ \t]+([a-z]+)\b")
+
+
+def _quantities(question: str, first: str) -> set[str]:
+    """The amounts the question gives (`_QUANTITY`): "10" of "larger than 10 megabytes", not "6"
+    of "RHEL 6 servers"."""
+    out = set()
+    for found in _QUANTITY.finditer(question):
+        before = _WORD.findall(question[: found.start()])
+        if key_terms(found.group(2)) and not (before and _is_name(before[-1], first)):
+            out.add(found.group(1))
+    return out
+
+
 def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | None = None) -> float:
     """How telling the rarest *name* of the question missing from the excerpts is (0..1, weighed
     as `missing_salience` weighs any missing word): excerpts that never mention the product,
@@ -591,6 +608,7 @@ def missing_name(question: str, hits: Sequence[Hit], term_counts: TermCounts | N
     the user's own example, not a name to look up."""
     first = next(iter(_WORD.findall(question)), "")
     quoted = {w for span in _QUOTED.findall(question) + _EXAMPLE.findall(question) for w in _WORD.findall(span)}
+    quoted |= _quantities(question, first)
     names = [w for w in missing_words(question, hits) if w not in quoted and _is_name(w, first)]
     if not names:
         return 0.0

@@ -27,6 +27,7 @@ from locallens.extractive import (
     PASSAGE_WORDS,
     Scored,
     _printed,
+    _quantities,
     _tokens,
     _without,
     _written,
@@ -450,6 +451,10 @@ def test_missing_name_is_the_product_or_vendor_no_excerpt_mentions() -> None:
     assert missing_name("What happens when I press Enter on an empty line?", code) == 0.0
     assert missing_name("What happens when I press Tab or ESC twice?", code) == 0.0
     assert missing_name("What happens when I press Enter in Emacs?", code) == 1.0  # "Emacs" is one
+    # An amount the user gives is their own value; a number after a name is a version.
+    assert missing_name("How do I drop every object larger than 10 megabytes?", code) == 0.0
+    assert _quantities("Keep 30 days of logs on RHEL 6 hosts, 3 retries each", "Keep") == {"30", "3"}
+    assert _quantities("Open port 80 in Python 3 code", "Open") == set()
 
 
 def test_unknown_word_is_a_name_the_notes_never_mention_and_the_language_hardly_uses() -> None:

@@ -220,6 +220,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
 # reader rather than by corpora.py's converter (`<corpus>-html`: "varnish-html", "varnish-html-es";
 # a question's files are the pages' `.html` names): what a person indexing the package's folder has.
 HTML_CORPORA = ("borg", "varnish", "apache", "sqlite", "rsyslog", "zsh")
+# Questions comparing two things, one set per corpus (`compare_questions.jsonl`'s `corpus`): the
+# answer states what the manual says of each (`answers_all`).
+COMPARE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix")
+SETS.update({f"compare-{corpus}": (corpus, [DATA / "compare_questions.jsonl"]) for corpus in COMPARE_CORPORA})
 SETS.update(
     {
         name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
@@ -261,6 +265,10 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
+    if name.startswith("compare-"):  # one file for every corpus: this set's questions
+        rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
+        for row in rows:
+            row["answers"] = [a for group in row["answers_all"] for a in group]
     if corpus.startswith("bash-"):
         for row in rows:
             if row.get("answerable", True):
@@ -543,7 +551,10 @@ def stated(row: dict[str, Any], data: dict[str, Any] | None, set_name: str) -> b
         sources = {s["n"]: s["path"] for s in data["sources"]}
         cited = data.get("citations") or []
         return bool(cited) and all(sources.get(n) in row.get("files", []) for n in cited)
-    return contains_answer(data.get("answer") or "", row["answers"])
+    answer = data.get("answer") or ""
+    if row.get("answers_all"):  # a comparison: what it says of each thing compared
+        return all(contains_answer(answer, group) for group in row["answers_all"])
+    return contains_answer(answer, row["answers"])
 
 
 def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict[str, Any]]]:

@@ -44,6 +44,7 @@ import numpy as np
 
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
+from locallens.compare import Side, comparison, side_query, side_units, subject_of
 from locallens.domain import Hit, Rendering
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
@@ -1236,6 +1237,7 @@ def passage_units(
     margin: float = MARGIN,
     other_margin: float = OTHER_MARGIN,
     question: str = "",
+    opening: Sequence[int] = (),
 ) -> list[tuple[Unit, bool]]:
     """The units of the printed passage, each with whether it is an answering unit: the best unit
     with what belongs to it, the next best while they score within `margin` of it (at most
@@ -1247,12 +1249,21 @@ def passage_units(
     when it asks for a number the best unit lacks and its entry's default is one ("How many
     minutes ...?" over "Maximum time (in minutes) between two items." and "Default: 30"). When
     it asks for a kind of fact no printed unit holds, the unit of the best one's excerpt that
-    holds one (`_with_fact`)."""
+    holds one (`_with_fact`). `opening`: units (indices into `scored.units`) the passage opens
+    with, each with what belongs to it, whatever the budget: a comparison's side each
+    (`compared_units`)."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     passage = _Passage(scored, passage_tokens)
     excerpts: set[int] = set()
     answering = 0
+    for i in opening:
+        unit = scored.units[i]
+        group = passage.unprinted(_passage(unit, scored.units))
+        if any(u is unit for u in group):
+            passage.append(group, unit)
+            excerpts.add(unit.excerpt)
+            answering += 1
     for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
         unit = scored.units[int(i)]
@@ -1555,6 +1566,9 @@ def extractive_answer(
     claims: list[Claim] = []
     topic_word: str | None = None  # the word the question is about that no note holds, when refused over it
     topic = is_broad(question)
+    # A comparison opens its passage with each side; a broad one ("Summarize the difference between
+    # A and B") is summarised as any broad question is.
+    sides = None if topic else comparison(question)
     if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
     summary = summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS)) if topic else None
@@ -1567,10 +1581,11 @@ def extractive_answer(
         and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence
         and not (topic_word := missing_topic(question, hits, scored, term_counts, encode))
     ):
+        opening = compared_units(question, sides, hits, encode, term_counts, scored) if sides else []
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(
-                scored, passage_tokens=budget, other_excerpts=not topic, question=question
+                scored, passage_tokens=budget, other_excerpts=not topic, question=question, opening=opening
             )
         ]
     refused = not claims
@@ -1598,6 +1613,31 @@ def extractive_answer(
         close=close,
         topic=topic_word or "",
     )
+
+
+def compared_units(
+    question: str,
+    sides: tuple[Side, Side],
+    hits: Sequence[Hit],
+    encode: Encode,
+    term_counts: TermCounts | None,
+    scored: Scored,
+) -> list[int]:
+    """The unit that best answers each side of a comparison on its own (`compare.side_units`):
+    every unit scored against the side's own question ("What is return(pipe) in vcl_recv?"),
+    among the units that mention the side in their text, their term or their section heading."""
+    paths = [h.chunk.relative_path for h in hits]
+    texts = [
+        " ".join([u.term, u.text, *context_of(u, scored.units, paths[u.excerpt - 1] if paths else "")])
+        for u in scored.units
+    ]
+    side_scores = []
+    for side, other in (sides, sides[::-1]):
+        text = side_query(question, side, other)
+        side_scores.append(score_units(text, hits, np.asarray(encode([text])[0]), encode, term_counts).scores)
+    own = [f"{u.term} {u.text}" for u in scored.units]
+    subjects = [subject_of(u.text, u.term, u.section) for u in scored.units]
+    return side_units(sides, texts, side_scores, own=own, subjects=subjects)
 
 
 PROMPT_PASSAGE_TOKENS = 320  # the passages a prompt of selected passages holds, in all

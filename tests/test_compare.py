@@ -1,0 +1,122 @@
+"""Questions that compare two things: the sides read from the question, the search holding each
+side, and the passage opening with what the notes say of each (`locallens.compare`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from locallens.compare import Side, comparison, holds, side_query, side_units, with_sides
+from locallens.extractive import extractive_answer
+
+from .test_claims import fake_encode, fake_vector, hit
+
+
+def sides_of(question: str) -> list[str] | None:
+    found = comparison(question)
+    return None if found is None else [side.text for side in found]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is the difference between borg prune and borg compact?", ["borg prune", "borg compact"]),
+        ("What's the difference between break and continue inside a loop?", ["break", "continue"]),
+        ("What is the difference between `is` and `==` in Python?", ["`is`", "`==`"]),
+        ("What's the difference between ${name:-word} and ${name:=word}?", ["${name:-word}", "${name:=word}"]),
+        ("What is the difference between the Alias and the Redirect directives?", ["Alias", "Redirect"]),
+        ("How does a ban differ from a purge in Varnish?", ["ban", "purge"]),
+        ("git merge vs git rebase", ["git merge", "git rebase"]),
+        ("When do I use global and when nonlocal?", ["global", "nonlocal"]),
+        ("bisect_left or bisect_right: how do they differ?", ["bisect_left", "bisect_right"]),
+        (
+            "Should I restore with borg extract or with borg mount? What is the difference?",
+            ["borg extract", "borg mount"],
+        ),
+        ("¿Qué diferencia hay entre grace y keep?", ["grace", "keep"]),
+        # Not comparisons, or sides that are no short names
+        ("How can I compare two archives but ignore changes to owners and permissions?", None),
+        ("What does git stash do?", None),
+        ("What is the difference between them?", None),
+    ],
+)
+def test_the_two_sides_of_a_comparison(question: str, expected: list[str] | None) -> None:
+    assert sides_of(question) == expected
+
+
+def test_a_side_is_told_from_the_other_by_its_own_words() -> None:
+    prune, compact = comparison("What is the difference between borg prune and borg compact?") or ()
+    assert prune.keys == frozenset({"prune"})  # "borg" is both sides'
+    assert holds("borg prune removes archives", prune) and not holds("borg prune removes archives", compact)
+    # Inflections meet ("purging" asked, "A purge is ..." written); a quoted stop word in quotes.
+    purging, banning = comparison("What is the difference between purging and banning?") or ()
+    assert holds("A purge is what happens when you discard an object.", purging)
+    assert holds("You can think of bans as a filter.", banning)
+    is_, _ = comparison("What is the difference between `is` and `==`?") or ()
+    assert is_.literal == "is" and holds('The "is" operator compares identity.', is_)
+    assert not holds("This is an operator.", is_)
+
+
+def test_a_sides_own_question_keeps_the_context_asked_in() -> None:
+    question = "What is the difference between return(pass) and return(pipe) in vcl_recv?"
+    passing, piping = comparison(question) or ()
+    assert side_query(question, piping, passing) == "What is return(pipe) in vcl_recv?"
+    assert (
+        side_query(
+            "What is the difference between grace and keep?",
+            *comparison("What is the difference between grace and keep?") or (),
+        )
+        == "What is grace?"
+    )
+
+
+def test_a_side_no_excerpt_mentions_is_searched_alone() -> None:
+    sides = comparison("What is the difference between borg prune and borg compact?")
+    assert sides is not None
+    hits = [hit(f"borg prune keeps {n} archives.", f"prune-{n}.md") for n in range(5)]
+    asked: list[str] = []
+
+    def search(text: str) -> list:
+        asked.append(text)
+        return [hit("borg create makes an archive.", "create.md"), hit("borg compact frees space.", "compact.md")]
+
+    out = with_sides(hits, sides, "What is the difference between borg prune and borg compact?", search, 5)
+    assert asked == ["What is borg compact?"]
+    assert [h.chunk.relative_path for h in out] == [
+        "prune-0.md",
+        "prune-1.md",
+        "prune-2.md",
+        "prune-3.md",
+        "compact.md",
+    ]
+    # Both sides held already: nothing searched, nothing moved.
+    asked.clear()
+    assert with_sides(out, sides, "", search, 5) == out and asked == []
+
+
+def test_each_side_opens_with_its_own_unit() -> None:
+    a, b = Side("break", frozenset({"break"})), Side("continue", frozenset({"conti"}))
+    texts = ["break and continue are statements.", "break ends the loop.", "continue goes on.", "a loop."]
+    scores = [np.array([0.9, 0.5, 0.1, 0.2]), np.array([0.9, 0.1, 0.4, 0.2])]
+    # The unit naming both sides is passed over for the ones about each alone.
+    assert side_units((a, b), texts, scores) == [1, 2]
+    # A unit naming both is taken when no other mentions a side; none when nothing mentions it.
+    assert side_units((a, b), texts[:2], [s[:2] for s in scores]) == [1, 0]
+    assert side_units((a, b), [texts[1], texts[3]], [s[[1, 3]] for s in scores]) == [0]
+
+
+def test_a_comparison_is_answered_with_what_the_notes_say_of_each_side() -> None:
+    hits = [
+        hit(
+            "The break and continue statements both work inside loops. Loops are written with for and while.",
+            "loops.md",
+        ),
+        hit("The break statement terminates the nearest enclosing loop.", "break.md"),
+        hit("The continue statement goes on with the next cycle of the nearest enclosing loop.", "continue.md"),
+    ]
+    question = "What is the difference between break and continue?"
+    answer = extractive_answer(question, hits, fake_vector(question), fake_encode)
+    assert not answer.refused
+    lines = answer.answer.splitlines()
+    assert lines[0] == "The break statement terminates the nearest enclosing loop [2]."
+    assert lines[1] == "The continue statement goes on with the next cycle of the nearest enclosing loop [3]."

@@ -155,6 +155,9 @@ def with_sides(
 # heading) is what the notes say *of* it, beside units that only use it in passing.
 SUBJECT_BONUS = 0.3
 SUBJECT_WORDS = 8
+# ... and the first thing its section or its entry says of it, more: documentation says what a
+# thing is where it opens its section ("A purge is what happens when ...").
+LEAD_BONUS = 0.3
 
 
 def subject_of(text: str, term: str, section: str) -> str:
@@ -168,6 +171,7 @@ def side_units(
     side_scores: Sequence[np.ndarray],
     own: Sequence[str] | None = None,
     subjects: Sequence[str] | None = None,
+    leads: frozenset[int] = frozenset(),
 ) -> list[int]:
     """For each side, the unit (an index into `texts`: each unit's text with its term and
     context) that best answers it alone (`side_scores`: every unit scored against that side's
@@ -183,7 +187,8 @@ def side_units(
 
         def weight(i: int, side: Side = side, scores: np.ndarray = scores) -> tuple[float, int]:
             named = subjects is not None and holds(subjects[i], side)
-            return float(scores[i]) + (SUBJECT_BONUS if named else 0.0), -i
+            lead = named and i in leads
+            return float(scores[i]) + (SUBJECT_BONUS if named else 0.0) + (LEAD_BONUS if lead else 0.0), -i
 
         if pool:
             chosen.append(max(pool, key=weight))

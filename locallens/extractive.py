@@ -1637,7 +1637,25 @@ def compared_units(
         side_scores.append(score_units(text, hits, np.asarray(encode([text])[0]), encode, term_counts).scores)
     own = [f"{u.term} {u.text}" for u in scored.units]
     subjects = [subject_of(u.text, u.term, u.section) for u in scored.units]
-    return side_units(sides, texts, side_scores, own=own, subjects=subjects)
+    return side_units(sides, texts, side_scores, own=own, subjects=subjects, leads=_leads(scored.units))
+
+
+def _leads(units: Sequence[Unit]) -> frozenset[int]:
+    """The units that open what their section (its heading in the same excerpt) or their entry
+    (a definition's term) says: the first sentence, item or definition under each."""
+    seen: set[tuple[int, str]] = set()
+    out = set()
+    for i, unit in enumerate(units):
+        if unit.kind not in (SENTENCE, ITEM, DEFINITION):
+            continue
+        for key in (
+            (unit.excerpt, "§" + unit.section) if unit.section else None,
+            (unit.excerpt, unit.term) if unit.term else None,
+        ):
+            if key is not None and key not in seen:
+                seen.add(key)
+                out.add(i)
+    return frozenset(out)
 
 
 PROMPT_PASSAGE_TOKENS = 320  # the passages a prompt of selected passages holds, in all

@@ -100,6 +100,10 @@ def test_each_side_opens_with_its_own_unit() -> None:
     scores = [np.array([0.9, 0.5, 0.1, 0.2]), np.array([0.9, 0.1, 0.4, 0.2])]
     # The unit naming both sides is passed over for the ones about each alone.
     assert side_units((a, b), texts, scores) == [1, 2]
+    # The unit whose subject is the side, and that opens its section, over a passing mention.
+    subjects = ["", "", "continue", ""]
+    texts2 = ["break and continue are statements.", "break ends the loop.", "Loops continue.", "Goes on."]
+    assert side_units((a, b), texts2, scores, subjects=subjects, leads=frozenset({2}))[1] == 2
     # A unit naming both is taken when no other mentions a side; none when nothing mentions it.
     assert side_units((a, b), texts[:2], [s[:2] for s in scores]) == [1, 0]
     assert side_units((a, b), [texts[1], texts[3]], [s[[1, 3]] for s in scores]) == [0]

@@ -63,6 +63,7 @@ _KIND = re.compile(
     r"variables|settings|files|modules|operators|keywords|blocks|modes)$",
     re.I,
 )
+_TAG = re.compile(r"^<[A-Za-z][\w:-]*>$")  # a configuration section's tag: "<Directory>", "<Location>"
 _QUOTED_WORD = re.compile(r"^[`'\"“‘]([^\W\d_]+)[`'\"”’]$")
 
 
@@ -95,6 +96,9 @@ def comparison(question: str) -> tuple[Side, Side] | None:
         for mine, other in ((a, b), (b, a)):
             literal = _QUOTED_WORD.match(mine)
             keys = _keys(mine) - _keys(other)
+            if _TAG.match(mine):  # "<Directory>": the tag as written, not every "directive"
+                sides.append(Side(mine, frozenset(), mine[:-1]))
+                continue
             sides.append(Side(mine, keys, literal.group(1).lower() if literal and not keys else ""))
         if all(side.keys or side.literal for side in sides):
             return sides[0], sides[1]
@@ -103,6 +107,8 @@ def comparison(question: str) -> tuple[Side, Side] | None:
 
 def holds(text: str, side: Side) -> bool:
     """Whether `text` mentions `side`: one of its keys, or its quoted word in quotes."""
+    if side.literal.startswith("<"):
+        return bool(re.search(rf"{re.escape(side.literal)}(?![\w-])", text))
     if side.literal:
         return bool(re.search(rf"[`'\"“‘]{re.escape(side.literal)}[`'\"”’]", text, re.I))
     return bool(side.keys & _keys(text))
@@ -172,18 +178,22 @@ def side_units(
     own: Sequence[str] | None = None,
     subjects: Sequence[str] | None = None,
     leads: frozenset[int] = frozenset(),
+    prose: Sequence[bool] | None = None,
 ) -> list[int]:
     """For each side, the unit (an index into `texts`: each unit's text with its term and
     context) that best answers it alone (`side_scores`: every unit scored against that side's
     question, `SUBJECT_BONUS` more for one whose subject is the side, `subjects`): among the units
     that mention it and whose own words (`own`, else `texts`) do not mention the other side, else
-    among those that mention it; none when no unit mentions it."""
+    among those that mention it; of those, prose (`prose`) before code; none when no unit
+    mentions it."""
     own = own if own is not None else texts
     chosen: list[int] = []
     for (side, other), scores in zip((sides, sides[::-1]), side_scores):
         mentions = [i for i, text in enumerate(texts) if holds(text, side)]
         alone = [i for i in mentions if not holds(own[i], other)]
         pool = [i for i in (alone or mentions) if i not in chosen and scores[i] > 0]
+        said = [i for i in pool if prose is None or prose[i]]
+        pool = said or pool  # what the notes say of it, before an example of it
 
         def weight(i: int, side: Side = side, scores: np.ndarray = scores) -> tuple[float, int]:
             named = subjects is not None and holds(subjects[i], side)

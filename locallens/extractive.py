@@ -1637,7 +1637,8 @@ def compared_units(
         side_scores.append(score_units(text, hits, np.asarray(encode([text])[0]), encode, term_counts).scores)
     own = [f"{u.term} {u.text}" for u in scored.units]
     subjects = [subject_of(u.text, u.term, u.section) for u in scored.units]
-    return side_units(sides, texts, side_scores, own=own, subjects=subjects, leads=_leads(scored.units))
+    prose = [u.kind != CODE for u in scored.units]
+    return side_units(sides, texts, side_scores, own=own, subjects=subjects, leads=_leads(scored.units), prose=prose)
 
 
 def _leads(units: Sequence[Unit]) -> frozenset[int]:

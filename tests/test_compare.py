@@ -55,6 +55,12 @@ def test_a_side_is_told_from_the_other_by_its_own_words() -> None:
     is_, _ = comparison("What is the difference between `is` and `==`?") or ()
     assert is_.literal == "is" and holds('The "is" operator compares identity.', is_)
     assert not holds("This is an operator.", is_)
+    # A configuration section's tag as written, not every "directive" or "directory".
+    directory, location = comparison("What is the difference between <Directory> and <Location> sections?") or ()
+    assert holds('<Directory "/var/www"> applies to the filesystem.', directory)
+    assert not holds("The enclosed directives apply to the directory.", directory)
+    assert not holds("<DirectoryMatch> takes a regular expression.", directory)
+    assert holds("<Location /status> applies to URLs.", location)
 
 
 def test_a_sides_own_question_keeps_the_context_asked_in() -> None:
@@ -104,6 +110,11 @@ def test_each_side_opens_with_its_own_unit() -> None:
     subjects = ["", "", "continue", ""]
     texts2 = ["break and continue are statements.", "break ends the loop.", "Loops continue.", "Goes on."]
     assert side_units((a, b), texts2, scores, subjects=subjects, leads=frozenset({2}))[1] == 2
+    # Prose says what a thing is; an example of it (code) only when nothing else mentions it.
+    texts3 = ["break ends the loop.", "for x in y: break", "continue goes on.", "a loop."]
+    scores3 = [np.array([0.3, 0.9, 0.1, 0.2]), np.array([0.1, 0.1, 0.4, 0.2])]
+    assert side_units((a, b), texts3, scores3) == [1, 2]
+    assert side_units((a, b), texts3, scores3, prose=[True, False, True, True]) == [0, 2]
     # A unit naming both is taken when no other mentions a side; none when nothing mentions it.
     assert side_units((a, b), texts[:2], [s[:2] for s in scores]) == [1, 0]
     assert side_units((a, b), [texts[1], texts[3]], [s[[1, 3]] for s in scores]) == [0]

@@ -1257,13 +1257,7 @@ def passage_units(
     passage = _Passage(scored, passage_tokens)
     excerpts: set[int] = set()
     answering = 0
-    for i in opening:
-        unit = scored.units[i]
-        group = passage.unprinted(_passage(unit, scored.units))
-        if any(u is unit for u in group):
-            passage.append(group, unit)
-            excerpts.add(unit.excerpt)
-            answering += 1
+    answering += _open_with(passage, opening, excerpts)
     for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
         unit = scored.units[int(i)]
@@ -1305,6 +1299,32 @@ def passage_units(
             _with_fact(passage, order, question)
         _with_next(passage)
     return passage.chosen
+
+
+def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) -> int:
+    """The passage's opening units (a comparison's side each), each with what belongs to it,
+    whatever the budget, and with the sentence that follows it in its section when the budget
+    holds that and the openings still to come (documentation often says what a thing is in its
+    second sentence: "break" may only occur nested in a loop. It terminates the nearest ...").
+    The number of openings printed."""
+    units = passage.scored.units
+    groups = [(units[i], _passage(units[i], units)) for i in opening]
+    printed = 0
+    for n, (unit, group) in enumerate(groups):
+        group = passage.unprinted(group)
+        if not any(u is unit for u in group):
+            continue
+        passage.append(group, unit)
+        excerpts.add(unit.excerpt)
+        printed += 1
+        at = passage.positions.get((unit.excerpt, unit.index + 1))
+        follower = units[at] if at is not None else None
+        if follower is None or follower.kind not in (SENTENCE, ITEM) or follower.section != unit.section:
+            continue
+        rest = [u for _, later in groups[n + 1 :] for u in passage.unprinted(later)]
+        if passage.unprinted([follower]) and passage.fits([follower, *rest]):
+            passage.append([follower], follower)
+    return printed
 
 
 def _with_fact(passage: _Passage, order: np.ndarray, question: str) -> None:
@@ -1615,6 +1635,9 @@ def extractive_answer(
     )
 
 
+MIN_SIDE_TERMS = 4  # a side's unit says something: at least this many key terms
+
+
 def compared_units(
     question: str,
     sides: tuple[Side, Side],
@@ -1637,7 +1660,8 @@ def compared_units(
         side_scores.append(score_units(text, hits, np.asarray(encode([text])[0]), encode, term_counts).scores)
     own = [f"{u.term} {u.text}" for u in scored.units]
     subjects = [subject_of(u.text, u.term, u.section) for u in scored.units]
-    prose = [u.kind != CODE for u in scored.units]
+    # What the notes say of a side: prose of some length, not an example or a bare term line.
+    prose = [u.kind != CODE and len(unit_keys(u.text)) >= MIN_SIDE_TERMS for u in scored.units]
     return side_units(sides, texts, side_scores, own=own, subjects=subjects, leads=_leads(scored.units), prose=prose)
 
 

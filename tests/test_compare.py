@@ -135,3 +135,25 @@ def test_a_comparison_is_answered_with_what_the_notes_say_of_each_side() -> None
     lines = answer.answer.splitlines()
     assert lines[0] == "The break statement terminates the nearest enclosing loop [2]."
     assert lines[1] == "The continue statement goes on with the next cycle of the nearest enclosing loop [3]."
+
+
+def test_a_sides_unit_is_read_on_to_the_sentence_after_it_when_the_budget_holds() -> None:
+    hits = [
+        hit("The break and continue statements both work inside loops.", "loops.md"),
+        hit(
+            "# The break statement\n\nbreak may only occur nested in a loop. It terminates the nearest loop.",
+            "break.md",
+        ),
+        hit(
+            "# The continue statement\n\ncontinue may only occur nested in a loop. It goes on with the next cycle.",
+            "continue.md",
+        ),
+    ]
+    question = "What is the difference between break and continue?"
+    answer = extractive_answer(question, hits, fake_vector(question), fake_encode)
+    assert answer.answer.splitlines()[:4] == [
+        "break may only occur nested in a loop [2].",
+        "It terminates the nearest loop [2].",
+        "continue may only occur nested in a loop [3].",
+        "It goes on with the next cycle [3].",
+    ]

@@ -302,7 +302,18 @@ def cited_lines(data: dict[str, Any]) -> dict[int, list[tuple[int, int]]]:
             span = (int(claim["line_start"]), int(claim.get("line_end") or claim["line_start"]))
             if span not in cited.setdefault(int(claim["source"]), []):
                 cited[int(claim["source"])].append(span)
-    return {n: sorted(spans) for n, spans in cited.items()}
+    return {n: _merged(spans) for n, spans in cited.items()}
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` sorted, those that overlap as one: two sentences of lines 6-8 and 8 are lines 6-8."""
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def remember_answer(db: DbLocation, brain: str, data: dict[str, Any]) -> list[dict[str, Any]]:

@@ -623,3 +623,15 @@ def test_copy_keeps_locations(indexed: tuple[Path, Path], tmp_path: Path) -> Non
     assert _chunks(dest) == _chunks(db)
     with Store(dest, create=False) as store:
         assert store.execute("SELECT count(*) FROM documents WHERE line_offset IS NULL") == [(0,)]
+
+
+def test_cited_lines_that_overlap_are_one_span() -> None:
+    from locallens.show import cited_lines
+
+    claims = [
+        {"supported": True, "source": 2, "line_start": 6, "line_end": 8},
+        {"supported": True, "source": 2, "line_start": 8, "line_end": 8},
+        {"supported": True, "source": 2, "line_start": 12, "line_end": 13},
+        {"supported": True, "source": 1, "line_start": 3, "line_end": None},
+    ]
+    assert cited_lines({"claims": claims}) == {2: [(6, 8), (12, 13)], 1: [(3, 3)]}

@@ -9,9 +9,10 @@ difference between Alias and AliasMatch also apply ..."). So a comparison is rea
 - the search (`retrieval.retrieve`) makes sure the excerpts hold each side: a side no excerpt
   mentions is searched on its own and its best chunk takes a place among the first five
   (`with_sides`);
-- the passage (`extractive.passage_units`) opens with each side's best unit, scored against the
-  side asked on its own ("What is return(pipe) in vcl_recv?"), then goes on as any passage does
-  (`side_units`).
+- the passage (`extractive.passage_units`) opens with each side's best unit (`side_units`),
+  scored against the side asked on its own ("What is return(pipe) in vcl_recv?"), its subject and
+  its section's first words weighed more, each read on to its next sentence where the budget
+  holds it; then it goes on as any passage does.
 
 A side is the words the question compares, as written: "borg prune", "`==`", "${name:=word}",
 "single quotes". Its keys are its key terms and symbols that the other side lacks ("prune" for
@@ -30,7 +31,7 @@ import numpy as np
 from locallens.domain import Hit
 from locallens.unit_scores import key_terms, symbol_keys
 
-__all__ = ["Side", "comparison", "holds", "side_query", "with_sides"]
+__all__ = ["Side", "comparison", "holds", "side_query", "side_units", "subject_of", "with_sides"]
 
 # The end of a side: the question's end, a clause, or the context the comparison is made in
 # ("break and continue inside a loop", "`is` and `==` in Python", "grace and keep for a cached

@@ -1256,8 +1256,7 @@ def passage_units(
     best_score = float(scored.scores[order[0]])
     passage = _Passage(scored, passage_tokens)
     excerpts: set[int] = set()
-    answering = 0
-    answering += _open_with(passage, opening, excerpts)
+    answering = _open_with(passage, opening, excerpts)
     for rank, i in enumerate(order[:CANDIDATES]):
         score = float(scored.scores[i])
         unit = scored.units[int(i)]

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from locallens.domain import Hit
-from locallens.unit_scores import key_terms, symbol_keys
+from locallens.unit_scores import key_terms, symbol_keys, unit_keys
+from locallens.units import DEFINITION, ITEM, SENTENCE, excerpt_units
 
 __all__ = ["Side", "comparison", "holds", "side_query", "side_units", "subject_of", "with_sides"]
 
@@ -115,6 +116,21 @@ def holds(text: str, side: Side) -> bool:
     return bool(side.keys & _keys(text))
 
 
+MIN_SIDE_TERMS = 4  # what is said of a side: prose of at least this many key terms
+
+
+def says(text: str, kind: str) -> bool:
+    """Whether a unit of this text and kind says something of what it names: a sentence, list
+    item or definition of `MIN_SIDE_TERMS` key terms or more (not code, a grammar rule or a bare
+    term line)."""
+    return kind in (SENTENCE, ITEM, DEFINITION) and len(unit_keys(text)) >= MIN_SIDE_TERMS
+
+
+def said_of(content: str, side: Side) -> bool:
+    """Whether an excerpt says something of `side` (`says`) in a unit that mentions it."""
+    return any(says(u.text, u.kind) and holds(f"{u.term} {u.text}", side) for u in excerpt_units(content, 1))
+
+
 def side_query(question: str, side: Side, other: Side) -> str:
     """The question about `side` alone: "What is return(pipe) in vcl_recv?" for "What is the
     difference between return(pass) and return(pipe) in vcl_recv?" (the context after the two
@@ -133,21 +149,21 @@ def with_sides(
     search: Callable[[str], Sequence[Hit]],
     places: int,
 ) -> list[Hit]:
-    """`hits` with each side held among the first `places`: a side none of them mentions is
-    searched on its own (`search`, its `side_query`) and its best chunk that mentions it takes
-    the last of those places not already given to a side (the others move down one; the list
-    keeps its length)."""
+    """`hits` with each side held among the first `places`: a side none of them says something of
+    (`said_of`: a grammar rule or an example naming it is not enough) is searched on its own
+    (`search`, its `side_query`) and its best chunk that mentions it takes the last of those
+    places not already given to a side (the others move down one; the list keeps its length)."""
     out = list(hits)
     place = min(places, len(out))
     for side, other in (sides, sides[::-1]):
-        if place < 1 or any(holds(h.content, side) for h in out[:places]):
+        if place < 1 or any(said_of(h.content, side) for h in out[:places]):
             continue
         taken = {(h.chunk.relative_path, h.chunk.chunk_index) for h in out}
         found = next(
             (
                 h
                 for h in search(side_query(question, side, other))
-                if holds(h.content, side) and (h.chunk.relative_path, h.chunk.chunk_index) not in taken
+                if said_of(h.content, side) and (h.chunk.relative_path, h.chunk.chunk_index) not in taken
             ),
             None,
         )

@@ -44,7 +44,7 @@ import numpy as np
 
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
-from locallens.compare import Side, comparison, side_query, side_units, subject_of
+from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
 from locallens.domain import Hit, Rendering
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
@@ -1634,9 +1634,6 @@ def extractive_answer(
     )
 
 
-MIN_SIDE_TERMS = 4  # a side's unit says something: at least this many key terms
-
-
 def compared_units(
     question: str,
     sides: tuple[Side, Side],
@@ -1660,7 +1657,7 @@ def compared_units(
     own = [f"{u.term} {u.text}" for u in scored.units]
     subjects = [subject_of(u.text, u.term, u.section) for u in scored.units]
     # What the notes say of a side: prose of some length, not an example or a bare term line.
-    prose = [u.kind != CODE and len(unit_keys(u.text)) >= MIN_SIDE_TERMS for u in scored.units]
+    prose = [says(u.text, u.kind) for u in scored.units]
     return side_units(sides, texts, side_scores, own=own, subjects=subjects, leads=_leads(scored.units), prose=prose)
 
 

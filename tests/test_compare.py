@@ -84,7 +84,10 @@ def test_a_side_no_excerpt_mentions_is_searched_alone() -> None:
 
     def search(text: str) -> list:
         asked.append(text)
-        return [hit("borg create makes an archive.", "create.md"), hit("borg compact frees space.", "compact.md")]
+        return [
+            hit("borg create makes an archive.", "create.md"),
+            hit("borg compact frees space in the repository segments.", "compact.md"),
+        ]
 
     out = with_sides(hits, sides, "What is the difference between borg prune and borg compact?", search, 5)
     assert asked == ["What is borg compact?"]
@@ -95,6 +98,10 @@ def test_a_side_no_excerpt_mentions_is_searched_alone() -> None:
         "prune-3.md",
         "compact.md",
     ]
+    # A side named only in an example is not held: something must be said of it.
+    example = [*hits[:4], hit("Run it nightly:\n\n```\nborg compact --progress /srv/repo\n```", "cron.md")]
+    assert [h.chunk.relative_path for h in with_sides(example, sides, "", search, 5)][-1] == "compact.md"
+    asked.clear()
     # Both sides held already: nothing searched, nothing moved.
     asked.clear()
     assert with_sides(out, sides, "", search, 5) == out and asked == []

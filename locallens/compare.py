@@ -38,7 +38,10 @@ __all__ = ["Side", "comparison", "holds", "side_query", "side_units", "subject_o
 # ("break and continue inside a loop", "`is` and `==` in Python", "grace and keep for a cached
 # object").
 _END = r"(?=\s*(?:[?!;]|[.,:](?:\s|$)|$|\s(?:in|inside|for|when|within|on|en|para|cuando)\s))"
-_SIDE = r"(?P<{}>(?:[^?!;:,\s]|:(?!\s)|\s)+?)"
+# A side: at most MAX_SIDE_WORDS words of at most 60 characters, so that a long question is read
+# in linear time (an unbounded side backtracked for minutes over 20,000 characters).
+_WORD = r"(?:[^?!;:,\s]|:(?!\s)){{1,60}}"  # braces doubled: _SIDE is formatted
+_SIDE = r"(?P<{}>" + _WORD + r"(?:\s+" + _WORD + r"){{0,3}}?)"
 _PATTERNS = [
     re.compile(p.format(a=_SIDE.format("a"), b=_SIDE.format("b"), end=_END), re.I)
     for p in (

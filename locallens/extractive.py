@@ -595,7 +595,7 @@ def _quantities(question: str, first: str) -> set[str]:
     of "RHEL 6 servers"."""
     out = set()
     for found in _QUANTITY.finditer(question):
-        before = _WORD.findall(question[: found.start()])
+        before = _WORD.findall(question[max(0, found.start() - 80) : found.start()])  # the word before
         if key_terms(found.group(2)) and not (before and _is_name(before[-1], first)):
             out.add(found.group(1))
     return out

@@ -164,3 +164,14 @@ def test_a_sides_unit_is_read_on_to_the_sentence_after_it_when_the_budget_holds(
         "continue may only occur nested in a loop [3].",
         "It goes on with the next cycle [3].",
     ]
+
+
+def test_a_long_question_is_read_in_linear_time() -> None:
+    """Sides are bounded in the patterns: an unbounded side backtracked for minutes over the
+    20,000 characters a question may hold. A generous bound, far from what it took."""
+    import time
+
+    started = time.perf_counter()
+    for question in ("difference between " + "a and " * 3300, "a or " * 4000 + ": how do they differ", ":" * 20_000):
+        assert comparison(question[:20_000]) is None
+    assert time.perf_counter() - started < 10

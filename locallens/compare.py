@@ -68,6 +68,7 @@ _KIND = re.compile(
     r"variables|settings|files|modules|operators|keywords|blocks|modes)$",
     re.I,
 )
+_FLAG = re.compile(r"^--?[A-Za-z][\w-]*$")  # a command-line option: "--soft", "-n"
 _TAG = re.compile(r"^<[A-Za-z][\w:-]*>$")  # a configuration section's tag: "<Directory>", "<Location>"
 _QUOTED_WORD = re.compile(r"^[`'\"“‘]([^\W\d_]+)[`'\"”’]$")
 
@@ -75,7 +76,8 @@ _QUOTED_WORD = re.compile(r"^[`'\"“‘]([^\W\d_]+)[`'\"”’]$")
 @dataclass(frozen=True, slots=True)
 class Side:
     """One of the two things a question compares: its words as written, and the key terms and
-    symbols that tell it from the other side (or the quoted word itself, `literal`)."""
+    symbols that tell it from the other side (or, where those are none, `literal`: the quoted
+    word, the tag, or the token as written)."""
 
     text: str
     keys: frozenset[str]
@@ -95,6 +97,9 @@ def comparison(question: str) -> tuple[Side, Side] | None:
             continue
         a, b = (_ARTICLE.sub("", found.group(name).strip()) for name in ("a", "b"))
         b = _KIND.sub("", b)
+        words = a.split()
+        if len(words) > 1 and _FLAG.match(words[-1]) and _FLAG.match(b) and " " not in b:
+            b = " ".join([*words[:-1], b])  # "git reset --soft and --hard": both are "git reset"'s
         if not a or not b or len(a.split()) > MAX_SIDE_WORDS or len(b.split()) > MAX_SIDE_WORDS:
             continue
         sides = []
@@ -104,6 +109,9 @@ def comparison(question: str) -> tuple[Side, Side] | None:
             if _TAG.match(mine):  # "<Directory>": the tag as written, not every "directive"
                 sides.append(Side(mine, frozenset(), mine[:-1]))
                 continue
+            if not keys and " " not in mine and not mine.isalnum() and not literal:
+                sides.append(Side(mine, frozenset(), mine))  # "HEAD^" against "HEAD~": as written
+                continue
             sides.append(Side(mine, keys, literal.group(1).lower() if literal and not keys else ""))
         if all(side.keys or side.literal for side in sides):
             return sides[0], sides[1]
@@ -111,9 +119,12 @@ def comparison(question: str) -> tuple[Side, Side] | None:
 
 
 def holds(text: str, side: Side) -> bool:
-    """Whether `text` mentions `side`: one of its keys, or its quoted word in quotes."""
+    """Whether `text` mentions `side`: one of its keys; its quoted word in quotes; its tag or its
+    symbol-laden token ("HEAD^") as written."""
     if side.literal.startswith("<"):
         return bool(re.search(rf"{re.escape(side.literal)}(?![\w-])", text))
+    if side.literal and not side.literal.isalpha():
+        return bool(re.search(rf"(?<![\w-]){re.escape(side.literal)}", text))
     if side.literal:
         return bool(re.search(rf"[`'\"“‘]{re.escape(side.literal)}[`'\"”’]", text, re.I))
     return bool(side.keys & _keys(text))

@@ -34,6 +34,9 @@ def sides_of(question: str) -> list[str] | None:
             ["borg extract", "borg mount"],
         ),
         ("¿Qué diferencia hay entre grace y keep?", ["grace", "keep"]),
+        # An option after a command: both are the command's ("git reset --hard").
+        ("What is the difference between git reset --soft and --hard?", ["git reset --soft", "git reset --hard"]),
+        ("What is the difference between HEAD^ and HEAD~?", ["HEAD^", "HEAD~"]),
         # Not comparisons, or sides that are no short names
         ("How can I compare two archives but ignore changes to owners and permissions?", None),
         ("What does git stash do?", None),
@@ -55,6 +58,13 @@ def test_a_side_is_told_from_the_other_by_its_own_words() -> None:
     is_, _ = comparison("What is the difference between `is` and `==`?") or ()
     assert is_.literal == "is" and holds('The "is" operator compares identity.', is_)
     assert not holds("This is an operator.", is_)
+    # Tokens told apart by a symbol alone, as written.
+    caret, tilde = comparison("What is the difference between HEAD^ and HEAD~?") or ()
+    assert holds("HEAD^ names the first parent.", caret) and not holds("HEAD~2 is the grandparent.", caret)
+    assert holds("HEAD~2 is the grandparent.", tilde)
+    soft, hard = comparison("What is the difference between git reset --soft and --hard?") or ()
+    assert not holds("git reset moves HEAD.", soft) and holds("--soft does not touch the index.", soft)
+    assert holds("--hard resets the working tree.", hard) and not holds("--soft keeps it.", hard)
     # A configuration section's tag as written, not every "directive" or "directory".
     directory, location = comparison("What is the difference between <Directory> and <Location> sections?") or ()
     assert holds('<Directory "/var/www"> applies to the filesystem.', directory)

@@ -222,7 +222,7 @@ SETS: dict[str, tuple[str, list[Path]]] = {
 HTML_CORPORA = ("borg", "varnish", "apache", "sqlite", "rsyslog", "zsh")
 # Questions comparing two things, one set per corpus (`compare_questions.jsonl`'s `corpus`): the
 # answer states what the manual says of each (`answers_all`).
-COMPARE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix")
+COMPARE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix", "filter-repo", "adoc")
 SETS.update({f"compare-{corpus}": (corpus, [DATA / "compare_questions.jsonl"]) for corpus in COMPARE_CORPORA})
 SETS.update(
     {

@@ -215,8 +215,9 @@ def side_units(
     context) that best answers it alone (`side_scores`: every unit scored against that side's
     question, `SUBJECT_BONUS` more for one whose subject is the side, `subjects`): among the units
     that mention it and whose own words (`own`, else `texts`) do not mention the other side, else
-    among those that mention it; of those, prose (`prose`) before code; none when no unit
-    mentions it."""
+    among those that mention it; of those, prose (`prose`) before code, and the units that open
+    an entry or section (`leads`) naming the side before the others; none when no unit mentions
+    it."""
     own = own if own is not None else texts
     chosen: list[int] = []
     for (side, other), scores in zip((sides, sides[::-1]), side_scores):
@@ -225,6 +226,10 @@ def side_units(
         pool = [i for i in (alone or mentions) if i not in chosen and scores[i] > 0]
         said = [i for i in pool if prose is None or prose[i]]
         pool = said or pool  # what the notes say of it, before an example of it
+        # What its entry or section opens with, where one names it: a sentence using it in
+        # passing scores as high against its question and says less of it.
+        opening = [i for i in pool if i in leads and subjects is not None and holds(subjects[i], side)]
+        pool = opening or pool
 
         def weight(i: int, side: Side = side, scores: np.ndarray = scores) -> tuple[float, int]:
             named = subjects is not None and holds(subjects[i], side)

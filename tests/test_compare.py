@@ -127,6 +127,12 @@ def test_each_side_opens_with_its_own_unit() -> None:
     subjects = ["", "", "continue", ""]
     texts2 = ["break and continue are statements.", "break ends the loop.", "Loops continue.", "Goes on."]
     assert side_units((a, b), texts2, scores, subjects=subjects, leads=frozenset({2}))[1] == 2
+    # A unit that opens the side's entry or section is taken over one using the side in passing,
+    # whatever their scores.
+    passing = ["If a loop ends by break, its target keeps its value.", "break ends the nearest loop."]
+    assert side_units(
+        (a, b), passing, [np.array([0.9, 0.1])] * 2, subjects=["break", "break"], leads=frozenset({1})
+    ) == [1]
     # Prose says what a thing is; an example of it (code) only when nothing else mentions it.
     texts3 = ["break ends the loop.", "for x in y: break", "continue goes on.", "a loop."]
     scores3 = [np.array([0.3, 0.9, 0.1, 0.2]), np.array([0.1, 0.1, 0.4, 0.2])]

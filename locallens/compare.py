@@ -7,12 +7,13 @@ difference between Alias and AliasMatch also apply ..."). So a comparison is rea
 (`comparison`), each with the key terms that tell it from the other (`Side.keys`):
 
 - the search (`retrieval.retrieve`) makes sure the excerpts hold each side: a side no excerpt
-  mentions is searched on its own and its best chunk takes a place among the first five
-  (`with_sides`);
-- the passage (`extractive.passage_units`) opens with each side's best unit (`side_units`),
-  scored against the side asked on its own ("What is return(pipe) in vcl_recv?"), its subject and
-  its section's first words weighed more, each read on to its next sentence where the budget
-  holds it; then it goes on as any passage does.
+  says something of (`said_of`) is searched on its own and its best chunk that does takes a place
+  among the first five (`with_sides`);
+- the passage (`extractive.passage_units`) opens with each side's best unit (`side_units`):
+  prose that opens an entry or section naming the side first, scored against the side asked on
+  its own ("What is return(pipe) in vcl_recv?"), its subject and its section's first words
+  weighed more, each read on to its next sentence where the budget holds it; then it goes on as
+  any passage does.
 
 A side is the words the question compares, as written: "borg prune", "`==`", "${name:=word}",
 "single quotes". Its keys are its key terms and symbols that the other side lacks ("prune" for
@@ -165,8 +166,8 @@ def with_sides(
 ) -> list[Hit]:
     """`hits` with each side held among the first `places`: a side none of them says something of
     (`said_of`: a grammar rule or an example naming it is not enough) is searched on its own
-    (`search`, its `side_query`) and its best chunk that mentions it takes the last of those
-    places not already given to a side (the others move down one; the list keeps its length)."""
+    (`search`, its `side_query`) and its best chunk that does takes the last of those places not
+    already given to a side (the others move down one; the list keeps its length)."""
     out = list(hits)
     place = min(places, len(out))
     for side, other in (sides, sides[::-1]):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -85,7 +86,10 @@ class Side:
     literal: str = ""
 
 
+@lru_cache(maxsize=4096)
 def _keys(text: str) -> frozenset[str]:
+    """The key terms and symbols of `text`; cached: a comparison reads each unit's text for both
+    sides, and its subject and words more than once."""
     return key_terms(text, refined=True) | symbol_keys(text)
 
 
@@ -143,7 +147,14 @@ def says(text: str, kind: str) -> bool:
 
 def said_of(content: str, side: Side) -> bool:
     """Whether an excerpt says something of `side` (`says`) in a unit that mentions it."""
-    return any(says(u.text, u.kind) and holds(f"{u.term} {u.text}", side) for u in excerpt_units(content, 1))
+    return any(holds(text, side) for text in _saying(content))
+
+
+@lru_cache(maxsize=64)
+def _saying(content: str) -> tuple[str, ...]:
+    """The units of an excerpt that say something (`says`), each with its term; cached: the
+    search asks it of the same excerpts for each side."""
+    return tuple(f"{u.term} {u.text}" for u in excerpt_units(content, 1) if says(u.text, u.kind))
 
 
 def side_query(question: str, side: Side, other: Side) -> str:

@@ -224,6 +224,11 @@ HTML_CORPORA = ("borg", "varnish", "apache", "sqlite", "rsyslog", "zsh")
 # answer states what the manual says of each (`answers_all`).
 COMPARE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix", "filter-repo", "adoc")
 SETS.update({f"compare-{corpus}": (corpus, [DATA / "compare_questions.jsonl"]) for corpus in COMPARE_CORPORA})
+# Questions asking for an example ("Show me an example of ...", "What does ... look like?"), one set
+# per corpus (`example_questions.jsonl`'s `corpus`): the answer prints the manual's example
+# (`answers_all`: lines of it).
+EXAMPLE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix", "filter-repo", "adoc")
+SETS.update({f"example-{corpus}": (corpus, [DATA / "example_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
 SETS.update(
     {
         name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
@@ -265,7 +270,7 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
-    if name.startswith("compare-"):  # one file for every corpus: this set's questions
+    if name.startswith(("compare-", "example-")):  # one file for every corpus: this set's questions
         rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
         for row in rows:
             row["answers"] = [a for group in row["answers_all"] for a in group]

@@ -46,6 +46,7 @@ from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
 from locallens.domain import Hit, Rendering
+from locallens.examples import asks_example, example_units
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
@@ -1600,7 +1601,14 @@ def extractive_answer(
         and _evidence(question, hits, scored, term_counts, rendering, min_evidence) >= min_evidence
         and not (topic_word := missing_topic(question, hits, scored, term_counts, encode))
     ):
-        opening = compared_units(question, sides, hits, encode, term_counts, scored) if sides else []
+        if sides:
+            opening = compared_units(question, sides, hits, encode, term_counts, scored)
+        elif asks_example(question):
+            # "Show me an example of ...": the manual's example first, with the line introducing it.
+            also = rendering.text if rendering is not None else ""
+            opening = example_units(question, scored.units, scored.scores, also=also)
+        else:
+            opening = []
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(

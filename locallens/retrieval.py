@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from locallens import compare, crosslang, models
+from locallens import compare, crosslang, examples, models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -645,6 +645,14 @@ def retrieve(
             return search(store, brain, text, vector, top_k, path_glob=path_glob, hybrid=hybrid)
 
         hits = compare.with_sides(hits, sides, query, search_side, top_k)
+    elif hits and examples.asks_example(query):
+        # "Show me an example of ...": the excerpts hold one, from deeper in the same ranking when
+        # the first ones are the prose around it.
+        def deeper() -> list[Hit]:
+            return search(store, brain, query, qvec, HYBRID_CANDIDATES, path_glob=path_glob, hybrid=hybrid, also=also)
+
+        also_text = rendering.text if rendering is not None else ""
+        hits = examples.with_example(hits, query, deeper, top_k, also=also_text)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     if rerank is not None:

@@ -375,6 +375,7 @@ def ask(request: AskRequest, models: Models | None = None, on_text: Callable[[st
             _options(request, on_text),
             brain_term_counts(store, store.get_brain(request.brain)),
             retrieval.rendering,
+            request.search_query,
         )
         result.apply(mode.answer(given))
     return result

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,7 +31,15 @@ from locallens.tokens import count_tokens
 from locallens.unit_scores import key_terms, symbol_keys
 from locallens.units import CODE, HEADER, HEADING, ROW, Unit, excerpt_units
 
-__all__ = ["asks_example", "example_keys", "example_units", "holds_example", "is_example", "with_example"]
+__all__ = [
+    "as_blocks",
+    "asks_example",
+    "example_keys",
+    "example_units",
+    "holds_example",
+    "is_example",
+    "with_example",
+]
 
 # A request for an example: "an example of", "some examples", "an example backup script",
 # "examples of", "what does X look like", "a sample config"; Spanish "un ejemplo de", "ejemplos
@@ -159,7 +168,7 @@ def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, a
     question (see the module doc). `scores`: each unit's score for the question; `also`: the
     question in other words (a Spanish question's English rendering), whose key terms count too."""
     keys = example_keys(question, also)
-    if not len(units) or not keys:
+    if not len(units):
         return []
     at = {(u.excerpt, u.index): i for i, u in enumerate(units)}
     best_score = float(np.max(scores))
@@ -169,7 +178,9 @@ def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, a
             continue
         prose = _prose_before(unit, units, at)
         context = max([float(scores[i]), *(float(scores[j]) for j in prose)])
-        share = _share(keys, unit, units, prose)
+        # "Show me an example of that." names nothing (a chat's follow-up, searched with the
+        # question before it): the block is chosen by its neighbours' scores alone.
+        share = _share(keys, unit, units, prose) if keys else 0.0
         intro = next((j for j in prose if _INTRODUCES.search(units[j].text)), None)
         value = context + TERMS_WEIGHT * share + (INTRO_BONUS if intro is not None else 0.0)
         if chosen is None or value > chosen[0]:
@@ -182,14 +193,28 @@ def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, a
     return ([intro] if intro is not None else []) + [i, *_rest_of(i, units, at)]
 
 
+def as_blocks(units: Sequence[Unit], chosen: Sequence[int]) -> list[Unit]:
+    """`units` with the chosen examples among them printed as code blocks, their lines kept (a
+    plain-text manual's example is read as a sentence unit, which prints as one line)."""
+    out = list(units)
+    for i in chosen:
+        if out[i].kind != CODE and is_example(out[i]):
+            out[i] = replace(out[i], kind=CODE)
+    return out
+
+
 def _rest_of(i: int, units: Sequence[Unit], at: dict[tuple[int, int], int]) -> list[int]:
-    """The blocks right after block `i` with no prose between (an example in several files: the
-    main.cf lines, then the table they name), while the example stays within
+    """The blocks right after block `i` in its section with no prose between (an example in
+    several files: the main.cf lines, then the table they name), while the example stays within
     MAX_EXAMPLE_TOKENS."""
     out: list[int] = []
     used = count_tokens(units[i].text)
     unit = units[i]
-    while (j := at.get((unit.excerpt, unit.index + 1))) is not None and is_example(units[j]):
+    while (
+        (j := at.get((unit.excerpt, unit.index + 1))) is not None
+        and is_example(units[j])
+        and units[j].section == unit.section
+    ):
         used += count_tokens(units[j].text)
         if used > MAX_EXAMPLE_TOKENS:
             break

@@ -46,7 +46,7 @@ from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
 from locallens.domain import Hit, Rendering
-from locallens.examples import asks_example, example_units
+from locallens.examples import as_blocks, asks_example, example_units
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
 from locallens.tokens import count_tokens
 from locallens.trim import unit_rows
@@ -1573,11 +1573,14 @@ def extractive_answer(
     min_evidence: float = MIN_EVIDENCE,
     term_counts: TermCounts | None = None,
     rendering: Rendering | None = None,
+    searched: str | None = None,
 ) -> CheckedAnswer:
     """The passage (or summary) of `hits` (numbered from 1) that answers `question`, each unit
     cited; the plain refusal when none does (see the module doc). `max_tokens` caps the passage
     further when it is smaller than `passage_tokens`. `rendering`: the question in English
-    (`locallens.crosslang`), read beside it (`with_rendering`)."""
+    (`locallens.crosslang`), read beside it (`with_rendering`). `searched`: what retrieval
+    searched for when not the question alone (a chat's follow-up with the question before it),
+    whose words tell which example a follow-up asking for one means."""
     started = time.perf_counter()
     budget = min(passage_tokens, max_tokens) if max_tokens else passage_tokens
     scored = score_units(question, hits, question_vector, encode, term_counts)
@@ -1605,8 +1608,9 @@ def extractive_answer(
             opening = compared_units(question, sides, hits, encode, term_counts, scored)
         elif asks_example(question):
             # "Show me an example of ...": the manual's example first, with the line introducing it.
-            also = rendering.text if rendering is not None else ""
+            also = " ".join([rendering.text if rendering is not None else "", searched or ""])
             opening = example_units(question, scored.units, scored.scores, also=also)
+            scored.units = as_blocks(scored.units, opening)
         else:
             opening = []
         claims = [
@@ -1737,5 +1741,6 @@ class ExtractiveMode:
             max_tokens=given.options.max_tokens,
             term_counts=given.term_counts,
             rendering=given.rendering,
+            searched=given.searched,
         )
         return AnswerOutput(checked=checked, timings={"extract_ms": checked.check_ms})

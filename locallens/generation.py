@@ -226,6 +226,7 @@ def checked_answer(
     term_counts: TermCounts | None = None,
     rendering: Rendering | None = None,
     passage_from: list[Hit] | None = None,
+    searched: str | None = None,
 ) -> CheckedAnswer:
     """The model's answer after the check, composed with the excerpts' best passage
     (`locallens.extractive`) by `compose`; the plain refusal when neither answers, and when the
@@ -239,7 +240,8 @@ def checked_answer(
 
     `passage_from`: the excerpts the passage (and the refusal's evidence) is drawn from, when not
     `kept` itself: the whole excerpts that `kept` was cut from, numbered alike (a prompt of
-    selected passages).
+    selected passages). `searched`: what retrieval searched for when not the question alone
+    (`extractive_answer`).
     """
     checked = check_answer(
         model_answer, kept, question_vector, encode, show_unsupported=show_unsupported, question=question
@@ -252,6 +254,7 @@ def checked_answer(
         max_tokens=max_tokens,
         term_counts=term_counts,
         rendering=rendering,
+        searched=searched,
     )
     if extracted.unanswered and not checked.refused:
         # The excerpts hold no answer to the question (the refusal's evidence): what the model
@@ -462,6 +465,7 @@ class GenerateMode:
             term_counts=given.term_counts,
             rendering=given.rendering,
             passage_from=sources,
+            searched=given.searched,
         )
         out.timings["check_ms"] = out.checked.check_ms
         return out

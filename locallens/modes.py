@@ -71,6 +71,9 @@ class AnswerInput:
     term_counts: TermCounts | None = None
     # The question's English rendering, when it was searched in English too (`locallens.crosslang`).
     rendering: Rendering | None = None
+    # What retrieval searched for when not the question alone: a chat's follow-up with the
+    # question before it ("Show me an example of that." after the question naming "that").
+    searched: str | None = None
 
 
 @dataclass(slots=True)

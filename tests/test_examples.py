@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from locallens.examples import asks_example, example_units, holds_example, is_example, with_example
+from locallens.examples import as_blocks, asks_example, example_units, holds_example, is_example, with_example
 from locallens.extractive import extractive_answer
 from locallens.units import CODE, SENTENCE, Unit, excerpt_units
 
@@ -131,3 +131,38 @@ def test_an_example_question_is_answered_with_the_example() -> None:
         "A name-based virtual host configuration looks like this [2]:\n```\n<VirtualHost *:80>"
     )
     assert all(c.citations for c in answer.claims)
+
+
+def test_an_example_asked_as_a_chat_follow_up() -> None:
+    from locallens.chat import is_follow_up
+
+    # "Show me an example of that." is searched with the question before it (`locallens.chat`),
+    # and names nothing itself: its block is the one the best-scoring prose introduces.
+    question = "Show me an example of that."
+    assert asks_example(question) and is_follow_up(question)
+    units = [
+        unit("A name-based virtual host is chosen by the Host header.", index=0),
+        unit("A minimal one looks like this:", index=1),
+        unit("<VirtualHost *:80>\n    ServerName www.example.com\n</VirtualHost>", CODE, index=2, setup=1),
+        unit("```\nListen 8080\n```", CODE, index=3, section="Ports"),
+    ]
+    assert example_units(question, units, np.array([0.9, 0.7, 0.2, 0.3])) == [1, 2]
+
+
+def test_a_plain_text_example_keeps_its_lines() -> None:
+    hits = [
+        hit(
+            "A TRAPINT function handles the INT signal. For example, the following TRAPINT function prints a "
+            "message, then mimics the usual effect of the signal:\n\n"
+            'TRAPINT() {\n  print "Caught SIGINT, aborting."\n  return $(( 128 + $1 ))\n}\n',
+            "Functions.txt",
+        ),
+        hit("A trap function is run when the shell receives its signal.", "traps.txt"),
+    ]
+    question = "Give an example of a TRAPINT function."
+    answer = extractive_answer(question, hits, fake_vector(question), fake_encode)
+    assert 'TRAPINT() {\n  print "Caught SIGINT, aborting."\n  return $(( 128 + $1 ))\n}\n[1]' in answer.answer
+    units = excerpt_units(hits[0].content, 1)
+    block = next(i for i, u in enumerate(units) if u.text.startswith("TRAPINT"))
+    assert units[block].kind != CODE and as_blocks(units, [block])[block].kind == CODE
+    assert as_blocks(units, [0])[0] == units[0]  # prose stays prose

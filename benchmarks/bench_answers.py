@@ -229,6 +229,9 @@ SETS.update({f"compare-{corpus}": (corpus, [DATA / "compare_questions.jsonl"]) f
 # (`answers_all`: lines of it).
 EXAMPLE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix", "filter-repo", "adoc")
 SETS.update({f"example-{corpus}": (corpus, [DATA / "example_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
+# Questions asking for a list's members ("Which compression algorithms can borg use?"), one set per
+# corpus (`list_questions.jsonl`'s `corpus`; `answers_all`: members of the manual's list).
+SETS.update({f"list-{corpus}": (corpus, [DATA / "list_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
 SETS.update(
     {
         name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
@@ -270,7 +273,7 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
-    if name.startswith(("compare-", "example-")):  # one file for every corpus: this set's questions
+    if name.startswith(("compare-", "example-", "list-")):  # one file for every corpus: this set's questions
         rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
         for row in rows:
             row["answers"] = [a for group in row["answers_all"] for a in group]

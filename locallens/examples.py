@@ -115,20 +115,27 @@ def _code_line(line: str) -> bool:
     return bool(_CODE_MARK.search(line) or (_SETTING.match(line) and not _STOP_END.search(line)))
 
 
-def example_keys(question: str, also: str = "") -> frozenset[str]:
-    """The key terms an example for `question` should hold (its words less the request's)."""
-    return (key_terms(question) | symbol_keys(question) | key_terms(also) | symbol_keys(also)) - _FRAME_KEYS
+def example_keys(question: str, *others: str) -> tuple[frozenset[str], ...]:
+    """The key terms an example for `question` should hold (its words less the request's), one
+    set per wording: the question's, and each of `others`' (its English rendering, what a chat's
+    follow-up was searched with). A Spanish question and its rendering are two wordings of one
+    request: their keys pooled, each wording's words would count against the other's ("case" is
+    rendered "marry")."""
+    sets = ((key_terms(text) | symbol_keys(text)) - _FRAME_KEYS for text in (question, *others))
+    return tuple(keys for keys in sets if keys)
 
 
-def _share(keys: frozenset[str], unit: Unit, units: Sequence[Unit], prose: Sequence[int]) -> float:
-    """The share of `keys` a block, its heading and the prose before it hold."""
+def _share(keys: Sequence[frozenset[str]], unit: Unit, units: Sequence[Unit], prose: Sequence[int]) -> float:
+    """The largest share of one wording's `keys` that a block, its heading and the prose before
+    it hold (0 with no keys)."""
     text = " ".join([unit.text, unit.section, *(units[j].text for j in prose)])
-    return len(keys & (key_terms(text) | symbol_keys(text))) / len(keys)
+    held = key_terms(text) | symbol_keys(text)
+    return max((len(wording & held) / len(wording) for wording in keys), default=0.0)
 
 
-def holds_example(content: str, keys: frozenset[str]) -> bool:
+def holds_example(content: str, keys: Sequence[frozenset[str]]) -> bool:
     """Whether an excerpt holds a block whose words, heading and prose hold `MIN_EXAMPLE_TERMS` of
-    the question's `keys`."""
+    one wording's `keys` (`example_keys`)."""
     units = excerpt_units(content, 1)
     at = {(u.excerpt, u.index): i for i, u in enumerate(units)}
     return any(
@@ -162,12 +169,13 @@ def with_example(
     return [*hits[: place - 1], found, *hits[place - 1 :]][: len(hits)]
 
 
-def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, also: str = "") -> list[int]:
+def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, also: Sequence[str] = ()) -> list[int]:
     """The units an example question's passage opens with (indices into `units`): the prose that
     introduces the best example, then the example; none when no block is close enough to the
     question (see the module doc). `scores`: each unit's score for the question; `also`: the
-    question in other words (a Spanish question's English rendering), whose key terms count too."""
-    keys = example_keys(question, also)
+    question in other words (a Spanish question's English rendering; what a chat's follow-up was
+    searched with), each a wording of its own (`example_keys`)."""
+    keys = example_keys(question, *also)
     if not len(units):
         return []
     at = {(u.excerpt, u.index): i for i, u in enumerate(units)}
@@ -180,7 +188,7 @@ def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, a
         context = max([float(scores[i]), *(float(scores[j]) for j in prose)])
         # "Show me an example of that." names nothing (a chat's follow-up, searched with the
         # question before it): the block is chosen by its neighbours' scores alone.
-        share = _share(keys, unit, units, prose) if keys else 0.0
+        share = _share(keys, unit, units, prose)
         intro = next((j for j in prose if _INTRODUCES.search(units[j].text)), None)
         value = context + TERMS_WEIGHT * share + (INTRO_BONUS if intro is not None else 0.0)
         if chosen is None or value > chosen[0]:

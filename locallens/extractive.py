@@ -1608,7 +1608,7 @@ def extractive_answer(
             opening = compared_units(question, sides, hits, encode, term_counts, scored)
         elif asks_example(question):
             # "Show me an example of ...": the manual's example first, with the line introducing it.
-            also = " ".join([rendering.text if rendering is not None else "", searched or ""])
+            also = [rendering.text if rendering is not None else "", searched or ""]
             opening = example_units(question, scored.units, scored.scores, also=also)
             scored.units = as_blocks(scored.units, opening)
         else:

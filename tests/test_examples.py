@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from locallens.examples import as_blocks, asks_example, example_units, holds_example, is_example, with_example
+from locallens.examples import (
+    as_blocks,
+    asks_example,
+    example_keys,
+    example_units,
+    holds_example,
+    is_example,
+    with_example,
+)
 from locallens.extractive import extractive_answer
 from locallens.units import CODE, SENTENCE, Unit, excerpt_units
 
@@ -104,7 +112,8 @@ def test_an_example_is_searched_deeper_when_the_excerpts_hold_none() -> None:
 
     out = with_example(prose, question, deeper, 5)
     assert [h.chunk.relative_path for h in out] == ["create-0.md", "create-1.md", "create-2.md", "create-3.md", "ex.md"]
-    assert holds_example(example.content, frozenset({"borg", "creat", "exclu"}))
+    assert holds_example(example.content, (frozenset({"borg", "creat", "exclu"}),))
+    assert not holds_example(example.content, (frozenset({"borg", "prune", "keep", "daily"}),))
     # The excerpts hold one already: nothing searched, nothing moved.
     asked.clear()
     assert with_example(out, question, deeper, 5) == out and asked == []
@@ -166,3 +175,17 @@ def test_a_plain_text_example_keeps_its_lines() -> None:
     block = next(i for i, u in enumerate(units) if u.text.startswith("TRAPINT"))
     assert units[block].kind != CODE and as_blocks(units, [block])[block].kind == CODE
     assert as_blocks(units, [0])[0] == units[0]  # prose stays prose
+
+
+def test_each_wording_of_the_question_is_weighed_on_its_own() -> None:
+    # Apertium renders the shell's "case" as the verb "casar" ("marry"): pooled with the Spanish
+    # question's, the rendering's words would count against the block.
+    keys = example_keys(
+        "¿Me das un ejemplo de un bloque case en un script de Bash?",
+        "You give me an example of a block marry in a script of Bash?",
+    )
+    assert len(keys) == 2
+    content = "Here is an example using case in a script:\n\n```\ncase $ANIMAL in\n  horse) echo four;;\nesac\n```"
+    assert holds_example(content, keys)
+    assert not holds_example(content, (keys[0] | keys[1],))
+    assert example_keys("Show me an example.") == ()

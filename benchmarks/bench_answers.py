@@ -229,6 +229,10 @@ SETS.update({f"compare-{corpus}": (corpus, [DATA / "compare_questions.jsonl"]) f
 # (`answers_all`: lines of it).
 EXAMPLE_CORPORA = ("pydoc", "stdlib", "bash-html", "borg", "varnish", "zsh", "apache", "postfix", "filter-repo", "adoc")
 SETS.update({f"example-{corpus}": (corpus, [DATA / "example_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
+# ... and over the two corpora never tuned on (read by their totals only).
+SETS.update(
+    {f"example-{corpus}": (corpus, [DATA / "example_questions_untuned.jsonl"]) for corpus in ("sqlite", "rsyslog")}
+)
 # Questions asking for a list's members ("Which compression algorithms can borg use?"), one set per
 # corpus (`list_questions.jsonl`'s `corpus`; `answers_all`: members of the manual's list).
 SETS.update({f"list-{corpus}": (corpus, [DATA / "list_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})

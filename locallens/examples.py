@@ -62,9 +62,8 @@ _FRAME_KEYS = key_terms(
 )
 # A line of code: punctuation code uses (braces, "=", ";", "<tag>", "$", "@", a call "name("),
 # or a prompt or a comment at its start; in a line of at most CODE_LINE_WORDS words (prose in
-# parentheses is longer). Or a configuration line: a directive and its value or two
-# ("ServerName www.example.com", "AuthType Basic"), of at most SETTING_WORDS words with no stop
-# at its end.
+# parentheses is longer). Or a configuration line: a directive and one to three values
+# ("ServerName www.example.com", "AuthType Basic") with no stop at its end.
 _CODE_MARK = re.compile(r"[{};=<>$@\\|]|\w\(|^\s*(?:>>>|\$|#|//|%)\s")
 CODE_LINE_WORDS = 10
 _SETTING = re.compile(r"^\s*[A-Za-z_][\w.:-]*(?:\s+\S+){1,3}\s*$")

@@ -1079,9 +1079,10 @@ def _route(question: str, hits: Any, scored: Any, counts: Any) -> str:
     "topic" (a broad question no unit covers), "evidence" (the refusal's evidence decides) or
     "nothing" (no unit to print)."""
     from locallens import extractive as ex
+    from locallens.broad import is_broad, topic_words
 
-    topic = ex.is_broad(question)
-    if topic and ex.missing_salience(ex._topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
+    topic = is_broad(question)
+    if topic and ex.missing_salience(topic_words(topic), hits, counts) >= ex.MIN_TOPIC_SALIENCE:
         topic = None
     if topic and ex.summary_units(topic, scored, hits, passage_tokens=ex.SUMMARY_TOKENS):
         return "summary"
@@ -1796,8 +1797,9 @@ def replay(args: argparse.Namespace, variants: dict[str, Any] | None = None) -> 
     import pickle
     import statistics as st
 
+    from locallens.broad import is_broad
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _printed, is_broad, passage_units
+    from locallens.extractive import _printed, passage_units
 
     cases = pickle.loads(Path(args.replay).read_bytes())
 
@@ -1841,8 +1843,9 @@ CORPUS_OF = {name: corpus for name, (corpus, _) in SETS.items()}
 def replay_stated(case: dict[str, Any], weights: dict[str, float] | None = None) -> bool:
     """Whether a cached question's printed answer states the expected one, its passage rebuilt by
     the current code with `weights` (a refused or summarised question keeps its live outcome)."""
+    from locallens.broad import is_broad
     from locallens.evaluation.metrics import contains_answer
-    from locallens.extractive import _printed, is_broad, passage_units
+    from locallens.extractive import _printed, passage_units
 
     if case["refused"] or case["summary"]:
         return not case["refused"] and contains_answer(case["answer"], case["answers"])

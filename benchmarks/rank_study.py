@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 from _common import states_answer
 
+from locallens.broad import is_broad
 from locallens.evaluation.metrics import contains_answer
-from locallens.extractive import _printed, _text_key, count_tokens, is_broad, passage_units
+from locallens.extractive import _printed, _text_key, count_tokens, passage_units
 from locallens.unit_scores import _IDENT, FEATURES, WEIGHTS, key_terms
 
 # A specific token: a quoted literal, a number, an identifier (`unit_scores._IDENT`).

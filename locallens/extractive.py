@@ -42,6 +42,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from locallens.broad import GENERIC, is_broad, topic_words
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
@@ -141,51 +142,6 @@ MIN_TOPIC_SALIENCE = 0.5
 # is about ("Can I bring my dog to the Madrid office?", 0.24), not a word of its own phrasing.
 # Chosen on the development sets (docs/decisions.md#a-topic-the-notes-never-mention).
 MIN_TOPIC_DROP = 0.15
-
-_BROAD = re.compile(
-    r"^\s*(?:"
-    r"(?:please\s+)?(?:summari[sz]e|sum up|give (?:me )?(?:an? )?(?:overview|summary|rundown) of|"
-    r"(?:an? )?(?:overview|summary) of|tell me (?:about|more about)|explain|describe)\s+(?P<a>.+?)"
-    r"|what (?:is|are|'s) (?:in )?(?P<b>.+?)"
-    r"|what does (?:the )?(?:note|doc|document|page|file|policy|section|guide|runbook)?\s*(?:on|about|for)?\s*(?P<c>.+?) say"
-    r"|(?:resume|resumen de|res[uú]meme|h[aá]blame (?:de|del|sobre)|cu[eé]ntame (?:de|sobre)|expl[ií]came)\s+(?P<d>.+?)"
-    r"|qu[eé] (?:es|son) (?P<e>.+?)"
-    r"|qu[eé] dice (?:la nota|el documento|la p[aá]gina|la gu[ií]a|la pol[ií]tica)?\s*(?:sobre|de|del)?\s*(?P<f>.+?)"
-    r")\s*[?.!]*\s*$",
-    re.I,
-)
-# "What is X" asks for one fact, not a summary, when X names a kind of fact.
-_SPECIFIC = re.compile(
-    r"\b(?:ports?|versions?|default|limits?|number|address|ip|dates?|time|size|price|cost|name|path|command|"
-    r"url|password|value|deadline|puerto|versión|fecha|hora|precio|nombre|comando|valor)\b",
-    re.I,
-)
-# Words that name the kind of text, not its topic.
-_GENERIC_WORDS = (
-    "note notes doc docs document page file section guide overview summary policy rules procedure process "
-    "guidelines steps instructions nota documento normas reglas procedimiento proceso "
-    # ... and the comparison a broad question asks for ("the difference between purging and
-    # banning"): its topic is what is compared.
-    "difference differences between compare comparison versus diferencia diferencias entre comparación"
-)
-_GENERIC = frozenset(key for word in _GENERIC_WORDS.split() for key in key_terms(word))
-
-
-def _topic_words(topic: str) -> str:
-    """A broad question's topic without the words that name the kind of text ("rules", "note")."""
-    return " ".join(w for k, w in key_words(topic).items() if k not in _GENERIC)
-
-
-def is_broad(question: str) -> str | None:
-    """The topic of a broad question ("summarize the on-call rotation" -> "the on-call rotation"),
-    or None for a specific one. "What is X" is broad only when X is short (at most four words)."""
-    match = _BROAD.match(question.strip().lstrip("¿¡"))
-    if match is None:
-        return None
-    topic = next(g for g in match.groups() if g is not None)
-    if (match.group("b") or match.group("e")) and (len(topic.split()) > 4 or _SPECIFIC.search(topic)):
-        return None  # "what is the default port?" asks for one fact
-    return topic
 
 
 @dataclass(slots=True)
@@ -1463,7 +1419,7 @@ def summary_units(
 ) -> list[Unit] | None:
     """The units of an extractive summary of the document or section `topic` names, or None when
     it names none of the excerpts' documents or sections."""
-    topic_terms = key_terms(topic) - _GENERIC
+    topic_terms = key_terms(topic) - GENERIC
     if not topic_terms or not scored.units:
         return None
 
@@ -1494,7 +1450,7 @@ def summary_units(
         return None
     named = (p for p in dict.fromkeys(paths) if doc_match[p] == best_match)
     doc = next(
-        (p for p in named if not missing_words(_topic_words(topic), [h for h in hits if h.chunk.relative_path == p])),
+        (p for p in named if not missing_words(topic_words(topic), [h for h in hits if h.chunk.relative_path == p])),
         None,
     )
     if doc is None:
@@ -1558,7 +1514,7 @@ def summary_units(
 
 def _states_topic(topic: str, scored: Scored) -> bool:
     """Whether some unit, read with its context, holds every key term of a broad question's topic."""
-    wanted = key_terms(topic) - _GENERIC
+    wanted = key_terms(topic) - GENERIC
     return any(wanted <= key_terms(" ".join([u.text, *context_of(u, scored.units)])) for u in scored.units)
 
 
@@ -1592,7 +1548,7 @@ def extractive_answer(
     # A comparison opens its passage with each side; a broad one ("Summarize the difference between
     # A and B") is summarised as any broad question is.
     sides = None if topic else comparison(question)
-    if topic and missing_salience(_topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
+    if topic and missing_salience(topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
     summary = summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS)) if topic else None
     if summary:

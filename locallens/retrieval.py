@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from locallens import compare, crosslang, examples, models
+from locallens import broad, compare, crosslang, examples, models
 from locallens.config import (
     DEFAULT_DEVICE,
     DEFAULT_HYBRID,
@@ -333,12 +333,6 @@ def best_chunks(
     return out
 
 
-def _broad(query: str) -> bool:
-    from locallens.extractive import is_broad
-
-    return is_broad(query) is not None
-
-
 def identifiers_only(query: str) -> bool:
     """Whether every word of `query` is an identifier: has a digit, or inner punctuation."""
     tokens = [t for t in query.split() if _WORD.search(t)]
@@ -637,7 +631,7 @@ def retrieve(
     held = read_held and rerank is None
     hits = search(store, brain, query, qvec, depth, path_glob=path_glob, hybrid=hybrid, also=also, read_held=held)
     sides = compare.comparison(query)
-    if sides and hits and not _broad(query):
+    if sides and hits and broad.is_broad(query) is None:
         # A comparison's excerpts hold each side: one none of them mentions is searched alone (a
         # broad one, "Summarize the difference between A and B", is summarised from one note).
         def search_side(text: str) -> list[Hit]:

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from locallens.broad import is_broad
 from locallens.domain import Hit
 from locallens.extractive import (
     DEFAULT_PASSAGE_TOKENS,
@@ -38,7 +39,6 @@ from locallens.extractive import (
     fact_absent,
     fact_far,
     fact_unstated,
-    is_broad,
     missing_name,
     missing_salience,
     missing_topic,

@@ -8,11 +8,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from locallens.broad import is_broad, topic_words
 from locallens.extractive import (
     _refusal_fact,
-    _topic_words,
     extractive_answer,
-    is_broad,
     missing_name,
     missing_words,
     term_coverage,
@@ -137,7 +136,7 @@ def test_a_question_for_the_setting_that_decides_a_fact_asks_for_no_fact() -> No
 
 def test_a_broad_comparisons_topic_is_what_it_compares() -> None:
     topic = is_broad("Summarize the difference between purging and banning in Varnish.")
-    assert topic is not None and _topic_words(topic) == "purging banning Varnish"
+    assert topic is not None and topic_words(topic) == "purging banning Varnish"
     hits = [hit(PURGING, "users-guide-purging.txt")]
     question = "Summarize the difference between purging and banning in Varnish."
     checked = extractive_answer(question, hits, fake_vector(question), fake_encode)

@@ -24,7 +24,7 @@ is that word in quotes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,7 +34,7 @@ from locallens.domain import Hit
 from locallens.unit_scores import key_terms, symbol_keys, unit_keys
 from locallens.units import DEFINITION, ITEM, SENTENCE, excerpt_units
 
-__all__ = ["Side", "comparison", "holds", "side_query", "side_units", "subject_of", "with_sides"]
+__all__ = ["Side", "comparison", "holds", "placed_hit", "side_query", "side_units", "subject_of", "with_sides"]
 
 # The end of a side: the question's end, a clause, or the context the comparison is made in
 # ("break and continue inside a loop", "`is` and `==` in Python", "grace and keep for a cached
@@ -184,20 +184,32 @@ def with_sides(
     for side, other in (sides, sides[::-1]):
         if place < 1 or any(said_of(h.content, side) for h in out[:places]):
             continue
-        taken = {(h.chunk.relative_path, h.chunk.chunk_index) for h in out}
-        found = next(
-            (
-                h
-                for h in search(side_query(question, side, other))
-                if said_of(h.content, side) and (h.chunk.relative_path, h.chunk.chunk_index) not in taken
-            ),
-            None,
-        )
-        if found is None:
+
+        def says_side(hit: Hit, side: Side = side) -> bool:
+            return said_of(hit.content, side)
+
+        moved = placed_hit(out, search(side_query(question, side, other)), says_side, place)
+        if moved is None:
             continue
-        out = [*out[: place - 1], found, *out[place - 1 :]][: len(hits)]
+        out = moved
         place -= 1
     return out
+
+
+def placed_hit(
+    hits: Sequence[Hit], candidates: Iterable[Hit], wanted: Callable[[Hit], bool], place: int
+) -> list[Hit] | None:
+    """`hits` with the first of `candidates` that is `wanted` and not already among them at
+    `place` (from 1): the hits from there move down one and the list keeps its length; None when
+    no candidate is. How the search makes the excerpts hold what a question's form needs: a
+    comparison's side (`with_sides`), an example (`examples.with_example`)."""
+    taken = {(h.chunk.relative_path, h.chunk.chunk_index) for h in hits}
+    found = next(
+        (h for h in candidates if (h.chunk.relative_path, h.chunk.chunk_index) not in taken and wanted(h)), None
+    )
+    if found is None:
+        return None
+    return [*hits[: place - 1], found, *hits[place - 1 :]][: len(hits)]
 
 
 # A unit whose subject is the side (it names it in its first words, its term or its section's

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from locallens.compare import placed_hit
 from locallens.domain import Hit
 from locallens.text import reads_as_prose
 from locallens.tokens import count_tokens
@@ -153,19 +154,8 @@ def with_example(
     keys = example_keys(question, also)
     if not keys or not hits or any(holds_example(h.content, keys) for h in hits[:places]):
         return list(hits)
-    taken = {(h.chunk.relative_path, h.chunk.chunk_index) for h in hits}
-    found = next(
-        (
-            h
-            for h in search()
-            if (h.chunk.relative_path, h.chunk.chunk_index) not in taken and holds_example(h.content, keys)
-        ),
-        None,
-    )
-    if found is None:
-        return list(hits)
-    place = min(places, len(hits))
-    return [*hits[: place - 1], found, *hits[place - 1 :]][: len(hits)]
+    moved = placed_hit(hits, search(), lambda h: holds_example(h.content, keys), min(places, len(hits)))
+    return moved if moved is not None else list(hits)
 
 
 def example_units(question: str, units: Sequence[Unit], scores: np.ndarray, *, also: Sequence[str] = ()) -> list[int]:

@@ -1208,7 +1208,7 @@ def passage_units(
     it asks for a kind of fact no printed unit holds, the unit of the best one's excerpt that
     holds one (`_with_fact`). `opening`: units (indices into `scored.units`) the passage opens
     with, each with what belongs to it, whatever the budget: a comparison's side each
-    (`compared_units`)."""
+    (`compared_units`), an example and the line introducing it (`examples.example_units`)."""
     order = np.argsort(-scored.scores, kind="stable")
     best_score = float(scored.scores[order[0]])
     passage = _Passage(scored, passage_tokens)
@@ -1258,7 +1258,7 @@ def passage_units(
 
 
 def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) -> int:
-    """The passage's opening units (a comparison's side each), each with what belongs to it,
+    """The passage's opening units (a comparison's side each; an example), each with what belongs to it,
     whatever the budget, and with the sentence that follows it in its section when the budget
     holds that and the openings still to come (documentation often says what a thing is in its
     second sentence: "break" may only occur nested in a loop. It terminates the nearest ...").

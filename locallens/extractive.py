@@ -185,15 +185,24 @@ def score_units(
     )
     scores = combine(rows)
     evidence = refusal_linear(rows)
+    for i, unit in enumerate(units[:-1]):
+        # A question the notes ask (a FAQ's) is answered by the text right after it: that text
+        # scores at least what the question does ("Why does J move to the next tab?" over "One
+        # reason is because dwb did it that way").
+        after = units[i + 1]
+        if _asks(unit) and after.excerpt == unit.excerpt and not _asks(after) and after.kind not in (HEADING, ITEM):
+            scores[i + 1] = max(scores[i + 1], scores[i])
+            evidence[i + 1] = max(evidence[i + 1], evidence[i])
     for i, unit in enumerate(units):
         if (
             unit.kind == HEADING
             or is_context_only(unit)
             or count_tokens(unit.text) > 2 * SUMMARY_TOKENS
-            or (unit.index == 0 and hits[unit.excerpt - 1].chunk.chunk_index > 0 and _cut(unit))
+            or _cut_at_start(unit, hits)
+            or _asks(unit)
         ):
-            # A title, a header row, a unit too long to print as an answer, or the tail of a
-            # sentence the chunk's start cut (the chunk before holds it whole).
+            # A title, a header row, a unit too long to print as an answer, the tail of a
+            # sentence the chunk's start cut (the chunk before holds it whole), a question.
             scores[i] = 0.0
             evidence[i] = _ZEROED_LINEAR
     return Scored(units, scores, cosines, vectors, evidence)
@@ -204,10 +213,29 @@ def score_units(
 _CUT_START = re.compile(r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+[,;]?\s|[,;:.)\]’'\"])")
 
 
+_ASKS = re.compile(r"\w[^\n]*\w\W*\?$")
+MIN_ASKING_WORDS = 3
+
+
+def _asks(unit: Unit) -> bool:
+    """A unit that asks a question (a FAQ's question, a contents list of them): it restates one,
+    never answers it."""
+    return (
+        unit.kind in (SENTENCE, ITEM)
+        and len(unit.text.split()) >= MIN_ASKING_WORDS
+        and bool(_ASKS.search(unit.text.rstrip()))
+    )
+
+
 def _cut(unit: Unit) -> bool:
     """A prose unit that starts where no sentence starts (a lower-case word, a comma): the end of
     a sentence cut by the chunk's start."""
     return unit.kind in (SENTENCE, DEFINITION) and bool(_CUT_START.match(unit.text))
+
+
+def _cut_at_start(unit: Unit, hits: Sequence[Hit]) -> bool:
+    """The tail of a sentence the chunk's start cut (`_cut`)."""
+    return unit.index == 0 and hits[unit.excerpt - 1].chunk.chunk_index > 0 and _cut(unit)
 
 
 def term_coverage(question: QuestionTerms, hits: Sequence[Hit]) -> float:
@@ -1412,6 +1440,52 @@ def _with_next(passage: _Passage) -> None:
 _NOT_SUMMARY = frozenset({CODE, ROW, HEADER})
 _TITLE_WORDS = 8
 _SENTENCE_END = re.compile(r"[.!?:;。！？…)\]\"'”]\s*$")
+# A document's author line ("The Compiler <mail@qutebrowser.org>", AsciiDoc's second line).
+_BYLINE = re.compile(r"^[^.!?<>\n]{0,60}<[^<>\s@]+@[^<>\s]+>$")
+
+
+def _title_like(text: str) -> bool:
+    """A title or banner line: a few words and no sentence end ("18 Zsh Line Editor", "Apache HTTP
+    Server Version 2.4")."""
+    return len(_WORD.findall(text)) <= _TITLE_WORDS and not _SENTENCE_END.search(text)
+
+
+def _byline(text: str) -> bool:
+    return bool(_BYLINE.match(text.strip()))
+
+
+# What a list item without a sentence end holds when it is a command's synopsis or a bar of links:
+# brackets, a bar, an option.
+_SYNOPSIS = re.compile(r"[\[\]]| \| |(?:^|\s)--?[A-Za-z]")
+# A sentence's stop (not a synopsis's "..." nor a colon), before closing quotes or brackets.
+_ENDS_SENTENCE = re.compile(r"(?<!\.\.)[.!?。！？]['\"”’)\]]*\s*$")
+# A summary's unit has at least this many words ("event ports (Solaris)" is a list's fragment).
+_SUMMARY_MIN_WORDS = 4
+
+
+def _summary_material(unit: Unit, hits: Sequence[Hit]) -> bool:
+    """Whether a unit may go into a summary: a sentence of the document, or a list item, not its
+    title, banner or line of fields (no sentence end: "BACKUP AND RESTORE POLICY Northwind Labs",
+    "Owner: Platform team · Last reviewed: 2024-10-02", "Available Languages: en | fr | ja"), its
+    author, a question it asks (a FAQ's), the tail of a sentence the chunk's start cut, a fragment,
+    or an item of code ("tcp_output [ -q ] -P prompt")."""
+    text = unit.text.strip()
+    if (
+        unit.kind in _NOT_SUMMARY
+        or len(_WORD.findall(text)) < _SUMMARY_MIN_WORDS
+        or _title_like(text)
+        or _byline(text)
+        or _asks(unit)
+        or _cut_at_start(unit, hits)
+    ):
+        return False
+    return bool(_ENDS_SENTENCE.search(text)) or (unit.kind == ITEM and not _SYNOPSIS.search(text))
+
+
+def _opens_summary(unit: Unit, hits: Sequence[Hit]) -> bool:
+    """Whether a unit may lead a summary: summary material that ends a sentence (not a list item,
+    nor a line introducing what the summary will not print: "Topics covered in this document:")."""
+    return _summary_material(unit, hits) and bool(_ENDS_SENTENCE.search(unit.text.rstrip()))
 
 
 def summary_units(
@@ -1481,7 +1555,7 @@ def summary_units(
         if key not in texts:
             texts.add(key)
             unique.append(i)
-    lead = unique[0]
+    lead = next((i for i in unique if _opens_summary(scored.units[i], hits)), unique[0])
     vectors = scored.vectors[unique]
     centroid = unit_rows(vectors.mean(axis=0).reshape(-1))
     centrality = vectors @ centroid
@@ -1497,8 +1571,8 @@ def summary_units(
         chunk, index = place(i)
         if _ANAPHOR.match(text) and at.get((chunk, index - 1)) not in chosen:
             continue  # "Those working days do not count..." read without the sentence it points back to
-        if len(text.split()) <= _TITLE_WORDS and not _SENTENCE_END.search(text):
-            continue  # a plain-text file's title line ("Configuring & Installing suEXEC")
+        if not _summary_material(scored.units[i], hits):
+            continue  # a title line ("Configuring & Installing suEXEC"), an author, a FAQ's question, a cut sentence
         if scored.units[i].term or _term_line(scored.units[i], scored.units):
             continue  # one option's description ("Number of seconds to cache tokens for"), or its name
         cost = _tokens(scored.units[i])

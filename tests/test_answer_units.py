@@ -861,6 +861,44 @@ def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
     assert not any(c.claim.startswith("Primary and secondary") for c in checked.claims), checked.answer
 
 
+def test_a_summary_is_made_of_the_notes_sentences_not_its_title_lines() -> None:
+    """A summary opens with the note's first sentence, not its banner, author line or line of
+    fields, and takes no question the note asks (a FAQ's), no synopsis and no fragment."""
+    guide = (
+        "Zftp Manual Version 2.4\n\n"
+        "Jo Writer <jo@example.org>\n\n"
+        "Owner: Zftp team · Last reviewed: 2024-10-02 · Status: living\n\n"
+        "The zftp function system lets the shell transfer files over FTP from the command line.\n\n"
+        "What can the zftp function system transfer?\n\n"
+        "zfopen [ -1 ] [ host [ user ] ]\n\n"
+        "- zftp system sessions\n\n"
+        "Each session of the zftp function system keeps its own connection and its own directory.\n\n"
+        "The zftp function system closes an idle connection after a timeout.\n"
+    )
+    checked, _ = ask_extractive("Summarize the zftp function system.", guide, paths=("zftp-function-system.txt",))
+    assert checked.summary and not checked.refused
+    claims = [c.claim for c in checked.claims]
+    assert claims[0].startswith("The zftp function system lets the shell transfer files"), checked.answer
+    for junk in ("Zftp Manual", "Jo Writer", "Owner:", "What can", "zfopen", "zftp system sessions"):
+        assert not any(c.startswith(junk) or junk in c for c in claims), (junk, checked.answer)
+
+
+def test_a_faq_question_is_not_the_answer_the_text_after_it_is() -> None:
+    """A question the notes ask (a FAQ's entry, a list of them) restates the user's question: the
+    passage prints its answer, the text right after it, not the question."""
+    faq = (
+        "# FAQ\n\n"
+        "1. Why does the J key move to the next tab and K to the previous tab?\n\n"
+        "One reason is that dwb did it that way, and its keys stayed.\n\n"
+        "2. How do I move a tab to the next window?\n\n"
+        "Use the tab-give command with the window's number.\n"
+    )
+    checked, _ = ask_extractive("Why does J move to the next tab and K to the previous tab?", faq)
+    assert not checked.refused, checked.answer
+    assert checked.claims[0].claim.startswith("One reason is that dwb"), checked.answer
+    assert not any(c.claim.rstrip().endswith("?") for c in checked.claims), checked.answer
+
+
 def test_passage_stays_short() -> None:
     long_note = "\n\n".join(f"The backup number {n} of the staging database is kept for {n} days." for n in range(40))
     checked, _ = ask_extractive("How long is the backup of the staging database kept?", long_note)

@@ -213,6 +213,7 @@ def score_units(
 _CUT_START = re.compile(r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+[,;]?\s|[,;:.)\]’'\"])")
 
 
+# A question's last line: words, then "?" (a symbol's own "?" is no question).
 _ASKS = re.compile(r"\w[^\n]*\w\W*\?$")
 MIN_ASKING_WORDS = 3
 
@@ -220,10 +221,12 @@ MIN_ASKING_WORDS = 3
 def _asks(unit: Unit) -> bool:
     """A unit that asks a question (a FAQ's question, a contents list of them): it restates one,
     never answers it."""
+    text = unit.text.rstrip()
     return (
         unit.kind in (SENTENCE, ITEM)
-        and len(unit.text.split()) >= MIN_ASKING_WORDS
-        and bool(_ASKS.search(unit.text.rstrip()))
+        and text.endswith("?")  # first: the expression below is slow on a long unit without one
+        and len(text.split()) >= MIN_ASKING_WORDS
+        and bool(_ASKS.search(text))
     )
 
 

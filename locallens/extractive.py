@@ -690,15 +690,56 @@ def close_word(word: str, written: frozenset[str], term_counts: TermCounts) -> s
     the brain holds; None when there is none ("pytest")."""
     from difflib import get_close_matches
 
-    words = {w for w in written if w.isalpha()} | _common_words()
     lowered = word.lower()
-    candidates = sorted(w for w in words if abs(len(w) - len(lowered)) <= 1 and w != lowered)
-    found = get_close_matches(lowered, candidates, n=5, cutoff=CLOSE_WORD)
+    near = (len(lowered) - 1, len(lowered), len(lowered) + 1)
+    candidates = {w for w in written if w.isalpha() and len(w) in near} | _common_near(lowered, near)
+    candidates.discard(lowered)
+    found = get_close_matches(lowered, sorted(candidates), n=5, cutoff=CLOSE_WORD)
     if not found:
         return None
     held = word_salience(found, term_counts)
     found.sort(key=lambda w: w[0] != lowered[0])  # of equally close words, one with its first letter
     return next((w for w in found if held[w] < 1.0), None)
+
+
+def _common_near(word: str, lengths: tuple[int, ...]) -> set[str]:
+    """The commonest words (`_common_words`) of these lengths that `difflib` could find close to
+    `word`: those whose letters it shares enough of (its `quick_ratio`, an upper bound of the
+    similarity, at least `CLOSE_WORD`), counted for all of them at once; `get_close_matches` then
+    weighs only these, and finds what it found among all of them."""
+    by_length, alphabet = _common_letters()
+    counts = np.zeros(len(alphabet), dtype=np.int16)
+    for ch in word:
+        if ch in alphabet:
+            counts[alphabet[ch]] += 1
+    out: set[str] = set()
+    for length in lengths:
+        words, letters = by_length.get(length, ((), None))
+        if letters is None:
+            continue
+        shared = np.minimum(letters, counts).sum(axis=1)
+        out.update(
+            w for w, m in zip(words, shared.tolist(), strict=True) if 2.0 * m / (length + len(word)) >= CLOSE_WORD
+        )
+    return out
+
+
+@lru_cache(maxsize=1)
+def _common_letters() -> tuple[dict[int, tuple[tuple[str, ...], np.ndarray]], dict[str, int]]:
+    """`_common_words` by length, each word's letter counts a row, and the letters' columns."""
+    common = sorted(_common_words())
+    alphabet = {ch: i for i, ch in enumerate(sorted({ch for w in common for ch in w}))}
+    groups: dict[int, list[str]] = {}
+    for w in common:
+        groups.setdefault(len(w), []).append(w)
+    by_length = {}
+    for length, words in groups.items():
+        letters = np.zeros((len(words), len(alphabet)), dtype=np.int16)
+        for row, w in enumerate(words):
+            for ch in w:
+                letters[row, alphabet[ch]] += 1
+        by_length[length] = (tuple(words), letters)
+    return by_length, alphabet
 
 
 @lru_cache(maxsize=1)

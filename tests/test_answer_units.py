@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from difflib import get_close_matches
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +22,15 @@ from hypothesis import strategies as st
 from locallens.broad import is_broad
 from locallens.domain import Hit
 from locallens.extractive import (
+    CLOSE_WORD,
     DEFAULT_PASSAGE_TOKENS,
     EVIDENCE_SIGNALS,
     EVIDENCE_WEIGHTS,
     MIN_TOPIC_DROP,
     PASSAGE_WORDS,
     Scored,
+    _common_near,
+    _common_words,
     _printed,
     _quantities,
     _tokens,
@@ -595,6 +599,14 @@ def test_a_refusal_over_a_word_no_note_holds_names_it_on_stderr() -> None:
     written = _written(hits)
     assert close_word("defualt", written, held) == "default"
     assert close_word("defualt", written, nowhere) is None
+    # The commonest words are weighed only where difflib could find them: the same words found.
+    common = sorted(_common_words())
+    for typo in ("defualt", "recieve", "stagging", "wireguard", "teh", "configuraton", "naïve", "x"):
+        near = (len(typo) - 1, len(typo), len(typo) + 1)
+        everywhere = get_close_matches(
+            typo, [w for w in common if len(w) in near and w != typo], n=5, cutoff=CLOSE_WORD
+        )
+        assert get_close_matches(typo, sorted(_common_near(typo, near) - {typo}), n=5, cutoff=CLOSE_WORD) == everywhere
     lines = notices_to_print({"refused": True, "unknown_words": ["defualt"], "did_you_mean": {"defualt": "default"}})
     assert lines == ['no indexed file mentions "defualt"; did you mean "default"?']
     # Such a typo is no unknown name: the question is weighed as if it said "default".

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 REFUSALS: dict[str, str] = {
     "en": "The answer is not in the excerpts.",
@@ -163,8 +164,10 @@ _FUNCTION_WORDS: dict[str, frozenset[str]] = {
 }
 
 
+@lru_cache(maxsize=512)
 def question_language(question: str) -> str:
-    """A two-letter guess at the question's language, from its script and its function words."""
+    """A two-letter guess at the question's language, from its script and its function words
+    (kept for the texts last asked: the answer stage asks it of each excerpt many times)."""
     if re.search(r"[іїєґІЇЄҐ]", question):
         return "uk"
     if re.search(r"[а-яА-ЯёЁ]", question):

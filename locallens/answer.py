@@ -409,10 +409,20 @@ def notices_to_print(data: Mapping[str, Any]) -> list[str]:
 
 def brain_term_counts(store: IndexStore, brain: Brain) -> TermCounts:
     """How many of `brain`'s chunks hold each word (up to TERM_COUNT_CAP), from the store's
-    keyword index: what the refusal weighs a question's word missing from the excerpts by."""
+    keyword index: what the refusal weighs a question's word missing from the excerpts by. Each
+    word's count is read once per counter (`ask` makes one a question, `eval` one a run)."""
+
+    known: dict[str, int] = {}
+    total: int | None = None
 
     def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
-        return store.term_counts(brain, words, TERM_COUNT_CAP)
+        # Each word is counted once a question: the refusal and the scorer ask for the same ones.
+        nonlocal total
+        new = [w for w in dict.fromkeys(words) if w not in known]
+        if new or total is None:
+            total, found = store.term_counts(brain, new, TERM_COUNT_CAP)
+            known.update(found)
+        return total, {w: known[w] for w in words}
 
     return counts
 

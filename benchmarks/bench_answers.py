@@ -236,6 +236,9 @@ SETS.update(
 # Questions asking for a list's members ("Which compression algorithms can borg use?"), one set per
 # corpus (`list_questions.jsonl`'s `corpus`; `answers_all`: members of the manual's list).
 SETS.update({f"list-{corpus}": (corpus, [DATA / "list_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
+# Broad questions over the manuals ("Tell me about borg compact."), one set per corpus
+# (`broad_questions.jsonl`'s `corpus`): stated when the summary cites only the file asked about.
+SETS.update({f"broad-{corpus}": (corpus, [DATA / "broad_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
 SETS.update(
     {
         name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
@@ -277,10 +280,11 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
-    if name.startswith(("compare-", "example-", "list-")):  # one file for every corpus: this set's questions
+    if name.startswith(("compare-", "example-", "list-", "broad-")):  # one file for every corpus: its questions
         rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
         for row in rows:
-            row["answers"] = [a for group in row["answers_all"] for a in group]
+            if "answers_all" in row:
+                row["answers"] = [a for group in row["answers_all"] for a in group]
     if corpus.startswith("bash-"):
         for row in rows:
             if row.get("answerable", True):

@@ -1508,11 +1508,12 @@ _SUMMARY_MIN_WORDS = 4
 
 
 def _summary_material(unit: Unit, hits: Sequence[Hit]) -> bool:
-    """Whether a unit may go into a summary: a sentence of the document, or a list item, not its
-    title, banner or line of fields (no sentence end: "BACKUP AND RESTORE POLICY Northwind Labs",
-    "Owner: Platform team · Last reviewed: 2024-10-02", "Available Languages: en | fr | ja"), its
-    author, a question it asks (a FAQ's), the tail of a sentence the chunk's start cut, a fragment,
-    or an item of code ("tcp_output [ -q ] -P prompt")."""
+    """Whether a unit may go into a summary: a sentence of the document, a list item or an entry's
+    description field, not a line without a sentence end (a title or banner, a line of fields:
+    "BACKUP AND RESTORE POLICY Northwind Labs", "Owner: Platform team · Last reviewed: 2024-10-02",
+    "Available Languages: en | fr | ja"), an author line, a question the document asks (a FAQ's),
+    the tail of a sentence the chunk's start cut, a fragment, an item of code ("tcp_output [ -q ] -P
+    prompt"), a table or a code block."""
     text = unit.text.strip()
     if (
         unit.kind in _NOT_SUMMARY
@@ -1523,13 +1524,28 @@ def _summary_material(unit: Unit, hits: Sequence[Hit]) -> bool:
         or _cut_at_start(unit, hits)
     ):
         return False
-    return bool(_ENDS_SENTENCE.search(text)) or (unit.kind == ITEM and not _SYNOPSIS.search(text))
+    return bool(_ENDS_SENTENCE.search(text)) or (unit.kind == ITEM and not _SYNOPSIS.search(text)) or _described(text)
+
+
+# A field's label ("Description:", "Owner:"), anywhere in a line.
+_FIELD_LABEL = re.compile(r"(?:^|\s)[A-Z][\w-]*(?: [\w()-]+){0,2}:\s")
+
+
+def _described(text: str) -> bool:
+    """A reference entry's one field saying in words what it is ("Description: Compress content via
+    Brotli before it is delivered to the client"), not a line of several ("Owner: Platform team ·
+    Last reviewed: 2024-10-02 · Status: living document")."""
+    if not is_field(text) or "·" in text or " | " in text or len(_FIELD_LABEL.findall(text)) != 1:
+        return False
+    value = text.split(":", 1)[1]
+    return len(_WORD.findall(value)) >= _SUMMARY_MIN_WORDS and not _SYNOPSIS.search(value)
 
 
 def _opens_summary(unit: Unit, hits: Sequence[Hit]) -> bool:
     """Whether a unit may lead a summary: summary material that ends a sentence (not a list item,
     nor a line introducing what the summary will not print: "Topics covered in this document:")."""
-    return _summary_material(unit, hits) and bool(_ENDS_SENTENCE.search(unit.text.rstrip()))
+    text = unit.text.strip()
+    return _summary_material(unit, hits) and (bool(_ENDS_SENTENCE.search(text)) or _described(text))
 
 
 def summary_units(
@@ -1599,7 +1615,13 @@ def summary_units(
         if key not in texts:
             texts.add(key)
             unique.append(i)
-    lead = next((i for i in unique if _opens_summary(scored.units[i], hits)), unique[0])
+    lead = next((i for i in unique if _opens_summary(scored.units[i], hits)), None)
+    if lead is None:
+        lead = next((i for i in unique if _summary_material(scored.units[i], hits)), None)
+    if lead is None:  # a section that is a table: its first row
+        lead = next((i for i in unique if scored.units[i].kind == ROW), None)
+    if lead is None:
+        return None
     vectors = scored.vectors[unique]
     centroid = unit_rows(vectors.mean(axis=0).reshape(-1))
     centrality = vectors @ centroid

@@ -239,6 +239,8 @@ SETS.update({f"list-{corpus}": (corpus, [DATA / "list_questions.jsonl"]) for cor
 # Broad questions over the manuals ("Tell me about borg compact."), one set per corpus
 # (`broad_questions.jsonl`'s `corpus`): stated when the summary cites only the file asked about.
 SETS.update({f"broad-{corpus}": (corpus, [DATA / "broad_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
+# Questions a manual's FAQ answers, in a user's words (`faq_questions.jsonl`'s `corpus`).
+SETS.update({f"faq-{corpus}": (corpus, [DATA / "faq_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
 SETS.update(
     {
         name.replace(corpus, f"{corpus}-html", 1): (f"{corpus}-html", files)
@@ -280,7 +282,7 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
-    if name.startswith(("compare-", "example-", "list-", "broad-")):  # one file for every corpus: its questions
+    if name.startswith(("compare-", "example-", "list-", "broad-", "faq-")):  # one file for every corpus: its questions
         rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
         for row in rows:
             if "answers_all" in row:

@@ -185,12 +185,12 @@ def score_units(
     )
     scores = combine(rows)
     evidence = refusal_linear(rows)
-    for i, unit in enumerate(units[:-1]):
-        # A question the notes ask (a FAQ's) is answered by the text right after it: that text
-        # scores at least what the question does ("Why does J move to the next tab?" over "One
-        # reason is because dwb did it that way").
-        after = units[i + 1]
-        if _asks(unit) and after.excerpt == unit.excerpt and not _asks(after) and after.kind not in (HEADING, ITEM):
+    restated = _restated(units)
+    for i, by_next in restated.items():
+        # A question the notes ask and answer (a FAQ's) is answered by the text right after it:
+        # that text scores at least what the question does ("Why does J move to the next tab?"
+        # over "One reason is because dwb did it that way").
+        if by_next:
             scores[i + 1] = max(scores[i + 1], scores[i])
             evidence[i + 1] = max(evidence[i + 1], evidence[i])
     for i, unit in enumerate(units):
@@ -199,7 +199,7 @@ def score_units(
             or is_context_only(unit)
             or count_tokens(unit.text) > 2 * SUMMARY_TOKENS
             or _cut_at_start(unit, hits)
-            or _asks(unit)
+            or i in restated
         ):
             # A title, a header row, a unit too long to print as an answer, the tail of a
             # sentence the chunk's start cut (the chunk before holds it whole), a question.
@@ -219,8 +219,7 @@ MIN_ASKING_WORDS = 3
 
 
 def _asks(unit: Unit) -> bool:
-    """A unit that asks a question (a FAQ's question, a contents list of them): it restates one,
-    never answers it."""
+    """A unit that asks a question."""
     text = unit.text.rstrip()
     return (
         unit.kind in (SENTENCE, ITEM)
@@ -228,6 +227,36 @@ def _asks(unit: Unit) -> bool:
         and len(text.split()) >= MIN_ASKING_WORDS
         and bool(_ASKS.search(text))
     )
+
+
+# The text after a question answers it when it says this much.
+MIN_ANSWER_WORDS = 4
+
+
+def _restated(units: Sequence[Unit]) -> dict[int, bool]:
+    """The questions the notes ask that restate a user's question rather than say something, each
+    with whether the unit right after it is its answer: a FAQ's, answered by the prose or block
+    after it (at least `MIN_ANSWER_WORDS` words, not an item or another question), or by what the
+    excerpt's end cuts off; and those of a list of questions (a FAQ's contents). A
+    question the notes ask and leave open ("Do you like this message?" over "-Me" in a mail) is
+    what they say."""
+    out: dict[int, bool] = {}
+    for i, unit in enumerate(units):
+        if not _asks(unit):
+            continue
+        after = units[i + 1] if i + 1 < len(units) and units[i + 1].excerpt == unit.excerpt else None
+        before = units[i - 1] if i and units[i - 1].excerpt == unit.excerpt else None
+        by_next = (
+            after is not None
+            and after.kind not in (HEADING, ITEM)
+            and not _asks(after)
+            and len(_WORD.findall(after.text)) >= MIN_ANSWER_WORDS
+        )
+        cut_off = after is None  # its answer past the excerpt's end
+        listed = any(n is not None and _asks(n) for n in (before, after))
+        if by_next or cut_off or listed:
+            out[i] = by_next
+    return out
 
 
 def _cut(unit: Unit) -> bool:

@@ -909,6 +909,10 @@ def test_a_faq_question_is_not_the_answer_the_text_after_it_is() -> None:
     assert not checked.refused, checked.answer
     assert checked.claims[0].claim.startswith("One reason is that dwb"), checked.answer
     assert not any(c.claim.rstrip().endswith("?") for c in checked.claims), checked.answer
+    # A question the notes ask and leave open is what they say (a mail's).
+    mail = "# Launch\n\nHi,\n\nCan we move the launch of the driver app to Friday?\n\n-Me\n"
+    checked, _ = ask_extractive("Did anyone ask to move the launch of the driver app?", mail)
+    assert "Can we move the launch of the driver app to Friday" in checked.answer, checked.answer
 
 
 def test_passage_stays_short() -> None:

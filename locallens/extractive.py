@@ -1536,7 +1536,7 @@ _ENDS_SENTENCE = re.compile(r"(?<!\.\.)[.!?。！？]['\"”’)\]]*\s*$")
 _SUMMARY_MIN_WORDS = 4
 
 
-def _summary_material(unit: Unit, hits: Sequence[Hit]) -> bool:
+def _summary_material(unit: Unit, hits: Sequence[Hit], restated: bool = False) -> bool:
     """Whether a unit may go into a summary: a sentence of the document, a list item or an entry's
     description field, not a line without a sentence end (a title or banner, a line of fields:
     "BACKUP AND RESTORE POLICY Northwind Labs", "Owner: Platform team · Last reviewed: 2024-10-02",
@@ -1549,7 +1549,7 @@ def _summary_material(unit: Unit, hits: Sequence[Hit]) -> bool:
         or len(_WORD.findall(text)) < _SUMMARY_MIN_WORDS
         or _title_like(text)
         or _byline(text)
-        or _asks(unit)
+        or restated
         or _cut_at_start(unit, hits)
     ):
         return False
@@ -1570,11 +1570,11 @@ def _described(text: str) -> bool:
     return len(_WORD.findall(value)) >= _SUMMARY_MIN_WORDS and not _SYNOPSIS.search(value)
 
 
-def _opens_summary(unit: Unit, hits: Sequence[Hit]) -> bool:
+def _opens_summary(unit: Unit, hits: Sequence[Hit], restated: bool = False) -> bool:
     """Whether a unit may lead a summary: summary material that ends a sentence (not a list item,
     nor a line introducing what the summary will not print: "Topics covered in this document:")."""
     text = unit.text.strip()
-    return _summary_material(unit, hits) and (bool(_ENDS_SENTENCE.search(text)) or _described(text))
+    return _summary_material(unit, hits, restated) and (bool(_ENDS_SENTENCE.search(text)) or _described(text))
 
 
 def summary_units(
@@ -1644,9 +1644,14 @@ def summary_units(
         if key not in texts:
             texts.add(key)
             unique.append(i)
-    lead = next((i for i in unique if _opens_summary(scored.units[i], hits)), None)
+    asked = _restated(scored.units)  # a FAQ's questions, which restate rather than say
+
+    def material(i: int) -> bool:
+        return _summary_material(scored.units[i], hits, i in asked)
+
+    lead = next((i for i in unique if _opens_summary(scored.units[i], hits, i in asked)), None)
     if lead is None:
-        lead = next((i for i in unique if _summary_material(scored.units[i], hits)), None)
+        lead = next((i for i in unique if material(i)), None)
     if lead is None:  # a section that is a table: its first row
         lead = next((i for i in unique if scored.units[i].kind == ROW), None)
     if lead is None:
@@ -1666,7 +1671,7 @@ def summary_units(
         chunk, index = place(i)
         if _ANAPHOR.match(text) and at.get((chunk, index - 1)) not in chosen:
             continue  # "Those working days do not count..." read without the sentence it points back to
-        if not _summary_material(scored.units[i], hits):
+        if not material(i):
             continue  # a title line ("Configuring & Installing suEXEC"), an author, a FAQ's question, a cut sentence
         if scored.units[i].term or _term_line(scored.units[i], scored.units):
             continue  # one option's description ("Number of seconds to cache tokens for"), or its name

@@ -259,6 +259,30 @@ def _restated(units: Sequence[Unit]) -> dict[int, bool]:
     return out
 
 
+# A FAQ's question this close to the user's (cosine), and closer than any other unit, is theirs.
+FAQ_MATCH = 0.7
+
+
+def faq_answer(scored: Scored) -> list[int]:
+    """The answer of the FAQ entry that asks the user's question (`_restated`): the unit after the
+    notes' question whose cosine is at least `FAQ_MATCH` and that of any unit but the notes' other
+    questions (a contents list repeats it), to open the
+    passage with (its next sentences follow it when the budget holds them); else nothing. The
+    notes' own wording of the question is the strongest sign of where its answer is, though the
+    answer may share few of its words and sit in a lower-ranked excerpt ("How can I change the
+    pass-phrase on my private key file?" over "You simply have to read it with the old
+    pass-phrase and write it again")."""
+    restated = _restated(scored.units)
+    answered = [i for i, by_next in restated.items() if by_next]
+    if not answered:
+        return []
+    best = max(answered, key=lambda i: scored.cosines[i])
+    others = [c for i, c in enumerate(scored.cosines) if i not in restated]
+    if scored.cosines[best] < max(FAQ_MATCH, *others):
+        return []
+    return [best + 1]
+
+
 def _cut(unit: Unit) -> bool:
     """A prose unit that starts where no sentence starts (a lower-case word, a comma): the end of
     a sentence cut by the chunk's start."""
@@ -1376,7 +1400,12 @@ def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) ->
         printed += 1
         at = passage.positions.get((unit.excerpt, unit.index + 1))
         follower = units[at] if at is not None else None
-        if follower is None or follower.kind not in (SENTENCE, ITEM) or follower.section != unit.section:
+        if (
+            follower is None
+            or follower.kind not in (SENTENCE, ITEM)
+            or follower.section != unit.section
+            or not passage.scored.scores[at]  # a FAQ's next question, a cut sentence
+        ):
             continue
         rest = [u for _, later in groups[n + 1 :] for u in passage.unprinted(later)]
         if passage.unprinted([follower]) and passage.fits([follower, *rest]):
@@ -1742,7 +1771,7 @@ def extractive_answer(
             opening = example_units(question, scored.units, scored.scores, also=also)
             scored.units = as_blocks(scored.units, opening)
         else:
-            opening = []
+            opening = faq_answer(scored)
         claims = [
             _claim(u, float(scored.scores[scored.units.index(u)]), answering)
             for u, answering in passage_units(

@@ -909,6 +909,19 @@ def test_a_faq_question_is_not_the_answer_the_text_after_it_is() -> None:
     assert not checked.refused, checked.answer
     assert checked.claims[0].claim.startswith("One reason is that dwb"), checked.answer
     assert not any(c.claim.rstrip().endswith("?") for c in checked.claims), checked.answer
+    # The FAQ entry asking the user's question, in a lower excerpt than a contents list repeating
+    # it, opens the passage with its answer.
+    contents = (
+        "# SSL FAQ\n\n- How can I change the pass-phrase on my private key file?\n"
+        "- How can I create a private key file for the server?\n\n"
+        "Create the private key file for the server with the openssl genrsa command.\n"
+    )
+    entry = (
+        "# Keys\n\nHow can I change the pass-phrase on my private key file?\n\n"
+        "Read the key with the old phrase and write it again with the new one.\n"
+    )
+    checked, _ = ask_extractive("How can I change the pass-phrase on my private key file?", contents, entry)
+    assert checked.claims[0].claim.startswith("Read the key with the old phrase"), checked.answer
     # A question the notes ask and leave open is what they say (a mail's).
     mail = "# Launch\n\nHi,\n\nCan we move the launch of the driver app to Friday?\n\n-Me\n"
     checked, _ = ask_extractive("Did anyone ask to move the launch of the driver app?", mail)

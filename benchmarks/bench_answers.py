@@ -86,6 +86,10 @@ is in no document, the right answer being the refusal):
 - zsh-pdf, zsh-pdf-es, zsh-pdf-es2: the zsh sets' questions over the Z shell manual as zsh-doc
   ships it typeset (`corpora.py --zsh-pdf`: `zsh.pdf` alone, without the FAQ), against zsh-html:
   what reading a PDF of ~250 pages loses against its HTML pages.
+- broad-<corpus>, faq-<corpus>: benchmarks/data/broad_questions.jsonl (20 broad questions over seven
+  manuals, judged by the file the summary cites; its lines are read by hand) and faq_questions.jsonl
+  (14 questions a manual's FAQ answers, in a user's words); written before anything was run on
+  them, as are the compare-, example- and list- sets.
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the

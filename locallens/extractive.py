@@ -1386,8 +1386,8 @@ def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) ->
     """The passage's opening units (a comparison's side each; an example), each with what belongs to it,
     whatever the budget, and with the sentence that follows it in its section when the budget
     holds that and the openings still to come (documentation often says what a thing is in its
-    second sentence: "break" may only occur nested in a loop. It terminates the nearest ...").
-    The number of openings printed."""
+    second sentence: "break" may only occur nested in a loop. It terminates the nearest ...), a
+    sentence introducing a block with the block. The number of openings printed."""
     units = passage.scored.units
     groups = [(units[i], _passage(units[i], units)) for i in opening]
     printed = 0
@@ -1407,9 +1407,14 @@ def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) ->
             or not passage.scored.scores[at]  # a FAQ's next question, a cut sentence
         ):
             continue
+        # A line introducing a block comes with it ("You can accomplish this with the following
+        # commands:" and the commands), or not at all.
+        block = [u for u in units if u.excerpt == follower.excerpt and u.setup == follower.index]
+        if follower.text.rstrip().endswith(":") and not block:
+            continue
         rest = [u for _, later in groups[n + 1 :] for u in passage.unprinted(later)]
-        if passage.unprinted([follower]) and passage.fits([follower, *rest]):
-            passage.append([follower], follower)
+        if passage.unprinted([follower]) and passage.fits([follower, *block, *rest]):
+            passage.append([follower, *passage.unprinted(block)], follower)
     return printed
 
 

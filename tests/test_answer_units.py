@@ -918,10 +918,13 @@ def test_a_faq_question_is_not_the_answer_the_text_after_it_is() -> None:
     )
     entry = (
         "# Keys\n\nHow can I change the pass-phrase on my private key file?\n\n"
-        "Read the key with the old phrase and write it again with the new one.\n"
+        "Read the key with the old phrase and write it again with the new one.\n\n"
+        "Run these commands:\n\n```\nopenssl rsa -des3 -in server.key -out server.key.new\n```\n"
     )
     checked, _ = ask_extractive("How can I change the pass-phrase on my private key file?", contents, entry)
     assert checked.claims[0].claim.startswith("Read the key with the old phrase"), checked.answer
+    # ... and its next sentence, a line introducing a block, with the block.
+    assert "Run these commands" in checked.answer and "openssl rsa -des3" in checked.answer, checked.answer
     # A question the notes ask and leave open is what they say (a mail's).
     mail = "# Launch\n\nHi,\n\nCan we move the launch of the driver app to Friday?\n\n-Me\n"
     checked, _ = ask_extractive("Did anyone ask to move the launch of the driver app?", mail)

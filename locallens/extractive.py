@@ -9,7 +9,9 @@ introduces it, the excerpt's rank), and the answer is built from the best ones:
 - a specific question gets a passage: the best unit with what belongs to it (a table row with its
   header row, a block with the line that introduces it, the block a setup line introduces), then
   the next best unit if it scores within `MARGIN` of the best, within `passage_tokens` and a
-  budget of printed words (`PASSAGE_WORDS`);
+  budget of printed words (`PASSAGE_WORDS`); a question the notes ask and answer (a FAQ's) is
+  never printed, its answer is (`_restated`), and the FAQ entry asking the user's question opens
+  the passage with its answer (`faq_answer`);
 - a broad question ("what is X", "summarize X", "tell me about X", "what does the note on X say")
   whose topic names a document or a section among the excerpts gets an extractive summary of it:
   its lead and its most central units, in document order (`is_broad`, `summary_units`);
@@ -202,7 +204,8 @@ def score_units(
             or i in restated
         ):
             # A title, a header row, a unit too long to print as an answer, the tail of a
-            # sentence the chunk's start cut (the chunk before holds it whole), a question.
+            # sentence the chunk's start cut (the chunk before holds it whole), a question the
+            # notes ask and answer or list.
             scores[i] = 0.0
             evidence[i] = _ZEROED_LINEAR
     return Scored(units, scores, cosines, vectors, evidence)
@@ -264,16 +267,16 @@ FAQ_MATCH = 0.7
 
 
 def faq_answer(scored: Scored) -> list[int]:
-    """The answer of the FAQ entry that asks the user's question (`_restated`): the unit after the
-    notes' question whose cosine is at least `FAQ_MATCH` and that of any unit but the notes' other
-    questions (a contents list repeats it), to open the
-    passage with (its next sentences follow it when the budget holds them); else nothing. The
-    notes' own wording of the question is the strongest sign of where its answer is, though the
-    answer may share few of its words and sit in a lower-ranked excerpt ("How can I change the
-    pass-phrase on my private key file?" over "You simply have to read it with the old
-    pass-phrase and write it again")."""
+    """The answer of the FAQ entry that asks the user's question, to open the passage with (its
+    next sentence follows it when the budget holds it); else nothing. The entry's question
+    (`_restated`, answered by the unit after it) has a cosine of at least `FAQ_MATCH` and of at
+    least any unit's but the notes' other questions' (a contents list repeats it). The notes' own
+    wording of the question is the strongest sign of where its answer is, though the answer may
+    share few of its words and sit in a lower-ranked excerpt ("How can I change the pass-phrase on
+    my private key file?" over "You simply have to read it with the old pass-phrase and write it
+    again")."""
     restated = _restated(scored.units)
-    answered = [i for i, by_next in restated.items() if by_next]
+    answered = [i for i, by_next in restated.items() if by_next and scored.scores[i + 1] > 0]
     if not answered:
         return []
     best = max(answered, key=lambda i: scored.cosines[i])

@@ -211,9 +211,12 @@ def score_units(
     return Scored(units, scores, cosines, vectors, evidence)
 
 
-# A plain lower-case word followed by a space ("been bound to a value..."), not an identifier
+# A plain lower-case word followed by a space ("been bound to a value...", "sh/net/tcp module,",
+# "transparent' content", a word the cut left with a path or a quote in it), not an identifier
 # ("fill(text, width=70)", "d[key]"); or punctuation.
-_CUT_START = re.compile(r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+[,;]?\s|[,;:.)\]’'\"])")
+_CUT_START = re.compile(
+    r"^(?:(?!(?:class|def|async|import|from|return|lambda)\s)[a-z]+(?:[/'’][\w/]*)?[,;]?\s|[,;:.)\]’'\"])"
+)
 
 
 # A question's last line: words, then "?" (a symbol's own "?" is no question).

@@ -31,6 +31,7 @@ from locallens.extractive import (
     Scored,
     _common_near,
     _common_words,
+    _cut,
     _printed,
     _quantities,
     _tokens,
@@ -1111,6 +1112,9 @@ def test_the_tail_of_a_sentence_cut_by_the_chunks_start_is_not_printed() -> None
     question = "Which exception is raised when a name is used before it is bound to a value?"
     checked = extractive_answer(question, [later_chunk(cut)], fake_vector(question), fake_encode)
     assert "been bound" not in checked.answer
+    # ... nor one whose first word is cut with a path or a quote in it ("sh/net/tcp module, ...").
+    for tail in ("sh/net/tcp module, the zselect module times out reads.", "transparent' negotiation is experimental."):
+        assert _cut(excerpt_units(tail, 1)[0]), tail
     # An identifier or a keyword at the start is no cut sentence.
     whole = "class Counter(dict)\n    Dict subclass for counting hashable items."
     checked = extractive_answer(

@@ -1413,14 +1413,16 @@ def _open_with(passage: _Passage, opening: Sequence[int], excerpts: set[int]) ->
             or not passage.scored.scores[at]  # a FAQ's next question, a cut sentence
         ):
             continue
-        # A line introducing a block comes with it ("You can accomplish this with the following
-        # commands:" and the commands), or not at all.
-        block = [u for u in units if u.excerpt == follower.excerpt and u.setup == follower.index]
-        if follower.text.rstrip().endswith(":") and not block:
+        # With what belongs to it (`_passage`): a line introducing a block comes with the block
+        # ("You can accomplish this with the following commands:" and the commands), or not at all.
+        follows = passage.unprinted(_passage(follower, units))
+        if not any(u is follower for u in follows) or (
+            follower.text.rstrip().endswith(":") and follows[-1] is follower
+        ):
             continue
         rest = [u for _, later in groups[n + 1 :] for u in passage.unprinted(later)]
-        if passage.unprinted([follower]) and passage.fits([follower, *block, *rest]):
-            passage.append([follower, *passage.unprinted(block)], follower)
+        if passage.fits([*follows, *rest]):
+            passage.append(follows, follower)
     return printed
 
 

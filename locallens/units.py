@@ -153,6 +153,39 @@ def _is_named_term(text: str) -> bool:
     return "\n" not in text and len(text.split()) <= MAX_ONE_LINE_TERM_WORDS and bool(_NAMED_TERM.match(text))
 
 
+# A manual's entry name as a text rendering lays it out on a line of its own over its description
+# (info and manual pages converted to text): a lower-case name ("precmd", "download-clear",
+# "borg break-lock", "beginning-of-line-hist, vi-beginning-of-line") with what a synopsis adds
+# after it: flags, bracketed or upper-case placeholders and the words they introduce ("sched [
+# -item ]", "declare -a name", "timeout NUMBER", "backward-kill-word (^W ESC-^H)"). A title is
+# capitalised or numbered ("14.1 History Expansion", "Filename Generation"), or goes on in plain
+# words ("changing directories with the cd builtin", "a calculator").
+_ENTRY_FIRST = re.compile(r"^[a-z][\w.:-]*,?$")
+_ENTRY_MARKUP = re.compile(r"^(?:--?\w|[\[<({|=^]|[A-Z][A-Z0-9_]*[,\]>)}]*$|\S*[\]>)}]$)")
+_ENTRY_NAMED = re.compile(r"^[a-z][\w]*[-_.][\w.()-]*,?$")
+# ... not a word joining what is around it, alone on its line between two blocks ("and", "becomes").
+_JOINING = frozenset({"and", "or", "but", "then", "else", "becomes", "is", "was", "to", "as", "if", "where", "while"})
+
+
+def _is_entry_name(text: str, most_words: int | None = MAX_ONE_LINE_TERM_WORDS) -> bool:
+    """A short line of its own naming a manual's entry in lower case (see `_ENTRY_FIRST`); with
+    `most_words` None, however long (a synopsis: "zmv [ -finqQsvwW ] [ -C | -L | -M ] ...")."""
+    words = text.split()
+    if "\n" in text or not words or not _ENTRY_FIRST.match(words[0]):
+        return False
+    if most_words is not None and len(words) > most_words:
+        return False
+    if words[0] in _JOINING:
+        return False
+    marked = False  # a flag or a placeholder came: plain words after it are its arguments
+    for word in words[1:]:
+        if _ENTRY_MARKUP.match(word):
+            marked = True
+        elif not (_ENTRY_NAMED.match(word) or marked):
+            return False
+    return True
+
+
 # A reference entry's field on a line of its own: "Type: Bool", "Default: false", "Valid values:
 # 1-10" (a label of at most three words, a colon, its value). It states something, so it is no
 # title however short; it keeps no term (`_carry_term`).
@@ -212,8 +245,8 @@ def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str, entrie
     fields: list[int] = []
     for j in range(first, len(kinds)):
         text, kind, carried = kinds[j]
-        if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text):
-            break
+        if kind != SENTENCE or carried or _is_named_term(text) or _is_label(text) or _is_entry_name(text, None):
+            break  # the next entry's name or synopsis line
         if is_field(text):
             fields.append(j)
             continue
@@ -377,7 +410,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
     # passage printing the description prints the name it describes.
     for i in range(len(kinds) - 1):
         text, kind, term = kinds[i]
-        named = kind == HEADING and _is_named_term(text) and kinds[i + 1][1] == SENTENCE
+        named = kind == HEADING and (_is_named_term(text) or _is_entry_name(text)) and kinds[i + 1][1] == SENTENCE
         labeled = (
             kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1:] == (SENTENCE, "")
         )

@@ -1438,6 +1438,42 @@ def test_an_option_on_a_line_of_its_own_is_the_term_of_the_description_below_it(
     assert [(u.kind, u.term) for u in excerpt_units(text, 1)][-1] == (DEFINITION, "--timeout <seconds>::")
 
 
+def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_description() -> None:
+    """An info manual converted to text lays out a hook function, a command or a widget as its
+    name on a line of its own over its description ("precmd" / "Executed before each prompt."): a
+    passage printing the description prints the name it describes. A synopsis line ("sched [
+    -item ]", "zmv [ -finqQsvwW ] [ -C | -L ] ...") is an entry name too, and ends the entry above
+    it; a title in capitals or in plain words stays a title."""
+    content = (
+        "Hook Functions\n\nchpwd\n\nExecuted whenever the current working directory is changed.\n\n"
+        "precmd\n\nExecuted before each prompt. Note that precommand functions are not re-executed "
+        "when the line is redrawn.\n\nsched [ -item ]\n\nMake an entry in the scheduled list of "
+        "commands to execute.\n\nzkbd\n\nSee the keyboard definition utility.\n\n"
+        "zmv [ -finqQsvwW ] [ -C | -L | -M | -{p|P} program ] [ -o optstring ]\n\n"
+        "changing directories with the cd builtin\n\nThe directory stack is kept as an array."
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.term) for u in units] == [
+        (HEADING, ""),
+        ("sentence", ""),
+        (DEFINITION, "chpwd"),
+        ("sentence", ""),
+        (DEFINITION, "precmd"),
+        ("sentence", "precmd"),
+        ("sentence", ""),
+        (DEFINITION, "sched [ -item ]"),
+        ("sentence", ""),
+        (DEFINITION, "zkbd"),
+        ("sentence", ""),  # the next entry's synopsis, not zkbd's description
+        (HEADING, ""),  # a title in plain words over prose stays a title
+        ("sentence", ""),
+    ]
+    scores = [0.0] * len(units)
+    scores[4] = 0.9
+    printed = [u.text for u, _ in passage_units(_scored(units, scores))]
+    assert printed[:2] == ["precmd", "Executed before each prompt."]
+
+
 def test_a_shell_comment_over_a_command_introduces_it() -> None:
     content = (
         "Examples\n\n# Remote repository (accesses a remote borg via ssh)\n"

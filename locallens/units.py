@@ -186,6 +186,38 @@ def _is_entry_name(text: str, most_words: int | None = MAX_ONE_LINE_TERM_WORDS) 
     return True
 
 
+# A parameter or option in capitals as a text rendering lays it out over its description
+# ("WORDCHARS <S>", "HISTSIZE", "CLOBBER (+C, ksh: +C) <D>", "ZLE (-Z)"): one word of capitals and
+# digits, with or without its bracketed annotations. Without them, a manual page's section titles
+# are such words too: those of the usual sections (`_SECTION_TITLES`) are titles.
+_CAPS_NAME = re.compile(r"^(?P<name>[A-Z][A-Z0-9]+)(?P<notes>(?:\s+(?:<[^<>\n]*>|\([^()\n]*\)))*)$")
+_SECTION_TITLE_WORDS = """
+    NAME SYNOPSIS DESCRIPTION OPTIONS ARGUMENTS COMMANDS SUBCOMMANDS CONFIGURATION ENVIRONMENT FILES
+    EXAMPLES EXAMPLE USAGE OVERVIEW INTRODUCTION SUMMARY DISCUSSION NOTES NOTE BUGS CAVEATS WARNINGS
+    WARNING ERRORS DIAGNOSTICS HISTORY AUTHORS AUTHOR CREDITS COPYRIGHT LICENSE STANDARDS VERSIONS
+    VERSION ATTRIBUTES SECURITY INVOCATION DEFINITIONS FUNCTIONS VARIABLES PARAMETERS SIGNALS HOOKS
+    OUTPUTS OUTPUT INPUTS INPUT DEFAULTS LIMITATIONS RESTRICTIONS REQUIREMENTS INSTALLATION FEATURES
+    CHANGES CONTENTS GLOSSARY REFERENCES RESOURCES SUPPORT FAQ INDEX APPENDIX PREFACE ABSTRACT TODO
+    IMPORTANT TIP CAUTION DATA CLASSES PACKAGE MODULE SUBMODULES FILE
+"""
+_SECTION_TITLES = frozenset(_SECTION_TITLE_WORDS.split())
+
+
+def _is_caps_name(text: str, after: str) -> bool:
+    """A line naming a parameter or an option in capitals (see `_CAPS_NAME`) over `after`, the
+    first sentence of its description; not a section title, nor a line whose word that sentence
+    goes on to use as a plain word ("EXPANSION" over "There are seven kinds of expansion
+    performed"): a title names what its prose speaks of, a parameter's description seldom
+    repeats its name."""
+    found = _CAPS_NAME.match(text)
+    if not found:
+        return False
+    if found["notes"]:
+        return True
+    name = found["name"]
+    return name not in _SECTION_TITLES and name.lower() not in re.findall(r"[a-z]+", after)
+
+
 # A reference entry's field on a line of its own: "Type: Bool", "Default: false", "Valid values:
 # 1-10" (a label of at most three words, a colon, its value). It states something, so it is no
 # title however short; it keeps no term (`_carry_term`).
@@ -410,7 +442,11 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
     # passage printing the description prints the name it describes.
     for i in range(len(kinds) - 1):
         text, kind, term = kinds[i]
-        named = kind == HEADING and (_is_named_term(text) or _is_entry_name(text)) and kinds[i + 1][1] == SENTENCE
+        named = (
+            kind == HEADING
+            and (_is_named_term(text) or _is_entry_name(text) or _is_caps_name(text, kinds[i + 1][0]))
+            and kinds[i + 1][1] == SENTENCE
+        )
         labeled = (
             kind in (SENTENCE, HEADING, ITEM) and not term and _is_label(text) and kinds[i + 1][1:] == (SENTENCE, "")
         )

@@ -1443,7 +1443,7 @@ def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_descrip
     name on a line of its own over its description ("precmd" / "Executed before each prompt."): a
     passage printing the description prints the name it describes. A synopsis line ("sched [
     -item ]", "zmv [ -finqQsvwW ] [ -C | -L ] ...") is an entry name too, and ends the entry above
-    it; a title in capitals or in plain words stays a title."""
+    it; a title in plain words stays a title."""
     content = (
         "Hook Functions\n\nchpwd\n\nExecuted whenever the current working directory is changed.\n\n"
         "precmd\n\nExecuted before each prompt. Note that precommand functions are not re-executed "
@@ -1472,6 +1472,24 @@ def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_descrip
     scores[4] = 0.9
     printed = [u.text for u, _ in passage_units(_scored(units, scores))]
     assert printed[:2] == ["precmd", "Executed before each prompt."]
+    # A parameter or an option in capitals, with or without its annotations, is a name too; a
+    # manual page's section title is not.
+    content = (
+        "DESCRIPTION\n\nThe shell keeps its history in memory.\n\nHISTSIZE\n\nThe maximum number of "
+        "events stored in the internal history list.\n\nWORDCHARS <S>\n\nA list of non-alphanumeric "
+        "characters considered part of a word by the line editor.\n\nCLOBBER (+C, ksh: +C) <D>\n\n"
+        "Allows ‘>’ redirection to truncate existing files."
+    )
+    assert [(u.kind, u.term) for u in excerpt_units(content, 1)] == [
+        (HEADING, ""),
+        ("sentence", ""),
+        ("sentence", ""),
+        (DEFINITION, "HISTSIZE"),
+        ("sentence", ""),
+        (DEFINITION, "WORDCHARS <S>"),
+        ("sentence", ""),
+        (DEFINITION, "CLOBBER (+C, ksh: +C) <D>"),
+    ]
 
 
 def test_a_shell_comment_over_a_command_introduces_it() -> None:

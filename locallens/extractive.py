@@ -1144,6 +1144,16 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
         if before is not None and before.kind == SENTENCE and before not in linked_units:
             linked_units.insert(linked_units.index(setup), before)
     out.extend(linked_units)
+    if setup is not None and best.kind == ITEM:
+        # An item of a list its setup line introduces comes after the items before it, when they
+        # are few and short: "... in different modes as given by --files-cache:" printed over its
+        # second item only would hide the first, "ctime,size,inode (default)".
+        before_it = [same.get(j) for j in range(setup.index + 1, best.index)]
+        if 0 < len(before_it) <= LEAD_ITEMS and all(
+            u is not None and u.kind == ITEM and u.setup == setup.index and len(u.text.split()) <= LEAD_ITEM_WORDS
+            for u in before_it
+        ):
+            out.extend(u for u in before_it if u is not None)
     out.append(best)
     nxt = same.get(best.index + 1)
     if nxt is not None and nxt.setup == best.index and nxt.kind in INTRODUCED:
@@ -1151,6 +1161,10 @@ def _passage(best: Unit, units: Sequence[Unit]) -> list[Unit]:
     return out
 
 
+# An item printed with its setup line brings the items before it: at most this many, each of at
+# most this many words (`_passage`).
+LEAD_ITEMS = 2
+LEAD_ITEM_WORDS = 12
 # A setup line that only links ("Then:", "For example:"), unlike a label ("Arguments:") that names
 # what follows.
 _CONNECTIVE = re.compile(

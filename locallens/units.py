@@ -215,7 +215,7 @@ def _is_caps_name(text: str, after: str) -> bool:
     if found["notes"]:
         return True
     name = found["name"]
-    return name not in _SECTION_TITLES and name.lower() not in re.findall(r"[a-z]+", after)
+    return name not in _SECTION_TITLES and name.lower() not in re.findall(r"[a-z]+", after.lower())
 
 
 # A reference entry's field on a line of its own: "Type: Bool", "Default: false", "Valid values:

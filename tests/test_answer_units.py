@@ -1383,6 +1383,15 @@ def test_short_lines_a_setup_line_introduces_are_its_items_not_titles() -> None:
     # An item is printed under its setup line.
     printed = [u.text for u, _ in passage_units(_scored(units, [0.2, 0.9, 0.1, 0.1]))]
     assert printed[:2] == [units[0].text, "ctime,size,inode (default)"]
+    # ... after the items before it, when they are few and short: the list is read from its start.
+    printed = [u.text for u, _ in passage_units(_scored(units, [0.2, 0.1, 0.9, 0.1]))]
+    assert printed[:3] == [units[0].text, "ctime,size,inode (default)", "mtime,size (ignore the inode number)"]
+    # A long list's item is printed with its setup line alone.
+    many = excerpt_units(
+        "The modes are:\n\n" + "\n\n".join(f"mode{n},size (variant {n})" for n in range(5)) + "\n\nDone here.", 1
+    )
+    scores = [0.2] + [0.1] * 3 + [0.9, 0.1, 0.1]
+    assert [u.text for u, _ in passage_units(_scored(many, scores))][:2] == ["The modes are:", "mode3,size (variant 3)"]
 
 
 def test_a_term_and_its_description_on_one_line_are_a_definition() -> None:
@@ -1478,7 +1487,8 @@ def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_descrip
         "DESCRIPTION\n\nThe shell keeps its history in memory.\n\nHISTSIZE\n\nThe maximum number of "
         "events stored in the internal history list.\n\nWORDCHARS <S>\n\nA list of non-alphanumeric "
         "characters considered part of a word by the line editor.\n\nCLOBBER (+C, ksh: +C) <D>\n\n"
-        "Allows ‘>’ redirection to truncate existing files."
+        "Allows ‘>’ redirection to truncate existing files.\n\nEXPANSION\n\nExpansion is performed on the "
+        "command line after it has been split into words."
     )
     assert [(u.kind, u.term) for u in excerpt_units(content, 1)] == [
         (HEADING, ""),
@@ -1489,6 +1499,8 @@ def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_descrip
         (DEFINITION, "WORDCHARS <S>"),
         ("sentence", ""),
         (DEFINITION, "CLOBBER (+C, ksh: +C) <D>"),
+        (HEADING, ""),  # a title its prose goes on to use as a word
+        ("sentence", ""),
     ]
 
 

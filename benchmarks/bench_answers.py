@@ -67,6 +67,9 @@ is in no document, the right answer being the refusal):
 - tig: benchmarks/data/tig_questions.jsonl (40 + 6, 2 of the 40 broad) over tig's manual and
   manual pages as Debian's tig package ships them (`corpora.py --tig`: HTML written by AsciiDoc
   from sources in Git's style), written and committed before anything was run on them.
+- manpages: benchmarks/data/manpage_questions.jsonl (24 + 4) over nine manual pages of eight
+  Debian packages as `man` prints them, saved to text (`corpora.py --manpages`: tar, tmux, less,
+  grep, sed, find, ssh, ssh_config, curl); written and committed before anything was run on them.
 - filter-repo-options, adoc-options: benchmarks/data/filter_repo_options.jsonl (10) and
   adoc_options.jsonl (6), questions naming an option and asking what it does, over the same two
   corpora; written before anything was run on them.
@@ -164,6 +167,7 @@ from corpora import (
     write_bash_corpus,
     write_borg_corpus,
     write_filter_repo_corpus,
+    write_manpages_corpus,
     write_postfix_corpus,
     write_pydoc_corpus,
     write_rsyslog_corpus,
@@ -213,6 +217,10 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     # tig's manual and manual pages as Debian ships them (HTML written by AsciiDoc from sources in
     # Git's style): questions written and committed before anything was run on them.
     "tig": ("tig", [DATA / "tig_questions.jsonl"]),
+    # Nine manual pages of eight Debian packages as `man` prints them, saved to text (tar, tmux,
+    # less, grep, sed, find, ssh, ssh_config, curl; `corpora.py --manpages`): 24 questions and 4
+    # without an answer, written and committed before anything was run on them.
+    "manpages": ("manpages", [DATA / "manpage_questions.jsonl"]),
     # Questions naming a symbol (`$?`, `<<<`, `//`, `(N)`), which the keyword index and the answer
     # units' key terms drop: written before anything was run on them, the baseline of that lead.
     "pydoc-symbols": ("pydoc", [DATA / "pydoc_symbols.jsonl"]),
@@ -319,6 +327,7 @@ _WRITERS = {
     "adoc": write_adoc_corpus,
     "filter-repo": write_filter_repo_corpus,
     "tig": write_tig_corpus,
+    "manpages": write_manpages_corpus,
 }
 
 

@@ -78,9 +78,16 @@
   style). `benchmarks/data/tig_questions.jsonl` holds questions about it, written and committed
   before anything was run on it.
 
+- `write_manpages_corpus` renders the manual pages of eight Debian packages (`MANPAGES`: tar,
+  tmux, less, grep, sed, find, ssh and ssh_config, curl) to plain text as `man` prints them at 80
+  columns (`man -l`, `col -b`): a user's own notes taken by saving `man tar` to a file. Entries
+  are indented, options over their descriptions. It needs `man` (man-db with groff) on the
+  machine and `apt-get download` once. `benchmarks/data/manpage_questions.jsonl` holds questions
+  about it, written and committed before anything was run on it.
+
 The first two need no download.
 Usage: python3 benchmarks/corpora.py DEST [--stdlib | --borg | --varnish | --postfix | --apache | --sqlite
-       | --rsyslog | --zsh | --adoc | --filter-repo | --tig]
+       | --rsyslog | --zsh | --adoc | --filter-repo | --tig | --manpages]
 """
 
 from __future__ import annotations
@@ -783,6 +790,37 @@ def write_tig_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
     return dest
 
 
+# Debian packages and the manual pages of theirs that `write_manpages_corpus` renders.
+MANPAGES = (
+    ("tar", "usr/share/man/man1/tar.1.gz"),
+    ("tmux", "usr/share/man/man1/tmux.1.gz"),
+    ("less", "usr/share/man/man1/less.1.gz"),
+    ("grep", "usr/share/man/man1/grep.1.gz"),
+    ("sed", "usr/share/man/man1/sed.1.gz"),
+    ("findutils", "usr/share/man/man1/find.1.gz"),
+    ("openssh-client", "usr/share/man/man1/ssh.1.gz"),
+    ("openssh-client", "usr/share/man/man5/ssh_config.5.gz"),
+    ("curl", "usr/share/man/man1/curl.1.gz"),
+)
+
+
+def write_manpages_corpus(dest: pathlib.Path) -> pathlib.Path:
+    """Render `MANPAGES` to `dest/<page>.txt` (`tar.1.txt`) as `man` prints them on an 80-column
+    terminal, overstrikes removed (`col -b`), and return `dest`. Each package is fetched with
+    `apt-get download` into `dest/../` (kept); a file is rewritten only when its text changed."""
+    dest = pathlib.Path(dest)
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "MANWIDTH": "80", "MAN_DISABLE_SECCOMP": "1"}
+    for package, page in MANPAGES:
+        with _unpacked(package, None, dest, "") as root:
+            rendered = subprocess.run(
+                ["man", "-l", "-P", "cat", str(root / page)], env=env, capture_output=True, check=True, timeout=120
+            ).stdout
+            plain = subprocess.run(["col", "-b"], input=rendered, capture_output=True, check=True, timeout=60).stdout
+        name = pathlib.Path(page).name.removesuffix(".gz") + ".txt"
+        _write_changed(dest / name, plain)
+    return dest
+
+
 def _write_changed(path: pathlib.Path, data: bytes) -> None:
     """`data` written to `path` (its folder made if missing) unless the file holds those bytes
     already: a corpus rewritten with nothing changed keeps its files' times, and an index over it
@@ -891,7 +929,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--tig", action="store_true", help="tig's manual and manual pages from Debian's tig package (HTML)"
     )
+    parser.add_argument(
+        "--manpages", action="store_true", help="eight Debian packages' manual pages rendered to text by man"
+    )
     args = parser.parse_args(argv)
+    if args.manpages:
+        out = write_manpages_corpus(args.dest)
+        print(f"wrote {len(MANPAGES)} pages to {out}")
+        return
     if args.tig:
         out = write_tig_corpus(args.dest)
         print(f"wrote {len(TIG_PAGES)} pages to {out}")

@@ -380,6 +380,11 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             above = kinds[-1] if kinds else None
             if above and above[2] and above[1] in (SENTENCE, DEFINITION) and _indented(above[0], body):
                 term_line, first = above[2], False  # the description goes on
+            elif above and above[1] == DEFINITION and above[2] and above[0].startswith(above[2] + "\n"):
+                # ... or its term line with the description's first sentence, no blank line
+                # between (a manual page: `-delete` / "Delete files or directories; true if
+                # removal succeeded.  If the removal failed, ...").
+                term_line, first = above[2], False
             elif above and above[1] == SENTENCE and _is_term_line(above[0]):
                 term_line, first = above[0], True
             else:

@@ -725,3 +725,60 @@ def test_asciidoc_keeps_every_line_in_place(lines: list[str]) -> None:
         # A literal paragraph's lines are as written, its fences where blank lines were.
         assert after in (rendered, before, "", "```") or (after.startswith("#") and after.lstrip("# ") in rendered)
         assert after != "```" or not before.strip() or before.startswith(("----", "....", "++++"))
+
+
+# A manual page as `man tar > tar.txt` saves it: a running head, section titles at the margin, the
+# body indented 7 columns (some of it with tabs), an option over its indented description, a word
+# hyphenated at a line's end with U+2010.
+MANPAGE = (
+    "TAR(1)\t\t\t\tGNU TAR Manual\t\t\t\tTAR(1)\n\n"
+    "NAME\n       tar - an archiving utility\n\n"
+    "DESCRIPTION\n   Option styles\n       GNU tar is an archiving program designed to store multiple files in a sin\u2010\n"
+    "       gle file (an archive), and to manipulate such archives.\n\n"
+    "OPTIONS\n   Operation mode\n       -t, --list\n\t      List the contents of an archive.  Arguments are optional.\n\n"
+    "\t      Example:\n\n\t\t     $ tar -tf archive.tar\n\n"
+    "GNU TAR 1.34\t\t\t November 2020\t\t\t\tTAR(1)\n"
+)
+
+
+def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_path: Path) -> None:
+    from locallens.units import excerpt_units
+
+    write(tmp_path / "tar.txt", MANPAGE)
+    page = doc(tmp_path, "tar.txt")
+    lines = page.text.split("\n")
+    assert len(lines) == len(MANPAGE.strip().split("\n"))  # citations stay the file's lines
+    assert page.title == "tar - an archiving utility"
+    assert lines[0] == "TAR(1) GNU TAR Manual TAR(1)"
+    assert "## OPTIONS" in lines and "### Operation mode" in lines
+    # The hyphenated word whole on its line; the body at the margin, a description under its option.
+    assert "GNU tar is an archiving program designed to store multiple files in a single" in page.text
+    assert "gle file" not in page.text
+    at = lines.index("-t, --list")
+    assert lines[at + 1].startswith("       List the contents of an archive.")
+    units = excerpt_units(page.text, 1)
+    described = [u for u in units if u.term == "-t, --list"]
+    assert [u.text.split("\n")[-1].strip() for u in described] == [
+        "List the contents of an archive.",
+        "Arguments are optional.",
+        "Example:",
+    ]
+    assert any(u.kind == "code" and "$ tar -tf archive.tar" in u.text for u in units)
+    # Not a manual page: a text file that only mentions one stays as written.
+    write(tmp_path / "notes.txt", "See TAR(1) for details.\n\n       Indented text.\n")
+    assert doc(tmp_path, "notes.txt").text == "See TAR(1) for details.\n\n       Indented text."
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            ["", "NAME", "   Sub", "       body text here", "\t      desc", "       wor\u2010", "       d end", "x"]
+        ),
+        max_size=30,
+    )
+)
+def test_a_manual_page_keeps_every_line_in_place(lines: list[str]) -> None:
+    from locallens.readers.manpage import extract
+
+    text = "\n".join(["LS(1)    User Commands    LS(1)", *lines])
+    assert len(extract(text).text.split("\n")) == len(text.split("\n"))

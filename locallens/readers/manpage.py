@@ -1,0 +1,72 @@
+"""A manual page saved as text (`man tar > tar.txt`): the file's own lines, laid out as the answer
+units read a manual, line for line.
+
+`man` prints a page for an 80-column terminal: a running head (`TAR(1)  GNU TAR Manual  TAR(1)`),
+section titles at the margin, every other line indented (7 columns for GNU pages, 5 for BSD
+ones), an option's description indented further under it, tabs for some of that indentation, and
+words hyphenated at a line's end with U+2010 ("op‐" / "tion"). Read as it is, an option and its
+description form one block indented like code, printed as a block; a hyphenated word is two.
+So, with the line count kept (a chunk's `path:LINE` citation stays the file's line):
+
+- tabs become spaces (8 columns), and the body's indentation is taken off every line: the
+  smallest indentation of more than 3 columns (a subsection title is at 3), lines indented less
+  at the margin. An option's line is then at the margin over its indented description, as the
+  answer units read a term and its description (`locallens.units`); an example indented under a
+  description stays indented, a code block;
+- a word hyphenated at a line's end is joined on that line, its tail taken from the next;
+- a section title (at the margin) becomes a Markdown heading, `## OPTIONS`, and a subsection's
+  (indented less than the body) `### Traditional usage`: `man` sets an option right under its
+  section's title, and the two lines would read as one sentence;
+- the running head and foot keep their words, each run of spaces one space.
+
+The page's title is its `NAME` line ("tar - an archiving utility").
+
+A `.txt` file is read so only when its first line is a running head (`NAME(SECTION)`, words,
+`NAME(SECTION)` again) and a `NAME` section title follows within its first lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+from locallens.readers.base import Extracted
+
+_HEAD = re.compile(r"^\s*(?P<page>[\w.:+-]+\((?P<section>[0-9][\w]*)\))[ \t]{2,}\S.*?[ \t]{2,}(?P=page)\s*$")
+_NAME_TITLE = re.compile(r"^NAME\s*$")
+SNIFF_LINES = 12  # the `NAME` title within this many lines of the head
+_SUBSECTION_INDENT = 3  # a subsection title's; the body is indented more
+_HYPHENATED = re.compile(r"(?P<head>\w)\u2010$")
+_TAIL = re.compile(r"^(?P<indent>\s*)(?P<tail>[a-z]\w*[,.;:)]?)(?P<rest>\s.*|)$")
+
+
+def looks_like(text: str) -> bool:
+    """Whether a text file is a manual page as `man` prints it (see the module docstring)."""
+    lines = [line for line in text.split("\n", SNIFF_LINES + 1)[: SNIFF_LINES + 1] if line.strip()]
+    return bool(lines) and bool(_HEAD.match(lines[0])) and any(_NAME_TITLE.match(line) for line in lines[1:])
+
+
+def extract(text: str) -> Extracted:
+    """The page's lines laid out for the answer units, and its title (see the module docstring)."""
+    lines = [line.expandtabs(8).rstrip() for line in text.split("\n")]
+    indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
+    body = min((i for i in indents if i > _SUBSECTION_INDENT), default=0)
+    out = [line[min(body, len(line) - len(line.lstrip())) :] for line in lines]
+    last = max((i for i, line in enumerate(out) if line.strip()), default=-1)
+    title = ""
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if i == last or _HEAD.match(line):
+            out[i] = " ".join(line.split())  # the running head, and the foot
+        elif indent < body:
+            out[i] = ("## " if indent == 0 else "### ") + line.strip()
+            if not title and _NAME_TITLE.match(line):
+                title = next((" ".join(n.split()) for n in lines[i + 1 : i + 4] if n.strip()), "")
+    for i in range(len(out) - 1):
+        tail = _TAIL.match(out[i + 1]) if _HYPHENATED.search(out[i]) else None
+        if tail is None or not tail["rest"].strip():
+            continue  # a tail alone on its line stays there: its line is no blank line
+        out[i] = out[i][:-1] + tail["tail"]
+        out[i + 1] = tail["indent"] + tail["rest"].lstrip()
+    return Extracted("\n".join(out), title=title, line_mapped=True)

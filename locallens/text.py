@@ -243,10 +243,20 @@ def reads_as_prose(text: str) -> bool:
     letter, ends with a stop, a colon or a bracket, is three quarters letters and spaces, and no
     line of it is code (`_CODE_LINE`). pydoc and reST indent descriptions so; an AsciiDoc page
     indents a note under a list item so."""
-    if text.startswith(("```", "~~~")) or not text[:1].isalpha() or not text[:1].isupper():
+    if not text[:1].isupper():
+        return False
+    return text.rstrip().endswith((".", ":", ")")) and reads_as_words(text)
+
+
+def reads_as_words(text: str) -> bool:
+    """Whether an indented block is words, not code, however it opens and ends: it opens with a
+    letter, is three quarters letters and spaces, and no line of it is code (`_CODE_LINE`). A
+    manual page made by help2man describes an option so, under it: "do not ignore entries
+    starting with .", "suppress automatic printing of pattern space"."""
+    if text.startswith(("```", "~~~")) or not text[:1].isalpha():
         return False
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     if any(_CODE_LINE.match(line) for line in lines):
         return False
     letters = sum(ch.isalpha() or ch.isspace() for ch in text)
-    return text.rstrip().endswith((".", ":", ")")) and letters >= 0.75 * len(text)
+    return letters >= 0.75 * len(text)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from locallens.domain import Hit
 from locallens.sentences import fence_opener, split_chunk_prefix, split_sentences
-from locallens.text import reads_as_prose
+from locallens.text import reads_as_prose, reads_as_words
 
 SENTENCE = "sentence"
 ITEM = "item"
@@ -291,6 +291,18 @@ def _carry_term(kinds: list[tuple[str, str, str]], first: int, term: str, entrie
     return sentences > 0
 
 
+def _under_option(kinds: list[tuple[str, str, str]]) -> bool:
+    """Whether the last unit is an option's line of its own (`-n, --quiet, --silent`), which an
+    indented block of words below it describes, however plainly written."""
+    return (
+        bool(kinds)
+        and kinds[-1][1] == SENTENCE
+        and not kinds[-1][2]
+        and kinds[-1][0].startswith("-")
+        and _is_named_term(kinds[-1][0])
+    )
+
+
 def _heading_text(text: str) -> str:
     return text.split("\n")[0].lstrip("#").strip()
 
@@ -374,7 +386,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
                 kinds.append((sub, *_kind(sub, [sub])))
             continue
         kind, term = _kind(piece, raw)
-        if kind == CODE and reads_as_prose(piece):
+        if kind == CODE and (reads_as_prose(piece) or (_under_option(kinds) and reads_as_words(piece))):
             # An indented paragraph (pydoc and reST indent descriptions): its sentences, under
             # the term line right above it when there is one (`object.__iter__(self)`).
             above = kinds[-1] if kinds else None

@@ -737,6 +737,7 @@ MANPAGE = (
     "       gle file (an archive), and to manipulate such archives.\n\n"
     "OPTIONS\n   Operation mode\n       -t, --list\n\t      List the contents of an archive.  Arguments are optional.\n\n"
     "\t      Example:\n\n\t\t     $ tar -tf archive.tar\n\n"
+    "       -n, --quiet, --silent\n\n\t      suppress  automatic printing of pattern space\n\n"
     "GNU TAR 1.34\t\t\t November 2020\t\t\t\tTAR(1)\n"
 )
 
@@ -764,6 +765,12 @@ def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_p
         "Example:",
     ]
     assert any(u.kind == "code" and "$ tar -tf archive.tar" in u.text for u in units)
+    # The spaces justifying a line are one; an option's plain lower-case description is its
+    # description, not a code block.
+    assert "       suppress automatic printing of pattern space" in lines
+    assert [(u.kind, u.term) for u in units if u.text == "suppress automatic printing of pattern space"] == [
+        ("definition", "-n, --quiet, --silent")
+    ]
     # Not a manual page: a text file that only mentions one stays as written.
     write(tmp_path / "notes.txt", "See TAR(1) for details.\n\n       Indented text.\n")
     assert doc(tmp_path, "notes.txt").text == "See TAR(1) for details.\n\n       Indented text."

@@ -14,6 +14,9 @@ So, with the line count kept (a chunk's `path:LINE` citation stays the file's li
   answer units read a term and its description (`locallens.units`); an example indented under a
   description stays indented, a code block;
 - a word hyphenated at a line's end is joined on that line, its tail taken from the next;
+- the spaces `man` adds to justify a line (two or three between words) are one space, so that a
+  justified line is not read as a term and its description on one line ("While  in  some ways");
+  wider gaps, a table's columns, stay;
 - a section title (at the margin) becomes a Markdown heading, `## OPTIONS`, and a subsection's
   (indented less than the body) `### Traditional usage`: `man` sets an option right under its
   section's title, and the two lines would read as one sentence;
@@ -35,6 +38,7 @@ _HEAD = re.compile(r"^\s*(?P<page>[\w.:+-]+\((?P<section>[0-9][\w]*)\))[ \t]{2,}
 _NAME_TITLE = re.compile(r"^NAME\s*$")
 SNIFF_LINES = 12  # the `NAME` title within this many lines of the head
 _SUBSECTION_INDENT = 3  # a subsection title's; the body is indented more
+_JUSTIFIED = re.compile(r"(?<=\S) {2,3}(?=\S)")
 _HYPHENATED = re.compile(r"(?P<head>\w)\u2010$")
 _TAIL = re.compile(r"^(?P<indent>\s*)(?P<tail>[a-z]\w*[,.;:)]?)(?P<rest>\s.*|)$")
 
@@ -50,7 +54,7 @@ def extract(text: str) -> Extracted:
     lines = [line.expandtabs(8).rstrip() for line in text.split("\n")]
     indents = [len(line) - len(line.lstrip()) for line in lines if line.strip()]
     body = min((i for i in indents if i > _SUBSECTION_INDENT), default=0)
-    out = [line[min(body, len(line) - len(line.lstrip())) :] for line in lines]
+    out = [_JUSTIFIED.sub(" ", line[min(body, len(line) - len(line.lstrip())) :]) for line in lines]
     last = max((i for i, line in enumerate(out) if line.strip()), default=-1)
     title = ""
     for i, line in enumerate(lines):

@@ -789,3 +789,18 @@ def test_a_manual_page_keeps_every_line_in_place(lines: list[str]) -> None:
 
     text = "\n".join(["LS(1)    User Commands    LS(1)", *lines])
     assert len(extract(text).text.split("\n")) == len(text.split("\n"))
+
+
+def test_a_manual_page_s_running_head_is_matched_in_linear_time() -> None:
+    """A first line shaped like a running head but long (a crafted file) is no running head, and
+    is looked at in a moment, not in the square of its length."""
+    import time
+
+    from locallens.readers.manpage import extract, looks_like
+
+    line = "A(1)  x" + " " * 200_000 + "y  A(1)"
+    text = f"{line}\n\nNAME\n       a - b\n"
+    started = time.perf_counter()
+    assert not looks_like(text)
+    assert extract(text).text.split("\n")[2] == "## NAME"
+    assert time.perf_counter() - started < 2.0

@@ -37,6 +37,9 @@ from locallens.readers.base import Extracted
 _HEAD = re.compile(r"^\s*(?P<page>[\w.:+-]+\((?P<section>[0-9][\w]*)\))[ \t]{2,}\S.*?[ \t]{2,}(?P=page)\s*$")
 _NAME_TITLE = re.compile(r"^NAME\s*$")
 SNIFF_LINES = 12  # the `NAME` title within this many lines of the head
+# A running head is a line of at most this many characters (`man` prints for a terminal); a longer
+# line is not matched against `_HEAD`, whose backtracking grows with the square of a line's spaces.
+MAX_HEAD_CHARS = 240
 _SUBSECTION_INDENT = 3  # a subsection title's; the body is indented more
 _JUSTIFIED = re.compile(r"(?<=\S) {2,3}(?=\S)")
 _HYPHENATED = re.compile(r"(?P<head>\w)\u2010$")
@@ -46,7 +49,11 @@ _TAIL = re.compile(r"^(?P<indent>\s*)(?P<tail>[a-z]\w*[,.;:)]?)(?P<rest>\s.*|)$"
 def looks_like(text: str) -> bool:
     """Whether a text file is a manual page as `man` prints it (see the module docstring)."""
     lines = [line for line in text.split("\n", SNIFF_LINES + 1)[: SNIFF_LINES + 1] if line.strip()]
-    return bool(lines) and bool(_HEAD.match(lines[0])) and any(_NAME_TITLE.match(line) for line in lines[1:])
+    return bool(lines) and _is_head(lines[0]) and any(_NAME_TITLE.match(line) for line in lines[1:])
+
+
+def _is_head(line: str) -> bool:
+    return len(line) <= MAX_HEAD_CHARS and bool(_HEAD.match(line))
 
 
 def extract(text: str) -> Extracted:
@@ -61,7 +68,7 @@ def extract(text: str) -> Extracted:
         if not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
-        if i == last or _HEAD.match(line):
+        if i == last or _is_head(line):
             out[i] = " ".join(line.split())  # the running head, and the foot
         elif indent < body:
             out[i] = ("## " if indent == 0 else "### ") + line.strip()

@@ -792,15 +792,14 @@ def write_tig_corpus(dest: pathlib.Path, deb: pathlib.Path | None = None) -> pat
 
 # Debian packages and the manual pages of theirs that `write_manpages_corpus` renders.
 MANPAGES = (
-    ("tar", "usr/share/man/man1/tar.1.gz"),
-    ("tmux", "usr/share/man/man1/tmux.1.gz"),
-    ("less", "usr/share/man/man1/less.1.gz"),
-    ("grep", "usr/share/man/man1/grep.1.gz"),
-    ("sed", "usr/share/man/man1/sed.1.gz"),
-    ("findutils", "usr/share/man/man1/find.1.gz"),
-    ("openssh-client", "usr/share/man/man1/ssh.1.gz"),
-    ("openssh-client", "usr/share/man/man5/ssh_config.5.gz"),
-    ("curl", "usr/share/man/man1/curl.1.gz"),
+    ("tar", ("usr/share/man/man1/tar.1.gz",)),
+    ("tmux", ("usr/share/man/man1/tmux.1.gz",)),
+    ("less", ("usr/share/man/man1/less.1.gz",)),
+    ("grep", ("usr/share/man/man1/grep.1.gz",)),
+    ("sed", ("usr/share/man/man1/sed.1.gz",)),
+    ("findutils", ("usr/share/man/man1/find.1.gz",)),
+    ("openssh-client", ("usr/share/man/man1/ssh.1.gz", "usr/share/man/man5/ssh_config.5.gz")),
+    ("curl", ("usr/share/man/man1/curl.1.gz",)),
 )
 
 
@@ -810,14 +809,16 @@ def write_manpages_corpus(dest: pathlib.Path) -> pathlib.Path:
     `apt-get download` into `dest/../` (kept); a file is rewritten only when its text changed."""
     dest = pathlib.Path(dest)
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "MANWIDTH": "80", "MAN_DISABLE_SECCOMP": "1"}
-    for package, page in MANPAGES:
-        with _unpacked(package, None, dest, "") as root:
-            rendered = subprocess.run(
-                ["man", "-l", "-P", "cat", str(root / page)], env=env, capture_output=True, check=True, timeout=120
-            ).stdout
-            plain = subprocess.run(["col", "-b"], input=rendered, capture_output=True, check=True, timeout=60).stdout
-        name = pathlib.Path(page).name.removesuffix(".gz") + ".txt"
-        _write_changed(dest / name, plain)
+    for package, pages in MANPAGES:
+        with _unpacked(package, None, dest, "") as root:  # each package unpacked once for its pages
+            for page in pages:
+                rendered = subprocess.run(
+                    ["man", "-l", "-P", "cat", str(root / page)], env=env, capture_output=True, check=True, timeout=120
+                ).stdout
+                plain = subprocess.run(
+                    ["col", "-b"], input=rendered, capture_output=True, check=True, timeout=60
+                ).stdout
+                _write_changed(dest / (pathlib.Path(page).name.removesuffix(".gz") + ".txt"), plain)
     return dest
 
 
@@ -935,7 +936,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.manpages:
         out = write_manpages_corpus(args.dest)
-        print(f"wrote {len(MANPAGES)} pages to {out}")
+        print(f"wrote {sum(len(pages) for _, pages in MANPAGES)} pages to {out}")
         return
     if args.tig:
         out = write_tig_corpus(args.dest)

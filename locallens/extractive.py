@@ -1329,6 +1329,15 @@ class _Passage:
         self._record(group)
         self.chosen = _placed(self.chosen, group)
 
+    def place_after(self, group: list[Unit], anchor: Unit) -> None:
+        """`group` (not answering) right after `anchor` and the units of its excerpt that follow it
+        in the passage."""
+        self._record(group)
+        at = next(i for i, (u, _) in enumerate(self.chosen) if u is anchor) + 1
+        while at < len(self.chosen) and self.chosen[at][0].excerpt == anchor.excerpt:
+            at += 1
+        self.chosen[at:at] = [(u, False) for u in group]
+
 
 def passage_units(
     scored: Scored,
@@ -1493,16 +1502,38 @@ def _term_line(unit: Unit, units: Iterable[Unit]) -> bool:
 
 
 def _with_default(passage: _Passage, *, value: bool = False) -> None:
-    """For a question asking for a default: when the best unit describes a term (an option, a
+    """For a question asking for a default: when an answering unit describes a term (an option, a
     setting) and another unit of that term's entry states its default ("Default: 10pt", "The
-    default is 3."), that unit joins the passage, unless it is printed already or the budget has
-    no room. A reference entry gives its default in a field of its own, after the description the
-    question's words meet or before it. `value`: the question asks for a number, not for a
-    default; only when the best unit holds none and the default is one."""
-    best = passage.best()
-    if not best.term or (value and _HAS_DIGIT.search(best.text)):
-        return
-    same = {u.index: u for u in passage.scored.units if u.excerpt == best.excerpt}
+    default is 3.", "Defaults to:" over the command it names), that unit joins the passage in its
+    place, with the block it introduces, unless it is printed already or the budget has no room. The
+    answering units are read best first, and the first entry with a default gives it. A reference
+    entry gives its default in a field of its own, after the description the question's words meet
+    or before it; where the excerpt ends inside the entry, an overlapping excerpt holding the same
+    description reads on. `value`: the question asks for a number, not for a default; only when
+    the answering unit holds none and the default is one."""
+    units = passage.scored.units
+    for unit, answering in list(passage.chosen):
+        if not answering or not unit.term or (value and _HAS_DIGIT.search(unit.text)):
+            continue
+        key = _text_key(unit)
+        # The unit's own excerpt first, then another excerpt holding the same description.
+        for held in [unit, *(u for u in units if u.excerpt != unit.excerpt and _text_key(u) == key)]:
+            found = _entry_default(held, units, value=value)
+            if found is None:
+                continue
+            group = passage.unprinted([found, *_introduced(found, units)])
+            if group and group[0] is found and passage.fits(group):
+                if found.excerpt == unit.excerpt:
+                    passage.place(group)  # in the entry's order
+                else:
+                    passage.place_after(group, unit)
+            return
+
+
+def _entry_default(best: Unit, units: Sequence[Unit], *, value: bool) -> Unit | None:
+    """The unit of `best`'s entry (its term's other units, within ENTRY_UNITS either side in its
+    excerpt) that states a default (a number when `value`), or None."""
+    same = {u.index: u for u in units if u.excerpt == best.excerpt}
     entry: list[Unit] = []
     for step in (1, -1):  # after the description, then before it (fields may come first)
         for index in range(best.index + step, best.index + step * (ENTRY_UNITS + 1), step):
@@ -1510,9 +1541,15 @@ def _with_default(passage: _Passage, *, value: bool = False) -> None:
             if u is None or u.text == best.term or _other_entry(u, best, same.values()):
                 break
             entry.append(u)
-    found = next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
-    if found is not None and passage.unprinted([found]) and passage.fits([found]):
-        passage.place([found])
+    return next((u for u in entry if says_default(u.text) and (not value or _HAS_DIGIT.search(u.text))), None)
+
+
+def _introduced(unit: Unit, units: Sequence[Unit]) -> list[Unit]:
+    """The block a setup line introduces ("Defaults to:" over the command), in order; none for a
+    unit that does not end with ":"."""
+    if not unit.text.rstrip().endswith(":"):
+        return []
+    return [u for u in units if u.excerpt == unit.excerpt and u.setup == unit.index]
 
 
 def _placed(chosen: list[tuple[Unit, bool]], group: list[Unit]) -> list[tuple[Unit, bool]]:

@@ -1394,6 +1394,33 @@ def test_short_lines_a_setup_line_introduces_are_its_items_not_titles() -> None:
     assert [u.text for u, _ in passage_units(_scored(many, scores))][:2] == ["The modes are:", "mode3,size (variant 3)"]
 
 
+def test_a_default_is_read_on_in_an_overlapping_excerpt_with_the_block_it_introduces() -> None:
+    """The first excerpt ends inside the entry that answers; the next one holds the same
+    description and reads on to "Defaults to:" over the command: both follow the description."""
+    first = excerpt_units(
+        "TIGRC_USER::\n\nPath of the user configuration file (defaults to ~/.tigrc).\n\n"
+        "TIG_LS_REMOTE::\n\nCommand for retrieving all repository references.",
+        1,
+    )
+    second = excerpt_units(
+        "TIG_LS_REMOTE::\n\nCommand for retrieving all repository references.\n\n"
+        "The command should output data in the same format as git-ls-remote(1).\n\n"
+        "Defaults to:\n\n```\ngit ls-remote .\n```\n\nTIG_DIFF_OPTS::\n\nThe diff options to use.",
+        2,
+    )
+    units = [*first, *second]
+    scores = [0.0, 0.93, 0.0, 0.91, 0.0, 0.85, 0.43, 0.42, 0.19, 0.0, 0.1]
+    question = "What command does tig run by default to list the repository's references?"
+    printed = [(u.excerpt, u.text) for u, _ in passage_units(_scored(units, scores), question=question)]
+    at = printed.index((1, "Command for retrieving all repository references."))
+    assert printed[at + 1 :][:2] == [(2, "Defaults to:"), (2, "```\ngit ls-remote .\n```")]
+    # Not for a question that does not ask for the default.
+    asked = "Which command lists the repository's references?"
+    assert (2, "Defaults to:") not in [
+        (u.excerpt, u.text) for u, _ in passage_units(_scored(units, scores), question=asked)
+    ]
+
+
 def test_a_term_and_its_description_on_one_line_are_a_definition() -> None:
     content = (
         "options\n\n--tar-filter  filter program to pipe data through\n\n"

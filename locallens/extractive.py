@@ -44,7 +44,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from locallens.broad import GENERIC, is_broad, topic_words
+from locallens.broad import is_broad, named_document, topic_terms, topic_words
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
@@ -1627,6 +1627,9 @@ _SYNOPSIS = re.compile(r"[\[\]]| \| |(?:^|\s)--?[A-Za-z]")
 _ENDS_SENTENCE = re.compile(r"(?<!\.\.)[.!?。！？]['\"”’)\]]*\s*$")
 # A summary's unit has at least this many words ("event ports (Solaris)" is a list's fragment).
 _SUMMARY_MIN_WORDS = 4
+# The rest of a sentence a command or a block interrupted: " and type in the text below." after
+# "Or run" and the command.
+_CONTINUES = re.compile(r"^(?:and|or|but|nor|then|so|which|that|because|y|o|pero)\b")
 
 
 def _summary_material(unit: Unit, hits: Sequence[Hit], restated: bool = False) -> bool:
@@ -1634,7 +1637,8 @@ def _summary_material(unit: Unit, hits: Sequence[Hit], restated: bool = False) -
     description field, not a line without a sentence end (a title or banner, a line of fields:
     "BACKUP AND RESTORE POLICY Northwind Labs", "Owner: Platform team · Last reviewed: 2024-10-02",
     "Available Languages: en | fr | ja"), an author line, a question the document asks (a FAQ's),
-    the tail of a sentence the chunk's start cut, a fragment, an item of code ("tcp_output [ -q ] -P
+    the tail of a sentence the chunk's start cut or a block interrupted ("and type in the text
+    below."), a fragment, an item of code ("tcp_output [ -q ] -P
     prompt"), a table or a code block."""
     text = unit.text.strip()
     if (
@@ -1644,6 +1648,7 @@ def _summary_material(unit: Unit, hits: Sequence[Hit], restated: bool = False) -
         or _byline(text)
         or restated
         or _cut_at_start(unit, hits)
+        or _CONTINUES.match(text)
     ):
         return False
     return bool(_ENDS_SENTENCE.search(text)) or (unit.kind == ITEM and not _SYNOPSIS.search(text)) or _described(text)
@@ -1671,16 +1676,24 @@ def _opens_summary(unit: Unit, hits: Sequence[Hit], restated: bool = False) -> b
 
 
 def summary_units(
-    topic: str, scored: Scored, hits: Sequence[Hit], *, passage_tokens: int = SUMMARY_TOKENS
+    topic: str,
+    scored: Scored,
+    hits: Sequence[Hit],
+    *,
+    passage_tokens: int = SUMMARY_TOKENS,
+    term_counts: TermCounts | None = None,
 ) -> list[Unit] | None:
     """The units of an extractive summary of the document or section `topic` names, or None when
-    it names none of the excerpts' documents or sections."""
-    topic_terms = key_terms(topic) - GENERIC
-    if not topic_terms or not scored.units:
+    it names none of the excerpts' documents or sections. With the brain's word counts
+    (`term_counts`), a file the topic names by its file name (`broad.named_document`, each word
+    weighed by its salience) is the document before any other: "installing borg" is
+    installation.txt, not the index page whose title says "Borg"."""
+    terms = topic_terms(topic)
+    if not terms or not scored.units:
         return None
 
     def match(text: str) -> float:
-        return len(key_terms(text) & topic_terms) / len(topic_terms)
+        return len(key_terms(text) & terms) / len(terms)
 
     # The document: the one whose path (or title) the topic names best, then the best ranked.
     paths = [h.chunk.relative_path for h in hits]
@@ -1702,21 +1715,42 @@ def summary_units(
     # without a word of insurance; "the Madrid office benefits" over the Madrid office's network
     # page) is not what was asked about.
     best_match = max(doc_match.values())
-    if max(best_match, heading_match) < MIN_TOPIC_MATCH:
-        return None
-    named = (p for p in dict.fromkeys(paths) if doc_match[p] == best_match)
-    doc = next(
-        (p for p in named if not missing_words(topic_words(topic), [h for h in hits if h.chunk.relative_path == p])),
-        None,
-    )
-    if doc is None:
-        return None
-    if best_heading is not None and heading_match > doc_match[doc]:
-        section = best_heading.text.split("\n")[0].lstrip("#").strip()
+    by_title = None
+    if max(best_match, heading_match) >= MIN_TOPIC_MATCH:
+        named = (p for p in dict.fromkeys(paths) if doc_match[p] == best_match)
+        by_title = next(
+            (
+                p
+                for p in named
+                if not missing_words(topic_words(topic), [h for h in hits if h.chunk.relative_path == p])
+            ),
+            None,
+        )
+    by_name = None
+    if term_counts is not None:
+        by_name = named_document(topic, list(dict.fromkeys(paths)), lambda words: word_salience(words, term_counts))
+    # The file named by its file name first; when it gives no summary (no sentence to lead with),
+    # the one its title or path names.
+    for doc in dict.fromkeys(d for d in (by_name, by_title) if d is not None):
+        units = _summary_of(doc, best_heading if heading_match > doc_match[doc] else None, scored, hits, passage_tokens)
+        if units:
+            return units
+    return None
+
+
+def _summary_of(
+    doc: str, heading: Unit | None, scored: Scored, hits: Sequence[Hit], passage_tokens: int
+) -> list[Unit] | None:
+    """The units of an extractive summary of document `doc`, or of the section under `heading`
+    (`summary_units`): its lead and its most central sentences, in the document's order; None
+    when it has no unit to lead with."""
+    paths = [h.chunk.relative_path for h in hits]
+    if heading is not None:
+        section = heading.text.split("\n")[0].lstrip("#").strip()
         scope = [
             i
             for i, u in enumerate(scored.units)
-            if u.excerpt == best_heading.excerpt and u.section == section and u.kind != HEADING
+            if u.excerpt == heading.excerpt and u.section == section and u.kind != HEADING
         ]
     else:
         scope = [i for i, u in enumerate(scored.units) if paths[u.excerpt - 1] == doc and u.kind != HEADING]
@@ -1781,7 +1815,7 @@ def summary_units(
 
 def _states_topic(topic: str, scored: Scored) -> bool:
     """Whether some unit, read with its context, holds every key term of a broad question's topic."""
-    wanted = key_terms(topic) - GENERIC
+    wanted = topic_terms(topic)
     return any(wanted <= key_terms(" ".join([u.text, *context_of(u, scored.units)])) for u in scored.units)
 
 
@@ -1817,7 +1851,11 @@ def extractive_answer(
     sides = None if topic else comparison(question)
     if topic and missing_salience(topic_words(topic), hits, term_counts) >= MIN_TOPIC_SALIENCE:
         topic = None  # the topic names something no excerpt holds: "summarize the stock option plan"
-    summary = summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS)) if topic else None
+    summary = (
+        summary_units(topic, scored, hits, passage_tokens=min(budget, SUMMARY_TOKENS), term_counts=term_counts)
+        if topic
+        else None
+    )
     if summary:
         claims = [_claim(u, 1.0, answering=False) for u in summary]  # a summary: no one unit answers
     elif topic and not _states_topic(topic, scored):

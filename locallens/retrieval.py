@@ -301,6 +301,38 @@ def keep_nearest(chosen: Sequence[Hit], nearest: Hit, place: int = NEAREST_PLACE
     return [*rest[: place - 1], nearest, *rest[place - 1 :]][: len(chosen)]
 
 
+def with_named_document(
+    store: IndexStore, brain: Brain, topic: str, qvec: np.ndarray, hits: Sequence[Hit]
+) -> list[Hit]:
+    """A broad question's hits with the first chunk (where a summary's lead is) of the file its
+    topic names by its file name (`broad.named_document`: "Summarize the borg quickstart" names
+    quickstart.txt, "What is varnishstat?" reference-varnishstat.txt) among the first
+    NEAREST_PLACE: before that file's first hit when one of them is of it by a later chunk, else
+    at place NEAREST_PLACE. Nothing the search found is dropped: the chunk is one excerpt more.
+    The search alone ranked the pages about the topic's neighbours (varnishhist, varnishtop) over
+    the one page named after it, and paperkey.txt by its second chunk."""
+    from locallens.unit_scores import word_salience
+
+    def salience(words: Sequence[str]) -> dict[str, float]:
+        return word_salience(words, lambda ws: store.term_counts(brain, ws, COVERAGE_COUNT_CAP))
+
+    named = broad.named_document(topic, store.document_paths(brain), salience)
+    first = hits[:NEAREST_PLACE]
+    if named is None or GLOB_WILDCARDS & set(named) or len(hits) < NEAREST_PLACE:
+        return list(hits)
+    if any(h.chunk.relative_path == named and h.chunk.chunk_index == 0 for h in first):
+        return list(hits)
+    # Scored as the search scores it: its cosine with the question.
+    found = store.knn(brain, qvec, len(store.document_chunks(brain, named)), path_glob=named)
+    lead = next((h for h in found if h.chunk.chunk_index == 0), None)
+    if lead is None:
+        return list(hits)
+    out = [h for h in hits if _key(h) != _key(lead)]
+    at = next((i for i, h in enumerate(out[:NEAREST_PLACE]) if h.chunk.relative_path == named), NEAREST_PLACE - 1)
+    out.insert(at, lead)
+    return out
+
+
 def best_chunks(
     store: IndexStore,
     brain: Brain,
@@ -639,6 +671,8 @@ def retrieve(
             return search(store, brain, text, vector, top_k, path_glob=path_glob, hybrid=hybrid)
 
         hits = compare.with_sides(hits, sides, query, search_side, top_k)
+    elif hits and path_glob is None and (topic := broad.is_broad(query)):
+        hits = with_named_document(store, brain, topic, qvec, hits)
     elif hits and examples.asks_example(query):
         # "Show me an example of ...": the excerpts hold one, from deeper in the same ranking when
         # the first ones are the prose around it.

@@ -849,6 +849,25 @@ def test_broad_question_gets_a_summary_of_the_note_it_names() -> None:
     assert checked.summary and {c.source for c in checked.claims} == {2}, checked.answer
 
 
+def test_a_broad_question_is_summarised_from_the_file_its_name_names_else_by_its_title() -> None:
+    """With the brain's word counts, the file whose file name holds the topic is summarised before
+    a better ranked one whose title names it; when that file has no sentence to lead with, the
+    other is."""
+
+    def counts(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 100, dict.fromkeys(words, 2)
+
+    release = "# Deploy guide\n\nReleases go out on Tuesdays after the change review.\n"
+    prose = "# Notes\n\nEvery deploy starts from a green main branch and a tagged build.\n"
+    code = "# Notes\n\n```\nmake deploy\n```\n"
+    paths = ["ops/release.md", "guides/deploy-notes.md"]
+    for second, source in ((prose, 2), (code, 1)):
+        hits = [hit(text, paths[n], 0) for n, text in enumerate((release, second))]
+        question = "Summarize the deploy guide."
+        checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=counts)
+        assert checked.summary and {c.source for c in checked.claims} == {source}, checked.answer
+
+
 def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
     rotation = (
         "# On-call rotation\n\n"

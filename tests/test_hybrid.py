@@ -368,3 +368,50 @@ def test_one_document_in_two_formats_shares_one_files_places() -> None:
     hits = [_hit(p, i) for i, p in enumerate(["a2x.1.txt", "a2x.1.html", "a2x.1.html", "b.txt", "c.txt"])]
     assert [h.chunk.relative_path for h in diversify(hits, 4)] == ["a2x.1.txt", "a2x.1.html", "b.txt", "c.txt"]
     assert held_back([_key_of(h) for h in hits], 3) == [_key_of(hits[2])]
+
+
+class _Named:
+    """The reads `with_named_document` makes of a store: its files' paths, word counts ("borg" in
+    most chunks, any other word in few), a file's chunks and the nearest of them."""
+
+    def __init__(self, files: dict[str, int]) -> None:
+        self.files = files
+
+    def document_paths(self, brain: object) -> list[str]:
+        return list(self.files)
+
+    def term_counts(self, brain: object, words: list[str], cap: int) -> tuple[int, dict[str, int]]:
+        return 100, {w: 90 if w == "borg" else 2 for w in words}
+
+    def document_chunks(self, brain: object, path: str) -> list[Chunk]:
+        return [_chunk_hit(path, i, f"{path} {i}").chunk for i in range(self.files[path])]
+
+    def knn(self, brain: object, query: object, k: int, *, path_glob: str | None = None) -> list[Hit]:
+        assert path_glob in self.files
+        return [_chunk_hit(path_glob, i, f"{path_glob} {i}") for i in reversed(range(min(k, self.files[path_glob])))]
+
+
+def test_a_broad_question_reads_the_file_its_topic_names_from_its_first_chunk() -> None:
+    from locallens.retrieval import with_named_document
+
+    store = _Named({"changes.txt": 40, "quickstart.txt": 3, "book.txt": 9, "usage-general.txt": 5, "faq.txt": 4})
+    hits = [_chunk_hit(p, i, p) for p, i in [("changes.txt", 7), ("changes.txt", 9), ("book.txt", 0)]]
+    hits += [_chunk_hit("usage-general.txt", 0, "u"), _chunk_hit("faq.txt", 2, "f"), _chunk_hit("book.txt", 4, "b")]
+
+    def places(out: list[Hit]) -> list[tuple[str, int]]:
+        return [(h.chunk.relative_path, h.chunk.chunk_index) for h in out]
+
+    out = with_named_document(store, None, "the borg quickstart", None, hits)  # type: ignore[arg-type]
+    # "quickstart" names one file; "borg", which most chunks hold, names none: its first chunk
+    # takes the fifth place, one excerpt more; nothing the search found is dropped.
+    assert places(out) == [*places(hits[:4]), ("quickstart.txt", 0), *places(hits[4:])]
+    # A file among the first five by a later chunk gets its first chunk before that one.
+    out = with_named_document(store, None, "the FAQ", None, hits)  # type: ignore[arg-type]
+    assert places(out) == [*places(hits[:4]), ("faq.txt", 0), *places(hits[4:])]
+    out = with_named_document(store, None, "the changes", None, hits)  # type: ignore[arg-type]
+    assert places(out) == [("changes.txt", 0), *places(hits)]
+    # Its first chunk among them already, or a topic naming no file, or two alike: unchanged.
+    assert with_named_document(store, None, "the book", None, hits) == hits  # type: ignore[arg-type]
+    assert with_named_document(store, None, "retention", None, hits) == hits  # type: ignore[arg-type]
+    two = _Named({"usage-prune.txt": 3, "prune-notes.txt": 2, "changes.txt": 40})
+    assert with_named_document(two, None, "pruning", None, hits) == hits  # type: ignore[arg-type]

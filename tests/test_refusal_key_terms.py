@@ -181,3 +181,29 @@ def test_the_questions_form_words_are_not_the_subject_of_the_fact_asked() -> Non
     units = answer_units(hits)
     # "Since" asks the question; it is not what the version is stated about.
     assert fact_unstated("Since which version is dictionary insertion order guaranteed?", hits, units) == 0.0
+
+
+def test_a_broad_topics_words_are_compared_whole_with_the_words_naming_a_kind_of_text() -> None:
+    from locallens.broad import is_broad, named_document, topic_words
+
+    # "compact" is no "compare" (their key terms are both "compa"), "processor" no "process".
+    assert topic_words("borg compact") == "borg compact"
+    assert topic_words("the processor guide") == "processor"
+    assert topic_words("the difference between purging and banning") == "purging banning"
+    # "What do the docs say about X?" asks about X; an error message's words are no document.
+    assert is_broad("What does the borg documentation say about paperkey?") == "paperkey"
+    assert is_broad("What do the docs say on quotas?") == "quotas"
+    assert is_broad("What does the error message say about permissions?") is None
+
+    def salience(words: Sequence[str]) -> dict[str, float]:
+        return {w: 0.1 if w == "borg" else 0.9 for w in words}
+
+    paths = ["index.txt", "installation.txt", "usage-compact.txt", "borg-notes.txt", "changes.txt"]
+    assert named_document("installing borg", paths, salience) == "installation.txt"  # by its stem
+    assert named_document("borg compact", paths, salience) == "usage-compact.txt"  # "borg" weighs little
+    assert named_document("retention", paths, salience) is None
+    assert named_document("notes", ["a-notes.txt", "b-notes.txt"], salience) is None  # two alike
+    # A salient word the file's name lacks: not that file ("benefits" against the network page).
+    assert named_document("the Madrid office benefits", ["madrid-office-network.md"], salience) is None
+    # A word most chunks hold names no file ("tig" over tig's pages).
+    assert named_document("borg", ["borg.1.txt", "changes.txt"], salience) is None

@@ -92,7 +92,9 @@ is in no document, the right answer being the refusal):
 - broad-<corpus>, faq-<corpus>: benchmarks/data/broad_questions.jsonl (20 broad questions over seven
   manuals, judged by the file the summary cites; its lines are read by hand) and faq_questions.jsonl
   (14 questions a manual's FAQ answers, in a user's words); written before anything was run on
-  them, as are the compare-, example- and list- sets.
+  them, as are the compare-, example- and list- sets. broad2-<corpus>: broad_questions_fresh.jsonl
+  (20 more over six manuals, written after the twenty-first round's change to broad questions and
+  before any run of them).
 
 Every question goes through `locallens.answer.ask` exactly as the CLI calls it, with the models
 kept warm (`WarmModels`). Modes: `extractive` (`ask --extractive`) and `default` (SmolLM2, the
@@ -251,6 +253,9 @@ SETS.update({f"list-{corpus}": (corpus, [DATA / "list_questions.jsonl"]) for cor
 # Broad questions over the manuals ("Tell me about borg compact."), one set per corpus
 # (`broad_questions.jsonl`'s `corpus`): stated when the summary cites only the file asked about.
 SETS.update({f"broad-{corpus}": (corpus, [DATA / "broad_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
+# ... and a second set, written after the twenty-first round's change to broad questions and
+# before any run of it (`broad_questions_fresh.jsonl`).
+SETS.update({f"broad2-{corpus}": (corpus, [DATA / "broad_questions_fresh.jsonl"]) for corpus in EXAMPLE_CORPORA})
 # Questions a manual's FAQ answers, in a user's words (`faq_questions.jsonl`'s `corpus`).
 SETS.update({f"faq-{corpus}": (corpus, [DATA / "faq_questions.jsonl"]) for corpus in EXAMPLE_CORPORA})
 SETS.update(
@@ -294,7 +299,9 @@ def load_set(name: str) -> list[dict[str, Any]]:
             if line.strip() and not line.lstrip().startswith(("#", "//")):
                 rows.append(json.loads(line))
     corpus = SETS[name][0]
-    if name.startswith(("compare-", "example-", "list-", "broad-", "faq-")):  # one file for every corpus: its questions
+    if name.startswith(
+        ("compare-", "example-", "list-", "broad-", "broad2-", "faq-")
+    ):  # one file for every corpus: its questions
         rows = [row for row in rows if row["corpus"] == corpus.removesuffix("-html") or row["corpus"] == corpus]
         for row in rows:
             if "answers_all" in row:

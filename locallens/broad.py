@@ -104,7 +104,8 @@ def named_document(
     that a product's name every page holds ("borg" of "the borg quickstart") is not asked for and
     a word the name lacks ("benefits" of "the Madrid office benefits" against
     madrid-office-network.md) is; and the words it holds must weigh MIN_NAMING_SALIENCE. Of
-    several such files the one holding the most weight; None when two hold the same."""
+    several such files the one holding the most weight; None when two hold the same
+    (docs/decisions.md#the-file-a-broad-question-names)."""
     words = list(dict.fromkeys(w for w in _NAME_WORD.findall(topic_words(topic).lower()) if len(w) > 1))
     if not words or not paths:
         return None

@@ -1509,8 +1509,8 @@ def _with_default(passage: _Passage, *, value: bool = False) -> None:
     answering units are read best first, and the first entry with a default gives it. A reference
     entry gives its default in a field of its own, after the description the question's words meet
     or before it; where the excerpt ends inside the entry, an overlapping excerpt holding the same
-    description reads on. `value`: the question asks for a number, not for a default; only when
-    the answering unit holds none and the default is one."""
+    description reads on (docs/decisions.md#a-default-read-on). `value`: the question asks for a
+    number, not for a default; only when the answering unit holds none and the default is one."""
     units = passage.scored.units
     for unit, answering in list(passage.chosen):
         if not answering or not unit.term or (value and _HAS_DIGIT.search(unit.text)):

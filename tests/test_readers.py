@@ -751,6 +751,7 @@ def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_p
     assert len(lines) == len(MANPAGE.strip().split("\n"))  # citations stay the file's lines
     assert page.title == "tar - an archiving utility"
     assert lines[0] == "TAR(1) GNU TAR Manual TAR(1)"
+    assert lines[-1] == "## GNU TAR 1.34 November 2020 TAR(1)"  # the foot: a title, never an answer
     assert "## OPTIONS" in lines and "### Operation mode" in lines
     # The hyphenated word whole on its line; the body at the margin, a description under its option.
     assert "GNU tar is an archiving program designed to store multiple files in a single" in page.text
@@ -771,6 +772,12 @@ def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_p
     assert [(u.kind, u.term) for u in units if u.text == "suppress automatic printing of pattern space"] == [
         ("definition", "-n, --quiet, --silent")
     ]
+    # A BSD page's foot names its system at both ends; a last line of the body is no foot.
+    from locallens.readers.manpage import extract
+
+    bsd = "SSH(1)\t\t  BSD General Commands Manual\t\t\tSSH(1)\n\nNAME\n     ssh - OpenSSH remote login client\n\n"
+    assert extract(bsd + "BSD\t\t\tNovember 28, 2022\t\t\tBSD\n").text.split("\n")[-2] == "## BSD November 28, 2022 BSD"
+    assert extract(bsd + "     See ssh_config(5).\n").text.split("\n")[-2] == "See ssh_config(5)."
     # Not a manual page: a text file that only mentions one stays as written.
     write(tmp_path / "notes.txt", "See TAR(1) for details.\n\n       Indented text.\n")
     assert doc(tmp_path, "notes.txt").text == "See TAR(1) for details.\n\n       Indented text."

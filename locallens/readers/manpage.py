@@ -20,7 +20,9 @@ So, with the line count kept (a chunk's `path:LINE` citation stays the file's li
 - a section title (at the margin) becomes a Markdown heading, `## OPTIONS`, and a subsection's
   (indented less than the body) `### Traditional usage`: `man` sets an option right under its
   section's title, and the two lines would read as one sentence;
-- the running head and foot keep their words, each run of spaces one space.
+- the running head keeps its words, each run of spaces one space; so does the foot
+  (`GNU TAR 1.34  November 2020  TAR(1)`), made a title (`## ...`) so that it is never printed
+  as an answer's line.
 
 The page's title is its `NAME` line ("tar - an archiving utility").
 
@@ -56,6 +58,16 @@ def _is_head(line: str) -> bool:
     return len(line) <= MAX_HEAD_CHARS and bool(_HEAD.match(line))
 
 
+def _is_foot(line: str, lines: list[str]) -> bool:
+    """Whether the page's last line is its running foot: it ends with the page's name and section
+    as its head does ("GNU TAR 1.34  November 2020  TAR(1)", "FIND(1)" alone), or a BSD page's
+    foot names its system at both ends ("BSD  November 28, 2022  BSD")."""
+    head = next((n for n in lines if n.strip()), "")
+    found = _HEAD.match(head) if _is_head(head) else None
+    words = line.split()
+    return (found is not None and words[-1] == found["page"]) or (len(words) >= 3 and words[0] == words[-1])
+
+
 def extract(text: str) -> Extracted:
     """The page's lines laid out for the answer units, and its title (see the module docstring)."""
     lines = [line.expandtabs(8).rstrip() for line in text.split("\n")]
@@ -68,8 +80,10 @@ def extract(text: str) -> Extracted:
         if not line.strip():
             continue
         indent = len(line) - len(line.lstrip())
-        if i == last or _is_head(line):
-            out[i] = " ".join(line.split())  # the running head, and the foot
+        if i == last and i > 0 and _is_foot(line, lines):
+            out[i] = "## " + " ".join(line.split())  # the foot, a title: never an answer's line
+        elif i == last or _is_head(line):
+            out[i] = " ".join(line.split())  # the running head
         elif indent < body:
             out[i] = ("## " if indent == 0 else "### ") + line.strip()
             if not title and _NAME_TITLE.match(line):

@@ -756,6 +756,11 @@ def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_p
     # The hyphenated word whole on its line; the body at the margin, a description under its option.
     assert "GNU tar is an archiving program designed to store multiple files in a single" in page.text
     assert "gle file" not in page.text
+    # ... and a tail alone on its line gets the head: neither line is left blank.
+    from locallens.readers.manpage import extract
+
+    joined = extract(MANPAGE.replace("Arguments are optional.", "The list is a GNU ex\u2010\n\t      tension."))
+    assert "The list is a GNU\n       extension." in joined.text
     at = lines.index("-t, --list")
     assert lines[at + 1].startswith("       List the contents of an archive.")
     units = excerpt_units(page.text, 1)
@@ -773,8 +778,6 @@ def test_a_manual_page_saved_as_text_is_laid_out_for_reading_line_for_line(tmp_p
         ("definition", "-n, --quiet, --silent")
     ]
     # A BSD page's foot names its system at both ends; a last line of the body is no foot.
-    from locallens.readers.manpage import extract
-
     bsd = "SSH(1)\t\t  BSD General Commands Manual\t\t\tSSH(1)\n\nNAME\n     ssh - OpenSSH remote login client\n\n"
     assert extract(bsd + "BSD\t\t\tNovember 28, 2022\t\t\tBSD\n").text.split("\n")[-2] == "## BSD November 28, 2022 BSD"
     assert extract(bsd + "     See ssh_config(5).\n").text.split("\n")[-2] == "See ssh_config(5)."

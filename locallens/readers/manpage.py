@@ -13,7 +13,8 @@ So, with the line count kept (a chunk's `path:LINE` citation stays the file's li
   at the margin. An option's line is then at the margin over its indented description, as the
   answer units read a term and its description (`locallens.units`); an example indented under a
   description stays indented, a code block;
-- a word hyphenated at a line's end is joined on that line, its tail taken from the next;
+- a word hyphenated at a line's end is joined on that line, its tail taken from the next (or,
+  when the tail is alone on its line, on that line, its head taken down);
 - the spaces `man` adds to justify a line (two or three between words) are one space, so that a
   justified line is not read as a term and its description on one line ("While  in  some ways");
   wider gaps, a table's columns, stay;
@@ -45,7 +46,8 @@ MAX_HEAD_CHARS = 240
 _SUBSECTION_INDENT = 3  # a subsection title's; the body is indented more
 _JUSTIFIED = re.compile(r"(?<=\S) {2,3}(?=\S)")
 _HYPHENATED = re.compile(r"(?P<head>\w)\u2010$")
-_TAIL = re.compile(r"^(?P<indent>\s*)(?P<tail>[a-z]\w*[,.;:)]?)(?P<rest>\s.*|)$")
+_HEAD_WORD = re.compile(r"(?P<word>\S+)\u2010$")
+_TAIL = re.compile(r"^(?P<indent>\s*)(?P<tail>\S+)(?P<rest>\s.*|)$")
 
 
 def looks_like(text: str) -> bool:
@@ -89,9 +91,18 @@ def extract(text: str) -> Extracted:
             if not title and _NAME_TITLE.match(line):
                 title = next((" ".join(n.split()) for n in lines[i + 1 : i + 4] if n.strip()), "")
     for i in range(len(out) - 1):
-        tail = _TAIL.match(out[i + 1]) if _HYPHENATED.search(out[i]) else None
-        if tail is None or not tail["rest"].strip():
-            continue  # a tail alone on its line stays there: its line is no blank line
-        out[i] = out[i][:-1] + tail["tail"]
-        out[i + 1] = tail["indent"] + tail["rest"].lstrip()
+        heading = out[i + 1].startswith("#")
+        tail = _TAIL.match(out[i + 1]) if _HYPHENATED.search(out[i]) and not heading else None
+        if tail is None:
+            continue
+        if tail["rest"].strip():
+            out[i] = out[i][:-1] + tail["tail"]
+            out[i + 1] = tail["indent"] + tail["rest"].lstrip()
+            continue
+        # A tail alone on its line ("ex‐" / "tension."): the head goes down to it, so that neither
+        # line is left blank (a blank line would part the paragraph); not a head alone on its line.
+        head = _HEAD_WORD.search(out[i])
+        if head is not None and out[i][: head.start()].strip():
+            out[i] = out[i][: head.start()].rstrip()
+            out[i + 1] = tail["indent"] + head["word"] + tail["tail"]
     return Extracted("\n".join(out), title=title, line_mapped=True)

@@ -80,6 +80,7 @@ def is_broad(question: str) -> str | None:
 
 
 _NAME_WORD = re.compile(r"[^\W_]+")
+_SUFFIX = re.compile(r"\.[^./]*$")  # a file name's extension
 
 
 def _stems(text: str) -> set[str]:
@@ -95,7 +96,10 @@ MIN_NAMING_SALIENCE = 0.2
 
 
 def named_document(
-    topic: str, paths: Sequence[str], salience: Callable[[Sequence[str]], dict[str, float]]
+    topic: str,
+    paths: Sequence[str],
+    salience: Callable[[Sequence[str]], dict[str, float]],
+    ranked: Sequence[str] = (),
 ) -> str | None:
     """The file a broad question's topic names by its file name, or None. Each of the topic's words
     is weighed by its salience in the brain (`salience`: near 1 for a word few chunks hold, near 0
@@ -104,7 +108,9 @@ def named_document(
     that a product's name every page holds ("borg" of "the borg quickstart") is not asked for and
     a word the name lacks ("benefits" of "the Madrid office benefits" against
     madrid-office-network.md) is; and the words it holds must weigh MIN_NAMING_SALIENCE. Of
-    several such files the one holding the most weight; None when two hold the same
+    several such files the one holding the most weight; None when two hold the same, unless they
+    are one document in two formats (git-stash.txt and git-stash.html): then the one first in
+    `ranked` (the search's order), else the first by name
     (docs/decisions.md#the-file-a-broad-question-names)."""
     words = list(dict.fromkeys(w for w in _NAME_WORD.findall(topic_words(topic).lower()) if len(w) > 1))
     if not words or not paths:
@@ -126,5 +132,7 @@ def named_document(
     if not held:
         return None
     most = max(held.values())
-    best = [path for path, score in held.items() if score >= most - 1e-9]
-    return best[0] if len(best) == 1 and most >= MIN_NAMING_SALIENCE else None
+    best = sorted(path for path, score in held.items() if score >= most - 1e-9)
+    if most < MIN_NAMING_SALIENCE or len({_SUFFIX.sub("", path) for path in best}) > 1:
+        return None
+    return next((path for path in ranked if path in best), best[0])

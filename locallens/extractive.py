@@ -1728,7 +1728,8 @@ def summary_units(
         )
     by_name = None
     if term_counts is not None:
-        by_name = named_document(topic, list(dict.fromkeys(paths)), lambda words: word_salience(words, term_counts))
+        ranked = list(dict.fromkeys(paths))
+        by_name = named_document(topic, ranked, lambda words: word_salience(words, term_counts), ranked)
     # The file named by its file name first; when it gives no summary (no sentence to lead with),
     # the one its title or path names.
     for doc in dict.fromkeys(d for d in (by_name, by_title) if d is not None):

@@ -316,7 +316,8 @@ def with_named_document(
     def salience(words: Sequence[str]) -> dict[str, float]:
         return word_salience(words, lambda ws: store.term_counts(brain, ws, COVERAGE_COUNT_CAP))
 
-    named = broad.named_document(topic, store.document_paths(brain), salience)
+    ranked = [h.chunk.relative_path for h in hits]
+    named = broad.named_document(topic, store.document_paths(brain), salience, ranked)
     first = hits[:NEAREST_PLACE]
     if named is None or GLOB_WILDCARDS & set(named) or len(hits) < NEAREST_PLACE:
         return list(hits)

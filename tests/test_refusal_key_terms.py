@@ -203,6 +203,10 @@ def test_a_broad_topics_words_are_compared_whole_with_the_words_naming_a_kind_of
     assert named_document("borg compact", paths, salience) == "usage-compact.txt"  # "borg" weighs little
     assert named_document("retention", paths, salience) is None
     assert named_document("notes", ["a-notes.txt", "b-notes.txt"], salience) is None  # two alike
+    # ... unless they are one document in two formats: the one the search ranked first, else by name.
+    formats = ["git-stash.html", "git-stash.txt", "git-stash-notes.md"]
+    assert named_document("git stash", formats[:2], salience, ranked=["x.txt", "git-stash.txt"]) == "git-stash.txt"
+    assert named_document("git stash", formats[:2], salience) == "git-stash.html"
     # A salient word the file's name lacks: not that file ("benefits" against the network page).
     assert named_document("the Madrid office benefits", ["madrid-office-network.md"], salience) is None
     # A word most chunks hold names no file ("tig" over tig's pages).

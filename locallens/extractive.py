@@ -1733,7 +1733,11 @@ def summary_units(
     # The file named by its file name first; when it gives no summary (no sentence to lead with),
     # the one its title or path names.
     for doc in dict.fromkeys(d for d in (by_name, by_title) if d is not None):
-        units = _summary_of(doc, best_heading if heading_match > doc_match[doc] else None, scored, hits, passage_tokens)
+        # A section the topic names better than the document: of the named file, its own.
+        section = best_heading if heading_match > doc_match[doc] else None
+        if section is not None and doc == by_name and paths[section.excerpt - 1] != doc:
+            section = None
+        units = _summary_of(doc, section, scored, hits, passage_tokens)
         if units:
             return units
     return None
@@ -1777,7 +1781,13 @@ def _summary_of(
     def material(i: int) -> bool:
         return _summary_material(scored.units[i], hits, i in asked)
 
-    lead = next((i for i in unique if _opens_summary(scored.units[i], hits, i in asked)), None)
+    def entry(i: int) -> bool:  # an option's description or its name: what one option does
+        return bool(scored.units[i].term) or _term_line(scored.units[i], scored.units)
+
+    # The document's own prose leads before an option's description: a reference page that lists
+    # its options before its description (borg's usage pages) is not about "--force".
+    opening = [i for i in unique if _opens_summary(scored.units[i], hits, i in asked)]
+    lead = next((i for i in opening if not entry(i)), opening[0] if opening else None)
     if lead is None:
         lead = next((i for i in unique if material(i)), None)
     if lead is None:  # a section that is a table: its first row

@@ -301,6 +301,22 @@ def keep_nearest(chosen: Sequence[Hit], nearest: Hit, place: int = NEAREST_PLACE
     return [*rest[: place - 1], nearest, *rest[place - 1 :]][: len(chosen)]
 
 
+# A document's own description under a title of that name: a reference page's (a manual page's
+# DESCRIPTION, borg's "Description" after its options).
+_DESCRIPTION_TITLE = re.compile(r"^(?:#+\s*)?(?:description|descripción)\s*$", re.I | re.M)
+LEAD_CHUNKS = 3
+
+
+def lead_chunk(chunks: Sequence[Chunk]) -> int:
+    """The index of the chunk a summary of a document reads its lead from: of its first LEAD_CHUNKS
+    chunks, the first with a "Description" title when the first chunk has none (a page that lists
+    its synopsis or options first), else its first."""
+    head = chunks[:LEAD_CHUNKS]
+    if not head or _DESCRIPTION_TITLE.search(head[0].content):
+        return 0
+    return next((c.chunk_index for c in head if _DESCRIPTION_TITLE.search(c.content)), 0)
+
+
 def with_named_document(
     store: IndexStore, brain: Brain, topic: str, qvec: np.ndarray, hits: Sequence[Hit]
 ) -> list[Hit]:
@@ -321,11 +337,13 @@ def with_named_document(
     first = hits[:NEAREST_PLACE]
     if named is None or GLOB_WILDCARDS & set(named) or len(hits) < NEAREST_PLACE:
         return list(hits)
-    if any(h.chunk.relative_path == named and h.chunk.chunk_index == 0 for h in first):
+    chunks = store.document_chunks(brain, named)
+    index = lead_chunk(chunks)
+    if any(h.chunk.relative_path == named and h.chunk.chunk_index == index for h in first):
         return list(hits)
     # Scored as the search scores it: its cosine with the question.
-    found = store.knn(brain, qvec, len(store.document_chunks(brain, named)), path_glob=named)
-    lead = next((h for h in found if h.chunk.chunk_index == 0), None)
+    found = store.knn(brain, qvec, len(chunks), path_glob=named)
+    lead = next((h for h in found if h.chunk.chunk_index == index), None)
     if lead is None:
         return list(hits)
     out = [h for h in hits if _key(h) != _key(lead)]

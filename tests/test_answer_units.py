@@ -868,6 +868,16 @@ def test_a_broad_question_is_summarised_from_the_file_its_name_names_else_by_its
         assert checked.summary and {c.source for c in checked.claims} == {source}, checked.answer
 
 
+def test_a_summary_of_a_reference_page_opens_with_its_prose_not_an_options_description() -> None:
+    page = (
+        "# borg prune\n\n--force::\n\nForce pruning of corrupted archives, even when they are damaged.\n\n"
+        "## Description\n\nThe prune command deletes every archive that no retention option keeps.\n\n"
+        "Repository space is not freed until borg compact runs afterwards.\n"
+    )
+    checked, _ = ask_extractive("Tell me about borg prune.", page, paths=("usage-prune.txt",))
+    assert checked.summary and checked.claims[0].claim.startswith("The prune command deletes"), checked.answer
+
+
 def test_a_summary_prints_prose_not_a_lone_table_row() -> None:
     rotation = (
         "# On-call rotation\n\n"

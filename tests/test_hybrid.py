@@ -415,3 +415,18 @@ def test_a_broad_question_reads_the_file_its_topic_names_from_its_first_chunk() 
     assert with_named_document(store, None, "retention", None, hits) == hits  # type: ignore[arg-type]
     two = _Named({"usage-prune.txt": 3, "prune-notes.txt": 2, "changes.txt": 40})
     assert with_named_document(two, None, "pruning", None, hits) == hits  # type: ignore[arg-type]
+
+
+def test_a_summary_reads_a_reference_pages_description_when_its_options_come_first() -> None:
+    from locallens.retrieval import lead_chunk
+
+    def chunks(*texts: str) -> list[Chunk]:
+        return [_chunk_hit("usage-prune.txt", i, text).chunk for i, text in enumerate(texts)]
+
+    options = "borg prune\n\n--force  force pruning\n\n--list  output a list"
+    described = "--save-space  work slower\n\nDescription\n\nThe prune command prunes a repository."
+    assert lead_chunk(chunks(options, described, "More.")) == 1
+    # A first chunk with its own description title, or no such title in the first three: the first.
+    assert lead_chunk(chunks("NAME\n\nDESCRIPTION\n\nvarnishstat shows statistics.", described)) == 0
+    assert lead_chunk(chunks(options, "More options.", "Still more.", described)) == 0
+    assert lead_chunk([]) == 0

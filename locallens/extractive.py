@@ -1737,18 +1737,19 @@ def summary_units(
         section = best_heading if heading_match > doc_match[doc] else None
         if section is not None and doc == by_name and paths[section.excerpt - 1] != doc:
             section = None
-        units = _summary_of(doc, section, scored, hits, passage_tokens)
+        units = _summary_of(topic, doc, section, scored, hits, passage_tokens)
         if units:
             return units
     return None
 
 
 def _summary_of(
-    doc: str, heading: Unit | None, scored: Scored, hits: Sequence[Hit], passage_tokens: int
+    topic: str, doc: str, heading: Unit | None, scored: Scored, hits: Sequence[Hit], passage_tokens: int
 ) -> list[Unit] | None:
     """The units of an extractive summary of document `doc`, or of the section under `heading`
     (`summary_units`): its lead and its most central sentences, in the document's order; None
     when it has no unit to lead with."""
+    wanted = topic_terms(topic)
     paths = [h.chunk.relative_path for h in hits]
     if heading is not None:
         section = heading.text.split("\n")[0].lstrip("#").strip()
@@ -1781,11 +1782,16 @@ def _summary_of(
     def material(i: int) -> bool:
         return _summary_material(scored.units[i], hits, i in asked)
 
-    def entry(i: int) -> bool:  # an option's description or its name: what one option does
-        return bool(scored.units[i].term) or _term_line(scored.units[i], scored.units)
+    def entry(i: int) -> bool:
+        """An option's description or its name, of an option the topic does not name."""
+        unit = scored.units[i]
+        if unit.term:
+            return not (wanted & key_terms(unit.term) or symbol_keys(topic) & symbol_keys(unit.term))
+        return _term_line(unit, scored.units)
 
-    # The document's own prose leads before an option's description: a reference page that lists
-    # its options before its description (borg's usage pages) is not about "--force".
+    # The document's own prose leads before another option's description: a reference page that
+    # lists its options before its description (borg's usage pages) is not about "--force"; "What
+    # is $$?" is answered by the description of `$$`.
     opening = [i for i in unique if _opens_summary(scored.units[i], hits, i in asked)]
     lead = next((i for i in opening if not entry(i)), opening[0] if opening else None)
     if lead is None:

@@ -1783,10 +1783,11 @@ def _summary_of(
         return _summary_material(scored.units[i], hits, i in asked)
 
     def entry(i: int) -> bool:
-        """An option's description or its name, of an option the topic does not name."""
+        """An option's description or its name, neither of which names the topic."""
         unit = scored.units[i]
         if unit.term:
-            return not (wanted & key_terms(unit.term) or symbol_keys(topic) & symbol_keys(unit.term))
+            said = f"{unit.term} {unit.text}"
+            return not (wanted & key_terms(said) or symbol_keys(topic) & symbol_keys(unit.term))
         return _term_line(unit, scored.units)
 
     # The document's own prose leads before another option's description: a reference page that

@@ -118,8 +118,8 @@ def named_document(
     found = salience(words)
     weight = {w: found.get(w, 1.0) for w in words}
     top = max(weight.values())
-    required = {porter_stem(w) for w in words if weight[w] >= top / 2}
     stems = {w: porter_stem(w) for w in words}
+    required = {stems[w] for w in words if weight[w] >= top / 2}
     # A stem keeps its word's first letters (Porter's rules change endings): a path without them
     # is passed over unstemmed, which keeps a brain of many files fast.
     starts = [stem[:4] for stem in required]

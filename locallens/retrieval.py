@@ -324,9 +324,10 @@ def with_named_document(
     or its description's after a synopsis or options) of the file its topic names by its file
     name (`broad.named_document`: "Summarize the borg quickstart" names quickstart.txt, "What is
     varnishstat?" reference-varnishstat.txt) among the first NEAREST_PLACE: before that file's
-    first hit when one of them is of it by a later chunk, else at place NEAREST_PLACE. Nothing the search found is dropped: the chunk is one excerpt more.
-    The search alone ranked the pages about the topic's neighbours (varnishhist, varnishtop) over
-    the one page named after it, and paperkey.txt by its second chunk."""
+    first hit when one of them is of it by a later chunk, else at place NEAREST_PLACE. Nothing the
+    search found is dropped: the chunk is one excerpt more. The search alone ranked the pages
+    about the topic's neighbours (varnishhist, varnishtop) over the one page named after it, and
+    paperkey.txt by its second chunk."""
     from locallens.unit_scores import word_salience
 
     def salience(words: Sequence[str]) -> dict[str, float]:

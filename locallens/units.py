@@ -203,6 +203,14 @@ _SECTION_TITLE_WORDS = """
 _SECTION_TITLES = frozenset(_SECTION_TITLE_WORDS.split())
 
 
+def _entry_name(text: str) -> str:
+    """`text` without its bracketed annotations when what is left names an option or an identifier
+    ("GLOB_DOTS (-4)" is "GLOB_DOTS": the Z shell's single-letter flags include digits, which
+    would make the line a sentence rather than its entry's name); otherwise `text`."""
+    bare = _ANNOTATIONS.sub("", text)
+    return bare if bare != text and (_is_named_term(bare) or _CAPS_NAME.match(bare)) else text
+
+
 def _is_caps_name(text: str, after: str) -> bool:
     """A line naming a parameter or an option in capitals (see `_CAPS_NAME`) over `after`, the
     first sentence of its description; not a section title, nor a line whose word that sentence
@@ -446,7 +454,7 @@ def excerpt_units(content: str, excerpt: int) -> list[Unit]:
             and _is_term_line(text)
             and not text.rstrip().endswith(":")
             and len(text.split()) <= 8
-            and not _DIGIT.search(text)
+            and not _DIGIT.search(_entry_name(text))
         ):
             kinds[i] = (text, HEADING, "")
 

@@ -1558,6 +1558,15 @@ def test_a_lower_case_entry_name_on_a_line_of_its_own_is_the_term_of_its_descrip
         (HEADING, ""),  # a title its prose goes on to use as a word
         ("sentence", ""),
     ]
+    # A single-letter flag may be a digit (the Z shell's `-4`): the line is still the entry's
+    # name, over its description, whether or not it opens the excerpt.
+    for content in (
+        "GLOB_DOTS (-4)\n\nDo not require a leading ‘.’ in a filename to be matched explicitly.",
+        "Options.\n\nNOTIFY (-5, ksh: -b) <Z>\n\nReport the status of background jobs immediately.",
+    ):
+        assert excerpt_units(content, 1)[-1].term in ("GLOB_DOTS (-4)", "NOTIFY (-5, ksh: -b) <Z>")
+    # A title with a number in brackets is no entry's name.
+    assert excerpt_units("Intro.\n\nRelease 2.4 (2019)\n\nThe release added things.", 1)[-1].term == ""
 
 
 def test_a_shell_comment_over_a_command_introduces_it() -> None:

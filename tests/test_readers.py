@@ -588,6 +588,33 @@ def test_an_asciidoc_example_after_its_setup_line_is_one_answer_unit_under_it() 
     assert next(u for u in units if u.index == code.setup).text == "Set the options in the file itself, for example:"
 
 
+def test_an_asciidoc_implicit_ordered_list_is_numbered_as_the_page_shows_it() -> None:
+    """`. step` items are numbered per level and list, so each is a list item of its own, not a
+    stop left at the end of the line above it; prose beginning with dots stays as written."""
+    from locallens.readers.asciidoc import plain_lines
+    from locallens.units import ITEM, excerpt_units
+
+    source = (
+        "= T\n\nIt looks in these places, in order:\n\n. The source directory.\n. Directories given"
+        " by the\n  --resource option.\n.. nested one\n.. nested two\n. The destination.\n\nAfter the list.\n\n"
+        ". again\n\n== Next\n\n. first\n\nSome prose\n... continues here\n"
+    )
+    plain = plain_lines(source)[0]
+    assert len(plain.split("\n")) == len(source.split("\n"))
+    assert [line for line in plain.split("\n") if line[:1].isdigit()] == [
+        "1. The source directory.",
+        "2. Directories given by the",
+        "1. nested one",
+        "2. nested two",
+        "3. The destination.",
+        "1. again",
+        "1. first",
+    ]
+    assert "... continues here" in plain
+    items = [u.text for u in excerpt_units(plain, 1) if u.kind == ITEM]
+    assert items[:2] == ["1. The source directory.", "2. Directories given by the\n  --resource option."]
+
+
 def test_a_txt_file_is_read_as_asciidoc_only_when_it_is_asciidoc(tmp_path: Path) -> None:
     manual = ADOC.read_text().replace("= ferryctl-cache(1)", "ferryctl-cache(1)\n=================")
     write(tmp_path / "manual.txt", manual)

@@ -80,6 +80,8 @@ _CONTINUATION = re.compile(r"^\+[ \t]*$")
 # labeled list's term (`term::`, `term;;`, `term:::`, with or without its text on the line).
 _LIST_START = re.compile(r"^[ \t]*(?:[-*.]+|\d+\.|[a-zA-Z]\.)[ \t]+\S")
 _LABELED = re.compile(r"\S(?::{2,4}|;;)(?:[ \t]|$)")
+# An ordered list's item numbered by the renderer (`. step`, `.. sub-step`: the dots are its level).
+_IMPLICIT_ORDERED = re.compile(r"^([ \t]*)(\.{1,5})([ \t]+\S.*)$")
 _BLOCK_TITLE = re.compile(r"^\.[^\s.]")
 # A paragraph's first line that cannot be a title (a list item, a labeled list's term, a
 # block title `.Title`, an admonition).
@@ -191,6 +193,7 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
     block = ""  # the delimiter line of the verbatim or comment block we are in
     open_containers: list[str] = []
     literal_end: int | None = None  # the blank line that closes the literal paragraph we are in
+    numbers: list[int] = []  # the implicit ordered list we are in: the last number at each level
     for i, line in enumerate(lines):
         stripped = line.rstrip()
         if literal_end is not None:  # a literal paragraph's lines are shown as written
@@ -245,6 +248,7 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
             level = len(title.group(1))
             out[i] = "#" * level + render_inline(stripped[level:], attributes)
             headings.append((level, one_line(render_inline(title.group(2), attributes))))
+            numbers = []
             continue
         if (
             stripped
@@ -259,10 +263,30 @@ def plain_lines(text: str) -> tuple[str, tuple[tuple[int, str], ...]]:
             out[i] = "#" * level + " " + heading
             out[i + 1] = ""
             headings.append((level, one_line(heading)))
+            numbers = []
             continue
         if out[i] == line:  # a content line (a two-line title's underline is blank by now)
-            out[i] = render_inline(line, attributes)
+            if at_block_start and stripped and not line[:1].isspace() and not _LIST_START.match(line):
+                numbers = []  # a paragraph after the list ends it
+            out[i] = render_inline(_numbered(line, numbers, at_block_start), attributes)
     return "\n".join(out), tuple(headings)
+
+
+def _numbered(line: str, numbers: list[int], at_block_start: bool) -> str:
+    """An implicit ordered list's item (`. step`) as the page shows it, numbered (`1. step`): its
+    dots are its level, and `numbers` (updated) holds the last number at each level of the list
+    it is in. Numbered so, its steps are list items to the sentence splitter and the answer
+    units, not a stop left at the end of the line above. An item opens a list only at a block's
+    start (a line of prose beginning with "..." stays text); deeper levels, which the page
+    letters, are numbered too. Any other line is returned as it is."""
+    found = _IMPLICIT_ORDERED.match(line)
+    if not found or not (at_block_start or numbers):
+        return line
+    level = len(found.group(2))
+    del numbers[level:]
+    numbers.extend([0] * (level - len(numbers)))
+    numbers[level - 1] += 1
+    return f"{found.group(1)}{numbers[level - 1]}.{found.group(3)}"
 
 
 def _literal_end(lines: list[str], i: int) -> int | None:

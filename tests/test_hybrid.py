@@ -251,6 +251,38 @@ def test_what_the_cap_held_back_and_the_capped_results_read_the_whole_fused_top(
     assert len(held) <= max(0, k - MAX_CHUNKS_PER_FILE)
 
 
+def test_ask_reads_the_first_files_chunks_the_cap_held_back_deeper_in_the_ranking() -> None:
+    """Of the first-ranked file, the chunks the cap held back among the first 2k are read after the
+    k results; another file's only among the first k; in the fused order, at most k - 2."""
+    from locallens.retrieval import BEST_FILE_DEPTH, read_held_back
+
+    assert BEST_FILE_DEPTH == 2
+    files = ["top", "top", "b", "c", "b", "d", "b", "top", "e", "top", "top"]
+    order = [_key_of(_hit(f, i)) for i, f in enumerate(files)]
+    # b's 3rd chunk (place 7) is past the first 5; top's 3rd and 4th (places 8, 10) are within 10.
+    assert read_held_back(order, 5) == [order[7], order[9]]
+    assert read_held_back(order, 5, taken=[order[7]]) == [order[9]]
+    # At most k - 2: with k 3, one chunk.
+    assert len(read_held_back(order, 3)) <= 1
+    assert read_held_back([], 5) == []
+
+
+@given(st.lists(st.sampled_from("abcd"), max_size=20), st.integers(1, 8))
+def test_what_ask_reads_after_its_results_is_held_back_and_bounded(files: list[str], k: int) -> None:
+    from locallens.retrieval import MAX_CHUNKS_PER_FILE, held_back, read_held_back
+
+    order = [_key_of(_hit(f, i)) for i, f in enumerate(files)]
+    read = read_held_back(order, k)
+    assert len(read) <= max(0, k - MAX_CHUNKS_PER_FILE)
+    assert set(read) <= set(held_back(order, 2 * k))
+    assert read == sorted(read, key=order.index)  # in the fused order
+    # what the cap held back from the first k is read, unless the bound is reached first
+    near = held_back(order, k)
+    assert set(near) <= set(read) or len(read) == max(0, k - MAX_CHUNKS_PER_FILE)
+    # deeper in the ranking, only the first file's
+    assert all(kk in near or kk[0] == order[0][0] for kk in read)
+
+
 def _hit(path: str, index: int) -> Hit:
     return Hit(Chunk(f"{path}-{index}", "default", path, index, f"{path} {index}", "0" * 64), score=0.5)
 

@@ -74,7 +74,8 @@ lines to `--out`. With both `headers` and `naive` among the configs, a second ta
 default search (`ask`) beside the naive dense baseline (`naive`'s vector search), with the warm
 milliseconds of one search each, and says MISS where the default's hit@5 is below the baseline's;
 under each corpus, "default, as `ask` reads": `answer@5` over the chunks `ask` reads (the 5, then
-what the per-file cap held back from the fused first 5, `retrieval.READ_HELD_BACK`), how many that
+what the per-file cap held back from the fused first 5, and the first file's from the first 10,
+`retrieval.read_held_back`), how many that
 is on average, and the warm milliseconds of one search of k=5 without and with them.
 
 `--diagnose` (with `headers` and `naive`): for every question where exactly one of the default's 5

@@ -77,9 +77,12 @@ def _ocr_enabled() -> bool:
 # heads and feet left out, words broken at a line's end joined, ligatures and minus signs as plain
 # letters; pdf 3, the text laid out by PDFium instead of pypdf (spacing); asciidoc 3 (and text 3, for
 # the `.txt` files that are AsciiDoc), an indented paragraph read as the literal block it renders as;
-# html_page 4, a term whose </dt> is left out (man2html's pages) marked `term::` as a closed one is.
-register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=3))
-register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=3))
+# html_page 4, a term whose </dt> is left out (man2html's pages) marked `term::` as a closed one is;
+# text 4, a manual page saved as text laid out for reading (`readers.manpage`: its indentation,
+# hyphenation, running head and foot) and, with asciidoc 4, an implicit ordered list (`. step`)
+# numbered as the page shows it.
+register(ReaderSpec((".md", ".markdown", ".txt", ".rst"), "text", version=4))
+register(ReaderSpec((".adoc", ".asciidoc"), "asciidoc", version=4))
 register(ReaderSpec((".org",), "org"))
 register(ReaderSpec((".html", ".htm"), "html_page", version=4))
 register(ReaderSpec((".pdf",), "pdf", package="pypdfium2", version=3))

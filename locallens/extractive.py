@@ -201,11 +201,12 @@ def score_units(
             or is_context_only(unit)
             or count_tokens(unit.text) > 2 * SUMMARY_TOKENS
             or _cut_at_start(unit, hits)
+            or _cut_at_end(unit, hits)
             or i in restated
         ):
             # A title, a header row, a unit too long to print as an answer, the tail of a
-            # sentence the chunk's start cut (the chunk before holds it whole), a question the
-            # notes ask and answer or list.
+            # sentence the chunk's start cut (the chunk before holds it whole) or the head of one
+            # its end cut, a question the notes ask and answer or list.
             scores[i] = 0.0
             evidence[i] = _ZEROED_LINEAR
     return Scored(units, scores, cosines, vectors, evidence)
@@ -293,6 +294,28 @@ def _cut(unit: Unit) -> bool:
     """A prose unit that starts where no sentence starts (a lower-case word, a comma): the end of
     a sentence cut by the chunk's start."""
     return unit.kind in (SENTENCE, DEFINITION) and bool(_CUT_START.match(unit.text))
+
+
+# The head of a sentence the chunk's end cut (`_cut_at_end`): its last character a word's or a
+# comma, and at least this many words (a short line without a stop is a label or a title).
+_CUT_END = re.compile(r"[\w,]$")
+CUT_END_WORDS = 8
+
+
+def _cut_at_end(unit: Unit, hits: Sequence[Hit]) -> bool:
+    """The head of a sentence the chunk's end cut (an over-long paragraph is split by tokens): a
+    plain sentence, not a description under its term, that ends the excerpt on a word or a comma,
+    of at least CUT_END_WORDS words ("If a command is not found, the child process created to
+    execute it returns a status of" / "127 ..." in the next chunk). The chunk after it holds it
+    whole when it is read; printed, it stops mid-sentence."""
+    text = unit.text.rstrip()
+    return (
+        unit.kind == SENTENCE
+        and not unit.term
+        and bool(_CUT_END.search(text))
+        and len(text.split()) >= CUT_END_WORDS
+        and hits[unit.excerpt - 1].content.rstrip().endswith(text)
+    )
 
 
 def _cut_at_start(unit: Unit, hits: Sequence[Hit]) -> bool:

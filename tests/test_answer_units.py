@@ -1155,6 +1155,31 @@ def test_the_tail_of_a_sentence_cut_by_the_chunks_start_is_not_printed() -> None
     assert "class Counter" in checked.answer
 
 
+def test_the_head_of_a_sentence_cut_by_the_chunks_end_is_not_printed() -> None:
+    """A paragraph longer than a chunk is split by tokens: the excerpt's last sentence may stop
+    mid-way. It scores 0 (the next chunk holds it whole); a whole last sentence, a short label
+    without a stop and a description under its term do not."""
+    from locallens.domain import Chunk, Hit
+    from locallens.extractive import _cut_at_end
+
+    def chunk(content: str) -> Hit:
+        return Hit(Chunk("c-3", "default", "notes/exit.md", 3, content, "x" * 64), 0.5)
+
+    cut = "A command that is found but not executable returns 126. If a command is not found, the child process created to execute it returns a status of"
+    units = excerpt_units(cut, 1)
+    assert _cut_at_end(units[-1], [chunk(cut)]) and not _cut_at_end(units[0], [chunk(cut)])
+    question = "What exit status does the shell return when a command is not found?"
+    checked = extractive_answer(question, [chunk(cut)], fake_vector(question), fake_encode)
+    assert "returns a status of [" not in checked.answer and "returns a status of\n" not in checked.answer
+    whole = cut + " 127."
+    assert not _cut_at_end(excerpt_units(whole, 1)[-1], [chunk(whole)])
+    for content in (
+        "Policy protocol description",
+        "-q, --quiet\n    print only the booking reference, nothing else at all",
+    ):
+        assert not _cut_at_end(excerpt_units(content, 1)[-1], [chunk(content)]), content
+
+
 # -- every printed unit is an excerpt's text, cited ------------------------------------------
 
 _VOCABULARY = "staging database port backup kept days deploy shipctl rollback leave weeks policy 5433 14 lz4 run"

@@ -48,6 +48,7 @@ from locallens.broad import is_broad, named_document, topic_terms, topic_words
 from locallens.claims import CheckedAnswer, Claim, Encode, claim_text, question_language, refusal, with_citations
 from locallens.claims.check import COMMON_WEIGHT, COMMON_ZIPF
 from locallens.compare import Side, comparison, says, side_query, side_units, subject_of
+from locallens.config import DEFAULT_CHUNK_SIZE
 from locallens.domain import Hit, Rendering
 from locallens.examples import as_blocks, asks_example, example_units
 from locallens.modes import AnswerInput, AnswerOutput, TermCounts
@@ -297,9 +298,12 @@ def _cut(unit: Unit) -> bool:
 
 
 # The head of a sentence the chunk's end cut (`_cut_at_end`): its last character a word's or a
-# comma, and at least this many words (a short line without a stop is a label or a title).
+# comma, at least this many words (a short line without a stop is a label or a title), in an
+# excerpt of at least this many tokens (only a token window cuts a sentence, and it is as long as
+# the chunker's chunks: a note's last line without a stop is no cut sentence).
 _CUT_END = re.compile(r"[\w,]$")
 CUT_END_WORDS = 8
+CUT_END_MIN_TOKENS = int(0.9 * DEFAULT_CHUNK_SIZE)
 
 
 def _cut_at_end(unit: Unit, hits: Sequence[Hit]) -> bool:
@@ -315,6 +319,7 @@ def _cut_at_end(unit: Unit, hits: Sequence[Hit]) -> bool:
         and bool(_CUT_END.search(text))
         and len(text.split()) >= CUT_END_WORDS
         and hits[unit.excerpt - 1].content.rstrip().endswith(text)
+        and count_tokens(hits[unit.excerpt - 1].content) >= CUT_END_MIN_TOKENS
     )
 
 

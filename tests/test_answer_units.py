@@ -1165,9 +1165,17 @@ def test_the_head_of_a_sentence_cut_by_the_chunks_end_is_not_printed() -> None:
     def chunk(content: str) -> Hit:
         return Hit(Chunk("c-3", "default", "notes/exit.md", 3, content, "x" * 64), 0.5)
 
-    cut = "A command that is found but not executable returns 126. If a command is not found, the child process created to execute it returns a status of"
+    # A token window of the chunker's size (the sentences before it fill the chunk).
+    filler = " ".join(f"Exit status {n} is reserved for the shell's own use in case {n}." for n in range(20))
+    cut = (
+        filler + " A command that is found but not executable returns 126. If a command is not found, "
+        "the child process created to execute it returns a status of"
+    )
     units = excerpt_units(cut, 1)
-    assert _cut_at_end(units[-1], [chunk(cut)]) and not _cut_at_end(units[0], [chunk(cut)])
+    assert _cut_at_end(units[-1], [chunk(cut)]) and not _cut_at_end(units[-2], [chunk(cut)])
+    # A short note's last line without a stop is no cut sentence: only a token window cuts one.
+    note = "Backups run nightly. Contact the on-call engineer through the pager for anything urgent"
+    assert not _cut_at_end(excerpt_units(note, 1)[-1], [chunk(note)])
     question = "What exit status does the shell return when a command is not found?"
     checked = extractive_answer(question, [chunk(cut)], fake_vector(question), fake_encode)
     assert "returns a status of [" not in checked.answer and "returns a status of\n" not in checked.answer

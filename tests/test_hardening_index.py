@@ -14,10 +14,12 @@ import stat
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from locallens import indexer, readers
+from locallens.errors import StoreError
 from locallens.indexer import IndexRequest, _pinned_model
 from locallens.storage import Brain
 from locallens.storage.sqlite import Store
@@ -393,6 +395,34 @@ def read_only_db(tmp_path: Path) -> Iterator[Path]:
     finally:
         if os.geteuid() == 0 and shutil.which("chattr") is not None:
             subprocess.run(["chattr", "-i", str(db)], capture_output=True)
+
+
+def test_a_wal_file_another_process_removes_meanwhile_is_not_read_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite deletes -wal and -shm when another process's last connection closes: a file there
+    when the writer looked, gone when it asked whether it may write it, is no read-only file (a
+    watcher's batch died so, racing a cron `index`)."""
+    from locallens.storage import sqlite as store_module
+
+    db = tmp_path / "index.db"
+    db.write_bytes(b"")
+    shm = Path(f"{db}-shm")
+    shm.write_bytes(b"")
+    real_access = os.access
+
+    def racing_access(path: Any, mode: int) -> bool:
+        if Path(path) == shm:
+            shm.unlink()  # the other connection closed between exists() and access()
+            return False
+        return real_access(path, mode)
+
+    monkeypatch.setattr(store_module.os, "access", racing_access)
+    store_module.check_writable(db)  # no StoreError
+    shm.write_bytes(b"")
+    monkeypatch.setattr(store_module.os, "access", lambda path, mode: Path(path) != shm)
+    with pytest.raises(StoreError, match="is read-only"):
+        store_module.check_writable(db)
 
 
 def test_row71_a_read_only_database_file_is_left_without_wal_files(

@@ -216,7 +216,9 @@ def check_writable(db: Path) -> None:
     file's read-only mode, fail on the first write and leave them behind: the database would
     stay unwritable even once the file's own mode is fixed."""
     for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
-        if path.exists() and not os.access(path, os.W_OK):
+        # Checked again when not writable: SQLite deletes -wal and -shm when another process's
+        # last connection closes, and a file gone between the two looks read-only to access().
+        if path.exists() and not os.access(path, os.W_OK) and path.exists():
             raise StoreError(
                 f"{path} is read-only (its permissions or flags), so it cannot be written: "
                 "make it writable (chmod u+w), or query the database read-only with ask or status"

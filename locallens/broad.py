@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from locallens.domain import document_of
 from locallens.stemming import porter_stem
 from locallens.unit_scores import key_terms, key_words
 
@@ -80,7 +81,6 @@ def is_broad(question: str) -> str | None:
 
 
 _NAME_WORD = re.compile(r"[^\W_]+")
-_SUFFIX = re.compile(r"\.[^./]*$")  # a file name's extension
 
 
 def _stems(text: str) -> set[str]:
@@ -133,6 +133,6 @@ def named_document(
         return None
     most = max(held.values())
     best = sorted(path for path, score in held.items() if score >= most - 1e-9)
-    if most < MIN_NAMING_SALIENCE or len({_SUFFIX.sub("", path) for path in best}) > 1:
+    if most < MIN_NAMING_SALIENCE or len({document_of(path) for path in best}) > 1:
         return None
     return next((path for path in ranked if path in best), best[0])

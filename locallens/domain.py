@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -207,3 +208,12 @@ class RetrievalResult:
         if not self.tokens_before:
             return 0.0
         return 100.0 * (self.tokens_before - self.tokens_in_context) / self.tokens_before
+
+
+def document_of(path: str) -> str:
+    """One document however many formats it is kept in: the path without its extension, so that
+    the same document side by side in two formats (`a2x.1.txt` and its rendering `a2x.1.html`,
+    `report.docx` and `report.pdf`) is one file to the per-file cap (`retrieval.diversify`: it
+    shares the places one file gets, instead of two copies of its text taking four of the five)
+    and one file a broad question names (`broad.named_document`)."""
+    return str(PurePosixPath(path).with_suffix(""))

@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,7 +31,7 @@ from locallens.config import (
     env_flag,
     number_problem,
 )
-from locallens.domain import Chunk, Hit, RetrievalResult
+from locallens.domain import Chunk, Hit, RetrievalResult, document_of
 from locallens.embedding import Embedder
 from locallens.errors import UsageError
 from locallens.progress import Progress
@@ -142,14 +141,6 @@ IDENTIFIER_VECTOR_WEIGHT = 0.5
 # chunks that share a header, the neighbours of a file's best chunk score nearly as high and
 # filled the top 5 with one or two files (docs/decisions.md#diversity).
 MAX_CHUNKS_PER_FILE = 2
-
-
-def document_of(path: str) -> str:
-    """What the per-file cap counts as one file: the path without its extension, so that the
-    same document kept in two formats side by side (`a2x.1.txt` and its rendering `a2x.1.html`,
-    `report.docx` and `report.pdf`) shares the places one file gets, instead of two copies of its
-    text taking four of the five."""
-    return str(PurePosixPath(path).with_suffix(""))
 
 
 # What the cap held back is read too: `ask` (`retrieve(read_held=True)`) reads, after its k

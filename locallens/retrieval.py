@@ -253,7 +253,9 @@ def read_held_back(
     if not order:
         return []
     first = document_of(order[0][0])
-    near = set(held_back(order, k))
+    # Held back among the first 2k and ranked among the first k is held back among the first k (the
+    # cap counts a file's chunks in order): `held_back(order, k)` without a second pass.
+    near = set(order[:k])
     skip = set(taken)
     deeper = [kk for kk in held_back(order, BEST_FILE_DEPTH * k) if kk not in skip]
     return [kk for kk in deeper if kk in near or document_of(kk[0]) == first][: max(0, k - MAX_CHUNKS_PER_FILE)]

@@ -100,8 +100,13 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     lines = [line for line in raw_lines if line.strip()]
     if len(lines) >= 2 and _UNDERLINE.match(lines[-1].strip()):
         return HEADING, ""  # a title over a line of `*`, `=` or `-`
-    indents = [len(line) - len(line.lstrip()) for line in lines]
+    indents = [_indent(line) for line in lines]
     if lines and min(indents) >= 3:
+        if _indented_term(lines, indents):
+            # A term line over its description indented deeper, the whole list indented, as pydoc
+            # lays out a module's functions ("    isleap(year)" / "        Return True for leap
+            # years, ...") and Postfix's READMEs their lists: a definition, not a block of code.
+            return DEFINITION, lines[0].strip()
         return CODE, ""  # a block indented as code (a literal block of reST or pydoc)
     one_line = _ONE_LINE_TERM.match(text.split("\n", 1)[0].strip())
     if (
@@ -125,6 +130,28 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
         ):
             return DEFINITION, head.rstrip(":").strip()
     return SENTENCE, ""
+
+
+# An indented term line's description says something in words: at least this many ("TCP/IP
+# client."), so that a block of code ("for i in range(3):" / "    print(i)") is no definition.
+MIN_INDENTED_DESCRIPTION_WORDS = 2
+
+
+def _indented_term(lines: list[str], indents: list[int]) -> bool:
+    """Whether indented `lines` (with their `indents`) are a term line over its description
+    indented deeper: the first line short, with no sentence end and no setup line's ":" (a setup
+    line over a block: "/etc/postfix/main.cf:" over its settings), the rest words
+    (`reads_as_words`: no line of code)."""
+    head, rest = lines[0].strip(), "\n".join(line.strip() for line in lines[1:])
+    return (
+        len(lines) >= 2
+        and min(indents[1:]) > indents[0]
+        and _is_term_line(head)
+        and not head.endswith(":")
+        and not _HAS_SENTENCE_END.search(head)
+        and len(rest.split()) >= MIN_INDENTED_DESCRIPTION_WORDS
+        and reads_as_words(rest)
+    )
 
 
 def _indented(piece: str, body: str) -> bool:
@@ -337,8 +364,31 @@ def _past_cut_block(body: str) -> str:
     return "\n".join(rest).lstrip("\n")
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _outdented_term(lines: list[str], i: int) -> bool:
+    """Whether `lines[i]` (of a piece's `lines`) starts an entry of a definition list laid out in
+    plain text without blank lines, as Postfix's READMEs and pages rendered to text are: a short
+    line with no sentence end, after a line ending a sentence and indented more (the description
+    before; the piece's first line, whose indentation the piece does not hold, counts as so), over
+    a line indented more than it ("... See socketmap_table(5) for details." / "    sqlite
+    (read-only)" / "        SQLite database. ..."). The sentence splitter runs on across it:
+    the term starts no sentence."""
+    if i + 1 >= len(lines) or not lines[i + 1].strip():
+        return False
+    return (
+        lines[i - 1].rstrip().endswith((".", "!", "?"))
+        and _indent(lines[i + 1]) > _indent(lines[i])
+        and (i == 1 or _indent(lines[i - 1]) > _indent(lines[i]))
+        and _indented_term([lines[i], lines[i + 1]], [_indent(lines[i]), _indent(lines[i + 1])])
+    )
+
+
 def _at_terms(pieces: list[str]) -> list[str]:
-    """`pieces` cut before every labeled-list term line inside one (`_is_label`): a compact list,
+    """`pieces` cut before every labeled-list term line inside one (`_is_label`), and before every
+    term line of a plain-text definition list laid out without blank lines (`_outdented_term`): a compact list,
     its entries not parted by blank lines (`-a::` / its description / `-b::` / ..., as AsciiDoc
     allows and the HTML reader writes a `<dt>` over a `<dd>` without a paragraph), runs on as one
     prose run, and an entry's term would otherwise sit inside the sentence before it ("... are
@@ -353,7 +403,8 @@ def _at_terms(pieces: list[str]) -> list[str]:
         cuts = [
             i
             for i in range(1, len(lines))
-            if _is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip())
+            if (_is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip()))
+            or _outdented_term(lines, i)
         ]  # (not between the stacked term lines of one entry: `-n::` over `--dry-run::`)
         if not cuts:
             out.append(piece)

@@ -2161,3 +2161,46 @@ def test_the_refusals_term_coverage_counts_the_symbols_the_excerpts_hold() -> No
     # "hold" is in no excerpt, "$?" is: half the key terms, not none
     assert term_coverage(question_terms("What does $? hold?"), excerpts) == 0.5
     assert term_coverage(question_terms("What does $# hold?"), excerpts) == 0.0
+
+
+def test_a_plain_text_definition_list_indented_as_a_whole_gives_each_entry_its_own_term() -> None:
+    """A definition list as plain text lays it out (Postfix's READMEs; pydoc's functions): each
+    term line indented, its description deeper, no blank line between entries. Each term starts
+    a definition whose later sentences carry it (not "See ... for details. sqlite (read-only)
+    SQLite database." as one sentence, nor the entry a block of code); a setup line over a block
+    of settings, and a block of code, stay code."""
+    content = (
+        "The following lookup table types are available:\n\n"
+        "    socketmap (read-only)\n"
+        "        Sendmail-style socketmap client. The name of the table is either inet:\n"
+        "        host:port:name for a TCP/IP server. See socketmap_table(5) for details.\n"
+        "    sqlite (read-only)\n"
+        "        SQLite database. Configuration details are given in sqlite_table(5).\n"
+        "    tcp\n"
+        "        TCP/IP client. The protocol is described in tcp_table(5).\n\n"
+        "Add the map to main.cf:\n\n"
+        "    /etc/postfix/main.cf:\n"
+        "        relayhost = [mail.isp.example]\n\n"
+        "Loop over it:\n\n"
+        "    for i in range(3):\n"
+        "        print(i)\n"
+    )
+    units = excerpt_units(content, 1)
+    found = [(u.kind, u.term, " ".join(u.text.split())) for u in units]
+    assert found[:7] == [
+        ("sentence", "", "The following lookup table types are available:"),
+        (DEFINITION, "socketmap (read-only)", "socketmap (read-only) Sendmail-style socketmap client."),
+        (
+            "sentence",
+            "socketmap (read-only)",
+            "The name of the table is either inet: host:port:name for a TCP/IP server.",
+        ),
+        ("sentence", "socketmap (read-only)", "See socketmap_table(5) for details."),
+        (DEFINITION, "sqlite (read-only)", "sqlite (read-only) SQLite database."),
+        ("sentence", "sqlite (read-only)", "Configuration details are given in sqlite_table(5)."),
+        (DEFINITION, "tcp", "tcp TCP/IP client."),
+    ]
+    kinds = {" ".join(u.text.split()): u.kind for u in units}
+    assert kinds["/etc/postfix/main.cf: relayhost = [mail.isp.example]"] == "code"
+    assert kinds["for i in range(3): print(i)"] == "code"
+    assert all(u.text in content for u in units)

@@ -763,7 +763,32 @@ def unknown_words(
     if not typos and term_counts is not None and nowhere:
         # Without the typos of the notes' words (checked first: it needs only the small word list).
         nowhere = [w for w in nowhere if close_word(w, written, term_counts) is None]
-    return [w for w in nowhere if all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
+    return [w for w in nowhere if daemon_name(w) or all(_zipf(w, lang) < MAX_WORD_ZIPF for lang in languages)]
+
+
+# A service's name as Unix writes it: a word of the language and a "d" ("systemd", "firewalld",
+# "sshd", "httpd"). However common the word, the name is no misspelling of it (`close_word` took
+# "firewalld" for "firewall" mistyped, and the question was answered from the manual's firewall
+# paragraph), and however common the name ("systemd" 2.2), it names something (`unknown_words`).
+# The word is at least this common in English, the name less; a word ending in "e" with a "d" is
+# its past tense ("queued", "cached", "piped"), no name; a word ending in "d" with another, a typo
+# ("passwordd").
+DAEMON_ZIPF = 3.0
+
+
+def daemon_name(word: str) -> bool:
+    """Whether `word` is a service's name: a word of at least three letters, not ending in "e" or
+    "d", at least DAEMON_ZIPF common in English, and a "d", the whole less common than that."""
+    lowered = word.lower()
+    stem = lowered[:-1]
+    return (
+        lowered.endswith("d")
+        and len(stem) >= 3
+        and stem.isalpha()
+        and not stem.endswith(("e", "d"))
+        and _zipf(stem, "en") >= DAEMON_ZIPF
+        and _zipf(lowered, "en") < DAEMON_ZIPF
+    )
 
 
 CLOSE_WORD = 0.8  # `close_word`: difflib's similarity ratio from which a word is a spelling of another
@@ -777,6 +802,8 @@ def close_word(word: str, written: frozenset[str], term_counts: TermCounts) -> s
     the brain holds; None when there is none ("pytest")."""
     from difflib import get_close_matches
 
+    if daemon_name(word):
+        return None  # "firewalld" is no misspelt "firewall"
     lowered = word.lower()
     near = (len(lowered) - 1, len(lowered), len(lowered) + 1)
     candidates = {w for w in written if w.isalpha() and len(w) in near} | _common_near(lowered, near)

@@ -38,6 +38,7 @@ from locallens.extractive import (
     _without,
     _written,
     close_word,
+    daemon_name,
     evidence_features,
     evidence_readings,
     extractive_answer,
@@ -52,6 +53,7 @@ from locallens.extractive import (
     readings_evidence,
     term_coverage,
     unknown_word,
+    unknown_words,
 )
 from locallens.readers.html_page import html_text
 from locallens.unit_scores import (
@@ -2204,3 +2206,45 @@ def test_a_plain_text_definition_list_indented_as_a_whole_gives_each_entry_its_o
     assert kinds["/etc/postfix/main.cf: relayhost = [mail.isp.example]"] == "code"
     assert kinds["for i in range(3): print(i)"] == "code"
     assert all(u.text in content for u in units)
+
+
+@pytest.mark.parametrize(
+    ("word", "name"),
+    [
+        ("systemd", True),
+        ("firewalld", True),
+        ("sshd", True),
+        ("httpd", True),
+        ("queued", False),  # a past tense: "queue" and a "d"
+        ("cached", False),
+        ("named", False),  # common itself
+        ("passwordd", False),  # a doubled letter: a typo
+        ("defualt", False),
+    ],
+)
+def test_a_word_and_a_d_is_a_services_name(word: str, name: bool) -> None:
+    assert daemon_name(word) is name
+
+
+def test_a_service_named_by_a_word_and_a_d_is_no_typo_of_the_word() -> None:
+    """ "How do I open port 80 in firewalld?" over a manual that speaks of a firewall, never of
+    firewalld: the question names a service the notes never mention, refused, not weighed as if
+    it said "firewall" (it was answered with the manual's paragraph on firewalls); nor is the
+    name offered a correction."""
+
+    def held(words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        return 99, {"firewall": 3, "port": 40}
+
+    manual = (
+        "# Starting Apache\n\nIf Apache cannot bind to port 80, another service may use it. "
+        "A firewall in front of the server must let port 80 through for people to reach it."
+    )
+    hits = [hit(manual, "invoking.txt")]
+    question = "How do I open port 80 in firewalld so people can reach my server?"
+    assert close_word("firewalld", _written(hits), held) is None
+    assert unknown_words(question, hits, held, typos=False) == ["firewalld"]
+    assert unknown_word(question, hits, held) == 1.0
+    checked = extractive_answer(question, hits, fake_vector(question), fake_encode, term_counts=held)
+    assert checked.refused and checked.unknown == ("firewalld",) and checked.close == {}
+    # A firewall asked about by its own word is no unknown name.
+    assert unknown_word("How do I open port 80 in the firewall?", hits, held) == 0.0

@@ -135,19 +135,21 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
 # An indented term line's description says something in words: at least this many ("TCP/IP
 # client."), so that a block of code ("for i in range(3):" / "    print(i)") is no definition.
 MIN_INDENTED_DESCRIPTION_WORDS = 2
+# ... and its term line opens no block: a setup line's ":" ("/etc/postfix/main.cf:" over its
+# settings), code's brace or bracket ("if (req.url ~ "^/java/") {"), a continued line.
+_OPENS_BLOCK = (":", "{", "[", "(", ",", "=", "\\")
 
 
 def _indented_term(lines: list[str], indents: list[int]) -> bool:
     """Whether indented `lines` (with their `indents`) are a term line over its description
-    indented deeper: the first line short, with no sentence end and no setup line's ":" (a setup
-    line over a block: "/etc/postfix/main.cf:" over its settings), the rest words
-    (`reads_as_words`: no line of code)."""
+    indented deeper: the first line short, with no sentence end, opening no block (`_OPENS_BLOCK`),
+    the rest words (`reads_as_words`: no line of code)."""
     head, rest = lines[0].strip(), "\n".join(line.strip() for line in lines[1:])
     return (
         len(lines) >= 2
         and min(indents[1:]) > indents[0]
         and _is_term_line(head)
-        and not head.endswith(":")
+        and not head.endswith(_OPENS_BLOCK)
         and not _HAS_SENTENCE_END.search(head)
         and len(rest.split()) >= MIN_INDENTED_DESCRIPTION_WORDS
         and reads_as_words(rest)
@@ -378,12 +380,14 @@ def _outdented_term(lines: list[str], i: int) -> bool:
     the term starts no sentence."""
     if i + 1 >= len(lines) or not lines[i + 1].strip():
         return False
-    return (
-        lines[i - 1].rstrip().endswith((".", "!", "?"))
-        and _indent(lines[i + 1]) > _indent(lines[i])
-        and (i == 1 or _indent(lines[i - 1]) > _indent(lines[i]))
-        and _indented_term([lines[i], lines[i + 1]], [_indent(lines[i]), _indent(lines[i + 1])])
-    )
+    if not _indented_term([lines[i], lines[i + 1]], [_indent(lines[i]), _indent(lines[i + 1])]):
+        return False
+    if i == 1 and _indent(lines[i]) > 0 and _is_term_line(lines[0].strip()) and reads_as_words(lines[0].strip()):
+        # ... or after the title of its section, a line of its own at the margin ("FUNCTIONS" over
+        # "    join(split_command)" / "        Return a shell-escaped string ...", as pydoc lays out
+        # a module): the title is no term of the first entry.
+        return not _HAS_SENTENCE_END.search(lines[0])
+    return lines[i - 1].rstrip().endswith((".", "!", "?")) and (i == 1 or _indent(lines[i - 1]) > _indent(lines[i]))
 
 
 def _at_terms(pieces: list[str]) -> list[str]:

@@ -2206,6 +2206,19 @@ def test_a_plain_text_definition_list_indented_as_a_whole_gives_each_entry_its_o
     assert kinds["/etc/postfix/main.cf: relayhost = [mail.isp.example]"] == "code"
     assert kinds["for i in range(3): print(i)"] == "code"
     assert all(u.text in content for u in units)
+    # A section's title over its first entry (pydoc's FUNCTIONS) is a title, not that entry's term;
+    # a block of code opening a brace is no term over a description.
+    pydoc = (
+        "FUNCTIONS\n    join(split_command)\n        Return a shell-escaped string from *split_command*.\n\n"
+        "    quote(s)\n        Return a shell-escaped version of the string *s*.\n\n"
+        'sub vcl_recv {\n    if (req.url ~ "^/java/") {\n        set req.backend_hint = java;\n    }\n}\n'
+    )
+    assert [(u.kind, u.term) for u in excerpt_units(pydoc, 1)][:3] == [
+        ("heading", ""),
+        (DEFINITION, "join(split_command)"),
+        (DEFINITION, "quote(s)"),
+    ]
+    assert all(u.kind != DEFINITION for u in excerpt_units(pydoc, 1)[3:])
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,11 @@ _TERM_LINE = re.compile(r"^(?P<term>[^\s].{0,80}?)(?P<colons>::?)\s*$")
 # through", "ARCHIVE  archive to export"); the term does not end a sentence.
 _ONE_LINE_TERM = re.compile(r"^(?P<term>[^\s|].{0,60}?[^\s.,;:!?]) {2,}(?P<desc>[^\s].*\w.*)$")
 MAX_ONE_LINE_TERM_WORDS = 6
+# A numbered section's title on a line of its own, as a typeset manual's text layer gives it with
+# no blank line around it ("6.4 Bash Conditional Expressions", "3.6.3 Appending Redirected
+# Output"): a number with a dot in it, a capital, and no stop (a table of contents' dotted leaders
+# and page numbers are no title).
+_NUMBERED_TITLE = re.compile(r"^\d+(?:\.\d+)+\.?\s+[A-Z][^\n.!?:;]{2,60}$")
 # ... and its description says something: at least this many words ("REPOSITORY  repository to
 # lock" names a placeholder, and stays a title).
 MIN_ONE_LINE_DESCRIPTION_WORDS = 4
@@ -87,7 +92,7 @@ class Unit:
 def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     """(kind, term) of one unit; `raw_lines` are its lines with their indentation."""
     first = text[:1]
-    if first == "#" and re.match(r"#{1,6}(\s|$)", text):
+    if (first == "#" and re.match(r"#{1,6}(\s|$)", text)) or _NUMBERED_TITLE.match(text):
         return HEADING, ""
     if text.startswith(("```", "~~~")):
         return CODE, ""
@@ -390,6 +395,23 @@ def _outdented_term(lines: list[str], i: int) -> bool:
     return lines[i - 1].rstrip().endswith((".", "!", "?")) and (i == 1 or _indent(lines[i - 1]) > _indent(lines[i]))
 
 
+def _around_title(lines: list[str], i: int) -> bool:
+    """Whether a piece's `lines` are cut before `lines[i]` for a numbered section's title on a line
+    of its own (`_NUMBERED_TITLE`) between a line that ends a sentence and one that starts one: at
+    the title, and after it. A sentence that a line with a version number continues ("... since
+    version" / "2.4 Apache ...") ends no sentence on the line before."""
+
+    def title(k: int) -> bool:
+        return (
+            0 < k < len(lines) - 1
+            and bool(_NUMBERED_TITLE.match(lines[k].strip()))
+            and lines[k - 1].rstrip().endswith((".", "!", "?", ":"))
+            and lines[k + 1].lstrip()[:1].isupper()
+        )
+
+    return title(i) or title(i - 1)
+
+
 def _at_terms(pieces: list[str]) -> list[str]:
     """`pieces` cut before every labeled-list term line inside one (`_is_label`), and before every
     term line of a plain-text definition list laid out without blank lines (`_outdented_term`): a compact list,
@@ -409,6 +431,7 @@ def _at_terms(pieces: list[str]) -> list[str]:
             for i in range(1, len(lines))
             if (_is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip()))
             or _outdented_term(lines, i)
+            or _around_title(lines, i)
         ]  # (not between the stacked term lines of one entry: `-n::` over `--dry-run::`)
         if not cuts:
             out.append(piece)

@@ -2261,3 +2261,25 @@ def test_a_service_named_by_a_word_and_a_d_is_no_typo_of_the_word() -> None:
     assert checked.refused and checked.unknown == ("firewalld",) and checked.close == {}
     # A firewall asked about by its own word is no unknown name.
     assert unknown_word("How do I open port 80 in the firewall?", hits, held) == 0.0
+
+
+def test_a_numbered_sections_title_between_two_sentences_is_a_heading() -> None:
+    """A typeset manual's text layer gives a numbered section's title on a line of its own, with no
+    blank line around it: a heading, not the start of the next sentence ("... page 78). 6.4 Bash
+    Conditional Expressions Conditional expressions are used by ..."); a table of contents' line
+    and a version number continuing a sentence are no title."""
+    content = (
+        "The shell exits if a command is not read within the specified number of seconds.\n"
+        "6.4 Bash Conditional Expressions\n"
+        "Conditional expressions are used by the [[ compound command.\n\n"
+        "Contents:\n3.2.3  Pipelines . . . . . . . . . . 10\n\n"
+        "This works as of version\n"
+        "2.4 Apache and later.\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.text) for u in units][:3] == [
+        ("sentence", "The shell exits if a command is not read within the specified number of seconds."),
+        ("heading", "6.4 Bash Conditional Expressions"),
+        ("sentence", "Conditional expressions are used by the [[ compound command."),
+    ]
+    assert all(u.kind != "heading" for u in units[3:])

@@ -113,13 +113,9 @@ def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
             # years, ...") and Postfix's READMEs their lists: a definition, not a block of code.
             return DEFINITION, lines[0].strip()
         return CODE, ""  # a block indented as code (a literal block of reST or pydoc)
-    one_line = _ONE_LINE_TERM.match(text.split("\n", 1)[0].strip())
-    if (
-        one_line
-        and len(one_line.group("term").split()) <= MAX_ONE_LINE_TERM_WORDS
-        and len(one_line.group("desc").split()) >= MIN_ONE_LINE_DESCRIPTION_WORDS
-    ):
-        return DEFINITION, one_line.group("term")
+    one_line = _one_line_term(text.split("\n", 1)[0])
+    if one_line:
+        return DEFINITION, one_line
     if len(lines) >= 2:
         head = lines[0].strip()
         term = _TERM_LINE.match(head)
@@ -412,6 +408,33 @@ def _around_title(lines: list[str], i: int) -> bool:
     return title(i) or title(i - 1)
 
 
+def _one_line_term(line: str) -> str:
+    """The term of a term and its description on one line (`_ONE_LINE_TERM`), if `line` is one:
+    the term at most MAX_ONE_LINE_TERM_WORDS, the description MIN_ONE_LINE_DESCRIPTION_WORDS or a
+    sentence ("noexec  Same as -n.", as a typeset option list gives it); else ""."""
+    found = _ONE_LINE_TERM.match(line.strip())
+    if found is None or len(found.group("term").split()) > MAX_ONE_LINE_TERM_WORDS:
+        return ""
+    desc = found.group("desc")
+    words = len(desc.split())
+    if words >= MIN_ONE_LINE_DESCRIPTION_WORDS or (words >= 2 and desc[:1].isupper() and desc.endswith(".")):
+        return found.group("term")
+    return ""
+
+
+def _next_one_line_term(lines: list[str], i: int) -> bool:
+    """Whether `lines[i]` starts the next entry of a list of terms each with its description on its
+    line, at the margin, after a line that ends a sentence or introduces the list: a typeset
+    manual's text layer has no blank line between them ("Same as -C." / "noexec  Same as -n."),
+    and the sentence splitter runs on across a term in lower case. Not a line of an indented block
+    (a setting over its comment: "relayhost =   (default: direct delivery to Internet)")."""
+    return (
+        not lines[i][:1].isspace()
+        and bool(_one_line_term(lines[i]))
+        and lines[i - 1].rstrip().endswith((".", "!", "?", ":"))
+    )
+
+
 def _at_terms(pieces: list[str]) -> list[str]:
     """`pieces` cut before every labeled-list term line inside one (`_is_label`), and before every
     term line of a plain-text definition list laid out without blank lines (`_outdented_term`): a compact list,
@@ -432,6 +455,7 @@ def _at_terms(pieces: list[str]) -> list[str]:
             if (_is_label(lines[i].strip()) and lines[i - 1].strip() and not _is_label(lines[i - 1].strip()))
             or _outdented_term(lines, i)
             or _around_title(lines, i)
+            or _next_one_line_term(lines, i)
         ]  # (not between the stacked term lines of one entry: `-n::` over `--dry-run::`)
         if not cuts:
             out.append(piece)

@@ -2283,3 +2283,24 @@ def test_a_numbered_sections_title_between_two_sentences_is_a_heading() -> None:
         ("sentence", "Conditional expressions are used by the [[ compound command."),
     ]
     assert all(u.kind != "heading" for u in units[3:])
+
+
+def test_a_typeset_list_of_terms_each_with_its_description_on_its_line_gives_each_its_own_entry() -> None:
+    """A typeset manual's text layer gives `set -o`'s names each over nothing but a gap and a
+    short description, no blank line between ("noexec  Same as -n."): each is a definition of its
+    own, not one sentence running from "Same as -C." to `pipefail`'s description; a setting in an
+    indented block over its comment stays in its block."""
+    content = (
+        "noclobber::\nSame as -C.\nnoexec  Same as -n.\nnoglob  Same as -f.\n"
+        "pipefail  If set, the return value of a pipeline is the value of\n"
+        "the last (rightmost) command to exit with a non-zero status.\n"
+        "REPOSITORY  repository to lock\n\n"
+        "Examples:\n\n    /etc/postfix/main.cf:\n        relayhost =          (default: direct delivery to Internet)\n"
+    )
+    units = excerpt_units(content, 1)
+    terms = [(u.kind, u.term) for u in units]
+    assert (DEFINITION, "noexec") in terms and (DEFINITION, "noglob") in terms and (DEFINITION, "pipefail") in terms
+    assert not any("noexec" in u.text and "noglob" in u.text for u in units)
+    # A placeholder's few words in lower case are no description ("REPOSITORY  repository to lock").
+    assert (DEFINITION, "REPOSITORY") not in terms
+    assert any(u.kind == "code" and "/etc/postfix/main.cf:" in u.text and "relayhost" in u.text for u in units)

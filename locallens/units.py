@@ -92,7 +92,10 @@ class Unit:
 def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     """(kind, term) of one unit; `raw_lines` are its lines with their indentation."""
     first = text[:1]
-    if (first == "#" and re.match(r"#{1,6}(\s|$)", text)) or _NUMBERED_TITLE.match(text):
+    indented = bool(raw_lines) and _indent(raw_lines[0]) >= 4
+    if (first == "#" and re.match(r"#{1,6}(\s|$)", text) and not indented) or _NUMBERED_TITLE.match(text):
+        # (A `#` line indented as code is a root shell's prompt or a comment, no Markdown title:
+        # "    # postmulti -e init".)
         return HEADING, ""
     if text.startswith(("```", "~~~")):
         return CODE, ""

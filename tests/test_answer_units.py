@@ -2304,3 +2304,19 @@ def test_a_typeset_list_of_terms_each_with_its_description_on_its_line_gives_eac
     # A placeholder's few words in lower case are no description ("REPOSITORY  repository to lock").
     assert (DEFINITION, "REPOSITORY") not in terms
     assert any(u.kind == "code" and "/etc/postfix/main.cf:" in u.text and "relayhost" in u.text for u in units)
+
+
+def test_a_hash_line_indented_as_code_is_a_root_prompt_not_a_title() -> None:
+    """Plain text's `#` lines indented as code are a root shell's commands or a comment
+    ("    # postmulti -e init"): the block its setup line introduces, not Markdown titles."""
+    content = (
+        "To create the first secondary instance:\n\n    # postmulti -e init\n"
+        "    # postmulti -I postfix-out -G mta -e create\n\n# A title\n\nText here.\n"
+    )
+    units = excerpt_units(content, 1)
+    assert [(u.kind, u.setup) for u in units] == [
+        ("sentence", None),
+        ("code", 0),
+        ("heading", None),
+        ("sentence", None),
+    ]

@@ -89,6 +89,11 @@ class Unit:
     entry: str = ""  # a field of a reference entry ("Default: 10pt"): the entry's term, to print it by
 
 
+def _indent(line: str) -> int:
+    """How many columns `line` is indented."""
+    return len(line) - len(line.lstrip())
+
+
 def _kind(text: str, raw_lines: list[str]) -> tuple[str, str]:
     """(kind, term) of one unit; `raw_lines` are its lines with their indentation."""
     first = text[:1]
@@ -370,10 +375,6 @@ def _past_cut_block(body: str) -> str:
     return "\n".join(rest).lstrip("\n")
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
-
-
 def _outdented_term(lines: list[str], i: int) -> bool:
     """Whether `lines[i]` (of a piece's `lines`) starts an entry of a definition list laid out in
     plain text without blank lines, as Postfix's READMEs and pages rendered to text are: a short
@@ -439,8 +440,9 @@ def _next_one_line_term(lines: list[str], i: int) -> bool:
 
 
 def _at_terms(pieces: list[str]) -> list[str]:
-    """`pieces` cut before every labeled-list term line inside one (`_is_label`), and before every
-    term line of a plain-text definition list laid out without blank lines (`_outdented_term`): a compact list,
+    """`pieces` cut before every labeled-list term line inside one (`_is_label`), before every
+    term line of a plain-text definition list laid out without blank lines (`_outdented_term`,
+    `_next_one_line_term`), and around a numbered section's title (`_around_title`): a compact list,
     its entries not parted by blank lines (`-a::` / its description / `-b::` / ..., as AsciiDoc
     allows and the HTML reader writes a `<dt>` over a `<dd>` without a paragraph), runs on as one
     prose run, and an entry's term would otherwise sit inside the sentence before it ("... are

@@ -62,6 +62,13 @@ _IDENTIFIER_LIKE = re.compile(r"\d|[-._]|^.+[A-Z]")
 # Apertium's stream format reserves these characters; text passed to its pipeline escapes them.
 _STREAM_SPECIAL = re.compile(r"([\[\]^$/\\<>@*#~{}|+])")
 _STREAM_ESCAPED = re.compile(r"\\(.)")
+# Commands of a Unix system whose names are Spanish words, which Apertium renders in their Spanish
+# sense: "sed" as "are" (or "thirst"), "echo" as "throw", "vi" as "saw" ("modo vi", "the editor in
+# way saw"). Each is passed to the pipeline as a superblank (`[vi]`), which the stream format
+# copies through untranslated, then unwrapped. ("su" is left: it is Spanish's commonest possessive.)
+KEPT_COMMANDS = ("vi", "sed", "echo")
+_KEPT_COMMAND = re.compile(r"(?<![\w-])(" + "|".join(KEPT_COMMANDS) + r")(?![\w-])")
+_KEPT_BLANK = re.compile(r"(?<!\\)\[(" + "|".join(KEPT_COMMANDS) + r")\]")
 
 # Words of software documentation whose sense Apertium's general-language dictionary misses, put
 # in English before translation (longest first, whole words, any case). Written from the misses
@@ -613,6 +620,7 @@ class Translator:
         # A blank before the null character: the bilingual stage flushes only after one. A null
         # character of the text itself would end it early, its rest answered as the next text.
         escaped = _STREAM_SPECIAL.sub(r"\\\1", " ".join(text.replace("\0", " ").split()))
+        escaped = _KEPT_COMMAND.sub(r"[\1]", escaped)
         process.stdin.write(escaped.encode("utf-8") + b"\n\0")
         process.stdin.flush()
         out = bytearray()
@@ -624,7 +632,8 @@ class Translator:
                 self._stop()
                 return None
             out += chunk
-        return " ".join(_STREAM_ESCAPED.sub(r"\1", out[:-1].decode("utf-8", "replace")).split())
+        translated = _KEPT_BLANK.sub(r"\1", out[:-1].decode("utf-8", "replace"))
+        return " ".join(_STREAM_ESCAPED.sub(r"\1", translated).split())
 
     def _stop(self) -> None:
         if self._process is not None:

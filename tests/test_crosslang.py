@@ -187,6 +187,26 @@ def test_apertium_renders_the_question_in_english(monkeypatch: pytest.MonkeyPatc
     assert "port" in words and "database" in words and "staging" in words
 
 
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_a_command_named_by_a_spanish_word_keeps_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ "modo vi" was rendered "way saw", "con sed" "with are", "echo -n" "throw -n": a command
+    whose name is a Spanish word passes through the translation as written; a bracket of the
+    question's own stays the question's."""
+    monkeypatch.delenv("LOCALLENS_TRANSLATE", raising=False)
+    for question, command in (
+        ("¿Cómo pongo el editor de línea en modo vi en vez de emacs?", "vi"),
+        ("¿Cómo reemplazo texto con sed en todos los ficheros?", "sed"),
+        ("¿Qué hace echo -n?", "echo"),
+    ):
+        rendering = crosslang.render(question)
+        assert rendering is not None and rendering.via == "apertium"
+        words = re.findall(r"[\w-]+", rendering.text)
+        assert command in words and "saw" not in words and "throw" not in words, rendering.text
+        assert "[" not in rendering.text
+    rendering = crosslang.render("¿Qué significa [vi] en la ayuda?")
+    assert rendering is not None and "[vi]" in rendering.text
+
+
 def test_retrieve_searches_a_spanish_question_in_english_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """End to end with the bag-of-words embedder: the Spanish question shares words with the
     Spanish note only; its rendering shares `port` and `database` with the English one."""

@@ -409,6 +409,12 @@ DOC_TERMS: dict[str, str] = {
     "oculta": "hidden",
     "ocultos": "hidden",
     "ocultas": "hidden",
+    # A shell's jobs and a program's features: Apertium's "a work in the background", "the list
+    # of active characteristics".
+    "trabajo": "job",
+    "trabajos": "jobs",
+    "característica": "feature",
+    "características": "features",
 }
 _DOC_TERM = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
@@ -454,7 +460,7 @@ SYNONYMS: tuple[tuple[re.Pattern[str], str], ...] = _whole_phrases(
         # "orden" is feminine as a command ("la orden") and masculine as a sequence ("el orden
         # alfabético"); with "con" it is an instrument ("¿Con qué orden veo...?"): a command
         (r"(con qu[eé]) orden", r"\1 comando"),
-        (r"(la|una|esta|esa|otra|cualquier) orden", r"\1 comando"),
+        (r"(la|una|esta|esa|otra|cualquier|cada) orden", r"\1 comando"),
     )
 )
 CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = _whole_phrases(

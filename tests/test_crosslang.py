@@ -392,6 +392,13 @@ def test_documentation_words_are_put_in_english_before_translation() -> None:
         crosslang.with_doc_terms("¿Cómo reanudo la copia en segundo plano?")
         == "¿Cómo resume la copia in the background?"
     )
+    # a shell's jobs, a program's features, and "cada orden" a command as "la orden" is
+    assert (
+        crosslang.with_doc_terms("¿Qué opción avisa de que un trabajo en segundo plano ha terminado?")
+        == "¿Qué opción avisa de que un job in the background ha terminado?"
+    )
+    assert crosslang.with_doc_terms("la lista de características") == "la lista de features"
+    assert crosslang.with_doc_terms("que cada orden se escriba") == "que cada command se escriba"
 
 
 def test_identifiers_the_translation_lost_are_added_back() -> None:

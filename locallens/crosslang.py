@@ -66,6 +66,9 @@ _STREAM_ESCAPED = re.compile(r"\\(.)")
 # sense: "sed" as "are" (or "thirst"), "echo" as "throw", "vi" as "saw" ("modo vi", "the editor in
 # way saw"). Each is passed to the pipeline as a superblank (`[vi]`), which the stream format
 # copies through untranslated, then unwrapped. ("su" is left: it is Spanish's commonest possessive.)
+# Every `Translator` does so, the morphological analyser too (`_analysis`): a superblank is no word
+# to tag, so `relative_form` reads the question as if the command's name were not in it, where it
+# read "vi" as "ver" and "echo" as "echar".
 KEPT_COMMANDS = ("vi", "sed", "echo")
 _KEPT_COMMAND = re.compile(r"(?<![\w-])(" + "|".join(KEPT_COMMANDS) + r")(?![\w-])")
 _KEPT_BLANK = re.compile(r"(?<!\\)\[(" + "|".join(KEPT_COMMANDS) + r")\]")

@@ -498,6 +498,9 @@ def missing_salience(question: str, hits: Sequence[Hit], term_counts: TermCounts
 # A duration written as a bare number, its unit of time in a field beside it (a reference's
 # "Description: Number of seconds before a session expires" / "Default: SessionTimeout 300").
 _BARE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
+# A bare number's unit of data, named by the unit or a field beside it ("Default: 10240000" under
+# "The maximal size in bytes of a message").
+_SIZE_WORDS = re.compile(r"\b(?:bytes?|octets?|kilobytes?|megabytes?|gigabytes?|[kKMG]i?B)\b")
 _TIME_WORDS = re.compile(
     r"\b(?:(?:milli|micro)?seconds?|minutes?|hours?|days?|weeks?|months?|years?|"
     r"segundos?|minutos?|horas?|d[ií]as?|semanas?|meses|a[nñ]os?)\b",
@@ -507,15 +510,17 @@ NEAR_UNITS = 3  # a reference entry's fields read with one of them: this many ei
 
 
 def _carries(units: Sequence[Unit], i: int, kind: str) -> bool:
-    """Whether `units[i]` holds a value of the kind asked (`carries_fact`); a duration or a period
-    also as a bare number whose unit of time it or a field beside it names (`_near`: "Default:
-    SSLSessionCacheTimeout 300" below "Description: Number of seconds before a session expires")."""
+    """Whether `units[i]` holds a value of the kind asked (`carries_fact`); a duration, a period or
+    an amount of data also as a bare number whose unit (of time, of data) it or a field beside it
+    names (`_near`: "Default: SSLSessionCacheTimeout 300" below "Description: Number of seconds
+    before a session expires")."""
     unit = units[i]
     if carries_fact(unit.text, kind):
         return True
-    if kind not in ("duration", "frequency") or not _BARE_NUMBER.search(unit.text):
+    if kind not in ("duration", "frequency", "size") or not _BARE_NUMBER.search(unit.text):
         return False
-    return bool(_TIME_WORDS.search(" ".join([unit.text, *_near(units, i)])))
+    words = _SIZE_WORDS if kind == "size" else _TIME_WORDS
+    return bool(words.search(" ".join([unit.text, *_near(units, i)])))
 
 
 def _near(units: Sequence[Unit], i: int) -> list[str]:
@@ -558,7 +563,7 @@ def _near(units: Sequence[Unit], i: int) -> list[str]:
 # So does a question for the setting that decides the fact ("which parameter sets how long ...",
 # "¿qué variable fija cuánto tiempo ...?"): its answer is the setting's name.
 _HOW_TO_FACT = re.compile(
-    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often)\b"
+    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often|big|large)\b"
     r"|\b(?:which|what) (?:\w+ )?(?:setting|parameter|option|variable|directive|flag|knob)s?\b.*"
     r"\bhow (?:long|many|much|often)\b"
     r"|\bqu[eé] (?:\w+ )?(?:ajuste|par[aá]metro|opci[oó]n|variable|directiva)s?\b.*\bcu[aá]nt[oa]s?\b",
@@ -875,6 +880,13 @@ _TOKEN = re.compile(r"[\w.+-]+")
 _NUMBER = re.compile(r"[\d.,]+")
 
 
+# Kinds of fact the refusal only asks to be somewhere in the excerpts (`fact_absent`), not stated
+# about the question's words (`fact_unstated`): a question about an amount of data is worded in
+# the user's words ("how much memory does each cached object cost") that the stating sentence
+# puts otherwise ("an overhead of about 1KB per object").
+ABSENT_ONLY = frozenset({"size"})
+
+
 def fact_unstated(
     question: str, hits: Sequence[Hit], units: Sequence[Unit], term_counts: TermCounts | None = None
 ) -> float:
@@ -894,6 +906,8 @@ def fact_unstated(
     for no such fact. "How long is the probation period of new hires?" over notes whose only
     durations are an audit's three days is near 1, though every word is somewhere in them."""
     kind = _refusal_fact(question)
+    if kind in ABSENT_ONLY:
+        return 0.0
     wants_name = kind is None and asks_name(question)
     if (kind is None and not wants_name) or not units:
         return 0.0

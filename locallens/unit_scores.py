@@ -301,6 +301,24 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # "How much memory does it need?", "What is the maximum file size of an upload?", "¿Cuánto
+    # espacio ocupa...?": an amount of data ("500 MB", "16 KiB", "10240000 bytes"). Not a font's
+    # or a paper's size, not "how big" alone ("how big is the dirstack?" may ask for a count).
+    (
+        "size",
+        re.compile(
+            r"\bhow much (?:memory|ram|disk(?: space)?|space|storage|bandwidth)\b"
+            r"|\b(?:file|message|upload|attachment|disk|memory|cache|buffer|body|request|photo|image|log|"
+            r"database|backup|archive|repository|segment|chunk|block|page|packet)s? sizes?\b"
+            r"|\bhow (?:big|large) (?:is|are|can|may|does|do|will|would|should)\b(?:(?! font| paper).)*"
+            r"\b(?:files?|messages?|uploads?|attachments?|disks?|caches?|buffers?|bodies|body|logs?|databases?|"
+            r"backups?|archives?|repositor(?:y|ies)|segments?|chunks?|packets?|images?|photos?)\b"
+            r"|\bcu[aá]nta (?:memoria|RAM)\b|\bcu[aá]nto (?:espacio|disco|ocupa|ocupan|pesa|pesan)\b"
+            r"|\btama[nñ]o (?:m[aá]ximo|m[ií]nimo) de(?:l| la| los| las)? (?:fichero|archivo|mensaje|adjunto|"
+            r"subida|foto|imagen|disco|memoria|cach[eé]|b[uú]fer|cuerpo|registro|copia)",
+            re.I,
+        ),
+    ),
     # "In which Varnish release ...", "Which PostgreSQL version ...", "¿Qué versión de ...?": a
     # version number (the last kind: "which version ... and on which port?" asks for the port).
     (
@@ -351,6 +369,12 @@ _CARRIES: dict[str, re.Pattern[str]] = {
     # "16.2", "v2.4.1", "version 6" (not an address: "127.0.0.1")
     "version": re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?!\d|\.\d)|\b(?:version|release|versi[oó]n) v?\d+\b", re.I),
     "duration": re.compile(rf"{_AMOUNT_OF_TIME}|\b(?:forever|indefinitely|para siempre)\b", re.I),
+    # an amount of data: "500 MB", "16KiB", "10240000 bytes", "2 gigabytes", "10M" (a size as a
+    # configuration writes it)
+    "size": re.compile(
+        r"(?<![\w.])\d[\d.,]*\s?(?:[kKMGTP](?:i?B|[Bb]ytes?)|bytes?|octets?|kilobytes?|megabytes?|gigabytes?|"
+        r"terabytes?|[kKMGT](?![\w.]))(?!\w)",
+    ),
     # a period: an amount of time, a day of the week, or a word of recurrence ("every", "nightly")
     "frequency": re.compile(rf"{_AMOUNT_OF_TIME}|\b(?:{_WEEKDAYS})\b|\b(?:{_PERIODIC})\b", re.I),
 }
@@ -359,7 +383,7 @@ ASKED_FACTS: tuple[str, ...] = tuple(name for name, _ in _ASKS)
 
 def asked_fact(question: str) -> str | None:
     """The kind of fact the question asks for, when its wording leaves no doubt: "phone", "port",
-    "price", "date", "frequency", "duration", "version", or None ("When was Python 3.12 released?" -> "date";
+    "price", "date", "frequency", "duration", "size" (an amount of data), "version", or None ("When was Python 3.12 released?" -> "date";
     "¿Cuál es el teléfono de soporte de Stripe?" -> "phone"; "When is the else block skipped?" ->
     None)."""
     for name, pattern in _ASKS:
@@ -370,7 +394,8 @@ def asked_fact(question: str) -> str | None:
 
 def carries_fact(text: str, kind: str) -> bool:
     """Whether `text` holds a value of the kind `asked_fact` names (a phone number, a port, an
-    amount of money, a date or a time of day, a period, a duration, a version number)."""
+    amount of money, a date or a time of day, a period, a duration, an amount of data, a version
+    number)."""
     pattern = _CARRIES.get(kind)
     return bool(pattern and pattern.search(text))
 

@@ -359,6 +359,15 @@ def test_missing_salience_is_the_rarest_missing_words_idf_in_the_brain() -> None
         # A length or a time: "how long can X be" leaves the doubt.
         ("How long can a file name be on this file system?", None),
         ("How long can a session stay idle before it is closed?", "duration"),
+        # An amount of data, not a font's size nor "how big" alone (a count, perhaps).
+        ("What is the maximum file size of a photo uploaded from the app?", "size"),
+        ("How much memory does postmap use per table?", "size"),
+        ("Roughly how large are the segment files inside a repository?", "size"),
+        ("¿Cuánta memoria necesita el intérprete para arrancar?", "size"),
+        ("¿Cuánto espacio ocupa una copia de seguridad?", "size"),
+        ("What font size does the browser use by default?", None),
+        ("Is there a maximum size for the directory stack?", None),
+        ("How big is the directory stack?", None),
     ],
 )
 def test_asked_fact_is_the_kind_of_fact_the_wording_asks_for(question: str, kind: str | None) -> None:
@@ -400,6 +409,14 @@ def test_a_period_is_a_duration_a_weekday_or_a_word_of_recurrence(text: str, hol
         ("Nightly backups are kept for 35 days.", "duration", True),
         ("A sabbatical of one to three months can be requested.", "duration", True),
         ("Backups are encrypted with AES-256.", "duration", False),
+        ("Segments of approx. 500 MB are kept in numbered subdirectories.", "size", True),
+        ("postmap uses a buffer of 16 MBytes per table.", "size", True),
+        ("Varnish has an overhead of about 1KB per object.", "size", True),
+        ("Start it with -s malloc,16G to give it the memory.", "size", True),
+        ("The limit is 10240000 bytes.", "size", True),
+        ("Objects are stored in 1000 files per directory.", "size", False),
+        ("The staging database runs PostgreSQL 16.2 on port 5433.", "size", False),
+        ("Trains leave every 5 m.", "size", False),
     ],
 )
 def test_carries_fact_finds_a_value_of_the_kind_asked(text: str, kind: str, carries: bool) -> None:
@@ -689,6 +706,22 @@ def test_a_duration_may_be_a_bare_number_beside_a_field_naming_its_unit() -> Non
     # Prose has no fields: a bare number beside a sentence about time carries no duration.
     prose = [hit("The cache holds 300 entries.\nEntries are dropped after they expire.", "notes/cache.md")]
     assert fact_absent("How long are entries kept in the cache?", answer_units(prose)) == 1.0
+
+
+def test_an_amount_of_data_asked_for_must_be_somewhere_not_stated_about_the_questions_words() -> None:
+    """A question for an amount of data is refused when no unit holds one (the photo's file size
+    over notes that give none), and read, when one does, whatever words state it: "how much
+    memory does each cached object cost" is answered by "an overhead of about 1KB per object"."""
+    sizes = [hit("# Sizing\n\nVarnish has an overhead of about 1KB per object.\n", "sizing.md")]
+    question = "How much memory does each cached object cost on top of the storage I give it?"
+    assert fact_absent(question, answer_units(sizes)) == 0.0
+    assert fact_unstated(question, sizes, answer_units(sizes)) == 0.0
+    none = [hit("# Driver app\n\nDrivers upload a photo as proof of delivery.\n", "app.md")]
+    assert fact_absent("What is the maximum file size of a proof-of-delivery photo?", answer_units(none)) == 1.0
+    # A bare number is an amount of data when a field beside it names the unit.
+    entry = "message_size_limit\n\nDescription:  Largest message accepted, in bytes\n\nDefault:  10240000\n"
+    fields = [hit(entry, "limits.txt")]
+    assert fact_absent("What is the maximum message size?", answer_units(fields)) == 0.0
 
 
 def test_a_definitions_sentences_are_one_entry_for_a_bare_duration() -> None:

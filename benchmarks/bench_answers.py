@@ -49,6 +49,9 @@ is in no document, the right answer being the refusal):
   Spanish questions in a Spanish speaker's words (carpeta, fichero, historial, comodín, orden,
   tecla, atajo) over the same corpus, written with their English (zsh_es2_gold_en.jsonl) before
   anything was run on them: Spanish on a corpus its handling was not fitted to.
+- borg-es: borg_es_over_en.jsonl (40 + 5), every question of the borg set as a Spanish speaker
+  asks it (copia, podar, carpeta, fichero, clave, frase de contraseña), written with the pairing
+  borg_es_gold_en.jsonl before anything was run on them (the twenty-fourth round).
 - borg-html, varnish-html, varnish-html-es, apache-html, apache-html-es, sqlite-html,
   sqlite-html-es, rsyslog-html, rsyslog-html-es, zsh-html, zsh-html-es, zsh-html-es2: the same
   questions over the same pages as the package ships them (HTML, navigation and all), read by
@@ -194,6 +197,7 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
+    "borg-es": ("borg", [DATA / "borg_es_over_en.jsonl"]),
     "varnish": ("varnish", [DATA / "varnish_questions.jsonl"]),
     "varnish-es": ("varnish", [DATA / "varnish_es_over_en.jsonl"]),
     "postfix": ("postfix", [DATA / "postfix_questions.jsonl"]),

@@ -418,9 +418,71 @@ DOC_TERMS: dict[str, str] = {
     "trabajos": "jobs",
     "característica": "feature",
     "características": "features",
+    # Backups, storage and keys (the twenty-fourth round), by the same probe: "respaldo" ->
+    # "backrest", "frase de contraseña" -> "sentence of password", "navegar" -> "cruise",
+    # "reescribir" -> "redraft", "panel" -> "signpost", "conservar" -> "conserve" ("¿Qué se
+    # conserva?" -> "What conserves?"), "en bruto" -> "in the rough"; "podar", "enchufar",
+    # "metadatos", "comprobación", "deduplicación", "caducado" left in Spanish. Left out with two
+    # senses: "bloquear" (lock or block), "liberar" (free or release), "programar" (schedule or
+    # program), "sube" (uploads or rises).
+    "respaldo": "backup",
+    "respaldos": "backups",
+    "respaldar": "back up",
+    "metadatos": "metadata",
+    "comprobación": "check",
+    "comprobaciones": "checks",
+    "frase de contraseña": "passphrase",
+    "frases de contraseña": "passphrases",
+    "frase de paso": "passphrase",
+    "deduplicación": "deduplication",
+    "panel": "dashboard",
+    "paneles": "dashboards",
+    "tarea programada": "scheduled task",
+    "tareas programadas": "scheduled tasks",
+    "programador de tareas": "task scheduler",
+    "podar": "prune",
+    "podo": "prune",
+    "poda": "prunes",
+    "podado": "pruned",
+    "podados": "pruned",
+    "podé": "pruned",
+    "navegar": "browse",
+    "navego": "browse",
+    "navega": "browses",
+    "subir": "upload",
+    "subo": "upload",
+    "enchufar": "plug in",
+    "enchufo": "plug in",
+    "enchufa": "plugs in",
+    "enchufado": "plugged in",
+    "reescribir": "rewrite",
+    "reescribe": "rewrites",
+    "reescriba": "rewrites",
+    "espacio liberado": "freed space",
+    "liberar espacio": "free space",
+    "libera espacio": "frees space",
+    "en bruto": "raw",
+    "caducado": "expired",
+    "caducada": "expired",
+    "caducados": "expired",
+    "caducadas": "expired",
+    "conservar": "keep",
+    "conservo": "keep",
+    "se conserva": "is kept",
+    "se conservan": "get kept",
+    "conserva": "keeps",
+    "conservan": "keep",
 }
 _DOC_TERM = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
+    re.IGNORECASE,
+)
+# A first-person verb of `DOC_TERMS` ("desactivo", "navego") after "cómo", an object pronoun
+# between or not (`with_doc_terms`).
+_HOW_FIRST_PERSON = re.compile(
+    r"(?<![\w-])(c[oó]mo )(?=(?:(?:me|te|se|lo|la|los|las|le|les) )?(?:"
+    + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(r"\w+o", t))
+    + r")(?![\w-]))",
     re.IGNORECASE,
 )
 # An infinitive of `DOC_TERMS` with an object pronoun joined to it ("teclearla", "cargarlos"):
@@ -497,6 +559,9 @@ CONSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = _whole_phrases(
         (r"da de baja|dar de baja|doy de baja", "remove"),
         (r"da de alta|dar de alta|doy de alta", "add"),
         (r"echar un vistazo a|echo un vistazo a", "look at"),
+        # "activo" is a verb after "cómo" ("¿Cómo activo X?" -> "How do I actuate X?"), else
+        # the adjective "active"
+        (r"c[oó]mo activo", "how do I enable"),
     )
 )
 
@@ -553,9 +618,12 @@ def with_do_support(rendered: str) -> str:
 
 def with_doc_terms(question: str) -> str:
     """`question` with its constructions as Apertium should read them (`SYNONYMS`, `CONSTRUCTIONS`) and its
-    documentation words in English (`DOC_TERMS`, an infinitive's joined object pronoun too)."""
+    documentation words in English (`DOC_TERMS`, an infinitive's joined object pronoun too). A
+    verb of `DOC_TERMS` in the first person after "cómo" gets its subject, "yo", so that the
+    English keeps "do I" ("¿Cómo desactivo X?" -> "How do I disable X?", not "How disable X?")."""
     for pattern, replacement in (*SYNONYMS, *CONSTRUCTIONS):
         question = pattern.sub(replacement, question)
+    question = _HOW_FIRST_PERSON.sub(r"\1yo ", question)
     question = _DOC_VERB_CLITIC.sub(
         lambda m: f"{DOC_TERMS[m.group(1).lower()]} {_CLITIC_OBJECT[m.group(2).lower()]}", question
     )

@@ -388,9 +388,17 @@ def test_documentation_words_are_put_in_english_before_translation() -> None:
         crosslang.with_doc_terms("¿Qué tiempo de espera tiene la Caché para las cabeceras en el sistema de archivos?")
         == "¿Qué timeout tiene la cache para las headers en el file system?"
     )
+    # a first-person verb after "cómo" keeps its subject, for the English's "do I"
     assert (
         crosslang.with_doc_terms("¿Cómo reanudo la copia en segundo plano?")
-        == "¿Cómo resume la copia in the background?"
+        == "¿Cómo yo resume la copia in the background?"
+    )
+    assert crosslang.with_doc_terms("¿Cómo lo desactivo?") == "¿Cómo yo lo disable?"
+    assert crosslang.with_doc_terms("¿Cómo funciona el registro?") == "¿Cómo funciona el log?"
+    # backups, storage and keys: a passphrase, not a "sentence of password"; what is kept
+    assert (
+        crosslang.with_doc_terms("¿Se conservan los metadatos si cambio la frase de contraseña?")
+        == "¿get kept los metadata si cambio la passphrase?"
     )
     # a shell's jobs, a program's features, and "cada orden" a command as "la orden" is
     assert (
@@ -486,6 +494,15 @@ def test_cuanto_with_a_verb_of_time_opens_a_how_long_question() -> None:
     )
     assert crosslang.question_form("¿Cuánto tiempo espera la shell?") == ("How long waits", "la shell?")
     assert crosslang.question_form("¿Cuánto cuesta?") is None
+
+
+@pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")
+def test_a_first_person_documentation_verb_after_como_keeps_do_support(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCALLENS_TRANSLATE", "1")
+    rendering = crosslang.render("¿Cómo navego por los ficheros de un archivo?")
+    assert rendering is not None and rendering.text.startswith("How do I browse")
+    rendering = crosslang.render("¿Cómo desactivo el historial?")
+    assert rendering is not None and rendering.text == "How do I disable the history?"
 
 
 @pytest.mark.skipif(crosslang._apertium() is None, reason="Apertium's Spanish-English pair is not installed")

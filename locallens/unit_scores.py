@@ -239,17 +239,25 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\bhow (?:many|much|long|often|big|large|fast|old|far)\b|\bwhen (?:does|do|is|are|will|did|was|should)\b|"
             r"\bwhat time\b|\bsince (?:which|what|when)\b|"
-            r"\b(?:which|what) (?:port|version|date|day|year|rate|limit|percentage|size|number|amount|price|cost|"
+            r"\b(?:which|what) (?:\w+ )?(?:port|version|date|day|year|rate|limit|percentage|size|number|amount|price|cost|"
             r"threshold|timeout|deadline|temperature|address|ip)\b|\b(?:minimum|maximum|max|min)\b|"
             # "cuánto / cuándo" asks; unaccented, "cuanto / cuando" is also the conjunction ("cuando
             # la sintaxis exige...", "en cuanto"), read as a question word only where one opens it.
-            r"\bcuánt[oa]s?\b|\bcuándo\b|\bcon qu[eé] frecuencia\b|(?:^|¿)\s*(?:(?:a|de|en|cada|desde|hasta|por) )?cuan(?:t[oa]s?|do)\b|\bqué (?:puerto|versión|día|fecha|hora|año|límite|tarifa|precio|"
-            r"temperatura|dirección)\b|\ba qué hora\b|\bcada cu[aá]nto\b|\bm[ií]nim[oa]\b|\bm[aá]xim[oa]\b",
+            # ... and not a clause before the question ("Cuando creo X, ¿dónde se guarda la clave?").
+            r"\bcuánt[oa]s?\b|\bcuándo\b|\bcon qu[eé] frecuencia\b|(?:^(?=[^¿]*$)|¿)\s*(?:(?:a|de|en|cada|desde|hasta|por) )?cuan(?:t[oa]s?|do)\b|\bqué (?:puerto|versión|día|fecha|hora|año|límite|tarifa|precio|"
+            r"temperatura|dirección|porcentaje|tamaño|número|cantidad|coste|umbral|plazo)\b|\ba qué hora\b|\bcada cu[aá]nto\b|\bm[ií]nim[oa]\b|\bm[aá]xim[oa]\b",
             re.I,
         ),
     ),
     ("name", re.compile(r"\bwho\b|\bwhich (?:team|person|vendor|company|engineer)\b|\bqui[eé]n(?:es)?\b", re.I)),
-    ("path", re.compile(r"\bwhere\b|\b(?:which|what) (?:file|folder|directory|path|url|channel)\b|\bd[oó]nde\b", re.I)),
+    (
+        "path",
+        re.compile(
+            r"\bwhere\b|\b(?:which|what) (?:file|folder|directory|path|url|channel)\b|\bd[oó]nde\b"
+            r"|\bqu[eé] (?:fichero|archivo|carpeta|directorio|ruta|url|canal)\b",
+            re.I,
+        ),
+    ),
 )
 
 

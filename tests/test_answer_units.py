@@ -193,6 +193,13 @@ def test_answer_type_of_questions() -> None:
 
 
 def test_answer_type_of_spanish_wordings_is_the_englishs() -> None:
+    # a place and an amount in Spanish words; a clause before the question is not its question
+    assert answer_type("¿En qué carpeta restaura los ficheros?") == answer_type("Into which folder?") == "path"
+    assert answer_type("Cuando creo un repositorio, ¿dónde se guarda la clave?") == "path"
+    assert answer_type("cuando se reinicia el servidor?") == "number"  # no "¿": the question word
+    assert answer_type("¿De qué tamaño son los segmentos?") == answer_type("What segment size?") == "number"
+    assert answer_type("Si no indico nada, ¿qué porcentaje necesita?") == "number"
+    assert answer_type("Which local port does the proxy use?") == "number"
     # the English nouns of a code question, in Spanish ("which variable" / "qué variable")
     assert answer_type("Which variable sets the timeout?") == answer_type("¿Qué variable fija el tiempo?") == "code"
     assert answer_type("¿Cuál es la directiva que cambia el puerto?") == "code"
@@ -1959,9 +1966,12 @@ def test_a_reference_entrys_fields_are_stated_not_titles_and_its_default_answers
     )
     counted = passage_units(_scored(entry, [0.1, 0.9, 0.1, 0.1]), question="How many minutes may pass between items?")
     assert [u.text for u, _ in counted][-1] == "Default: 30"
-    # Not asked for a default: the passage stays as it was.
-    plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font size is used?")]
+    # Not asked for a default, nor for a number: the passage stays as it was. ("Which font size
+    # is used?" asks for a number, which the entry's default is.)
+    plain = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font setting is this?")]
     assert "Default: 10pt" not in plain
+    sized = [u.text for u, _ in passage_units(_scored(units, scores), question="Which font size is used?")]
+    assert sized[-1] == "Default: 10pt"
     # A man page's NAME line is the page's summary, not a title; the tail of a sentence a chunk
     # cut is no term of the indented lines below it.
     named = excerpt_units("## NAME\n\nfrobctl-prune - Remove unreachable objects from the store\n", 1)

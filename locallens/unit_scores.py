@@ -274,6 +274,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "price",
         re.compile(
             r"\bhow much (?:does|do|did|will|would|is|are)\b.*\b(?:cost|charge|pay|price|fee)s?\b"
+            r"|\bhow much (?:is|are) (?:paid|charged)\b"
             r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees|budget)\b"
             r"|\bcu[aá]nto (?:cuesta|cuestan|cost[oó]|vale|valen|se cobra|se paga|se carga|pagamos|cobramos)\b"
             r"|\bqu[eé] (?:precio|tarifa|coste|costo)\b|\bpresupuesto\b|\bprecio\b",
@@ -322,6 +323,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\b(?:files?|messages?|uploads?|attachments?|disks?|caches?|buffers?|bodies|body|logs?|databases?|"
             r"backups?|archives?|repositor(?:y|ies)|segments?|chunks?|packets?|images?|photos?)\b"
             r"|\bcu[aá]nta (?:memoria|RAM)\b|\bcu[aá]nto (?:espacio|disco|ocupa|ocupan|pesa|pesan)\b"
+            r"|\bde qu[eé] tama[nñ]o\b(?! de (?:letra|fuente|papel))|\bqu[eé] tama[nñ]o (?:tiene|tienen|ocupa|ocupan)\b"
             r"|\btama[nñ]o (?:m[aá]ximo|m[ií]nimo) de(?:l| la| los| las)? (?:fichero|archivo|mensaje|adjunto|"
             r"subida|foto|imagen|disco|memoria|cach[eé]|b[uú]fer|cuerpo|registro|copia)",
             re.I,
@@ -598,7 +600,9 @@ _ASKS_DEFAULT = re.compile(
     r"|\b(?:when|if) (?:none|nothing|no \w+) is (?:given|set|specified|chosen|passed|provided|named)\b"
     r"|\b(?:when|if) (?:it is |it's )?(?:omitted|left out|not (?:given|set|specified))\b"
     r"|\bunless (?:i|you|we) (?:raise|change|set|increase|lower|configure|override|specify|pass|give|adjust)\b"
-    r"|\bpor defecto\b|\bpredeterminad[oa]s?\b|\bsi no (?:cambio|toco|elijo|indico|configuro|pongo)\b",
+    r"|\bpor defecto\b|\bpredeterminad[oa]s?\b"
+    # "si no cambio nada", "si nunca elijo ninguna", "si no le digo ninguno"
+    r"|\bsi (?:no|nunca) (?:(?:le|lo|la|les) )?(?:cambio|toco|elijo|indico|configuro|pongo|digo|especifico|paso|doy)\b",
     re.I,
 )
 _SAYS_DEFAULT = re.compile(r"\bdefaults?\b|\bpor defecto\b|\bpredeterminad", re.I)

@@ -237,10 +237,11 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "number",
         re.compile(
-            r"\bhow (?:many|much|long|often|big|large|fast|old|far)\b|\bwhen (?:does|do|is|are|will|did|was|should)\b|"
+            r"\bhow (?:many|much|long|often|big|large|fast|old|far|deep|high|wide|small|low)\b|\bwhen (?:does|do|is|are|will|did|was|should)\b|"
             r"\bwhat time\b|\bsince (?:which|what|when)\b|"
-            r"\b(?:which|what) (?:\w+ )?(?:port|version|date|day|year|rate|limit|percentage|size|number|amount|price|cost|"
-            r"threshold|timeout|deadline|temperature|address|ip)\b|\b(?:minimum|maximum|max|min)\b|"
+            r"\b(?:which|what) (?:(?:is|are|was|were) (?:the |an? )?)?(?:\w+ )?(?:port|version|date|day|year|rate|limit|"
+            r"percentage|size|number|amount|price|cost|threshold|timeout|deadline|temperature|address|ip|status)\b"
+            r"|\b(?:minimum|maximum|max|min)\b|"
             # "cuánto / cuándo" asks; unaccented, "cuanto / cuando" is also the conjunction ("cuando
             # la sintaxis exige...", "en cuanto"), read as a question word only where one opens it.
             # ... and not a clause before the question ("Cuando creo X, ¿dónde se guarda la clave?").

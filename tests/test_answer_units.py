@@ -182,7 +182,9 @@ def test_answer_type_of_questions() -> None:
     assert answer_type("Which is the option that makes cd push the old directory?") == "code"
     assert answer_type("What are the options of borg create?") == "code"
     assert answer_type("What is the leave policy?") is None
-    assert answer_type("What is the default port?") is None
+    assert answer_type("What is the default port?") == "number"  # a number noun, as "Which port"
+    assert answer_type("What is the largest number $RANDOM can give me?") == "number"
+    assert answer_type("How deep can functions call each other?") == "number"
     # "Is there a command / function ...?" asks for one; "Is there a known cause?" for no code
     assert answer_type("Is there a command that checks my config files for syntax errors?") == "code"
     assert answer_type("Is there a function I can define that runs before each prompt?") == "code"

@@ -52,6 +52,9 @@ is in no document, the right answer being the refusal):
 - borg-es: borg_es_over_en.jsonl (40 + 5), every question of the borg set as a Spanish speaker
   asks it (copia, podar, carpeta, fichero, clave, frase de contraseña), written with the pairing
   borg_es_gold_en.jsonl before anything was run on them (the twenty-fourth round).
+- stdlib-es: stdlib_es_over_en.jsonl (20), the first 20 stdlib questions in a Spanish speaker's
+  words (carpeta, fichero, hoja de cálculo, línea de órdenes), written with the pairing
+  stdlib_es_gold_en.jsonl before anything was run on them (the twenty-fourth round).
 - borg-html, varnish-html, varnish-html-es, apache-html, apache-html-es, sqlite-html,
   sqlite-html-es, rsyslog-html, rsyslog-html-es, zsh-html, zsh-html-es, zsh-html-es2: the same
   questions over the same pages as the package ships them (HTML, navigation and all), read by
@@ -196,6 +199,7 @@ SETS: dict[str, tuple[str, list[Path]]] = {
     "es-given": ("sample", [DATA / "sample_es_over_en.jsonl"]),
     "pydoc": ("pydoc", [DATA / "pydoc_questions.jsonl"]),
     "stdlib": ("stdlib", [DATA / "stdlib_questions.jsonl"]),
+    "stdlib-es": ("stdlib", [DATA / "stdlib_es_over_en.jsonl"]),
     "borg": ("borg", [DATA / "borg_questions.jsonl"]),
     "borg-es": ("borg", [DATA / "borg_es_over_en.jsonl"]),
     "varnish": ("varnish", [DATA / "varnish_questions.jsonl"]),

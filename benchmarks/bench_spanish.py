@@ -43,6 +43,7 @@ GOLD = {
     "zsh-es": "zsh_es_gold_en.jsonl",
     "zsh-es2": "zsh_es2_gold_en.jsonl",
     "borg-es": "borg_es_gold_en.jsonl",
+    "stdlib-es": "stdlib_es_gold_en.jsonl",
     "adoc-es": "adoc_es_gold_en.jsonl",
 }
 STAGES = ("retrieval", "refusal", "unit selection")

@@ -472,6 +472,22 @@ DOC_TERMS: dict[str, str] = {
     "se conservan": "get kept",
     "conserva": "keeps",
     "conservan": "keep",
+    # and from stdlib-es's renderings, probed the same way: "hoja de cálculo" -> "leaf of
+    # calculation", "un valor por defecto" -> "a value default" (the Spanish order kept),
+    # "ordenar" -> "order" where a list is sorted
+    "hoja de cálculo": "spreadsheet",
+    "hojas de cálculo": "spreadsheets",
+    "valor por defecto": "default value",
+    "valores por defecto": "default values",
+    "valor predeterminado": "default value",
+    "valores predeterminados": "default values",
+    "ordenar": "sort",
+    "ordeno": "sort",
+    "ordena": "sorts",
+    "ordenado": "sorted",
+    "ordenada": "sorted",
+    "ordenados": "sorted",
+    "ordenadas": "sorted",
 }
 _DOC_TERM = re.compile(
     r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",

@@ -396,7 +396,9 @@ def test_documentation_words_are_put_in_english_before_translation() -> None:
     assert crosslang.with_doc_terms("¿Cómo lo desactivo?") == "¿Cómo yo lo disable?"
     assert crosslang.with_doc_terms("¿Cómo funciona el registro?") == "¿Cómo funciona el log?"
     # the Spanish order of a noun and its "por defecto" is English's ("a value default" before)
-    assert crosslang.with_doc_terms("un valor por defecto en la hoja de cálculo") == "un default value en la spreadsheet"
+    assert (
+        crosslang.with_doc_terms("un valor por defecto en la hoja de cálculo") == "un default value en la spreadsheet"
+    )
     # backups, storage and keys: a passphrase, not a "sentence of password"; what is kept
     assert (
         crosslang.with_doc_terms("¿Se conservan los metadatos si cambio la frase de contraseña?")

@@ -563,10 +563,10 @@ def _near(units: Sequence[Unit], i: int) -> list[str]:
 # So does a question for the setting that decides the fact ("which parameter sets how long ...",
 # "¿qué variable fija cuánto tiempo ...?"): its answer is the setting's name.
 _HOW_TO_FACT = re.compile(
-    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.*\bhow (?:long|many|much|often|big|large)\b"
-    r"|\b(?:which|what) (?:\w+ )?(?:setting|parameter|option|variable|directive|flag|knob)s?\b.*"
+    r"^\W*how (?:do|can|could|should|would) (?:i|we|you|one)\b.{0,200}?\bhow (?:long|many|much|often|big|large)\b"
+    r"|\b(?:which|what) (?:\w+ )?(?:setting|parameter|option|variable|directive|flag|knob)s?\b.{0,200}?"
     r"\bhow (?:long|many|much|often)\b"
-    r"|\bqu[eé] (?:\w+ )?(?:ajuste|par[aá]metro|opci[oó]n|variable|directiva)s?\b.*\bcu[aá]nt[oa]s?\b",
+    r"|\bqu[eé] (?:\w+ )?(?:ajuste|par[aá]metro|opci[oó]n|variable|directiva)s?\b.{0,200}?\bcu[aá]nt[oa]s?\b",
     re.I,
 )
 

@@ -274,7 +274,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "price",
         re.compile(
-            r"\bhow much (?:does|do|did|will|would|is|are)\b.*\b(?:cost|charge|pay|price|fee)s?\b"
+            r"\bhow much (?:does|do|did|will|would|is|are)\b.{0,200}?\b(?:cost|charge|pay|price|fee)s?\b"
             r"|\bhow much (?:is|are) (?:paid|charged)\b"
             r"|\bhow much (?:does|do|did|will|would) \w+(?: \w+){0,6} cost\b|\b(?:price|pricing|fee|fees|budget)\b"
             r"|\bcu[aá]nto (?:cuesta|cuestan|cost[oó]|vale|valen|se cobra|se paga|se carga|pagamos|cobramos)\b"
@@ -286,7 +286,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "date",
         re.compile(
             r"\b(?:what|which|in which|in what) (?:year|date|day of the month)\b"
-            r"|\bwhen (?:was|were|did|will|is|are) .*\b(?:released|published|launched|founded|introduced|"
+            r"|\bwhen (?:was|were|did|will|is|are) .{0,200}?\b(?:released|published|launched|founded|introduced|"
             r"announced|signed|held|scheduled|due|renewed|opened|closed)\b"
             r"|\b(?:release|launch|publication) date\b"
             r"|\b(?:en )?qu[eé] (?:a[nñ]o|fecha)\b|\bcu[aá]ndo (?:se )?(?:lanza|lanz[oó]|sale|sali[oó]|public[oó]|"
@@ -320,7 +320,7 @@ _ASKS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bhow much (?:memory|ram|disk(?: space)?|space|storage|bandwidth)\b"
             r"|\b(?:file|message|upload|attachment|disk|memory|cache|buffer|body|request|photo|image|log|"
             r"database|backup|archive|repository|segment|chunk|block|page|packet)s? sizes?\b"
-            r"|\bhow (?:big|large) (?:is|are|can|may|does|do|will|would|should)\b(?:(?! font| paper).)*"
+            r"|\bhow (?:big|large) (?:is|are|can|may|does|do|will|would|should)\b(?:(?! font| paper)[^?]){0,80}?"
             r"\b(?:files?|messages?|uploads?|attachments?|disks?|caches?|buffers?|bodies|body|logs?|databases?|"
             r"backups?|archives?|repositor(?:y|ies)|segments?|chunks?|packets?|images?|photos?)\b"
             r"|\bcu[aá]nta (?:memoria|RAM)\b|\bcu[aá]nto (?:espacio|disco|ocupa|ocupan|pesa|pesan)\b"
@@ -596,7 +596,7 @@ _ASKS_DEFAULT = re.compile(
     # settings alone", "unless I raise the limit" (not "what happens if I don't run the migrations?")
     r"|\bif (?:i|you|we) (?:never|don'?t|do not|didn'?t|did not) (?:\w+ )?(?:change|set|configure|specify|give"
     r"|choose|pick|pass|touch|provide|select|override|tune|adjust|say|tell|name|mention)\b"
-    r"|\bif (?:i|you|we) leave\b.*\balone\b"
+    r"|\bif (?:i|you|we) leave\b.{0,200}?\balone\b"
     # a value not given: "when none is given", "if no port is specified", "if omitted"
     r"|\b(?:when|if) (?:none|nothing|no \w+) is (?:given|set|specified|chosen|passed|provided|named)\b"
     r"|\b(?:when|if) (?:it is |it's )?(?:omitted|left out|not (?:given|set|specified))\b"

@@ -240,7 +240,7 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"\bhow (?:many|much|long|often|big|large|fast|old|far|deep|high|wide|small|low)\b|\bwhen (?:does|do|is|are|will|did|was|should)\b|"
             r"\bwhat time\b|\bsince (?:which|what|when)\b|"
             r"\b(?:which|what) (?:(?:is|are|was|were) (?:the |an? )?)?(?:\w+ )?(?:port|version|date|day|year|rate|limit|"
-            r"percentage|size|number|amount|price|cost|threshold|timeout|deadline|temperature|address|ip|status)\b"
+            r"percentage|size|number|amount|price|cost|threshold|timeout|deadline|temperature|address|ip|status|hour|level)\b"
             r"|\b(?:minimum|maximum|max|min)\b|"
             # "cuánto / cuándo" asks; unaccented, "cuanto / cuando" is also the conjunction ("cuando
             # la sintaxis exige...", "en cuanto"), read as a question word only where one opens it.
@@ -256,6 +256,17 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\bwhere\b|\b(?:which|what) (?:file|folder|directory|path|url|channel)\b|\bd[oó]nde\b"
             r"|\bqu[eé] (?:fichero|archivo|carpeta|directorio|ruta|url|canal)\b",
+            re.I,
+        ),
+    ),
+    # any other "which X": a named thing of the notes (a director, an MPM, a site), not an
+    # organisation asked (`asks_name`); not "which widget" either, measured apart and left out
+    # (a manual's widgets are all entries alike, and the one a chord binds lost to its neighbour)
+    (
+        "code",
+        re.compile(
+            r"\bwhich (?!(?:is|are|one|ones|of|widgets?)\b)(?!(?:\w+ )?(?:vendor|company|provider|service|body"
+            r"|organi[sz]ation|firm|supplier|agency|partner|bank|insurer|auditor|contractor|registrar)s?\b)\w+",
             re.I,
         ),
     ),

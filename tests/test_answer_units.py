@@ -202,6 +202,12 @@ def test_answer_type_of_spanish_wordings_is_the_englishs() -> None:
     assert answer_type("¿De qué tamaño son los segmentos?") == answer_type("What segment size?") == "number"
     assert answer_type("Si no indico nada, ¿qué porcentaje necesita?") == "number"
     assert answer_type("Which local port does the proxy use?") == "number"
+    # any other "which X" asks for a named thing of the notes; not an organisation
+    assert answer_type("Which director fits a primary and a standby backend?") == "code"
+    assert answer_type("Which site answers a request for an unknown hostname?") == "code"
+    assert answer_type("Which CI service runs the build pipelines?") is None
+    assert answer_type("Which is better?") is None
+    assert answer_type("Which hour is it?") == answer_type("Which level is used?") == "number"
     # the English nouns of a code question, in Spanish ("which variable" / "qué variable")
     assert answer_type("Which variable sets the timeout?") == answer_type("¿Qué variable fija el tiempo?") == "code"
     assert answer_type("¿Cuál es la directiva que cambia el puerto?") == "code"

@@ -489,25 +489,26 @@ DOC_TERMS: dict[str, str] = {
     "ordenados": "sorted",
     "ordenadas": "sorted",
 }
-_DOC_TERM = re.compile(
-    r"(?<![\w-])(" + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True)) + r")(?![\w-])",
-    re.IGNORECASE,
-)
+
+
+def _doc_terms(shape: str = r".+") -> str:
+    """The `DOC_TERMS` of `shape` (a regular expression the whole term matches) as one alternation,
+    longest first, so that a phrase wins over its first word ("tiempo de espera" over "tiempo")."""
+    return "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(shape, t))
+
+
+_DOC_TERM = re.compile(r"(?<![\w-])(" + _doc_terms() + r")(?![\w-])", re.IGNORECASE)
 # A first-person verb of `DOC_TERMS` ("desactivo", "navego") after "cómo", an object pronoun
 # between or not (`with_doc_terms`).
 _HOW_FIRST_PERSON = re.compile(
-    r"(?<![\w-])(c[oó]mo )(?=(?:(?:me|te|se|lo|la|los|las|le|les) )?(?:"
-    + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(r"\w+o", t))
-    + r")(?![\w-]))",
+    r"(?<![\w-])(c[oó]mo )(?=(?:(?:me|te|se|lo|la|los|las|le|les) )?(?:" + _doc_terms(r"\w+o") + r")(?![\w-]))",
     re.IGNORECASE,
 )
 # An infinitive of `DOC_TERMS` with an object pronoun joined to it ("teclearla", "cargarlos"):
 # Apertium does not know the joined word when it does not know the verb.
 _CLITIC_OBJECT = {"lo": "it", "la": "it", "le": "it", "los": "them", "las": "them", "les": "them"}
 _DOC_VERB_CLITIC = re.compile(
-    r"(?<![\w-])("
-    + "|".join(re.escape(t) for t in sorted(DOC_TERMS, key=len, reverse=True) if re.fullmatch(r"\w+[aei]r", t))
-    + r")(los|las|les|lo|la|le)(?![\w-])",
+    r"(?<![\w-])(" + _doc_terms(r"\w+[aei]r") + r")(los|las|les|lo|la|le)(?![\w-])",
     re.IGNORECASE,
 )
 

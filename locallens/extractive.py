@@ -506,6 +506,8 @@ _TIME_WORDS = re.compile(
     r"segundos?|minutos?|horas?|d[ií]as?|semanas?|meses|a[nñ]os?)\b",
     re.I,
 )
+# The unit words by which a bare number of each kind is read (`_carries`).
+_BARE_UNIT_WORDS = {"duration": _TIME_WORDS, "frequency": _TIME_WORDS, "size": _SIZE_WORDS}
 NEAR_UNITS = 3  # a reference entry's fields read with one of them: this many either side
 
 
@@ -517,9 +519,9 @@ def _carries(units: Sequence[Unit], i: int, kind: str) -> bool:
     unit = units[i]
     if carries_fact(unit.text, kind):
         return True
-    if kind not in ("duration", "frequency", "size") or not _BARE_NUMBER.search(unit.text):
+    words = _BARE_UNIT_WORDS.get(kind)
+    if words is None or not _BARE_NUMBER.search(unit.text):
         return False
-    words = _SIZE_WORDS if kind == "size" else _TIME_WORDS
     return bool(words.search(" ".join([unit.text, *_near(units, i)])))
 
 

@@ -208,6 +208,12 @@ _NUMBER_WORDS = re.compile(
 
 # What a question asks for, from its wording (English and Spanish). "What is the name of ...?" and
 # Apertium's "Which is the option that ...?" ask as "Which name / option ...?" does.
+# The organisations a "which / what X" question asks for by name (`asks_name`), which the
+# catch-all "which X" of `_WANTS` leaves out.
+_ORGANISATIONS = (
+    r"vendor|company|provider|service|body|organi[sz]ation|firm|supplier|agency|partner|bank|insurer|auditor"
+    r"|contractor|registrar"
+)
 _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "code",
@@ -265,8 +271,7 @@ _WANTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "code",
         re.compile(
-            r"\bwhich (?!(?:is|are|one|ones|of|widgets?)\b)(?!(?:\w+ )?(?:vendor|company|provider|service|body"
-            r"|organi[sz]ation|firm|supplier|agency|partner|bank|insurer|auditor|contractor|registrar)s?\b)\w+",
+            rf"\bwhich (?!(?:is|are|one|ones|of|widgets?)\b)(?!(?:\w+ )?(?:{_ORGANISATIONS})s?\b)\w+",
             re.I,
         ),
     ),
@@ -425,8 +430,7 @@ def carries_fact(text: str, kind: str) -> bool:
 # A question that asks which organisation or service does something ("which vendor provides ...",
 # "¿qué entidad certificadora ...?") is answered by a name the question does not hold.
 _ASKS_NAME = re.compile(
-    r"\b(?:which|what) (?:\w+ )?(?:vendor|company|provider|service|body|organi[sz]ation|firm|supplier|agency|"
-    r"partner|bank|insurer|auditor|contractor|registrar)s?\b"
+    rf"\b(?:which|what) (?:\w+ )?(?:{_ORGANISATIONS})s?\b"
     r"|\bqu[eé] (?:\w+ )?(?:entidad|empresa|proveedor|compa[nñ][ií]a|servicio|organismo|banco|aseguradora|"
     r"auditora|consultora)\b",
     re.I,
